@@ -1,0 +1,433 @@
+/**
+ * Frames: the closed set of System / Data / Control variants plus custom frames.
+ *
+ * A frame is a plain object with a `kind` discriminant, a process-unique monotonic `id`, its
+ * payload fields, and the optional meta fields of {@link FrameMeta}. Meta lives on the frame
+ * itself (no separate envelope object per hop); see docs/decisions.md.
+ *
+ * @example
+ * ```ts
+ * import { inputAudio, classOf } from "./frames.ts";
+ * const f = inputAudio({ pcm: new Int16Array(320), sampleRate: 16000, numChannels: 1 });
+ * classOf(f); // "system"
+ * ```
+ * @module
+ */
+
+/** Direction a frame travels: source to sink, or sink to source. */
+export type Direction = "downstream" | "upstream";
+/** Frame class: system frames jump the queue and survive interruption. */
+export type FrameClass = "system" | "data" | "control";
+
+/** Mono (or interleaved) 16-bit PCM. Cloning a frame never copies `pcm`. */
+export interface AudioFrame {
+  /** Samples, 16-bit signed, little-endian when serialised. */
+  readonly pcm: Int16Array;
+  /** Samples per second per channel. */
+  readonly sampleRate: number;
+  /** Channel count (1 on every path in the runtime). */
+  readonly numChannels: number;
+}
+/** Older name of {@link AudioFrame}; kept as an alias for one release. */
+export type AudioChunk = AudioFrame;
+
+/** Make an {@link AudioFrame} (mono by default). */
+export function audioFrame(pcm: Int16Array, sampleRate: number, numChannels = 1): AudioFrame {
+  return { pcm, sampleRate, numChannels };
+}
+
+/** Parameters every processor receives with Start. */
+export interface StartParams {
+  audioInSampleRate: number;
+  audioOutSampleRate: number;
+  enableMetrics: boolean;
+  enableUsageMetrics: boolean;
+  enableTracing: boolean;
+  reportOnlyInitialTtfb: boolean;
+}
+
+/** Service kind targeted by UpdateSettings. */
+export type ServiceKind = "stt" | "tts" | "llm" | "filter" | "mixer" | "all";
+
+/** A keypad key (DTMF). */
+export type KeypadEntry =
+  | "0"
+  | "1"
+  | "2"
+  | "3"
+  | "4"
+  | "5"
+  | "6"
+  | "7"
+  | "8"
+  | "9"
+  | "*"
+  | "#"
+  | "A"
+  | "B"
+  | "C"
+  | "D";
+
+/** BCP-47 language tag, e.g. `en-US`. */
+export type Language = string;
+
+/** A tool declaration offered to a model. */
+export interface ToolDecl {
+  name: string;
+  description: string;
+  /** JSON-schema parameters object. */
+  params: Record<string, unknown>;
+}
+
+/** A function (tool) call requested by a model. */
+export interface FunctionCall {
+  toolCallId: string;
+  functionName: string;
+  arguments: Record<string, unknown>;
+}
+
+/** The result of a function call, sent back to the model. */
+export interface FunctionCallResult {
+  toolCallId: string;
+  functionName: string;
+  result: unknown;
+  /** Whether the model should run again after this result (default true). */
+  runLlm?: boolean;
+}
+
+/** One message of an {@link LlmContext}. */
+export type LlmMessage =
+  | { role: "system"; content: string }
+  | { role: "user"; content: string }
+  | { role: "assistant"; content: string; toolCalls?: FunctionCall[] }
+  | { role: "tool"; toolCallId: string; content: string };
+
+/** Conversation context shared by the aggregators and the language model. */
+export interface LlmContext {
+  messages: LlmMessage[];
+  tools: ToolDecl[];
+}
+
+/** Voice-activity parameters. */
+export interface VadParams {
+  /** Minimum speech probability. */
+  confidence: number;
+  /** Seconds of speech before speaking starts. */
+  startSecs: number;
+  /** Seconds of silence before speaking stops. */
+  stopSecs: number;
+  /** Minimum normalised volume (0..1). */
+  minVolume: number;
+}
+
+/** Defaults for {@link VadParams}. */
+export const DEFAULT_VAD_PARAMS: Readonly<VadParams> = Object.freeze({
+  confidence: 0.7,
+  startSecs: 0.2,
+  stopSecs: 0.8,
+  minVolume: 0.6,
+});
+
+/** Turn-detection parameters. */
+export interface TurnParams {
+  /** Silence after which the turn is forced complete. */
+  stopSecs: number;
+  /** Audio kept before speech starts, in milliseconds. */
+  preSpeechMs: number;
+  /** Longest turn before it is forced complete. */
+  maxDurationSecs: number;
+}
+
+/** State reported by a VAD analyzer. */
+export type VadState = "quiet" | "starting" | "speaking" | "stopping";
+
+/** Output of a turn analyzer. */
+export interface TurnPrediction {
+  isComplete: boolean;
+  probability: number;
+}
+
+/** Token usage of one language-model call. */
+export interface LlmTokenUsage {
+  promptTokens: number;
+  completionTokens: number;
+  totalTokens: number;
+  cacheReadInputTokens?: number;
+  cacheCreationInputTokens?: number;
+  reasoningTokens?: number;
+}
+
+/** One metric reported by a processor. */
+export type MetricsData =
+  | { type: "ttfb"; processor: string; model?: string; seconds: number }
+  | { type: "processing"; processor: string; model?: string; seconds: number }
+  | { type: "llm_usage"; processor: string; model?: string; tokens: LlmTokenUsage }
+  | { type: "tts_usage"; processor: string; model?: string; characters: number }
+  | {
+    type: "turn_prediction";
+    processor: string;
+    isComplete: boolean;
+    probability: number;
+    e2eProcessingMs: number;
+  };
+
+/** Payload of a custom (extension) frame; it says its own class. */
+export interface CustomPayload {
+  /** Name of the custom frame type, e.g. `ImageFrame`. */
+  readonly type: string;
+  /** Class of this frame. */
+  readonly frameClass: FrameClass;
+  /** Survives interruption when true (default false). */
+  readonly uninterruptible?: boolean;
+  /** Anything the extension carries. */
+  readonly data?: unknown;
+}
+
+/** Meta fields carried by every frame. */
+export interface FrameMeta {
+  /** Process-unique (per isolate), monotonic. */
+  readonly id: number;
+  /** Pipeline-clock timestamp in nanoseconds. */
+  pts?: number;
+  /** Set on both copies of a broadcast frame: the other copy's id. */
+  broadcastSiblingId?: number;
+  /** Free-form extra data. */
+  extra?: Record<string, unknown>;
+  transportSource?: string;
+  transportDestination?: string;
+}
+
+type F<K extends string, P = unknown> = FrameMeta & { readonly kind: K } & P;
+
+/** System frames: jump the queue, survive interruption. */
+export type SystemFrame =
+  | F<"Start", { params: StartParams }>
+  | F<"Cancel", { reason?: string }>
+  | F<"Error", { message: string; fatal: boolean; processor?: string }>
+  | F<"Interruption">
+  | F<"InputAudio", { audio: AudioFrame }>
+  | F<"UserAudio", { audio: AudioFrame; userId: string }>
+  | F<"InputText", { text: string }>
+  | F<"InputDtmf", { key: KeypadEntry }>
+  | F<"UserStartedSpeaking">
+  | F<"UserStoppedSpeaking">
+  | F<"UserSpeaking">
+  | F<"BotStartedSpeaking">
+  | F<"BotStoppedSpeaking">
+  | F<"BotSpeaking">
+  | F<"VadUserStartedSpeaking", { startSecs: number }>
+  | F<"VadUserStoppedSpeaking", { stopSecs: number }>
+  | F<"SttMute", { mute: boolean }>
+  | F<"Metrics", { data: MetricsData[] }>
+  | F<"TransportMessage", { payload: unknown; urgent: boolean }>
+  | F<"ClientConnected">
+  | F<"BotConnected">
+  | F<"FunctionCallsStarted", { calls: FunctionCall[] }>
+  | F<"FunctionCallInProgress", { call: FunctionCall; cancelOnInterruption: boolean }>
+  | F<"FunctionCallCancel", { functionName: string; toolCallId: string }>;
+
+/** Data frames: ordered, dropped on interruption. */
+export type DataFrame =
+  | F<"OutputAudio", { audio: AudioFrame }>
+  | F<"TtsAudio", { audio: AudioFrame; contextId?: string }>
+  | F<"Text", { text: string }>
+  | F<"LlmText", { text: string }>
+  | F<"Transcription", { text: string; userId: string; language?: Language; final: boolean }>
+  | F<"InterimTranscription", { text: string; userId: string; language?: Language }>
+  | F<"TtsSpeak", { text: string; appendToContext?: boolean }>
+  | F<"TtsText", { text: string; contextId?: string }>
+  | F<"FunctionCallResult", { result: FunctionCallResult }>
+  | F<"LlmRun">
+  | F<"LlmContext", { context: LlmContext }>
+  | F<"OutputDtmf", { keys: KeypadEntry[] }>;
+
+/** Control frames: ordered. */
+export type ControlFrame =
+  | F<"End", { reason?: string }>
+  | F<"Stop">
+  | F<"LlmResponseStart">
+  | F<"LlmResponseEnd">
+  | F<"TtsStarted", { contextId?: string }>
+  | F<"TtsStopped", { contextId?: string }>
+  | F<"UpdateSettings", { target: ServiceKind; settings: Record<string, unknown> }>
+  | F<"SpeechControlParams", { vad?: VadParams; turn?: TurnParams }>
+  | F<"Heartbeat", { timestampNs: number }>
+  | F<"OutputTransportReady">;
+
+/** A custom (extension) frame; unknown ones are forwarded unchanged. */
+export type CustomFrame = F<"Custom", { custom: CustomPayload }>;
+
+/** Every frame. */
+export type Frame = SystemFrame | DataFrame | ControlFrame | CustomFrame;
+/** The kind (discriminant) of a frame. */
+export type FrameKind = Frame["kind"];
+/** The frame type of one kind. */
+export type FrameOf<K extends FrameKind> = Extract<Frame, { kind: K }>;
+/** The payload fields of one kind (what {@link makeFrame} takes). */
+export type PayloadOf<K extends FrameKind> = Omit<FrameOf<K>, "kind" | keyof FrameMeta>;
+
+const CLASS_OF: Readonly<Record<Exclude<FrameKind, "Custom">, FrameClass>> = {
+  Start: "system",
+  Cancel: "system",
+  Error: "system",
+  Interruption: "system",
+  InputAudio: "system",
+  UserAudio: "system",
+  InputText: "system",
+  InputDtmf: "system",
+  UserStartedSpeaking: "system",
+  UserStoppedSpeaking: "system",
+  UserSpeaking: "system",
+  BotStartedSpeaking: "system",
+  BotStoppedSpeaking: "system",
+  BotSpeaking: "system",
+  VadUserStartedSpeaking: "system",
+  VadUserStoppedSpeaking: "system",
+  SttMute: "system",
+  Metrics: "system",
+  TransportMessage: "system",
+  ClientConnected: "system",
+  BotConnected: "system",
+  FunctionCallsStarted: "system",
+  FunctionCallInProgress: "system",
+  FunctionCallCancel: "system",
+  OutputAudio: "data",
+  TtsAudio: "data",
+  Text: "data",
+  LlmText: "data",
+  Transcription: "data",
+  InterimTranscription: "data",
+  TtsSpeak: "data",
+  TtsText: "data",
+  FunctionCallResult: "data",
+  LlmRun: "data",
+  LlmContext: "data",
+  OutputDtmf: "data",
+  End: "control",
+  Stop: "control",
+  LlmResponseStart: "control",
+  LlmResponseEnd: "control",
+  TtsStarted: "control",
+  TtsStopped: "control",
+  UpdateSettings: "control",
+  SpeechControlParams: "control",
+  Heartbeat: "control",
+  OutputTransportReady: "control",
+};
+
+/** Every built-in frame kind (Custom excluded), in declaration order. */
+export const FRAME_KINDS: readonly Exclude<FrameKind, "Custom">[] = Object.freeze(
+  Object.keys(CLASS_OF) as Exclude<FrameKind, "Custom">[],
+);
+
+/** The class of a frame; custom frames say their own. */
+export function classOf(frame: Frame): FrameClass {
+  return frame.kind === "Custom" ? frame.custom.frameClass : CLASS_OF[frame.kind];
+}
+
+/** True for End, Stop, FunctionCallResult, UpdateSettings, and custom frames that say so. */
+export function isUninterruptible(frame: Frame): boolean {
+  switch (frame.kind) {
+    case "End":
+    case "Stop":
+    case "FunctionCallResult":
+    case "UpdateSettings":
+      return true;
+    case "Custom":
+      return frame.custom.uninterruptible === true;
+    default:
+      return false;
+  }
+}
+
+/** True for the frames that end a processor loop: End, Stop, Cancel. */
+export function isTerminal(frame: Frame): frame is FrameOf<"End" | "Stop" | "Cancel"> {
+  const k = frame.kind;
+  return k === "End" || k === "Stop" || k === "Cancel";
+}
+
+let lastFrameId = 0;
+
+/** Next process-unique (per isolate) monotonic frame id. */
+export function nextFrameId(): number {
+  return ++lastFrameId;
+}
+
+/**
+ * Make a frame of `kind` with a fresh id.
+ *
+ * @example
+ * ```ts
+ * const end = makeFrame("End", { reason: "done" });
+ * const stop = makeFrame("Stop", {});
+ * ```
+ */
+export function makeFrame<K extends FrameKind>(kind: K, payload: PayloadOf<K>): FrameOf<K> {
+  return { kind, id: ++lastFrameId, ...payload } as unknown as FrameOf<K>;
+}
+
+/** InputAudio frame (hot path: no spread). */
+export function inputAudio(audio: AudioFrame): FrameOf<"InputAudio"> {
+  return { kind: "InputAudio", id: ++lastFrameId, audio };
+}
+
+/** OutputAudio frame (hot path: no spread). */
+export function outputAudio(audio: AudioFrame): FrameOf<"OutputAudio"> {
+  return { kind: "OutputAudio", id: ++lastFrameId, audio };
+}
+
+/** TtsAudio frame (hot path: no spread). */
+export function ttsAudio(audio: AudioFrame, contextId?: string): FrameOf<"TtsAudio"> {
+  return contextId === undefined
+    ? { kind: "TtsAudio", id: ++lastFrameId, audio }
+    : { kind: "TtsAudio", id: ++lastFrameId, audio, contextId };
+}
+
+/** A custom frame. */
+export function customFrame(custom: CustomPayload): CustomFrame {
+  return { kind: "Custom", id: ++lastFrameId, custom };
+}
+
+/** Copy of a frame with a fresh id; payload (PCM included) is shared, never copied. */
+export function cloneFrame<T extends Frame>(frame: T): T {
+  return { ...frame, id: ++lastFrameId };
+}
+
+/** The meta of a frame, with its `name` (the kind). */
+export function frameMeta(frame: Frame): FrameMeta & { name: string } {
+  const meta: FrameMeta & { name: string } = { id: frame.id, name: frameName(frame) };
+  if (frame.pts !== undefined) meta.pts = frame.pts;
+  if (frame.broadcastSiblingId !== undefined) meta.broadcastSiblingId = frame.broadcastSiblingId;
+  if (frame.extra !== undefined) meta.extra = frame.extra;
+  if (frame.transportSource !== undefined) meta.transportSource = frame.transportSource;
+  if (frame.transportDestination !== undefined) {
+    meta.transportDestination = frame.transportDestination;
+  }
+  return meta;
+}
+
+/** Display name of a frame: its kind, or the custom type for custom frames. */
+export function frameName(frame: Frame): string {
+  return frame.kind === "Custom" ? frame.custom.type : frame.kind;
+}
+
+/** Frame plus the direction it travels (what observers and sinks see). */
+export interface Envelope {
+  readonly frame: Frame;
+  readonly direction: Direction;
+}
+
+/** Why a pipeline stopped: derived from the terminal frame. */
+export type StopReason =
+  | { kind: "end"; reason?: string }
+  | { kind: "stop" }
+  | { kind: "cancel"; reason?: string };
+
+/** The {@link StopReason} a terminal frame stands for. */
+export function stopReasonOf(frame: FrameOf<"End" | "Stop" | "Cancel">): StopReason {
+  if (frame.kind === "Stop") return { kind: "stop" };
+  return frame.reason === undefined ? { kind: frame.kind === "End" ? "end" : "cancel" } : {
+    kind: frame.kind === "End" ? "end" : "cancel",
+    reason: frame.reason,
+  };
+}
