@@ -1,0 +1,150 @@
+/**
+ * The graph spec (`graph_spec`): an agent as nodes joined by transitions. This module holds the
+ * zod schema, the parsed types, and {@link validateGraphSpec} / {@link parseGraphSpec}, which
+ * report every problem at once before a call starts. Field reference: docs/graph-spec.md.
+ *
+ * @example
+ * ```ts
+ * import { parseGraphSpec } from "./graph_spec.ts";
+ * const res = parseGraphSpec(await Deno.readTextFile("examples/graph.yaml"));
+ * if (!res.ok) console.error(res.problems);
+ * ```
+ * @module
+ */
+
+import { z } from "zod";
+import { parse as parseYaml } from "yaml";
+import { type Problem, zodProblems } from "./problems.ts";
+import { semanticProblems } from "./graph_checks.ts";
+import { VARIABLE_NAME_RE } from "./interpolate.ts";
+
+/** Name of the tool every non-terminal node offers to end the call. */
+export const END_CALL_TOOL = "end_call";
+
+/** Pattern a tool name must match (the strictest common model-API rule). */
+export const TOOL_NAME_RE: RegExp = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** Pattern a node id must match. */
+export const NODE_ID_RE: RegExp = /^[A-Za-z0-9_.:-]{1,128}$/;
+
+const toolName = z.string().regex(TOOL_NAME_RE, "tool name must be 1-64 of A-Z a-z 0-9 _ -");
+const nodeId = z.string().regex(NODE_ID_RE, "node id must be 1-128 of A-Z a-z 0-9 _ . : -");
+const variableName = z.string().regex(VARIABLE_NAME_RE, "variable name must match [A-Za-z_][A-Za-z0-9_]*");
+
+const scalar = z.union([z.string(), z.number(), z.boolean(), z.null()]);
+
+/** A declared variable: a bare scalar is shorthand for `{default: <scalar>}`. */
+const variableSchema = z.union([
+  scalar.transform((value) => ({ default: value as unknown, description: undefined as string | undefined })),
+  z.strictObject({ default: z.json().optional(), description: z.string().optional() }),
+]);
+
+/** A value a transition collects from the model's tool arguments. */
+const collectSchema = z.strictObject({
+  name: variableName,
+  type: z.enum(["string", "number", "integer", "boolean"]).default("string"),
+  description: z.string().optional(),
+  required: z.boolean().default(true),
+});
+
+/** An edge out of a node; offered to the model as a tool. */
+const transitionSchema = z.strictObject({
+  name: toolName,
+  description: z.string().min(1, "description must not be empty"),
+  target: nodeId,
+  say: z.string().optional(),
+  collect: z.array(collectSchema).default([]),
+});
+
+const nodeSchema = z.strictObject({
+  id: nodeId,
+  prompt: z.string().optional(),
+  transitions: z.array(transitionSchema).default([]),
+  terminal: z.boolean().default(false),
+  disposition: z.string().min(1).optional(),
+  say: z.string().optional(),
+});
+
+/** JSON-schema `object` parameters of a workflow tool. */
+const paramsSchema = z.looseObject({ type: z.literal("object") });
+
+const workflowToolSchema = z.strictObject({
+  name: toolName,
+  description: z.string().min(1, "description must not be empty"),
+  params: paramsSchema.default({ type: "object", properties: {} }),
+  nodes: z.array(nodeId).optional(),
+});
+
+/** Zod schema of a graph spec (structure only; cross-references are checked separately). */
+export const graphSpecSchema = z.strictObject({
+  version: z.literal(1).optional(),
+  start: nodeId.optional(),
+  variables: z.record(variableName, variableSchema).default({}),
+  nodes: z.array(nodeSchema).min(1, "a graph needs at least one node"),
+  workflow_tools: z.array(workflowToolSchema).default([]),
+});
+
+/** A validated graph spec, defaults filled in. Make one with {@link validateGraphSpec}. */
+export type GraphSpec = z.output<typeof graphSpecSchema>;
+/** What a graph spec document may look like before defaults are applied. */
+export type GraphSpecInput = z.input<typeof graphSpecSchema>;
+/** One node of a {@link GraphSpec}. */
+export type GraphNode = GraphSpec["nodes"][number];
+/** One transition of a {@link GraphNode}. */
+export type GraphTransition = GraphNode["transitions"][number];
+/** One collected value of a {@link GraphTransition}. */
+export type GraphCollect = GraphTransition["collect"][number];
+/** One workflow tool of a {@link GraphSpec}. */
+export type GraphWorkflowTool = GraphSpec["workflow_tools"][number];
+
+/** Outcome of validation: the spec, or every problem found. */
+export type GraphSpecResult =
+  | { ok: true; spec: GraphSpec }
+  | { ok: false; problems: Problem[] };
+
+/**
+ * Validate a graph spec object (already parsed from YAML or JSON). Reports every problem at
+ * once: schema errors, then unknown targets, duplicate ids, missing or unknown start node,
+ * unreachable nodes, unknown `{{variables}}`, tool-name clashes (with `end_call` too) and
+ * non-terminal nodes with no transition.
+ *
+ * @example
+ * ```ts
+ * const res = validateGraphSpec({ start: "a", nodes: [{ id: "a", prompt: "Hi", transitions: [] }] });
+ * // res.ok === false: nodes[0].transitions: node "a" is not terminal and has no transition
+ * ```
+ */
+export function validateGraphSpec(input: unknown): GraphSpecResult {
+  const parsed = graphSpecSchema.safeParse(input);
+  const problems = parsed.success ? [] : zodProblems(parsed.error);
+  // Cross-reference checks read the raw input defensively, so they run even when the schema
+  // failed and the user sees everything in one pass.
+  problems.push(...semanticProblems(input));
+  if (problems.length > 0 || !parsed.success) return { ok: false, problems };
+  return { ok: true, spec: parsed.data };
+}
+
+/** Text format of a graph spec document. */
+export type GraphSpecFormat = "yaml" | "json";
+
+/**
+ * Parse YAML or JSON text and validate it. Without `format`, text whose first non-blank
+ * character is `{` is read as JSON (for its sharper error messages), anything else as YAML.
+ */
+export function parseGraphSpec(text: string, format?: GraphSpecFormat): GraphSpecResult {
+  const fmt = format ?? (text.trimStart().startsWith("{") ? "json" : "yaml");
+  let doc: unknown;
+  try {
+    doc = fmt === "json" ? JSON.parse(text) : parseYaml(text);
+  } catch (err) {
+    const msg = err instanceof Error ? err.message : String(err);
+    if (/LOG_TOKENS|LOG_STREAM/.test(msg)) {
+      // npm:yaml reads these two debug variables while parsing; without env permission Deno throws.
+      const hint = "YAML parsing needs `--ignore-env=LOG_TOKENS,LOG_STREAM` (npm:yaml reads them); " +
+        "or write the graph as JSON";
+      return { ok: false, problems: [{ path: "", message: hint, code: "permission" }] };
+    }
+    return { ok: false, problems: [{ path: "", message: `${fmt} syntax error: ${msg}`, code: "syntax" }] };
+  }
+  return validateGraphSpec(doc);
+}

@@ -1,0 +1,116 @@
+/**
+ * Frame queues: an array-backed ring of (frame, direction) pairs with no per-entry allocation.
+ * Each processor owns an unbounded system queue and a normal queue bounded at
+ * {@link DEFAULT_CHANNEL_CAPACITY} frames (the producer waits while it is full).
+ * @module
+ */
+
+import { type Direction, type Frame, isUninterruptible } from "./frames.ts";
+
+/** Default capacity of a processor's normal (Data and Control) channel: about 1.3 s of audio. */
+export const DEFAULT_CHANNEL_CAPACITY = 64;
+
+/**
+ * FIFO ring of frames and their directions. Grows by doubling; never shrinks below its start
+ * size. `shift` returns the frame and leaves its direction in {@link FrameQueue.lastDirection}.
+ */
+export class FrameQueue {
+  #frames: (Frame | undefined)[];
+  #dirs: Direction[];
+  #mask: number;
+  #head = 0;
+  #size = 0;
+  /** Direction of the frame most recently returned by {@link FrameQueue.shift}. */
+  lastDirection: Direction = "downstream";
+
+  /** Make a queue with room for `initial` frames (rounded up to a power of two). */
+  constructor(initial = 8) {
+    let cap = 4;
+    while (cap < initial) cap <<= 1;
+    this.#frames = new Array(cap);
+    this.#dirs = new Array(cap);
+    this.#mask = cap - 1;
+  }
+
+  /** Number of queued frames. */
+  get size(): number {
+    return this.#size;
+  }
+
+  /** Append a frame. */
+  push(frame: Frame, direction: Direction): void {
+    if (this.#size > this.#mask) this.#grow();
+    const i = (this.#head + this.#size) & this.#mask;
+    this.#frames[i] = frame;
+    this.#dirs[i] = direction;
+    this.#size++;
+  }
+
+  /** Remove and return the oldest frame, or `undefined` when empty. */
+  shift(): Frame | undefined {
+    if (this.#size === 0) return undefined;
+    const i = this.#head;
+    const frame = this.#frames[i];
+    this.#frames[i] = undefined;
+    this.lastDirection = this.#dirs[i];
+    this.#head = (i + 1) & this.#mask;
+    this.#size--;
+    return frame;
+  }
+
+  /** Drop every interruptible frame, keeping uninterruptible ones in order. Returns the count dropped. */
+  dropInterruptible(): number {
+    const n = this.#size;
+    let kept = 0;
+    for (let k = 0; k < n; k++) {
+      const i = (this.#head + k) & this.#mask;
+      const f = this.#frames[i] as Frame;
+      if (isUninterruptible(f)) {
+        const j = (this.#head + kept) & this.#mask;
+        this.#frames[j] = f;
+        this.#dirs[j] = this.#dirs[i];
+        kept++;
+      }
+    }
+    for (let k = kept; k < n; k++) this.#frames[(this.#head + k) & this.#mask] = undefined;
+    this.#size = kept;
+    return n - kept;
+  }
+
+  /** Drop everything. */
+  clear(): void {
+    for (let k = 0; k < this.#size; k++) this.#frames[(this.#head + k) & this.#mask] = undefined;
+    this.#head = 0;
+    this.#size = 0;
+  }
+
+  #grow(): void {
+    const cap = this.#frames.length;
+    const frames: (Frame | undefined)[] = new Array(cap * 2);
+    const dirs: Direction[] = new Array(cap * 2);
+    for (let k = 0; k < this.#size; k++) {
+      const i = (this.#head + k) & this.#mask;
+      frames[k] = this.#frames[i];
+      dirs[k] = this.#dirs[i];
+    }
+    this.#frames = frames;
+    this.#dirs = dirs;
+    this.#head = 0;
+    this.#mask = cap * 2 - 1;
+  }
+}
+
+/**
+ * Anything frames can be pushed into: a processor's inbox, a parallel-pipeline fan-out or
+ * fan-in, or a task's source and sink.
+ */
+export interface FrameTarget {
+  /** Name shown to observers. */
+  readonly name: string;
+  /** Accept a frame. Never blocks; see {@link FrameTarget.isFull} for backpressure. */
+  enqueue(frame: Frame, direction: Direction): void;
+  /** True while the normal channel is at capacity (the producer should wait). */
+  isFull(): boolean;
+  /** Resolves once the normal channel has room. */
+  waitWritable(): Promise<void>;
+}

@@ -1,0 +1,300 @@
+/**
+ * The framework-owned processor loop. One {@link ProcessorRuntime} per leaf processor per
+ * task; it is also that processor's {@link Link} and its inbox ({@link FrameTarget}).
+ *
+ * Per frame: system queue first, then the normal queue; Start / Interruption / End / Stop /
+ * Cancel go to hooks, everything else to `processFrame`. Nothing is allocated per hop unless
+ * an observer is registered. The loop yields to other loops once per
+ * {@link YIELD_EVERY} frames, and waits after a `processFrame` that filled a neighbour's
+ * normal channel (backpressure).
+ * @module
+ */
+
+import { DEFAULT_CHANNEL_CAPACITY, FrameQueue, type FrameTarget } from "./channel.ts";
+import { errorMessage } from "./errors.ts";
+import {
+  classOf,
+  cloneFrame,
+  type Direction,
+  type Frame,
+  type LlmTokenUsage,
+  makeFrame,
+  type StartParams,
+  stopReasonOf,
+} from "./frames.ts";
+import { MetricsTracker } from "./metrics.ts";
+import type { FrameProcessor, Link, ProcessorSetup } from "./processor.ts";
+
+/** Frames a loop handles back to back before it yields to other loops. */
+export const YIELD_EVERY = 64;
+
+const RESOLVED: Promise<void> = Promise.resolve();
+
+/** Loop, inbox and link of one processor inside a running task. */
+export class ProcessorRuntime implements Link, FrameTarget {
+  /** The processor's name. */
+  readonly name: string;
+  /** Downstream neighbour (set by the wiring). */
+  next!: FrameTarget;
+  /** Upstream neighbour (set by the wiring). */
+  prev!: FrameTarget;
+
+  readonly #p: FrameProcessor;
+  readonly #setup: ProcessorSetup;
+  readonly #capacity: number;
+  readonly #sys = new FrameQueue(8);
+  readonly #normal = new FrameQueue(8);
+  #wake: (() => void) | undefined;
+  #writers: (() => void)[] | undefined;
+  #blocked: FrameTarget | undefined;
+  #stopped = false;
+  #aborted = false;
+  #metrics: MetricsTracker | undefined;
+
+  /** Wrap `processor` for one task. */
+  constructor(
+    processor: FrameProcessor,
+    setup: ProcessorSetup,
+    capacity = DEFAULT_CHANNEL_CAPACITY,
+  ) {
+    this.#p = processor;
+    this.name = processor.name;
+    this.#setup = setup;
+    this.#capacity = capacity;
+  }
+
+  /** True once a downstream End, Stop or Cancel has passed, or the loop was aborted. */
+  get stopped(): boolean {
+    return this.#stopped;
+  }
+
+  // ------------------------------------------------------------------ inbox (FrameTarget)
+
+  /** Queue a frame for this processor. Frames arriving after it stopped are dropped. */
+  enqueue(frame: Frame, direction: Direction): void {
+    if (this.#stopped) return;
+    if (classOf(frame) === "system") this.#sys.push(frame, direction);
+    else this.#normal.push(frame, direction);
+    const w = this.#wake;
+    if (w !== undefined) {
+      this.#wake = undefined;
+      w();
+    }
+  }
+
+  /** True while the normal channel holds `capacity` frames or more. */
+  isFull(): boolean {
+    return this.#normal.size >= this.#capacity && !this.#stopped;
+  }
+
+  /** Resolves once the normal channel has room (or the loop has stopped). */
+  waitWritable(): Promise<void> {
+    if (!this.isFull()) return RESOLVED;
+    return new Promise((resolve) => (this.#writers ??= []).push(resolve));
+  }
+
+  /** Number of frames waiting (both queues). */
+  get queued(): number {
+    return this.#sys.size + this.#normal.size;
+  }
+
+  /** Forced abort: the loop exits at its next step; waiting producers are released. */
+  abort(): void {
+    this.#aborted = true;
+    this.#stopped = true;
+    this.#sys.clear();
+    this.#normal.clear();
+    this.#releaseWriters();
+    const w = this.#wake;
+    this.#wake = undefined;
+    w?.();
+  }
+
+  // ------------------------------------------------------------------ link
+
+  /** Push a frame to the neighbour in `direction`. */
+  push(frame: Frame, direction: Direction): void {
+    const target = direction === "downstream" ? this.next : this.prev;
+    const obs = this.#setup.observer;
+    if (obs !== undefined && obs.onPush !== undefined) {
+      obs.onPush({
+        source: this.name,
+        destination: target.name,
+        frame,
+        direction,
+        timestampNs: this.#setup.clock(),
+      });
+    }
+    target.enqueue(frame, direction);
+    if (classOf(frame) !== "system" && target.isFull()) this.#blocked = target;
+  }
+
+  /** Push downstream. */
+  pushDown(frame: Frame): void {
+    this.push(frame, "downstream");
+  }
+
+  /** Push an Error frame upstream naming this processor. */
+  pushError(message: string, fatal = false): void {
+    this.push(makeFrame("Error", { message, fatal, processor: this.name }), "upstream");
+  }
+
+  /** Push copies both ways with paired sibling ids. */
+  broadcast(frame: Frame): void {
+    const down = cloneFrame(frame);
+    const up = cloneFrame(frame);
+    down.broadcastSiblingId = up.id;
+    up.broadcastSiblingId = down.id;
+    this.push(down, "downstream");
+    this.push(up, "upstream");
+  }
+
+  /** Resolves once the neighbour in `direction` has room. */
+  writable(direction: Direction = "downstream"): Promise<void> {
+    const t = direction === "downstream" ? this.next : this.prev;
+    return t.isFull() ? t.waitWritable() : RESOLVED;
+  }
+
+  /** Metrics helper. */
+  startTtfb(): void {
+    this.#metrics?.startTtfb();
+  }
+  /** Metrics helper. */
+  stopTtfb(model?: string): void {
+    this.#metrics?.stopTtfb(model);
+  }
+  /** Metrics helper. */
+  startProcessing(): void {
+    this.#metrics?.startProcessing();
+  }
+  /** Metrics helper. */
+  stopProcessing(model?: string): void {
+    this.#metrics?.stopProcessing(model);
+  }
+  /** Metrics helper. */
+  reportLlmUsage(tokens: LlmTokenUsage, model?: string): void {
+    this.#metrics?.reportLlmUsage(tokens, model);
+  }
+  /** Metrics helper. */
+  reportTtsUsage(characters: number, model?: string): void {
+    this.#metrics?.reportTtsUsage(characters, model);
+  }
+
+  // ------------------------------------------------------------------ loop
+
+  /** Run the loop until a downstream terminal frame passes or the task aborts it. */
+  async run(): Promise<void> {
+    const sys = this.#sys;
+    const normal = this.#normal;
+    const p = this.#p;
+    let burst = 0;
+    for (;;) {
+      if (this.#aborted) return;
+      let frame: Frame | undefined;
+      let dir: Direction;
+      if (sys.size > 0) {
+        frame = sys.shift()!;
+        dir = sys.lastDirection;
+      } else if (normal.size > 0) {
+        frame = normal.shift()!;
+        dir = normal.lastDirection;
+        if (this.#writers !== undefined && normal.size < this.#capacity) this.#releaseWriters();
+      } else {
+        await new Promise<void>((resolve) => (this.#wake = resolve));
+        burst = 0;
+        continue;
+      }
+
+      const obs = this.#setup.observer;
+      if (obs !== undefined && obs.onProcess !== undefined) {
+        obs.onProcess({ processor: this.name, frame, direction: dir, timestampNs: this.#setup.clock() });
+      }
+
+      switch (frame.kind) {
+        case "Start":
+          if (dir === "downstream") await this.#onStart(frame.params);
+          this.push(frame, dir);
+          break;
+        case "Interruption":
+          await this.#onInterruption();
+          this.push(frame, dir);
+          break;
+        case "End":
+        case "Stop":
+        case "Cancel":
+          if (dir === "upstream") {
+            this.push(frame, dir);
+            break;
+          }
+          if (frame.kind === "Cancel") normal.clear();
+          await this.#hook("stop", () => p.stop(stopReasonOf(frame)));
+          this.push(frame, dir);
+          this.#stopped = true;
+          normal.clear();
+          sys.clear();
+          this.#releaseWriters();
+          return;
+        default:
+          try {
+            const r = p.processFrame(frame, dir, this);
+            if (r !== undefined) await r;
+          } catch (err) {
+            this.pushError(errorMessage(err), false);
+          }
+      }
+
+      const blocked = this.#blocked;
+      if (blocked !== undefined) {
+        this.#blocked = undefined;
+        if (blocked.isFull()) await blocked.waitWritable();
+      }
+      if (++burst === YIELD_EVERY) {
+        burst = 0;
+        await undefined;
+      }
+    }
+  }
+
+  async #onStart(params: StartParams): Promise<void> {
+    const s = this.#setup;
+    if ((s.enableMetrics || s.enableUsageMetrics) && this.#p.canGenerateMetrics()) {
+      this.#metrics = new MetricsTracker({
+        processor: this.name,
+        enableMetrics: s.enableMetrics,
+        enableUsageMetrics: s.enableUsageMetrics,
+        reportOnlyInitialTtfb: params.reportOnlyInitialTtfb,
+        clock: s.clock,
+        emit: (f) => this.push(f, "downstream"),
+      });
+    }
+    try {
+      const r = this.#p.start(s, params, this);
+      if (r !== undefined) await r;
+    } catch (err) {
+      // A processor that cannot start cannot carry the call: fatal, the task cancels.
+      this.pushError(`start failed: ${errorMessage(err)}`, true);
+    }
+  }
+
+  async #onInterruption(): Promise<void> {
+    this.#normal.dropInterruptible();
+    if (this.#writers !== undefined && this.#normal.size < this.#capacity) this.#releaseWriters();
+    await this.#hook("interruption", () => this.#p.onInterruption());
+  }
+
+  async #hook(what: string, fn: () => void | Promise<void>): Promise<void> {
+    try {
+      const r = fn();
+      if (r !== undefined) await r;
+    } catch (err) {
+      this.pushError(`${what} hook failed: ${errorMessage(err)}`, false);
+    }
+  }
+
+  #releaseWriters(): void {
+    const ws = this.#writers;
+    if (ws === undefined) return;
+    this.#writers = undefined;
+    for (const w of ws) w();
+  }
+}

@@ -1,0 +1,397 @@
+/**
+ * PipelineTask: runs one pipeline (one call). Builds the loops, injects Start, pumps queued
+ * frames, watches heartbeats and idleness, and ends on End / Stop / Cancel reaching the sink.
+ *
+ * @example
+ * ```ts
+ * import { PipelineTask } from "./task.ts";
+ * import { Pipeline } from "./pipeline.ts";
+ * import { makeFrame } from "./frames.ts";
+ * const task = new PipelineTask(new Pipeline([]), { idleTimeoutMs: null });
+ * task.onStarted(() => task.queueFrame(makeFrame("End", {})));
+ * const reason = await task.run(); // { kind: "end" }
+ * ```
+ * @module
+ */
+
+import { DEFAULT_CHANNEL_CAPACITY, type FrameTarget } from "./channel.ts";
+import { FlowcatError } from "./errors.ts";
+import {
+  type Direction,
+  type Frame,
+  type FrameKind,
+  makeFrame,
+  type StartParams,
+  type StopReason,
+  stopReasonOf,
+} from "./frames.ts";
+import { consoleLogger, type Logger } from "./log.ts";
+import { composeObservers, type Observer } from "./observers.ts";
+import { type Wiring, wirePipeline } from "./pipeline.ts";
+import type { FrameProcessor, ProcessorSetup } from "./processor.ts";
+
+/** Task parameters; every field is optional and defaults as listed. */
+export interface PipelineTaskParams {
+  /** Default 16000. */
+  audioInSampleRate?: number;
+  /** Default 24000 (speech-to-speech). */
+  audioOutSampleRate?: number;
+  /** Default false. */
+  enableMetrics?: boolean;
+  /** Default false. */
+  enableUsageMetrics?: boolean;
+  /** Default false. */
+  enableTracing?: boolean;
+  /** Default false. */
+  reportOnlyInitialTtfb?: boolean;
+  /** Default false. */
+  enableHeartbeats?: boolean;
+  /** Default 1000 ms. */
+  heartbeatPeriodMs?: number;
+  /** Warn when no heartbeat reached the sink for this long. Default 10000 ms. */
+  heartbeatMonitorMs?: number;
+  /** Default 300000 ms; `null` disables the idle watch. */
+  idleTimeoutMs?: number | null;
+  /** Default true. */
+  cancelOnIdle?: boolean;
+  /** Frames that count as activity. Default BotSpeaking, UserSpeaking. */
+  idleTimeoutFrames?: readonly FrameKind[];
+  /** Bound on cancel before processors are force-aborted. Default 5000 ms. */
+  cancelTimeoutMs?: number;
+  /** Normal-channel capacity per processor. Default 64. */
+  channelCapacity?: number;
+  /** Observers; none by default (zero cost). */
+  observers?: readonly Observer[];
+  /** Default: warnings and errors to stderr. */
+  logger?: Logger;
+}
+
+/** Defaults of {@link PipelineTaskParams}. */
+export const DEFAULT_TASK_PARAMS = Object.freeze({
+  audioInSampleRate: 16000,
+  audioOutSampleRate: 24000,
+  enableMetrics: false,
+  enableUsageMetrics: false,
+  enableTracing: false,
+  reportOnlyInitialTtfb: false,
+  enableHeartbeats: false,
+  heartbeatPeriodMs: 1000,
+  heartbeatMonitorMs: 10000,
+  idleTimeoutMs: 300000 as number | null,
+  cancelOnIdle: true,
+  idleTimeoutFrames: Object.freeze(["BotSpeaking", "UserSpeaking"]) as readonly FrameKind[],
+  cancelTimeoutMs: 5000,
+  channelCapacity: DEFAULT_CHANNEL_CAPACITY,
+});
+
+type Hook<A extends unknown[]> = (...args: A) => void | Promise<void>;
+
+interface KindHook {
+  kinds: ReadonlySet<FrameKind>;
+  fn: Hook<[Frame]>;
+}
+
+const NEVER_FULL = { isFull: () => false, waitWritable: () => Promise.resolve() };
+
+/** One running pipeline. `run()` may be called once. */
+export class PipelineTask {
+  readonly #root: FrameProcessor;
+  readonly #p: Required<Omit<PipelineTaskParams, "observers" | "logger">>;
+  readonly #log: Logger;
+  readonly #observer: Observer | undefined;
+  readonly #abort = new AbortController();
+  readonly #t0 = performance.now();
+  readonly #idleKinds: ReadonlySet<FrameKind>;
+
+  #wiring: Wiring | undefined;
+  #pending: Frame[] = [];
+  #ran = false;
+  #started = false;
+  #finished = false;
+  #finish!: (r: StopReason) => void;
+  readonly #done: Promise<StopReason>;
+  #timers: ReturnType<typeof setTimeout>[] = [];
+  #cancelTimer: ReturnType<typeof setTimeout> | undefined;
+  #lastHeartbeatNs = 0;
+  #heartbeatWarned = false;
+  #lastActivityNs = 0;
+
+  readonly #onStarted: Hook<[]>[] = [];
+  readonly #onFinished: Hook<[StopReason]>[] = [];
+  readonly #onError: Hook<[string, boolean, string | undefined]>[] = [];
+  readonly #onIdle: Hook<[]>[] = [];
+  readonly #onHeartbeatTimeout: Hook<[number]>[] = [];
+  readonly #reachedDown: KindHook[] = [];
+  readonly #reachedUp: KindHook[] = [];
+
+  /** A task for `pipeline` (a Pipeline, or any processor). */
+  constructor(pipeline: FrameProcessor, params: PipelineTaskParams = {}) {
+    this.#root = pipeline;
+    const { observers = [], logger, ...rest } = params;
+    const defined = Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined));
+    this.#p = { ...DEFAULT_TASK_PARAMS, ...defined };
+    this.#log = logger ?? consoleLogger("warn", "task");
+    this.#observer = composeObservers(observers);
+    this.#idleKinds = new Set(this.#p.idleTimeoutFrames);
+    this.#done = new Promise((resolve) => (this.#finish = resolve));
+  }
+
+  /** Nanoseconds since the task was made (the pipeline clock). */
+  readonly clock = (): number => Math.round((performance.now() - this.#t0) * 1e6);
+
+  // ------------------------------------------------------------------ hooks
+
+  /** Start reached the sink: every processor ran its start hook. */
+  onStarted(fn: Hook<[]>): void {
+    this.#onStarted.push(fn);
+  }
+  /** The task ended (after run's work is done). */
+  onFinished(fn: Hook<[StopReason]>): void {
+    this.#onFinished.push(fn);
+  }
+  /** An Error frame reached either end of the pipeline. */
+  onError(fn: Hook<[message: string, fatal: boolean, processor: string | undefined]>): void {
+    this.#onError.push(fn);
+  }
+  /** No activity frame within the idle timeout. */
+  onIdleTimeout(fn: Hook<[]>): void {
+    this.#onIdle.push(fn);
+  }
+  /** No heartbeat reached the sink within the monitor window (argument: seconds since last). */
+  onHeartbeatTimeout(fn: Hook<[seconds: number]>): void {
+    this.#onHeartbeatTimeout.push(fn);
+  }
+  /** A frame of one of `kinds` reached the sink. */
+  onFrameReachedDownstream(kinds: readonly FrameKind[], fn: Hook<[Frame]>): void {
+    this.#reachedDown.push({ kinds: new Set(kinds), fn });
+  }
+  /** A frame of one of `kinds` reached the source (travelling upstream). */
+  onFrameReachedUpstream(kinds: readonly FrameKind[], fn: Hook<[Frame]>): void {
+    this.#reachedUp.push({ kinds: new Set(kinds), fn });
+  }
+
+  // ------------------------------------------------------------------ control
+
+  /** True once the task has ended. */
+  hasFinished(): boolean {
+    return this.#finished;
+  }
+
+  /** Queue a frame at the head. Waits while the head's normal channel is full. */
+  queueFrame(frame: Frame): Promise<void> {
+    if (this.#finished) return Promise.resolve();
+    const w = this.#wiring;
+    if (w === undefined || !this.#started && frame.kind !== "Cancel") {
+      this.#pending.push(frame);
+      return Promise.resolve();
+    }
+    this.#inject(frame);
+    return w.head.isFull() ? w.head.waitWritable() : Promise.resolve();
+  }
+
+  /** Queue frames in order (backpressure applies between them). */
+  async queueFrames(frames: Iterable<Frame> | AsyncIterable<Frame>): Promise<void> {
+    for await (const f of frames) await this.queueFrame(f);
+  }
+
+  /** Queue End: the pipeline drains and shuts down. */
+  stopWhenDone(): Promise<void> {
+    return this.queueFrame(makeFrame("End", {}));
+  }
+
+  /** Queue Cancel (no flush); processors are force-aborted after the cancel timeout. */
+  cancel(reason?: string): void {
+    if (this.#finished || this.#cancelTimer !== undefined) return;
+    this.#cancelTimer = setTimeout(() => {
+      this.#log.warn("cancel timed out; aborting processors", { ms: this.#p.cancelTimeoutMs });
+      this.#forceAbort(reason);
+    }, this.#p.cancelTimeoutMs);
+    const frame = makeFrame("Cancel", reason === undefined ? {} : { reason });
+    if (this.#wiring === undefined) this.#pending.push(frame);
+    else this.#inject(frame);
+  }
+
+  /** Run to completion; resolves with why the task stopped. */
+  async run(): Promise<StopReason> {
+    if (this.#ran) throw new FlowcatError("other", "a PipelineTask can run only once");
+    this.#ran = true;
+    const setup: ProcessorSetup = {
+      clock: this.clock,
+      observer: this.#observer,
+      cancel: this.#abort.signal,
+      enableMetrics: this.#p.enableMetrics,
+      enableUsageMetrics: this.#p.enableUsageMetrics,
+      logger: this.#log,
+    };
+    const source: FrameTarget = {
+      name: "PipelineTask#source",
+      enqueue: (f, d) => this.#atSource(f, d),
+      ...NEVER_FULL,
+    };
+    const sink: FrameTarget = {
+      name: "PipelineTask#sink",
+      enqueue: (f, d) => this.#atSink(f, d),
+      ...NEVER_FULL,
+    };
+    const wiring = wirePipeline(this.#root, source, sink, setup, this.#p.channelCapacity);
+    this.#wiring = wiring;
+    for (const rt of wiring.runtimes) {
+      rt.run().catch((err) => this.#log.error("processor loop failed", { processor: rt.name, err: String(err) }));
+    }
+    const start: StartParams = {
+      audioInSampleRate: this.#p.audioInSampleRate,
+      audioOutSampleRate: this.#p.audioOutSampleRate,
+      enableMetrics: this.#p.enableMetrics,
+      enableUsageMetrics: this.#p.enableUsageMetrics,
+      enableTracing: this.#p.enableTracing,
+      reportOnlyInitialTtfb: this.#p.reportOnlyInitialTtfb,
+    };
+    this.#inject(makeFrame("Start", { params: start }));
+    // A cancel requested before run() must still win over queued work.
+    const early = this.#pending.filter((f) => f.kind === "Cancel");
+    for (const f of early) this.#inject(f);
+    this.#startTimers();
+    const reason = await this.#done;
+    this.#stopTimers();
+    for (const fn of this.#onFinished) await this.#call("finished", fn, reason);
+    return reason;
+  }
+
+  // ------------------------------------------------------------------ ends of the pipeline
+
+  #inject(frame: Frame): void {
+    const head = this.#wiring!.head;
+    const obs = this.#observer;
+    if (obs?.onPush) {
+      obs.onPush({
+        source: "PipelineTask#source",
+        destination: head.name,
+        frame,
+        direction: "downstream",
+        timestampNs: this.clock(),
+      });
+    }
+    head.enqueue(frame, "downstream");
+  }
+
+  #atSource(frame: Frame, dir: Direction): void {
+    if (dir !== "upstream") return;
+    this.#fire(this.#reachedUp, frame);
+    if (this.#idleKinds.has(frame.kind)) this.#lastActivityNs = this.clock();
+    switch (frame.kind) {
+      case "End":
+        return this.#inject(makeFrame("End", frame.reason === undefined ? {} : { reason: frame.reason }));
+      case "Stop":
+        return this.#inject(makeFrame("Stop", {}));
+      case "Cancel":
+        return this.cancel(frame.reason);
+      case "Error":
+        return this.#onErrorFrame(frame);
+    }
+  }
+
+  #atSink(frame: Frame, dir: Direction): void {
+    if (dir !== "downstream") return;
+    this.#fire(this.#reachedDown, frame);
+    if (this.#idleKinds.has(frame.kind)) this.#lastActivityNs = this.clock();
+    switch (frame.kind) {
+      case "Start":
+        return this.#onStart();
+      case "Heartbeat":
+        this.#lastHeartbeatNs = this.clock();
+        this.#heartbeatWarned = false;
+        return;
+      case "Error":
+        return this.#onErrorFrame(frame);
+      case "End":
+      case "Stop":
+      case "Cancel":
+        return this.#end(stopReasonOf(frame));
+    }
+  }
+
+  #onStart(): void {
+    this.#started = true;
+    this.#lastHeartbeatNs = this.#lastActivityNs = this.clock();
+    this.#observer?.onPipelineStarted?.();
+    for (const fn of this.#onStarted) void this.#call("started", fn);
+    const pending = this.#pending.filter((f) => f.kind !== "Cancel");
+    this.#pending = [];
+    void this.queueFrames(pending);
+  }
+
+  #onErrorFrame(frame: Extract<Frame, { kind: "Error" }>): void {
+    if (frame.fatal) this.#log.error("fatal error", { processor: frame.processor, message: frame.message });
+    for (const fn of this.#onError) void this.#call("error", fn, frame.message, frame.fatal, frame.processor);
+    if (frame.fatal) this.cancel(`fatal error: ${frame.message}`);
+  }
+
+  #end(reason: StopReason): void {
+    if (this.#finished) return;
+    this.#finished = true;
+    if (this.#cancelTimer !== undefined) clearTimeout(this.#cancelTimer);
+    this.#finish(reason);
+  }
+
+  #forceAbort(reason?: string): void {
+    this.#abort.abort(new FlowcatError("closed", "pipeline task cancelled"));
+    for (const rt of this.#wiring?.runtimes ?? []) rt.abort();
+    this.#end(reason === undefined ? { kind: "cancel" } : { kind: "cancel", reason });
+  }
+
+  // ------------------------------------------------------------------ timers
+
+  #startTimers(): void {
+    const p = this.#p;
+    if (p.enableHeartbeats) {
+      this.#timers.push(setInterval(() => {
+        if (!this.#started) return;
+        this.#inject(makeFrame("Heartbeat", { timestampNs: this.clock() }));
+        const since = (this.clock() - this.#lastHeartbeatNs) / 1e6;
+        if (since > p.heartbeatMonitorMs && !this.#heartbeatWarned) {
+          this.#heartbeatWarned = true;
+          const seconds = Math.round(since) / 1000;
+          this.#log.warn(`heartbeat not received for ${seconds} s; the pipeline may be blocked`);
+          for (const fn of this.#onHeartbeatTimeout) void this.#call("heartbeat", fn, seconds);
+        }
+      }, p.heartbeatPeriodMs));
+    }
+    if (p.idleTimeoutMs !== null) this.#armIdle(p.idleTimeoutMs);
+  }
+
+  #armIdle(ms: number): void {
+    const id = setTimeout(() => {
+      this.#timers = this.#timers.filter((t) => t !== id);
+      if (this.#finished) return;
+      const timeout = this.#p.idleTimeoutMs!;
+      const idleMs = (this.clock() - this.#lastActivityNs) / 1e6;
+      if (!this.#started || idleMs < timeout) return this.#armIdle(Math.max(1, timeout - idleMs));
+      this.#log.info("idle timeout", { ms: timeout });
+      for (const fn of this.#onIdle) void this.#call("idle", fn);
+      if (this.#p.cancelOnIdle) this.cancel("idle timeout");
+      else {
+        this.#lastActivityNs = this.clock();
+        this.#armIdle(timeout);
+      }
+    }, ms);
+    this.#timers.push(id);
+  }
+
+  #stopTimers(): void {
+    for (const t of this.#timers) clearTimeout(t);
+    this.#timers = [];
+    if (this.#cancelTimer !== undefined) clearTimeout(this.#cancelTimer);
+  }
+
+  #fire(hooks: KindHook[], frame: Frame): void {
+    for (const h of hooks) if (h.kinds.has(frame.kind)) void this.#call("frame", h.fn, frame);
+  }
+
+  async #call<A extends unknown[]>(what: string, fn: Hook<A>, ...args: A): Promise<void> {
+    try {
+      await fn(...args);
+    } catch (err) {
+      this.#log.error(`${what} hook failed`, { err: String(err) });
+    }
+  }
+}
