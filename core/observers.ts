@@ -83,8 +83,9 @@ export interface Turn {
 
 /**
  * Turn tracking: speaking edges to turn boundaries. A turn starts at UserStartedSpeaking
- * (or the first BotStartedSpeaking when the bot speaks first) and ends at BotStoppedSpeaking;
- * a user starting to speak while the bot talks ends the current turn as interrupted.
+ * (or at BotStartedSpeaking when the bot speaks first) and ends at the BotStoppedSpeaking of
+ * speech that began within it; a user starting to speak while the bot talks ends the current
+ * turn as interrupted and starts the next (the interrupted reply's stop does not end it).
  */
 export class TurnTrackingObserver implements Observer {
   /** Completed and current turns, oldest first. */
@@ -95,6 +96,7 @@ export class TurnTrackingObserver implements Observer {
   #seen = new SeenIds();
   #current: Turn | undefined;
   #botSpeaking = false;
+  #botSpokeInTurn = false;
 
   /** Observer hook. */
   onPush(e: FramePushEvent): void {
@@ -110,13 +112,15 @@ export class TurnTrackingObserver implements Observer {
     } else if (k === "BotStartedSpeaking") {
       this.#botSpeaking = true;
       if (!this.#current) this.#begin(e.timestampNs);
+      this.#botSpokeInTurn = true;
     } else {
       this.#botSpeaking = false;
-      if (this.#current) this.#end(e.timestampNs, false);
+      if (this.#current && this.#botSpokeInTurn) this.#end(e.timestampNs, false);
     }
   }
 
   #begin(ts: number): void {
+    this.#botSpokeInTurn = false;
     this.#current = { number: this.turns.length + 1, startNs: ts, interrupted: false };
     this.turns.push(this.#current);
     this.onTurnStarted?.(this.#current);

@@ -168,13 +168,18 @@ const MAX_PENDING_IDS = 4096;
 
 /**
  * Merge point of a parallel block, one per direction. A frame fanned to N branches leaves once
- * (first arrival wins). A lifecycle frame leaves once all N branches have passed it; other
- * output arriving meanwhile is held and flushed right after it.
+ * (first arrival wins). A lifecycle frame (Start, End, Stop, Cancel) leaves once all N
+ * branches have passed it. While a Start is being synchronised, other output is held and
+ * flushed right after Start, so nothing overtakes it. Output arriving while an End / Stop /
+ * Cancel is being synchronised passes straight on: a slow branch's last frames were produced
+ * before its End, so they must leave before the merged End (holding them past End would drop
+ * them at the next, already stopped, processor).
  */
 class FanIn implements FrameTarget {
   out!: FrameTarget;
   readonly #pending = new Map<number, number>();
   readonly #sync = new Map<number, number>();
+  #startsSyncing = 0;
   #held: Frame[] = [];
 
   constructor(readonly name: string, readonly branches: number, readonly dir: Direction) {}
@@ -184,6 +189,7 @@ class FanIn implements FrameTarget {
     if (this.branches === 1) return;
     if (this.dir === "downstream" && isLifecycle(frame)) {
       this.#sync.set(frame.id, 0);
+      if (frame.kind === "Start") this.#startsSyncing++;
       return;
     }
     this.#pending.set(frame.id, this.branches);
@@ -199,7 +205,8 @@ class FanIn implements FrameTarget {
       if (passed + 1 < this.branches) return void this.#sync.set(frame.id, passed + 1);
       this.#sync.delete(frame.id);
       this.out.enqueue(frame, d);
-      if (this.#sync.size === 0 && this.#held.length > 0) {
+      if (frame.kind === "Start") this.#startsSyncing--;
+      if (this.#startsSyncing === 0 && this.#held.length > 0) {
         const held = this.#held;
         this.#held = [];
         for (const f of held) this.out.enqueue(f, d);
@@ -212,7 +219,7 @@ class FanIn implements FrameTarget {
       else this.#pending.set(frame.id, left - 1);
       if (left !== this.branches) return;
     }
-    if (this.#sync.size > 0) this.#held.push(frame);
+    if (this.#startsSyncing > 0) this.#held.push(frame);
     else this.out.enqueue(frame, d);
   }
 

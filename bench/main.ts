@@ -1,0 +1,57 @@
+/**
+ * `deno task bench`: runs the benchmarks and writes JSON under bench/results/.
+ * Options: --only routing|demo|memory (repeatable), --quick (fewer runs).
+ * @module
+ */
+
+import { parseArgs } from "node:util";
+import { benchDemo, benchIdleMemory, benchRouting } from "./core.ts";
+
+const { values } = parseArgs({
+  args: Deno.args,
+  options: { only: { type: "string", multiple: true }, quick: { type: "boolean" }, help: { type: "boolean", short: "h" } },
+});
+if (values.help) {
+  console.log("Usage: deno task bench [--only routing|demo|memory]... [--quick]");
+  Deno.exit(0);
+}
+const want = (name: string) => !values.only || values.only.includes(name);
+const quick = values.quick === true;
+const host = Deno.hostname();
+const result: Record<string, unknown> = {
+  command: `deno task bench ${Deno.args.join(" ")}`.trim(),
+  date: new Date().toISOString(),
+  machine: { host, os: Deno.build.os, arch: Deno.build.arch, cpus: navigator.hardwareConcurrency, memory_bytes: Deno.systemMemoryInfo().total },
+  deno: Deno.version,
+  reference: {
+    design_bare_async_loop_us_per_hop: 0.037,
+    rust_original_us_per_hop: 0.029,
+    pipecat_2core_us_per_hop: [14, 33],
+    pipecat_2core_idle_task_bytes: 195 * 1024,
+  },
+};
+if (want("routing")) {
+  console.error("bench: routing cost (20,000 frames through 1, 5, 12 processors)...");
+  result.routing = await benchRouting(20000, quick ? 5 : 15);
+}
+if (want("demo")) {
+  console.error("bench: demo pipeline wall time...");
+  result.demo = await benchDemo(quick ? 10 : 30);
+}
+if (want("memory")) {
+  console.error("bench: memory per idle 5-processor task (1,000 tasks)...");
+  result.idle_memory = await benchIdleMemory(1000);
+}
+const routing = result.routing as Record<string, { us_per_hop: { p50: number } }> | undefined;
+if (routing) {
+  const p50 = routing["input_audio_5_hops"].us_per_hop.p50;
+  result.ratios = {
+    pipecat_over_flowcat_low: 14 / p50,
+    pipecat_over_flowcat_high: 33 / p50,
+    flowcat_over_rust: p50 / 0.029,
+  };
+}
+const path = `bench/results/core-${host}.json`;
+await Deno.writeTextFile(path, JSON.stringify(result, null, 2) + "\n");
+console.log(JSON.stringify(result, null, 2));
+console.error(`bench: wrote ${path}`);
