@@ -15,3 +15,4 @@ export * from "./core/task.ts";
 export * from "./core/runner.ts";
 export * from "./core/observers.ts";
 export * from "./core/metrics.ts";
+export * from "./core/agent/mod.ts";

@@ -23,7 +23,12 @@ export function percentile(xs: readonly number[], p: number): number {
 
 /** Summary of repeated samples. */
 export function summary(xs: readonly number[]) {
-  return { p10: percentile(xs, 10), p50: percentile(xs, 50), p90: percentile(xs, 90), runs: xs.length };
+  return {
+    p10: percentile(xs, 10),
+    p50: percentile(xs, 50),
+    p90: percentile(xs, 90),
+    runs: xs.length,
+  };
 }
 
 const PCM = new Int16Array(320);
@@ -33,7 +38,10 @@ async function routeOnce(hops: number, n: number, kind: "input" | "output"): Pro
   const procs = Array.from({ length: hops }, (_, i) => new FrameProcessor(`p${i}`));
   const task = new PipelineTask(new Pipeline(procs), { idleTimeoutMs: null, logger: silentLogger });
   const audio = { pcm: PCM, sampleRate: 16000, numChannels: 1 };
-  const frames: Frame[] = Array.from({ length: n }, () => kind === "input" ? inputAudio(audio) : outputAudio(audio));
+  const frames: Frame[] = Array.from(
+    { length: n },
+    () => kind === "input" ? inputAudio(audio) : outputAudio(audio),
+  );
   let t0 = 0;
   task.onStarted(async () => {
     t0 = performance.now();
@@ -59,7 +67,10 @@ export async function benchRouting(frames = 20000, runs = 15) {
         raw.push((s * 1e6) / (frames * hops));
         marginal.push(((s - percentile(empty, 50)) * 1e6) / (frames * hops));
       }
-      out[`${kind}_audio_${hops}_hops`] = { us_per_hop: summary(raw), us_per_hop_marginal: summary(marginal) };
+      out[`${kind}_audio_${hops}_hops`] = {
+        us_per_hop: summary(raw),
+        us_per_hop_marginal: summary(marginal),
+      };
     }
   }
   return out;
@@ -91,10 +102,13 @@ export async function benchIdleMemory(tasks = 1000) {
   const runs: Promise<unknown>[] = [];
   let started = 0;
   for (let i = 0; i < tasks; i++) {
-    const t = new PipelineTask(new Pipeline(Array.from({ length: 5 }, (_, j) => new FrameProcessor(`t${i}p${j}`))), {
-      idleTimeoutMs: null,
-      logger: silentLogger,
-    });
+    const t = new PipelineTask(
+      new Pipeline(Array.from({ length: 5 }, (_, j) => new FrameProcessor(`t${i}p${j}`))),
+      {
+        idleTimeoutMs: null,
+        logger: silentLogger,
+      },
+    );
     t.onStarted(() => void started++);
     list.push(t);
     runs.push(t.run());
@@ -104,5 +118,10 @@ export async function benchIdleMemory(tasks = 1000) {
   const after = Deno.memoryUsage().heapUsed;
   for (const t of list) t.cancel("bench done");
   await Promise.all(runs);
-  return { tasks, processors_per_task: 5, bytes_per_idle_task: Math.round((after - before) / tasks), gc_exposed: gc !== undefined };
+  return {
+    tasks,
+    processors_per_task: 5,
+    bytes_per_idle_task: Math.round((after - before) / tasks),
+    gc_exposed: gc !== undefined,
+  };
 }

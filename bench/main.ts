@@ -9,7 +9,11 @@ import { benchDemo, benchIdleMemory, benchRouting } from "./core.ts";
 
 const { values } = parseArgs({
   args: Deno.args,
-  options: { only: { type: "string", multiple: true }, quick: { type: "boolean" }, help: { type: "boolean", short: "h" } },
+  options: {
+    only: { type: "string", multiple: true },
+    quick: { type: "boolean" },
+    help: { type: "boolean", short: "h" },
+  },
 });
 if (values.help) {
   console.log("Usage: deno task bench [--only routing|demo|memory]... [--quick]");
@@ -21,7 +25,13 @@ const host = Deno.hostname();
 const result: Record<string, unknown> = {
   command: `deno task bench ${Deno.args.join(" ")}`.trim(),
   date: new Date().toISOString(),
-  machine: { host, os: Deno.build.os, arch: Deno.build.arch, cpus: navigator.hardwareConcurrency, memory_bytes: Deno.systemMemoryInfo().total },
+  machine: {
+    host,
+    os: Deno.build.os,
+    arch: Deno.build.arch,
+    cpus: navigator.hardwareConcurrency,
+    memory_bytes: Deno.systemMemoryInfo().total,
+  },
   deno: Deno.version,
   reference: {
     design_bare_async_loop_us_per_hop: 0.037,

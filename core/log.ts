@@ -68,5 +68,11 @@ export function memoryLogger(): Logger & { records: LogRecord[] } {
   const records: LogRecord[] = [];
   const push = (level: LogRecord["level"]) => (message: string, fields?: Record<string, unknown>) =>
     void records.push(fields === undefined ? { level, message } : { level, message, fields });
-  return { records, debug: push("debug"), info: push("info"), warn: push("warn"), error: push("error") };
+  return {
+    records,
+    debug: push("debug"),
+    info: push("info"),
+    warn: push("warn"),
+    error: push("error"),
+  };
 }

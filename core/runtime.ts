@@ -207,7 +207,12 @@ export class ProcessorRuntime implements Link, FrameTarget {
 
       const obs = this.#setup.observer;
       if (obs !== undefined && obs.onProcess !== undefined) {
-        obs.onProcess({ processor: this.name, frame, direction: dir, timestampNs: this.#setup.clock() });
+        obs.onProcess({
+          processor: this.name,
+          frame,
+          direction: dir,
+          timestampNs: this.#setup.clock(),
+        });
       }
 
       switch (frame.kind) {

@@ -146,7 +146,7 @@ export interface RealtimeLlm {
 export type BrainAction =
   | { type: "transition"; systemPrompt: string; tools: ToolDecl[]; say?: string; nodeId?: string }
   | { type: "stay"; result?: unknown }
-  | { type: "end"; disposition?: string };
+  | { type: "end"; disposition?: string; say?: string };
 
 /** Conversation decision logic, consulted between turns (never per audio frame). */
 export interface AgentBrain {

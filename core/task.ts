@@ -27,7 +27,7 @@ import {
 } from "./frames.ts";
 import { consoleLogger, type Logger } from "./log.ts";
 import { composeObservers, type Observer } from "./observers.ts";
-import { type Wiring, wirePipeline } from "./pipeline.ts";
+import { wirePipeline, type Wiring } from "./pipeline.ts";
 import type { FrameProcessor, ProcessorSetup } from "./processor.ts";
 
 /** Task parameters; every field is optional and defaults as listed. */
@@ -236,7 +236,9 @@ export class PipelineTask {
     const wiring = wirePipeline(this.#root, source, sink, setup, this.#p.channelCapacity);
     this.#wiring = wiring;
     for (const rt of wiring.runtimes) {
-      rt.run().catch((err) => this.#log.error("processor loop failed", { processor: rt.name, err: String(err) }));
+      rt.run().catch((err) =>
+        this.#log.error("processor loop failed", { processor: rt.name, err: String(err) })
+      );
     }
     const start: StartParams = {
       audioInSampleRate: this.#p.audioInSampleRate,
@@ -280,7 +282,9 @@ export class PipelineTask {
     if (this.#idleKinds.has(frame.kind)) this.#lastActivityNs = this.clock();
     switch (frame.kind) {
       case "End":
-        return this.#inject(makeFrame("End", frame.reason === undefined ? {} : { reason: frame.reason }));
+        return this.#inject(
+          makeFrame("End", frame.reason === undefined ? {} : { reason: frame.reason }),
+        );
       case "Stop":
         return this.#inject(makeFrame("Stop", {}));
       case "Cancel":
@@ -321,8 +325,12 @@ export class PipelineTask {
   }
 
   #onErrorFrame(frame: Extract<Frame, { kind: "Error" }>): void {
-    if (frame.fatal) this.#log.error("fatal error", { processor: frame.processor, message: frame.message });
-    for (const fn of this.#onError) void this.#call("error", fn, frame.message, frame.fatal, frame.processor);
+    if (frame.fatal) {
+      this.#log.error("fatal error", { processor: frame.processor, message: frame.message });
+    }
+    for (const fn of this.#onError) {
+      void this.#call("error", fn, frame.message, frame.fatal, frame.processor);
+    }
     if (frame.fatal) this.cancel(`fatal error: ${frame.message}`);
   }
 

@@ -8,8 +8,8 @@
 import {
   type Direction,
   type Frame,
-  type FramePushEvent,
   FrameProcessor,
+  type FramePushEvent,
   inputAudio,
   type Link,
   makeFrame,
@@ -22,7 +22,13 @@ import {
 } from "../mod.ts";
 
 /** Parameters of the demo signal. */
-export const DEMO = Object.freeze({ hz: 440, rate: 16000, frameSamples: 320, frames: 50, amplitude: 0.5 });
+export const DEMO = Object.freeze({
+  hz: 440,
+  rate: 16000,
+  frameSamples: 320,
+  frames: 50,
+  amplitude: 0.5,
+});
 
 /** One 20 ms frame of the demo sine, starting at sample `offset`. */
 export function sineFrame(offset: number, samples = DEMO.frameSamples): Int16Array {
@@ -114,22 +120,42 @@ export async function runDemoPipeline(): Promise<DemoPipelineResult> {
 
   const samples = frames.reduce((n, f) => n + f.length, 0);
   const identical = tap.seen.length === frames.length &&
-    tap.seen.every((pcm, i) => pcm.length === frames[i].length && pcm.every((s, j) => s === frames[i][j]));
+    tap.seen.every((pcm, i) =>
+      pcm.length === frames[i].length && pcm.every((s, j) => s === frames[i][j])
+    );
   const framesIn = observer.ids.InputAudio.size;
   const framesOut = observer.ids.OutputAudio.size;
-  const ok = reason.kind === "end" && framesIn === DEMO.frames && framesOut === DEMO.frames && identical;
+  const ok = reason.kind === "end" && framesIn === DEMO.frames && framesOut === DEMO.frames &&
+    identical;
   let peak = 0;
   for (const f of frames) for (const s of f) peak = Math.max(peak, Math.abs(s));
   const lines = [
     "Flowcat demo: pipeline",
-    `source:     ${DEMO.hz} Hz sine, ${DEMO.rate} Hz mono, ${DEMO.frameSamples}-sample frames, ${DEMO.frames} frames (${(samples / DEMO.rate).toFixed(2)} s)`,
+    `source:     ${DEMO.hz} Hz sine, ${DEMO.rate} Hz mono, ${DEMO.frameSamples}-sample frames, ${DEMO.frames} frames (${
+      (samples / DEMO.rate).toFixed(2)
+    } s)`,
     `audio:      ${samples} samples, ${samples * 2} bytes PCM16, peak ${peak}`,
     "chain:      Source -> Echo -> Tap -> Sink",
     `frames in:  ${framesIn} (InputAudio observed)`,
     `frames out: ${framesOut} (OutputAudio observed)`,
-    `echoed:     ${tap.seen.length} of ${DEMO.frames} frames, ${identical ? "sample-exact" : "MISMATCH"}`,
+    `echoed:     ${tap.seen.length} of ${DEMO.frames} frames, ${
+      identical ? "sample-exact" : "MISMATCH"
+    }`,
     `wall time:  ${wallMs.toFixed(2)} ms`,
-    `result:     ${ok ? "OK" : `FAILED (sourced ${DEMO.frames}, in ${framesIn}, out ${framesOut}, stop ${reason.kind})`}`,
+    `result:     ${
+      ok
+        ? "OK"
+        : `FAILED (sourced ${DEMO.frames}, in ${framesIn}, out ${framesOut}, stop ${reason.kind})`
+    }`,
   ];
-  return { sourced: DEMO.frames, framesIn, framesOut, echoed: tap.seen.length, identical, wallMs, ok, lines };
+  return {
+    sourced: DEMO.frames,
+    framesIn,
+    framesOut,
+    echoed: tap.seen.length,
+    identical,
+    wallMs,
+    ok,
+    lines,
+  };
 }

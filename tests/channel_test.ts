@@ -6,8 +6,12 @@ Deno.test("FrameQueue is FIFO across growth and wrap-around", () => {
   const out: number[] = [];
   let next = 0;
   for (let round = 0; round < 50; round++) {
-    for (let i = 0; i < (round % 7) + 1; i++) q.push(makeFrame("Text", { text: String(next++) }), "downstream");
-    for (let i = 0; i < (round % 5) + 1 && q.size > 0; i++) out.push(Number((q.shift() as { text: string }).text));
+    for (let i = 0; i < (round % 7) + 1; i++) {
+      q.push(makeFrame("Text", { text: String(next++) }), "downstream");
+    }
+    for (let i = 0; i < (round % 5) + 1 && q.size > 0; i++) {
+      out.push(Number((q.shift() as { text: string }).text));
+    }
   }
   while (q.size > 0) out.push(Number((q.shift() as { text: string }).text));
   assert.deepEqual(out, Array.from({ length: next }, (_, i) => i));
@@ -26,9 +30,12 @@ Deno.test("FrameQueue keeps the direction of each frame", () => {
 
 Deno.test("dropInterruptible keeps uninterruptible frames in order", () => {
   const q = new FrameQueue(2);
-  const keep = [makeFrame("End", {}), makeFrame("UpdateSettings", { target: "llm", settings: {} }),
+  const keep = [
+    makeFrame("End", {}),
+    makeFrame("UpdateSettings", { target: "llm", settings: {} }),
     makeFrame("FunctionCallResult", { result: { toolCallId: "1", functionName: "f", result: 1 } }),
-    customFrame({ type: "Keep", frameClass: "data", uninterruptible: true })];
+    customFrame({ type: "Keep", frameClass: "data", uninterruptible: true }),
+  ];
   q.push(makeFrame("Text", { text: "x" }), "downstream");
   q.push(keep[0], "downstream");
   q.push(makeFrame("TtsSpeak", { text: "y" }), "upstream");

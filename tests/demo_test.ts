@@ -29,7 +29,17 @@ Deno.test("deno task demo pipeline prints the seed's lines and exits 0", async (
   const text = new TextDecoder().decode(out.stdout);
   assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
   const labels = text.trim().split("\n").map((l) => l.split(":")[0]);
-  assert.deepEqual(labels, ["Flowcat demo", "source", "audio", "chain", "frames in", "frames out", "echoed", "wall time", "result"]);
+  assert.deepEqual(labels, [
+    "Flowcat demo",
+    "source",
+    "audio",
+    "chain",
+    "frames in",
+    "frames out",
+    "echoed",
+    "wall time",
+    "result",
+  ]);
   assert.match(text, /^result: +OK$/m);
   assert.match(text, /^chain: +Source -> Echo -> Tap -> Sink$/m);
 });

@@ -14,15 +14,58 @@ import {
 } from "../mod.ts";
 
 Deno.test("frame classes follow the seed's tables", () => {
-  const system = ["Start", "Cancel", "Error", "Interruption", "InputAudio", "UserAudio", "InputText",
-    "InputDtmf", "UserStartedSpeaking", "UserStoppedSpeaking", "UserSpeaking", "BotStartedSpeaking",
-    "BotStoppedSpeaking", "BotSpeaking", "VadUserStartedSpeaking", "VadUserStoppedSpeaking", "SttMute",
-    "Metrics", "TransportMessage", "ClientConnected", "BotConnected", "FunctionCallsStarted",
-    "FunctionCallInProgress", "FunctionCallCancel"];
-  const data = ["OutputAudio", "TtsAudio", "Text", "LlmText", "Transcription", "InterimTranscription",
-    "TtsSpeak", "TtsText", "FunctionCallResult", "LlmRun", "LlmContext", "OutputDtmf"];
-  const control = ["End", "Stop", "LlmResponseStart", "LlmResponseEnd", "TtsStarted", "TtsStopped",
-    "UpdateSettings", "SpeechControlParams", "Heartbeat", "OutputTransportReady"];
+  const system = [
+    "Start",
+    "Cancel",
+    "Error",
+    "Interruption",
+    "InputAudio",
+    "UserAudio",
+    "InputText",
+    "InputDtmf",
+    "UserStartedSpeaking",
+    "UserStoppedSpeaking",
+    "UserSpeaking",
+    "BotStartedSpeaking",
+    "BotStoppedSpeaking",
+    "BotSpeaking",
+    "VadUserStartedSpeaking",
+    "VadUserStoppedSpeaking",
+    "SttMute",
+    "Metrics",
+    "TransportMessage",
+    "ClientConnected",
+    "BotConnected",
+    "FunctionCallsStarted",
+    "FunctionCallInProgress",
+    "FunctionCallCancel",
+  ];
+  const data = [
+    "OutputAudio",
+    "TtsAudio",
+    "Text",
+    "LlmText",
+    "Transcription",
+    "InterimTranscription",
+    "TtsSpeak",
+    "TtsText",
+    "FunctionCallResult",
+    "LlmRun",
+    "LlmContext",
+    "OutputDtmf",
+  ];
+  const control = [
+    "End",
+    "Stop",
+    "LlmResponseStart",
+    "LlmResponseEnd",
+    "TtsStarted",
+    "TtsStopped",
+    "UpdateSettings",
+    "SpeechControlParams",
+    "Heartbeat",
+    "OutputTransportReady",
+  ];
   assert.deepEqual([...FRAME_KINDS].sort(), [...system, ...data, ...control].sort());
   // deno-lint-ignore no-explicit-any
   const cls = (k: string) => classOf({ kind: k, id: 0 } as any);
@@ -47,7 +90,11 @@ Deno.test("custom frames supply their own class and interruptibility", () => {
 });
 
 Deno.test("frame ids are unique and monotonic", () => {
-  const ids = [makeFrame("Text", { text: "a" }).id, nextFrameId(), inputAudio(audioFrame(new Int16Array(1), 8000)).id];
+  const ids = [
+    makeFrame("Text", { text: "a" }).id,
+    nextFrameId(),
+    inputAudio(audioFrame(new Int16Array(1), 8000)).id,
+  ];
   assert.ok(ids[0] < ids[1] && ids[1] < ids[2]);
 });
 
@@ -65,12 +112,21 @@ Deno.test("frameMeta exposes the meta fields that are set", () => {
   f.pts = 42;
   f.transportSource = "carrier";
   f.extra = { a: 1 };
-  assert.deepEqual(frameMeta(f), { id: f.id, name: "Text", pts: 42, extra: { a: 1 }, transportSource: "carrier" });
+  assert.deepEqual(frameMeta(f), {
+    id: f.id,
+    name: "Text",
+    pts: 42,
+    extra: { a: 1 },
+    transportSource: "carrier",
+  });
   assert.equal(frameMeta(customFrame({ type: "Sprite", frameClass: "data" })).name, "Sprite");
 });
 
 Deno.test("stop reasons derive from terminal frames", () => {
-  assert.deepEqual(stopReasonOf(makeFrame("End", { reason: "bye" })), { kind: "end", reason: "bye" });
+  assert.deepEqual(stopReasonOf(makeFrame("End", { reason: "bye" })), {
+    kind: "end",
+    reason: "bye",
+  });
   assert.deepEqual(stopReasonOf(makeFrame("Stop", {})), { kind: "stop" });
   assert.deepEqual(stopReasonOf(makeFrame("Cancel", {})), { kind: "cancel" });
 });

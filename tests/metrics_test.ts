@@ -35,10 +35,21 @@ class Service extends FrameProcessor {
 
 async function collect(params: PipelineTaskParams, svc = new Service()): Promise<MetricsData[]> {
   const got: MetricsData[] = [];
-  const task = new PipelineTask(new Pipeline([svc]), { idleTimeoutMs: null, logger: silentLogger, ...params });
-  task.onFrameReachedDownstream(["Metrics"], (f) => void got.push(...(f as { data: MetricsData[] }).data));
+  const task = new PipelineTask(new Pipeline([svc]), {
+    idleTimeoutMs: null,
+    logger: silentLogger,
+    ...params,
+  });
+  task.onFrameReachedDownstream(
+    ["Metrics"],
+    (f) => void got.push(...(f as { data: MetricsData[] }).data),
+  );
   task.onStarted(async () => {
-    await task.queueFrames([makeFrame("Text", { text: "a" }), makeFrame("Text", { text: "b" }), makeFrame("LlmRun", {})]);
+    await task.queueFrames([
+      makeFrame("Text", { text: "a" }),
+      makeFrame("Text", { text: "b" }),
+      makeFrame("LlmRun", {}),
+    ]);
     await task.stopWhenDone();
   });
   await task.run();
@@ -50,7 +61,10 @@ Deno.test("no Metrics frame unless metrics are enabled", async () => {
 });
 
 Deno.test("no Metrics frame from a processor that cannot generate metrics", async () => {
-  assert.deepEqual(await collect({ enableMetrics: true, enableUsageMetrics: true }, new Service(false)), []);
+  assert.deepEqual(
+    await collect({ enableMetrics: true, enableUsageMetrics: true }, new Service(false)),
+    [],
+  );
 });
 
 Deno.test("ttfb and processing metrics are reported per measurement", async () => {
@@ -70,7 +84,12 @@ Deno.test("reportOnlyInitialTtfb reports the first TTFB only", async () => {
 Deno.test("usage metrics need enableUsageMetrics", async () => {
   const got = await collect({ enableUsageMetrics: true });
   assert.deepEqual(got, [
-    { type: "llm_usage", processor: "svc", model: "m1", tokens: { promptTokens: 3, completionTokens: 4, totalTokens: 7 } },
+    {
+      type: "llm_usage",
+      processor: "svc",
+      model: "m1",
+      tokens: { promptTokens: 3, completionTokens: 4, totalTokens: 7 },
+    },
     { type: "tts_usage", processor: "svc", characters: 12 },
   ]);
 });

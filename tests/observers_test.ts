@@ -27,7 +27,11 @@ Deno.test("onProcess, onPush and onPipelineStarted see every hop", async () => {
   const procs: FrameEvent[] = [];
   const pushes: FramePushEvent[] = [];
   let started = 0;
-  const obs = { onProcess: (e: FrameEvent) => void procs.push(e), onPush: (e: FramePushEvent) => void pushes.push(e), onPipelineStarted: () => void started++ };
+  const obs = {
+    onProcess: (e: FrameEvent) => void procs.push(e),
+    onPush: (e: FramePushEvent) => void pushes.push(e),
+    onPipelineStarted: () => void started++,
+  };
   const task = new PipelineTask(new Pipeline([new FrameProcessor("a"), new FrameProcessor("b")]), {
     idleTimeoutMs: null,
     logger: silentLogger,
@@ -40,7 +44,9 @@ Deno.test("onProcess, onPush and onPipelineStarted see every hop", async () => {
   });
   await task.run();
   assert.equal(started, 1);
-  const textPushes = pushes.filter((p) => p.frame === text).map((p) => `${p.source}->${p.destination}`);
+  const textPushes = pushes.filter((p) => p.frame === text).map((p) =>
+    `${p.source}->${p.destination}`
+  );
   assert.deepEqual(textPushes, ["PipelineTask#source->a", "a->b", "b->PipelineTask#sink"]);
   assert.deepEqual(procs.filter((p) => p.frame === text).map((p) => p.processor), ["a", "b"]);
   assert.ok(pushes.every((p, i) => i === 0 || p.timestampNs >= pushes[i - 1].timestampNs));
@@ -51,14 +57,22 @@ Deno.test("turn tracking and user-to-bot latency follow speaking edges", async (
   const latency = new UserBotLatencyObserver();
   const idle = new IdleFrameObserver();
   const d = new Driver("driver");
-  const task = new PipelineTask(new Pipeline([new FrameProcessor("up"), d, new FrameProcessor("down")]), {
-    idleTimeoutMs: null,
-    logger: silentLogger,
-    observers: [turns, latency, idle],
-  });
+  const task = new PipelineTask(
+    new Pipeline([new FrameProcessor("up"), d, new FrameProcessor("down")]),
+    {
+      idleTimeoutMs: null,
+      logger: silentLogger,
+      observers: [turns, latency, idle],
+    },
+  );
   task.onStarted(async () => {
-    const say = (k: "UserStartedSpeaking" | "UserStoppedSpeaking" | "BotStartedSpeaking" | "BotStoppedSpeaking") =>
-      d.link.broadcast(makeFrame(k, {}));
+    const say = (
+      k:
+        | "UserStartedSpeaking"
+        | "UserStoppedSpeaking"
+        | "BotStartedSpeaking"
+        | "BotStoppedSpeaking",
+    ) => d.link.broadcast(makeFrame(k, {}));
     say("UserStartedSpeaking");
     await sleep(5);
     say("UserStoppedSpeaking");
@@ -83,6 +97,9 @@ Deno.test("turn tracking and user-to-bot latency follow speaking edges", async (
     [2, false, true],
   ]);
   assert.equal(latency.latencies.length, 2);
-  assert.ok(latency.latencies[0] >= 0.025 && latency.latencies[0] < 0.5, String(latency.latencies[0]));
+  assert.ok(
+    latency.latencies[0] >= 0.025 && latency.latencies[0] < 0.5,
+    String(latency.latencies[0]),
+  );
   assert.ok(idle.lastActivityNs !== undefined);
 });

@@ -23,8 +23,9 @@ class Tagger extends FrameProcessor {
     super(`tag-${tag}`);
   }
   override processFrame(f: Frame, d: Direction, link: Link) {
-    if (f.kind === "Text" && d === "downstream") link.push(makeFrame("Text", { text: f.text + this.tag }), d);
-    else link.push(f, d);
+    if (f.kind === "Text" && d === "downstream") {
+      link.push(makeFrame("Text", { text: f.text + this.tag }), d);
+    } else link.push(f, d);
   }
 }
 
@@ -42,7 +43,9 @@ Deno.test("nested pipelines run as one flat chain, in order", async () => {
 
 Deno.test("parallel: a frame fanned to N branches leaves once; frames made in branches each leave", async () => {
   const out = new Recorder("out");
-  const par = new ParallelPipeline([[new FrameProcessor("p1")], [new FrameProcessor("p2")], [new Tagger("x")]]);
+  const par = new ParallelPipeline([[new FrameProcessor("p1")], [new FrameProcessor("p2")], [
+    new Tagger("x"),
+  ]]);
   const task = new PipelineTask(new Pipeline([par, out]), quiet);
   const original = makeFrame("Text", { text: "t" });
   const passthrough = makeFrame("LlmText", { text: "same" });
@@ -55,7 +58,11 @@ Deno.test("parallel: a frame fanned to N branches leaves once; frames made in br
   assert.deepEqual(texts, ["t", "tx"], "original once (from p1/p2), tagged copy once");
   assert.equal(out.frames.filter((f) => f.kind === "LlmText").length, 1);
   assert.equal(out.events.filter((e) => e === "start").length, 1, "Start leaves the block once");
-  assert.equal(out.events.filter((e) => e.startsWith("stop")).length, 1, "End leaves the block once");
+  assert.equal(
+    out.events.filter((e) => e.startsWith("stop")).length,
+    1,
+    "End leaves the block once",
+  );
 });
 
 Deno.test("parallel: upstream frames fan into every branch and merge back once", async () => {

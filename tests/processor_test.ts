@@ -52,14 +52,18 @@ Deno.test("Interruption drops queued interruptible frames, keeps uninterruptible
   task.onStarted(async () => {
     await task.queueFrame(makeFrame("Text", { text: "first" })); // taken, blocks in the gate
     await until(() => gate.frames.length === 1);
-    for (const f of [
-      makeFrame("Text", { text: "drop-1" }),
-      makeFrame("UpdateSettings", { target: "llm", settings: { a: 1 } }),
-      makeFrame("TtsSpeak", { text: "drop-2" }),
-      makeFrame("FunctionCallResult", { result: { toolCallId: "t", functionName: "f", result: "ok" } }),
-      customFrame({ type: "KeepMe", frameClass: "data", uninterruptible: true }),
-      customFrame({ type: "DropMe", frameClass: "control" }),
-    ]) await task.queueFrame(f);
+    for (
+      const f of [
+        makeFrame("Text", { text: "drop-1" }),
+        makeFrame("UpdateSettings", { target: "llm", settings: { a: 1 } }),
+        makeFrame("TtsSpeak", { text: "drop-2" }),
+        makeFrame("FunctionCallResult", {
+          result: { toolCallId: "t", functionName: "f", result: "ok" },
+        }),
+        customFrame({ type: "KeepMe", frameClass: "data", uninterruptible: true }),
+        customFrame({ type: "DropMe", frameClass: "control" }),
+      ]
+    ) await task.queueFrame(f);
     await task.queueFrame(makeFrame("Interruption", {}));
     gate.open();
     await until(() => after.events.includes("interruption"));
@@ -109,7 +113,11 @@ Deno.test("End drains queued frames before stopping; Cancel does not flush", asy
       gate.open();
     });
     await task.run();
-    assert.equal(after.kinds().length, cancel ? 1 : 5, cancel ? "cancel drops the queue" : "end drains");
+    assert.equal(
+      after.kinds().length,
+      cancel ? 1 : 5,
+      cancel ? "cancel drops the queue" : "end drains",
+    );
   }
 });
 
@@ -117,7 +125,9 @@ Deno.test("an error thrown by processFrame becomes an upstream non-fatal Error f
   class Boom extends FrameProcessor {
     override processFrame(frame: Frame, dir: Direction, link: Link) {
       if (frame.kind === "Text" && frame.text === "sync") throw new Error("sync boom");
-      if (frame.kind === "Text" && frame.text === "async") return Promise.reject(new Error("async boom"));
+      if (frame.kind === "Text" && frame.text === "async") {
+        return Promise.reject(new Error("async boom"));
+      }
       link.push(frame, dir);
     }
   }
@@ -127,7 +137,10 @@ Deno.test("an error thrown by processFrame becomes an upstream non-fatal Error f
   const task = new PipelineTask(new Pipeline([up, boom]), quiet);
   task.onError((m, f, p) => void errors.push([m, f, p]));
   task.onStarted(async () => {
-    await task.queueFrames([makeFrame("Text", { text: "sync" }), makeFrame("Text", { text: "async" })]);
+    await task.queueFrames([
+      makeFrame("Text", { text: "sync" }),
+      makeFrame("Text", { text: "async" }),
+    ]);
     await until(() => errors.length === 2);
     await task.stopWhenDone();
   });
@@ -189,8 +202,9 @@ Deno.test("backpressure: system frames (input audio) never block", async () => {
 Deno.test("a processor's own burst of pushes makes its loop wait for the neighbour", async () => {
   class Burst extends FrameProcessor {
     override processFrame(frame: Frame, dir: Direction, link: Link) {
-      if (frame.kind === "LlmRun") for (let i = 0; i < 100; i++) link.pushDown(makeFrame("LlmText", { text: "x" }));
-      else link.push(frame, dir);
+      if (frame.kind === "LlmRun") {
+        for (let i = 0; i < 100; i++) link.pushDown(makeFrame("LlmText", { text: "x" }));
+      } else link.push(frame, dir);
     }
   }
   const burst = new Recorder("before");

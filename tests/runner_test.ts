@@ -24,7 +24,7 @@ Deno.test("runner drains every task of a subprocess on SIGTERM", async () => {
     out += value;
   }
   const status = await child.status;
-  const err = new TextDecoder().decode((await new Response(child.stderr).arrayBuffer()));
+  const err = new TextDecoder().decode(await new Response(child.stderr).arrayBuffer());
   assert.equal(status.code, 0, err);
   for (const p of ["call-1/a", "call-1/b", "call-2/a", "call-2/b"]) {
     assert.ok(out.includes(`${p} stop hook: cancel`), out);
@@ -34,9 +34,19 @@ Deno.test("runner drains every task of a subprocess on SIGTERM", async () => {
 });
 
 Deno.test("runner.cancelAll cancels running tasks; run resolves with each reason", async () => {
-  const runner = new PipelineRunner({ handleSigint: false, handleSigterm: false, logger: silentLogger });
-  const a = new PipelineTask(new Pipeline([new FrameProcessor()]), { idleTimeoutMs: null, logger: silentLogger });
-  const b = new PipelineTask(new Pipeline([new FrameProcessor()]), { idleTimeoutMs: null, logger: silentLogger });
+  const runner = new PipelineRunner({
+    handleSigint: false,
+    handleSigterm: false,
+    logger: silentLogger,
+  });
+  const a = new PipelineTask(new Pipeline([new FrameProcessor()]), {
+    idleTimeoutMs: null,
+    logger: silentLogger,
+  });
+  const b = new PipelineTask(new Pipeline([new FrameProcessor()]), {
+    idleTimeoutMs: null,
+    logger: silentLogger,
+  });
   b.onStarted(() => b.queueFrame(makeFrame("End", {})));
   a.onStarted(() => void setTimeout(() => runner.cancelAll("shutdown"), 10));
   const [ra, rb] = await Promise.all([runner.run(a), runner.run(b)]);

@@ -48,7 +48,10 @@ Deno.test("step 1-2: started fires only after every processor ran its start hook
       super.start(...args);
     }
   }
-  const task = new PipelineTask(new Pipeline([new SlowStart("a", log), new Recorder("b", log)]), quiet);
+  const task = new PipelineTask(
+    new Pipeline([new SlowStart("a", log), new Recorder("b", log)]),
+    quiet,
+  );
   task.onStarted(() => {
     log.push("started");
     task.stopWhenDone();
@@ -73,8 +76,9 @@ for (const kind of ["End", "Stop", "Cancel"] as const) {
     class Ender extends FrameProcessor {
       override processFrame(f: Frame, d: Direction, link: Link) {
         last = link;
-        if (f.kind === "Text") link.push(makeFrame(kind, kind === "Stop" ? {} : { reason: "brain" }), "upstream");
-        else link.push(f, d);
+        if (f.kind === "Text") {
+          link.push(makeFrame(kind, kind === "Stop" ? {} : { reason: "brain" }), "upstream");
+        } else link.push(f, d);
       }
     }
     const task = new PipelineTask(new Pipeline([first, new Ender("ender")]), quiet);
@@ -119,7 +123,7 @@ Deno.test("step 5: a fatal Error travelling downstream to the sink cancels too",
 Deno.test("step 7: cancel is bounded: a stuck processor is force-aborted after cancelTimeout", async () => {
   let aborted = false;
   class Stuck extends FrameProcessor {
-    override async processFrame(_f: Frame, _d: Direction, _l: Link, ) {
+    override async processFrame(_f: Frame, _d: Direction, _l: Link) {
       await new Promise(() => {}); // never returns
     }
     override start(s: { cancel: AbortSignal }) {
@@ -127,7 +131,11 @@ Deno.test("step 7: cancel is bounded: a stuck processor is force-aborted after c
     }
   }
   const log = memoryLogger();
-  const task = new PipelineTask(new Pipeline([new Stuck("stuck")]), { ...quiet, logger: log, cancelTimeoutMs: 50 });
+  const task = new PipelineTask(new Pipeline([new Stuck("stuck")]), {
+    ...quiet,
+    logger: log,
+    cancelTimeoutMs: 50,
+  });
   task.onStarted(async () => {
     await task.queueFrame(makeFrame("Text", { text: "stick" }));
     await sleep(5);
@@ -206,7 +214,10 @@ Deno.test("heartbeats reach the sink; the monitor warns when they stop arriving"
   const timeouts: number[] = [];
   const reached: number[] = [];
   task.onHeartbeatTimeout((s) => void timeouts.push(s));
-  task.onFrameReachedDownstream(["Heartbeat"], (f) => void reached.push((f as { timestampNs: number }).timestampNs));
+  task.onFrameReachedDownstream(
+    ["Heartbeat"],
+    (f) => void reached.push((f as { timestampNs: number }).timestampNs),
+  );
   task.onStarted(async () => {
     await until(() => reached.length >= 3, 1000, "heartbeats");
     assert.equal(timeouts.length, 0);
@@ -219,7 +230,9 @@ Deno.test("heartbeats reach the sink; the monitor warns when they stop arriving"
   assert.ok(hb >= 3);
   assert.ok(reached.every((t, i) => i === 0 || t > reached[i - 1]), "timestamps increase");
   assert.ok(timeouts[0] >= 0.06);
-  assert.ok(log.records.some((r) => r.level === "warn" && /heartbeat not received/.test(r.message)));
+  assert.ok(
+    log.records.some((r) => r.level === "warn" && /heartbeat not received/.test(r.message)),
+  );
 });
 
 Deno.test("run() may be called once", async () => {

@@ -101,7 +101,11 @@ export function actionToWire(
       const reply: ToolCallResponse = {
         action: "transition",
         system_prompt: action.systemPrompt,
-        tools: action.tools.map((t) => ({ name: t.name, description: t.description, params: t.params })),
+        tools: action.tools.map((t) => ({
+          name: t.name,
+          description: t.description,
+          params: t.params,
+        })),
         node_id: action.nodeId ?? nodeId,
         collected_vars: vars,
         finished: false,
@@ -115,7 +119,12 @@ export function actionToWire(
       return reply;
     }
     case "end": {
-      const reply: ToolCallResponse = { action: "end", node_id: nodeId, collected_vars: vars, finished: true };
+      const reply: ToolCallResponse = {
+        action: "end",
+        node_id: nodeId,
+        collected_vars: vars,
+        finished: true,
+      };
       if (action.disposition !== undefined) reply.disposition = action.disposition;
       if (action.say !== undefined) reply.say = action.say;
       return reply;

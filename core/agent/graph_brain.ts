@@ -53,7 +53,10 @@ export const END_CALL_DECL: ToolDecl = Object.freeze({
   params: Object.freeze({
     type: "object",
     properties: {
-      disposition: { type: "string", description: "Outcome of the call, e.g. completed or not_interested." },
+      disposition: {
+        type: "string",
+        description: "Outcome of the call, e.g. completed or not_interested.",
+      },
       reason: { type: "string", description: "Short reason for ending the call." },
     },
   }),
@@ -86,7 +89,9 @@ function transitionParams(collect: readonly GraphCollect[]): Record<string, unkn
   if (collect.length === 0) return { type: "object", properties: {} };
   const properties: Record<string, unknown> = {};
   for (const c of collect) {
-    properties[c.name] = c.description ? { type: c.type, description: c.description } : { type: c.type };
+    properties[c.name] = c.description
+      ? { type: c.type, description: c.description }
+      : { type: c.type };
   }
   const required = collect.filter((c) => c.required).map((c) => c.name);
   return { type: "object", properties, required, additionalProperties: false };
@@ -108,7 +113,11 @@ function indexSpec(spec: GraphSpec): GraphIndex {
     if (!node.terminal) {
       for (const t of node.transitions) {
         transitions.set(t.name, t);
-        tools.push({ name: t.name, description: t.description, params: transitionParams(t.collect) });
+        tools.push({
+          name: t.name,
+          description: t.description,
+          params: transitionParams(t.collect),
+        });
       }
       for (const w of spec.workflow_tools) {
         if (w.nodes !== undefined && !w.nodes.includes(node.id)) continue;
@@ -144,7 +153,10 @@ export class GraphBrain implements AgentBrain {
   #finished: boolean;
   #disposition: string | undefined;
 
-  /** Start a brain on a validated spec (at `options.nodeId`, else the spec's start node). */
+  /**
+   * Start a brain on a validated spec (at `options.nodeId`, else the spec's start node). The
+   * spec is indexed once and cached, so treat it as immutable.
+   */
   constructor(spec: GraphSpec, options: GraphBrainOptions = {}) {
     this.#index = indexSpec(spec);
     const id = options.nodeId ?? spec.start;
@@ -171,7 +183,9 @@ export class GraphBrain implements AgentBrain {
   /** Validate an unparsed spec object and start a brain; throws every problem in one error. */
   static fromInput(input: unknown, options: GraphBrainOptions = {}): GraphBrain {
     const res = validateGraphSpec(input);
-    if (!res.ok) throw new FlowcatError("config", `graph spec is invalid:\n${formatProblems(res.problems)}`);
+    if (!res.ok) {
+      throw new FlowcatError("config", `graph spec is invalid:\n${formatProblems(res.problems)}`);
+    }
     return new GraphBrain(res.spec, options);
   }
 
@@ -212,7 +226,9 @@ export class GraphBrain implements AgentBrain {
       const d = args?.disposition;
       this.#finished = true;
       this.#disposition = typeof d === "string" && d !== "" ? d : undefined;
-      return this.#disposition === undefined ? { type: "end" } : { type: "end", disposition: this.#disposition };
+      return this.#disposition === undefined
+        ? { type: "end" }
+        : { type: "end", disposition: this.#disposition };
     }
     const transition = this.#node.transitions.get(name);
     if (transition) return this.#move(transition, args ?? {});
@@ -220,13 +236,21 @@ export class GraphBrain implements AgentBrain {
     const available = this.#node.tools.map((t) => t.name).join(", ");
     return {
       type: "stay",
-      result: { error: `unknown tool "${name}" at node "${this.currentNodeId()}"; available tools: ${available}` },
+      result: {
+        error:
+          `unknown tool "${name}" at node "${this.currentNodeId()}"; available tools: ${available}`,
+      },
     };
   }
 
   #move(t: GraphTransition, args: Record<string, unknown>): GraphBrainAction {
     const bad = t.collect.map((c) => argProblem(c, args[c.name])).filter((p) => p !== undefined);
-    if (bad.length > 0) return { type: "stay", result: { error: `invalid arguments for ${t.name}: ${bad.join("; ")}` } };
+    if (bad.length > 0) {
+      return {
+        type: "stay",
+        result: { error: `invalid arguments for ${t.name}: ${bad.join("; ")}` },
+      };
+    }
     for (const c of t.collect) {
       const v = args[c.name];
       if (v !== undefined && v !== null) this.#vars[c.name] = v;

@@ -8,8 +8,9 @@
 import type { Problem } from "./problems.ts";
 import { templatePlaceholders, VARIABLE_NAME_RE } from "./interpolate.ts";
 
-// Kept here rather than imported from graph_spec.ts to avoid an import cycle.
-const END_CALL = "end_call";
+/** Name of the tool every non-terminal node offers to end the call. */
+export const END_CALL_TOOL = "end_call";
+const END_CALL = END_CALL_TOOL;
 
 type Rec = Record<string, unknown>;
 
@@ -42,9 +43,12 @@ export function semanticProblems(input: unknown): Problem[] {
   const doc = rec(input);
   if (!doc) return [];
   const problems: Problem[] = [];
-  const add = (path: string, code: string, message: string) => problems.push({ path, message, code });
+  const add = (path: string, code: string, message: string) =>
+    problems.push({ path, message, code });
 
-  const variables = new Set(Object.keys(rec(doc.variables) ?? {}).filter((k) => VARIABLE_NAME_RE.test(k)));
+  const variables = new Set(
+    Object.keys(rec(doc.variables) ?? {}).filter((k) => VARIABLE_NAME_RE.test(k)),
+  );
   const checkTemplate = (path: string, text: unknown) => {
     const t = str(text);
     if (t === undefined) return;
@@ -52,7 +56,11 @@ export function semanticProblems(input: unknown): Problem[] {
       if (!ph.valid) {
         add(path, "bad_placeholder", `malformed placeholder "{{${ph.name}}}"`);
       } else if (!variables.has(ph.name)) {
-        add(path, "unknown_variable", `unknown variable "{{${ph.name}}}" (declared: ${quoteList(variables)})`);
+        add(
+          path,
+          "unknown_variable",
+          `unknown variable "{{${ph.name}}}" (declared: ${quoteList(variables)})`,
+        );
       }
     }
   };
@@ -67,8 +75,13 @@ export function semanticProblems(input: unknown): Problem[] {
     const info: NodeInfo = { index, id, terminal: n.terminal === true, targets: [] };
     nodes.push(info);
     const first = byId.get(id);
-    if (first) add(`nodes[${index}].id`, "duplicate_id", `duplicate node id "${id}" (first at nodes[${first.index}])`);
-    else byId.set(id, info);
+    if (first) {
+      add(
+        `nodes[${index}].id`,
+        "duplicate_id",
+        `duplicate node id "${id}" (first at nodes[${first.index}])`,
+      );
+    } else byId.set(id, info);
   });
 
   // Workflow tools: where each is offered, duplicates, clashes with end_call, unknown nodes.
@@ -78,8 +91,12 @@ export function semanticProblems(input: unknown): Problem[] {
     const name = str(t?.name);
     if (!t || name === undefined) return;
     const path = `workflow_tools[${i}]`;
-    if (name === END_CALL) add(`${path}.name`, "tool_clash", `tool name "${name}" is reserved for ending the call`);
-    if (workflowAt.has(name)) add(`${path}.name`, "tool_clash", `duplicate workflow tool "${name}"`);
+    if (name === END_CALL) {
+      add(`${path}.name`, "tool_clash", `tool name "${name}" is reserved for ending the call`);
+    }
+    if (workflowAt.has(name)) {
+      add(`${path}.name`, "tool_clash", `duplicate workflow tool "${name}"`);
+    }
     const at: string[] = [];
     if (Array.isArray(t.nodes)) {
       t.nodes.forEach((nid, j) => {
@@ -102,16 +119,38 @@ export function semanticProblems(input: unknown): Problem[] {
     const transitions = list(n.transitions);
     if (info.terminal) {
       if (transitions.length > 0) {
-        add(`${path}.transitions`, "terminal_transitions", `terminal node "${info.id}" cannot have transitions`);
+        add(
+          `${path}.transitions`,
+          "terminal_transitions",
+          `terminal node "${info.id}" cannot have transitions`,
+        );
       }
     } else {
-      if (str(n.prompt) === undefined) add(`${path}.prompt`, "missing_prompt", `node "${info.id}" needs a prompt`);
-      if (n.disposition !== undefined) {
-        add(`${path}.disposition`, "terminal_only", "disposition is only allowed on terminal nodes");
+      if (str(n.prompt) === undefined) {
+        add(`${path}.prompt`, "missing_prompt", `node "${info.id}" needs a prompt`);
       }
-      if (n.say !== undefined) add(`${path}.say`, "terminal_only", "say on a node is only allowed on terminal nodes; put it on the transition");
-      if ((n.transitions === undefined || Array.isArray(n.transitions)) && transitions.length === 0) {
-        add(`${path}.transitions`, "dead_end", `node "${info.id}" is not terminal and has no transition (add one, or set terminal: true)`);
+      if (n.disposition !== undefined) {
+        add(
+          `${path}.disposition`,
+          "terminal_only",
+          "disposition is only allowed on terminal nodes",
+        );
+      }
+      if (n.say !== undefined) {
+        add(
+          `${path}.say`,
+          "terminal_only",
+          "say on a node is only allowed on terminal nodes; put it on the transition",
+        );
+      }
+      if (
+        (n.transitions === undefined || Array.isArray(n.transitions)) && transitions.length === 0
+      ) {
+        add(
+          `${path}.transitions`,
+          "dead_end",
+          `node "${info.id}" is not terminal and has no transition (add one, or set terminal: true)`,
+        );
       }
     }
     const seen = new Map<string, number>();
@@ -122,18 +161,33 @@ export function semanticProblems(input: unknown): Problem[] {
       const tpath = `${path}.transitions[${ti}]`;
       const name = str(t.name);
       if (name !== undefined) {
-        if (name === END_CALL) add(`${tpath}.name`, "tool_clash", `tool name "${name}" is reserved for ending the call`);
-        else if (seen.has(name)) {
-          add(`${tpath}.name`, "tool_clash", `duplicate tool "${name}" in node "${info.id}" (first at transitions[${seen.get(name)}])`);
+        if (name === END_CALL) {
+          add(`${tpath}.name`, "tool_clash", `tool name "${name}" is reserved for ending the call`);
+        } else if (seen.has(name)) {
+          add(
+            `${tpath}.name`,
+            "tool_clash",
+            `duplicate tool "${name}" in node "${info.id}" (first at transitions[${
+              seen.get(name)
+            }])`,
+          );
         } else if (workflowHere.has(name)) {
-          add(`${tpath}.name`, "tool_clash", `tool "${name}" clashes with the workflow tool of the same name`);
+          add(
+            `${tpath}.name`,
+            "tool_clash",
+            `tool "${name}" clashes with the workflow tool of the same name`,
+          );
         }
         if (!seen.has(name)) seen.set(name, ti);
       }
       const target = str(t.target);
       if (target !== undefined) {
         if (byId.has(target)) info.targets.push(target);
-        else add(`${tpath}.target`, "unknown_target", `unknown target node "${target}" (nodes: ${quoteList(byId.keys())})`);
+        else {add(
+            `${tpath}.target`,
+            "unknown_target",
+            `unknown target node "${target}" (nodes: ${quoteList(byId.keys())})`,
+          );}
       }
       checkTemplate(`${tpath}.say`, t.say);
       const collected = new Set<string>();
@@ -141,10 +195,16 @@ export function semanticProblems(input: unknown): Problem[] {
         const cname = str(rec(rawC)?.name);
         if (cname === undefined) return;
         const cpath = `${tpath}.collect[${ci}].name`;
-        if (collected.has(cname)) add(cpath, "duplicate_collect", `variable "${cname}" is collected twice`);
+        if (collected.has(cname)) {
+          add(cpath, "duplicate_collect", `variable "${cname}" is collected twice`);
+        }
         collected.add(cname);
         if (VARIABLE_NAME_RE.test(cname) && !variables.has(cname)) {
-          add(cpath, "unknown_variable", `unknown variable "${cname}" (declare it under variables)`);
+          add(
+            cpath,
+            "unknown_variable",
+            `unknown variable "${cname}" (declare it under variables)`,
+          );
         }
       });
     });
@@ -155,9 +215,15 @@ export function semanticProblems(input: unknown): Problem[] {
   if (doc.start === undefined) {
     add("start", "no_start", `no start node: set start to one of ${quoteList(byId.keys())}`);
   } else if (start !== undefined && !byId.has(start)) {
-    add("start", "unknown_start", `unknown start node "${start}" (nodes: ${quoteList(byId.keys())})`);
+    add(
+      "start",
+      "unknown_start",
+      `unknown start node "${start}" (nodes: ${quoteList(byId.keys())})`,
+    );
   } else if (start !== undefined) {
-    if (byId.get(start)!.terminal) add("start", "start_terminal", `start node "${start}" is terminal`);
+    if (byId.get(start)!.terminal) {
+      add("start", "start_terminal", `start node "${start}" is terminal`);
+    }
     const reached = new Set([start]);
     const queue = [start];
     while (queue.length > 0) {
@@ -170,7 +236,11 @@ export function semanticProblems(input: unknown): Problem[] {
     }
     for (const info of byId.values()) {
       if (!reached.has(info.id)) {
-        add(`nodes[${info.index}]`, "unreachable", `node "${info.id}" cannot be reached from start node "${start}"`);
+        add(
+          `nodes[${info.index}]`,
+          "unreachable",
+          `node "${info.id}" cannot be reached from start node "${start}"`,
+        );
       }
     }
   }

@@ -18,8 +18,8 @@ import { type Problem, zodProblems } from "./problems.ts";
 import { semanticProblems } from "./graph_checks.ts";
 import { VARIABLE_NAME_RE } from "./interpolate.ts";
 
-/** Name of the tool every non-terminal node offers to end the call. */
-export const END_CALL_TOOL = "end_call";
+// Defined beside the checks (which need it) so the two modules do not import each other.
+export { END_CALL_TOOL } from "./graph_checks.ts";
 
 /** Pattern a tool name must match (the strictest common model-API rule). */
 export const TOOL_NAME_RE: RegExp = /^[A-Za-z0-9_-]{1,64}$/;
@@ -29,13 +29,19 @@ export const NODE_ID_RE: RegExp = /^[A-Za-z0-9_.:-]{1,128}$/;
 
 const toolName = z.string().regex(TOOL_NAME_RE, "tool name must be 1-64 of A-Z a-z 0-9 _ -");
 const nodeId = z.string().regex(NODE_ID_RE, "node id must be 1-128 of A-Z a-z 0-9 _ . : -");
-const variableName = z.string().regex(VARIABLE_NAME_RE, "variable name must match [A-Za-z_][A-Za-z0-9_]*");
+const variableName = z.string().regex(
+  VARIABLE_NAME_RE,
+  "variable name must match [A-Za-z_][A-Za-z0-9_]*",
+);
 
 const scalar = z.union([z.string(), z.number(), z.boolean(), z.null()]);
 
 /** A declared variable: a bare scalar is shorthand for `{default: <scalar>}`. */
 const variableSchema = z.union([
-  scalar.transform((value) => ({ default: value as unknown, description: undefined as string | undefined })),
+  scalar.transform((value) => ({
+    default: value as unknown,
+    description: undefined as string | undefined,
+  })),
   z.strictObject({ default: z.json().optional(), description: z.string().optional() }),
 ]);
 
@@ -140,11 +146,15 @@ export function parseGraphSpec(text: string, format?: GraphSpecFormat): GraphSpe
     const msg = err instanceof Error ? err.message : String(err);
     if (/LOG_TOKENS|LOG_STREAM/.test(msg)) {
       // npm:yaml reads these two debug variables while parsing; without env permission Deno throws.
-      const hint = "YAML parsing needs `--ignore-env=LOG_TOKENS,LOG_STREAM` (npm:yaml reads them); " +
+      const hint =
+        "YAML parsing needs `--ignore-env=LOG_TOKENS,LOG_STREAM` (npm:yaml reads them); " +
         "or write the graph as JSON";
       return { ok: false, problems: [{ path: "", message: hint, code: "permission" }] };
     }
-    return { ok: false, problems: [{ path: "", message: `${fmt} syntax error: ${msg}`, code: "syntax" }] };
+    return {
+      ok: false,
+      problems: [{ path: "", message: `${fmt} syntax error: ${msg}`, code: "syntax" }],
+    };
   }
   return validateGraphSpec(doc);
 }

@@ -11,7 +11,13 @@
  * @module
  */
 
-export { formatValue, interpolate, type Placeholder, templatePlaceholders, VARIABLE_NAME_RE } from "./interpolate.ts";
+export {
+  formatValue,
+  interpolate,
+  type Placeholder,
+  templatePlaceholders,
+  VARIABLE_NAME_RE,
+} from "./interpolate.ts";
 export { formatPath, formatProblems, type Problem, zodProblems } from "./problems.ts";
 export {
   END_CALL_TOOL,
@@ -29,7 +35,13 @@ export {
   TOOL_NAME_RE,
   validateGraphSpec,
 } from "./graph_spec.ts";
-export { END_CALL_DECL, type EndAction, GraphBrain, type GraphBrainAction, type GraphBrainOptions } from "./graph_brain.ts";
+export {
+  END_CALL_DECL,
+  type EndAction,
+  GraphBrain,
+  type GraphBrainAction,
+  type GraphBrainOptions,
+} from "./graph_brain.ts";
 export {
   BRAIN_UNAVAILABLE,
   DEFAULT_BRAIN_TIMEOUT_MS,

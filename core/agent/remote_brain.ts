@@ -110,7 +110,9 @@ export class RemoteBrain implements AgentBrain {
       headers: { ...options.headers },
       fetch: options.fetch ?? ((input: string, init: RequestInit) => fetch(input, init)),
     };
-    if (!(opts.timeoutMs > 0)) throw new FlowcatError("config", "remote brain: timeoutMs must be > 0");
+    if (!(opts.timeoutMs > 0)) {
+      throw new FlowcatError("config", "remote brain: timeoutMs must be > 0");
+    }
     const body = { brain_config: brainConfig, provider };
     const reply = await postJson(base, "/session", body, sessionResponseSchema, opts);
     return new RemoteBrain(base, opts, {
@@ -160,7 +162,11 @@ export class RemoteBrain implements AgentBrain {
 
   async #toolCall(name: string, args: Record<string, unknown>): Promise<WireAction> {
     if (this.#finished) return { type: "stay", result: { error: "the call has ended" } };
-    const body = { node_id: this.#state.nodeId, tool: { name, args: args ?? {} }, collected_vars: this.#state.vars };
+    const body = {
+      node_id: this.#state.nodeId,
+      tool: { name, args: args ?? {} },
+      collected_vars: this.#state.vars,
+    };
     let reply;
     try {
       reply = await postJson(this.#base, "/tool-call", body, toolCallResponseSchema, this.#options);
@@ -200,10 +206,16 @@ function normalizeBase(baseUrl: string | URL): string {
     throw new FlowcatError("config", `remote brain: invalid base URL "${String(baseUrl)}"`);
   }
   if (url.protocol !== "http:" && url.protocol !== "https:") {
-    throw new FlowcatError("config", `remote brain: base URL must be http or https, got ${url.protocol}`);
+    throw new FlowcatError(
+      "config",
+      `remote brain: base URL must be http or https, got ${url.protocol}`,
+    );
   }
   if (url.username || url.password) {
-    throw new FlowcatError("config", "remote brain: put credentials in options.headers, not in the URL");
+    throw new FlowcatError(
+      "config",
+      "remote brain: put credentials in options.headers, not in the URL",
+    );
   }
   return url.origin + url.pathname.replace(/\/+$/, "");
 }
@@ -232,7 +244,11 @@ async function postJson<S extends z.ZodType>(
     const exchange = (async () => {
       const res = await opts.fetch(url, {
         method: "POST",
-        headers: { ...opts.headers, "content-type": "application/json", accept: "application/json" },
+        headers: {
+          ...opts.headers,
+          "content-type": "application/json",
+          accept: "application/json",
+        },
         body: JSON.stringify(body),
         signal: ctl.signal,
       });
@@ -242,10 +258,14 @@ async function postJson<S extends z.ZodType>(
     ({ status, text } = await Promise.race([exchange, aborted]));
   } catch (err) {
     if (ctl.signal.aborted) {
-      throw new FlowcatError("timeout", `${where}: no reply within ${opts.timeoutMs} ms`, { cause: err });
+      throw new FlowcatError("timeout", `${where}: no reply within ${opts.timeoutMs} ms`, {
+        cause: err,
+      });
     }
     if (err instanceof FlowcatError) throw err;
-    throw new FlowcatError("other", `${where}: request failed: ${errorMessage(err)}`, { cause: err });
+    throw new FlowcatError("other", `${where}: request failed: ${errorMessage(err)}`, {
+      cause: err,
+    });
   } finally {
     clearTimeout(timer);
     ctl.signal.removeEventListener("abort", onAbort);
@@ -257,7 +277,10 @@ async function postJson<S extends z.ZodType>(
   try {
     json = JSON.parse(text);
   } catch {
-    throw new FlowcatError("protocol", `${where}: reply is not JSON: ${JSON.stringify(text.slice(0, 80))}`);
+    throw new FlowcatError(
+      "protocol",
+      `${where}: reply is not JSON: ${JSON.stringify(text.slice(0, 80))}`,
+    );
   }
   const parsed = schema.safeParse(json);
   if (!parsed.success) {
@@ -271,7 +294,10 @@ async function readCapped(res: Response, where: string): Promise<string> {
   const declared = Number(res.headers.get("content-length") ?? "0");
   if (declared > MAX_BRAIN_REPLY_BYTES) {
     await res.body?.cancel();
-    throw new FlowcatError("protocol", `${where}: reply of ${declared} bytes exceeds ${MAX_BRAIN_REPLY_BYTES}`);
+    throw new FlowcatError(
+      "protocol",
+      `${where}: reply of ${declared} bytes exceeds ${MAX_BRAIN_REPLY_BYTES}`,
+    );
   }
   if (!res.body) return "";
   const reader = res.body.getReader();
