@@ -1,0 +1,200 @@
+/**
+ * Transport processors over the {@link MediaTransport} seam.
+ *
+ * - {@link TransportInput} (the source): reads the leg and emits ClientConnected on stream
+ *   start, InputAudio resampled to the task's input rate, InputDtmf, and an upstream End when
+ *   the stream stops or the leg closes (the task turns it into End downstream).
+ * - {@link TransportOutput} (the sink): plays OutputAudio and TtsAudio paced at real time in
+ *   20 ms chunks, broadcasts BotStartedSpeaking / BotSpeaking / BotStoppedSpeaking, and on
+ *   Interruption drops what is queued and clears the far end's playback.
+ * @module
+ */
+
+import { Resampler } from "../audio/resample.ts";
+import { errorMessage } from "../errors.ts";
+import {
+  type AudioFrame,
+  type Direction,
+  type Frame,
+  inputAudio,
+  makeFrame,
+  type StartParams,
+  type StopReason,
+} from "../frames.ts";
+import { FrameProcessor, type Link, type ProcessorSetup } from "../processor.ts";
+import type { MediaTransport } from "../seams.ts";
+
+/** Reads a media leg and turns it into frames. */
+export class TransportInput extends FrameProcessor {
+  readonly #t: MediaTransport;
+  #running = false;
+  /** Call id from the stream start, once seen. */
+  callId: string | undefined;
+
+  /** Source for `transport`. */
+  constructor(transport: MediaTransport, name = "TransportInput") {
+    super(name);
+    this.#t = transport;
+  }
+
+  /** Spawns the reader. */
+  override start(setup: ProcessorSetup, params: StartParams, link: Link): void {
+    this.#running = true;
+    void this.#read(setup, params.audioInSampleRate, link);
+  }
+
+  /** Stops the reader. */
+  override stop(_reason: StopReason): void {
+    this.#running = false;
+  }
+
+  async #read(setup: ProcessorSetup, rate: number, link: Link): Promise<void> {
+    let up: Resampler | undefined;
+    try {
+      while (this.#running && !setup.cancel.aborted) {
+        const m = await this.#t.recv();
+        if (!this.#running) return;
+        if (m === undefined || m.type === "stop") break;
+        if (m.type === "audio") {
+          let audio: AudioFrame = m.audio;
+          if (audio.sampleRate !== rate) {
+            if (up === undefined || up.inRate !== audio.sampleRate) {
+              up = new Resampler(audio.sampleRate, rate);
+            }
+            audio = { pcm: up.process(audio.pcm), sampleRate: rate, numChannels: 1 };
+          }
+          link.pushDown(inputAudio(audio));
+        } else if (m.type === "start") {
+          this.callId = m.callId;
+          const f = makeFrame("ClientConnected", {});
+          f.extra = { callId: m.callId };
+          link.pushDown(f);
+        } else if (m.type === "dtmf") {
+          link.pushDown(makeFrame("InputDtmf", { key: m.key }));
+        }
+      }
+    } catch (err) {
+      link.pushError(`media leg failed: ${errorMessage(err)}`, false);
+    }
+    if (this.#running) link.push(makeFrame("End", { reason: "caller hung up" }), "upstream");
+  }
+}
+
+/** Options of {@link TransportOutput}. */
+export interface TransportOutputOptions {
+  /** Chunk length in milliseconds (default 20). */
+  chunkMs?: number;
+  /** Broadcast BotSpeaking every this many chunks while speaking (default 10: every 200 ms). */
+  speakingEvery?: number;
+}
+
+/** Plays audio to a media leg at real time. */
+export class TransportOutput extends FrameProcessor {
+  readonly #t: MediaTransport;
+  readonly #chunkMs: number;
+  readonly #speakingEvery: number;
+  #queue: AudioFrame[] = [];
+  #link: Link | undefined;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #speaking = false;
+  #sent = 0;
+  #nextAt = 0;
+  #drained: (() => void) | undefined;
+
+  /** Sink for `transport`. */
+  constructor(
+    transport: MediaTransport,
+    options: TransportOutputOptions = {},
+    name = "TransportOutput",
+  ) {
+    super(name);
+    this.#t = transport;
+    this.#chunkMs = options.chunkMs ?? 20;
+    this.#speakingEvery = options.speakingEvery ?? 10;
+  }
+
+  /** True while audio is being played. */
+  get speaking(): boolean {
+    return this.#speaking;
+  }
+
+  /** Remembers the link for the pacing timer. */
+  override start(_s: ProcessorSetup, _p: StartParams, link: Link): void {
+    this.#link = link;
+  }
+
+  /** Queues audio; forwards everything else. */
+  override processFrame(frame: Frame, dir: Direction, link: Link): void {
+    if (dir === "downstream" && (frame.kind === "OutputAudio" || frame.kind === "TtsAudio")) {
+      this.#enqueue(frame.audio);
+      return;
+    }
+    link.push(frame, dir);
+  }
+
+  /** Barge-in: drop queued audio and clear the far end. */
+  override async onInterruption(): Promise<void> {
+    this.#queue = [];
+    this.#stopPlaying();
+    await this.#t.sendClear();
+  }
+
+  /** End plays out what is queued; Cancel drops it. Then the leg closes. */
+  override async stop(reason: StopReason): Promise<void> {
+    if (reason.kind === "end" && this.#queue.length > 0) {
+      await new Promise<void>((resolve) => (this.#drained = resolve));
+    }
+    this.#queue = [];
+    this.#stopPlaying();
+    await this.#t.close?.();
+  }
+
+  #enqueue(audio: AudioFrame): void {
+    const n = Math.round((audio.sampleRate * this.#chunkMs) / 1000);
+    const pcm = audio.pcm;
+    // Chunks are views into the incoming PCM: no copy.
+    for (let i = 0; i < pcm.length; i += n) {
+      this.#queue.push({
+        pcm: pcm.subarray(i, Math.min(pcm.length, i + n)),
+        sampleRate: audio.sampleRate,
+        numChannels: 1,
+      });
+    }
+    if (this.#timer === undefined) {
+      this.#nextAt = performance.now();
+      this.#tick();
+    }
+  }
+
+  #tick = (): void => {
+    this.#timer = undefined;
+    const link = this.#link;
+    const chunk = this.#queue.shift();
+    if (chunk === undefined) {
+      this.#stopPlaying();
+      this.#drained?.();
+      this.#drained = undefined;
+      return;
+    }
+    if (!this.#speaking) {
+      this.#speaking = true;
+      this.#sent = 0;
+      link?.broadcast(makeFrame("BotStartedSpeaking", {}));
+    }
+    if (++this.#sent % this.#speakingEvery === 0) link?.broadcast(makeFrame("BotSpeaking", {}));
+    this.#t.sendAudio(chunk).catch((err) =>
+      link?.pushError(`send audio failed: ${errorMessage(err)}`)
+    );
+    this.#nextAt += (chunk.pcm.length * 1000) / chunk.sampleRate;
+    this.#timer = setTimeout(this.#tick, Math.max(0, this.#nextAt - performance.now()));
+  };
+
+  #stopPlaying(): void {
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer = undefined;
+    if (this.#speaking) {
+      this.#speaking = false;
+      this.#link?.broadcast(makeFrame("BotStoppedSpeaking", {}));
+    }
+  }
+}

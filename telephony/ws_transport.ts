@@ -1,0 +1,180 @@
+/**
+ * Generic WebSocket media transport: a host socket ({@link MediaSocket}) composed with a carrier
+ * serializer ({@link MediaSerializer}). Inbound: StreamStart{callId}, Audio at the carrier rate,
+ * DTMF, Stop. Outbound: `sendAudio` resamples to the carrier rate and encodes; `sendClear`
+ * flushes the carrier's playback on barge-in.
+ *
+ * @example
+ * ```ts
+ * import { socketFromWebSocket, WsMediaTransport } from "./ws_transport.ts";
+ * import { GenericSerializer } from "./generic_serializer.ts";
+ * // in a Deno.serve handler:
+ * // const { socket, response } = Deno.upgradeWebSocket(req);
+ * // const transport = new WsMediaTransport(socketFromWebSocket(socket), new GenericSerializer());
+ * ```
+ * @module
+ */
+
+import { Resampler } from "../core/audio/resample.ts";
+import type { AudioChunk } from "../core/frames.ts";
+import { type Logger, silentLogger } from "../core/log.ts";
+import type {
+  MediaIn,
+  MediaSerializer,
+  MediaSocket,
+  MediaTransport,
+  WsIn,
+  WsOut,
+} from "../core/seams.ts";
+
+/**
+ * Adapt a standard WebSocket (server side from `Deno.upgradeWebSocket`, or a client) to
+ * {@link MediaSocket}. Messages are queued from the moment of the call.
+ */
+export function socketFromWebSocket(ws: WebSocket): MediaSocket & { opened: Promise<void> } {
+  ws.binaryType = "arraybuffer";
+  const queue: WsIn[] = [];
+  let waiter: ((m: WsIn | undefined) => void) | undefined;
+  let closed = false;
+  const deliver = (m: WsIn) => {
+    if (waiter) {
+      const w = waiter;
+      waiter = undefined;
+      w(m);
+    } else queue.push(m);
+  };
+  ws.addEventListener("message", (e) => {
+    const d = e.data;
+    if (typeof d === "string") deliver({ type: "text", data: d });
+    else if (d instanceof ArrayBuffer) deliver({ type: "binary", data: new Uint8Array(d) });
+  });
+  ws.addEventListener("close", () => {
+    if (closed) return;
+    closed = true;
+    deliver({ type: "close" });
+  });
+  const opened = ws.readyState === WebSocket.OPEN
+    ? Promise.resolve()
+    : new Promise<void>((resolve, reject) => {
+      ws.addEventListener("open", () => resolve(), { once: true });
+      ws.addEventListener("error", () => reject(new Error("WebSocket failed to open")), {
+        once: true,
+      });
+    });
+  const send = (data: string | Uint8Array) => {
+    if (ws.readyState === WebSocket.OPEN) ws.send(data);
+    return Promise.resolve();
+  };
+  return {
+    opened,
+    recv(): Promise<WsIn | undefined> {
+      const m = queue.shift();
+      if (m !== undefined) return Promise.resolve(m);
+      if (closed) return Promise.resolve(undefined);
+      return new Promise((resolve) => (waiter = resolve));
+    },
+    sendText: send,
+    sendBinary: send,
+    close() {
+      if (ws.readyState === WebSocket.OPEN || ws.readyState === WebSocket.CONNECTING) ws.close();
+      return Promise.resolve();
+    },
+  };
+}
+
+/** Options of a {@link WsMediaTransport}. */
+export interface WsMediaTransportOptions {
+  /** Where ignored (malformed or unknown) messages are reported, with their reason. */
+  logger?: Logger;
+}
+
+/** A call's media leg over a carrier WebSocket. */
+export class WsMediaTransport implements MediaTransport {
+  readonly #socket: MediaSocket;
+  readonly #ser: MediaSerializer;
+  readonly #log: Logger;
+  #down: Resampler | undefined;
+  #ended = false;
+  /** Call id from the stream's start message. */
+  callId: string | undefined;
+  /** Number of inbound messages ignored (malformed or unknown). */
+  ignored = 0;
+
+  /** Compose `socket` with `serializer`. */
+  constructor(
+    socket: MediaSocket,
+    serializer: MediaSerializer,
+    options: WsMediaTransportOptions = {},
+  ) {
+    this.#socket = socket;
+    this.#ser = serializer;
+    this.#log = options.logger ?? silentLogger;
+  }
+
+  /** Next StreamStart / Audio / DTMF / Stop; `undefined` after Stop or when the socket closes. */
+  async recv(): Promise<MediaIn | undefined> {
+    while (!this.#ended) {
+      const msg = await this.#socket.recv();
+      if (msg === undefined) break;
+      const r = this.#ser.onMessage(msg);
+      switch (r.type) {
+        case "start":
+          this.callId = r.callId;
+          return { type: "start", callId: r.callId };
+        case "audio":
+          return r;
+        case "dtmf":
+          return r;
+        case "stop":
+          this.#ended = true;
+          return { type: "stop" };
+        case "mark":
+          continue;
+        case "ignore":
+          this.ignored++;
+          this.#log.debug("media message ignored", { reason: r.reason });
+          continue;
+      }
+    }
+    this.#ended = true;
+    return undefined;
+  }
+
+  /** Resample to the carrier rate (when needed), encode and send. */
+  async sendAudio(audio: AudioChunk): Promise<void> {
+    const rate = this.#ser.carrierRate();
+    let pcm = audio.pcm;
+    if (audio.sampleRate !== rate) {
+      if (
+        this.#down === undefined || this.#down.inRate !== audio.sampleRate ||
+        this.#down.outRate !== rate
+      ) {
+        this.#down = new Resampler(audio.sampleRate, rate);
+      }
+      pcm = this.#down.process(pcm);
+      if (pcm.length === 0) return;
+    }
+    await this.#send(this.#ser.encodeAudio({ pcm, sampleRate: rate, numChannels: 1 }));
+  }
+
+  /** Send the carrier's clear message (flush its playback). */
+  async sendClear(): Promise<void> {
+    const m = this.#ser.encodeClear();
+    if (m !== undefined) await this.#send(m);
+  }
+
+  /** The carrier's sample rate. */
+  carrierRate(): number {
+    return this.#ser.carrierRate();
+  }
+
+  /** Close the socket. */
+  async close(): Promise<void> {
+    this.#ended = true;
+    await this.#socket.close?.();
+  }
+
+  #send(m: WsOut): Promise<void> {
+    return typeof m === "string" ? this.#socket.sendText(m) : this.#socket.sendBinary(m);
+  }
+}

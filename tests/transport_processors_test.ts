@@ -1,0 +1,152 @@
+import assert from "node:assert/strict";
+import {
+  type AudioChunk,
+  type Direction,
+  type Frame,
+  FrameProcessor,
+  type Link,
+  makeFrame,
+  type MediaIn,
+  type MediaTransport,
+  outputAudio,
+  Pipeline,
+  PipelineTask,
+} from "../mod.ts";
+import { TransportInput, TransportOutput } from "../core/processors/transport.ts";
+import { silentLogger } from "../core/log.ts";
+import { until } from "./_core_helpers.ts";
+
+/** In-memory media leg: tests push inbound events and read what was sent. */
+class FakeLeg implements MediaTransport {
+  inbox: (MediaIn | undefined)[] = [];
+  #wait: ((m: MediaIn | undefined) => void) | undefined;
+  sent: { at: number; audio: AudioChunk }[] = [];
+  clears = 0;
+  closed = false;
+  feed(m: MediaIn | undefined) {
+    if (this.#wait) {
+      const w = this.#wait;
+      this.#wait = undefined;
+      w(m);
+    } else this.inbox.push(m);
+  }
+  recv() {
+    if (this.inbox.length) return Promise.resolve(this.inbox.shift());
+    return new Promise<MediaIn | undefined>((r) => (this.#wait = r));
+  }
+  sendAudio(audio: AudioChunk) {
+    this.sent.push({ at: performance.now(), audio });
+    return Promise.resolve();
+  }
+  sendClear() {
+    this.clears++;
+    return Promise.resolve();
+  }
+  carrierRate() {
+    return 8000;
+  }
+  close() {
+    this.closed = true;
+    return Promise.resolve();
+  }
+}
+
+class Echo extends FrameProcessor {
+  override processFrame(f: Frame, d: Direction, link: Link) {
+    if (f.kind === "InputAudio") link.pushDown(outputAudio(f.audio));
+    else link.push(f, d);
+  }
+}
+
+Deno.test("input resamples 8 kHz to the task rate; output paces at real time; stream stop ends the call", async () => {
+  const leg = new FakeLeg();
+  const edges: string[] = [];
+  const connected: unknown[] = [];
+  const task = new PipelineTask(
+    new Pipeline([new TransportInput(leg), new Echo(), new TransportOutput(leg)]),
+    {
+      idleTimeoutMs: null,
+      logger: silentLogger,
+    },
+  );
+  task.onFrameReachedUpstream(
+    ["BotStartedSpeaking", "BotStoppedSpeaking", "BotSpeaking"],
+    (f) => void edges.push(f.kind),
+  );
+  task.onFrameReachedDownstream(["ClientConnected"], (f) => void connected.push(f.extra));
+  task.onStarted(async () => {
+    leg.feed({ type: "start", callId: "call-9" });
+    for (let i = 0; i < 12; i++) {
+      leg.feed({
+        type: "audio",
+        audio: { pcm: new Int16Array(160).fill(i), sampleRate: 8000, numChannels: 1 },
+      });
+    }
+    await until(() => leg.sent.length === 12, 3000, "12 chunks played");
+    await until(() => edges.includes("BotStoppedSpeaking"), 1000, "playback finished");
+    leg.feed({ type: "stop" });
+  });
+  const reason = await task.run();
+  assert.deepEqual(reason, { kind: "end", reason: "caller hung up" });
+  assert.deepEqual(connected, [{ callId: "call-9" }]);
+  // Echoed at the task's 16 kHz, chunked to 20 ms (320 samples), paced ~20 ms apart.
+  assert.ok(leg.sent.every((s) => s.audio.sampleRate === 16000 && s.audio.pcm.length === 320));
+  const span = leg.sent[11].at - leg.sent[0].at;
+  assert.ok(span >= 200 && span < 400, `12 chunks over ${span} ms`);
+  assert.deepEqual(edges.filter((e) => e !== "BotSpeaking"), [
+    "BotStartedSpeaking",
+    "BotStoppedSpeaking",
+  ]);
+  assert.equal(edges.filter((e) => e === "BotSpeaking").length, 1, "one BotSpeaking per 10 chunks");
+  assert.ok(leg.closed);
+});
+
+Deno.test("interruption drops queued playback and clears the far end", async () => {
+  const leg = new FakeLeg();
+  const out = new TransportOutput(leg);
+  let link!: Link;
+  class Driver extends FrameProcessor {
+    override start(_s: unknown, _p: unknown, l: Link) {
+      link = l;
+    }
+  }
+  const task = new PipelineTask(new Pipeline([new Driver(), out]), {
+    idleTimeoutMs: null,
+    logger: silentLogger,
+  });
+  task.onStarted(async () => {
+    link.pushDown(
+      makeFrame("TtsAudio", {
+        audio: { pcm: new Int16Array(24000), sampleRate: 24000, numChannels: 1 },
+      }),
+    );
+    await until(() => leg.sent.length >= 3);
+    assert.ok(out.speaking);
+    link.broadcast(makeFrame("Interruption", {}));
+    await until(() => leg.clears === 1);
+    const n = leg.sent.length;
+    await new Promise((r) => setTimeout(r, 80));
+    assert.equal(leg.sent.length, n, "nothing plays after the interruption");
+    assert.equal(out.speaking, false);
+    await task.stopWhenDone();
+  });
+  await task.run();
+  assert.ok(leg.sent.length < 50, `sent ${leg.sent.length} of 50 chunks`);
+});
+
+Deno.test("End plays out queued audio before the leg closes", async () => {
+  const leg = new FakeLeg();
+  const task = new PipelineTask(new Pipeline([new TransportOutput(leg)]), {
+    idleTimeoutMs: null,
+    logger: silentLogger,
+  });
+  task.onStarted(async () => {
+    await task.queueFrame(
+      outputAudio({ pcm: new Int16Array(1600), sampleRate: 16000, numChannels: 1 }),
+    );
+    await task.stopWhenDone();
+  });
+  await task.run();
+  assert.equal(leg.sent.length, 5, "all five 20 ms chunks played");
+  assert.ok(leg.closed);
+});

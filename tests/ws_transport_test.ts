@@ -1,0 +1,95 @@
+import assert from "node:assert/strict";
+import {
+  GenericSerializer,
+  pcm16FromBytes,
+  pcm16ToBytes,
+} from "../telephony/generic_serializer.ts";
+import { socketFromWebSocket, WsMediaTransport } from "../telephony/ws_transport.ts";
+import type { WsIn } from "../mod.ts";
+
+Deno.test("generic serializer: start, audio, dtmf, mark, stop, and malformed input ignored", () => {
+  const s = new GenericSerializer();
+  const text = (o: unknown): WsIn => ({ type: "text", data: JSON.stringify(o) });
+  assert.deepEqual(s.onMessage(text({ event: "start", call_id: "c1", sample_rate: 8000 })), {
+    type: "start",
+    callId: "c1",
+  });
+  assert.equal(s.carrierRate(), 8000);
+  const pcm = new Int16Array([1, -2, 32767, -32768]);
+  const audio = s.onMessage({ type: "binary", data: pcm16ToBytes(pcm) });
+  assert.equal(audio.type, "audio");
+  if (audio.type === "audio") {
+    assert.deepEqual([...audio.audio.pcm], [...pcm]);
+    assert.equal(audio.audio.sampleRate, 8000);
+  }
+  assert.deepEqual(s.onMessage(text({ event: "dtmf", digit: "#" })), { type: "dtmf", key: "#" });
+  assert.deepEqual(s.onMessage(text({ event: "mark", name: "m" })), { type: "mark", name: "m" });
+  assert.deepEqual(s.onMessage(text({ event: "stop" })), { type: "stop" });
+  for (
+    const bad of [
+      "{",
+      "[]",
+      "null",
+      JSON.stringify({ event: "start" }),
+      JSON.stringify({ event: "dtmf", digit: "x" }),
+      JSON.stringify({ event: "start", call_id: "c", sample_rate: 3 }),
+      JSON.stringify({ event: "wat" }),
+    ]
+  ) {
+    assert.equal(s.onMessage({ type: "text", data: bad }).type, "ignore", bad);
+  }
+  assert.equal(s.onMessage({ type: "binary", data: new Uint8Array(3) }).type, "ignore");
+  assert.equal(s.encodeClear(), '{"event":"clear"}');
+});
+
+Deno.test("pcm16FromBytes handles misaligned views", () => {
+  const buf = new Uint8Array(7);
+  buf.set([0x34, 0x12, 0xff, 0xff], 1);
+  assert.deepEqual([...pcm16FromBytes(buf.subarray(1, 5))], [0x1234, -1]);
+});
+
+Deno.test("WsMediaTransport over a loopback WebSocket: recv, resampled sendAudio, clear", async () => {
+  let transport!: WsMediaTransport;
+  const ready = Promise.withResolvers<void>();
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, (req) => {
+    const { socket, response } = Deno.upgradeWebSocket(req);
+    transport = new WsMediaTransport(socketFromWebSocket(socket), new GenericSerializer());
+    ready.resolve();
+    return response;
+  });
+  const ws = new WebSocket(`ws://127.0.0.1:${server.addr.port}/`);
+  const client = socketFromWebSocket(ws);
+  await client.opened;
+  await ready.promise;
+  await client.sendText(JSON.stringify({ event: "start", call_id: "abc", sample_rate: 8000 }));
+  await client.sendText("not json");
+  await client.sendBinary(pcm16ToBytes(new Int16Array(160).fill(100)));
+  await client.sendText(JSON.stringify({ event: "dtmf", digit: "7" }));
+  assert.deepEqual(await transport.recv(), { type: "start", callId: "abc" });
+  const audio = await transport.recv();
+  assert.equal(audio?.type, "audio");
+  assert.equal(transport.ignored, 1, "the malformed message was ignored, not fatal");
+  assert.deepEqual(await transport.recv(), { type: "dtmf", key: "7" });
+  assert.equal(transport.carrierRate(), 8000);
+
+  await transport.sendAudio({
+    pcm: new Int16Array(480).fill(1000),
+    sampleRate: 24000,
+    numChannels: 1,
+  });
+  const out = await client.recv();
+  assert.equal(out?.type, "binary");
+  assert.equal(
+    (out as { data: Uint8Array }).data.length,
+    320,
+    "24 kHz x 480 -> 8 kHz x 160 samples",
+  );
+  await transport.sendClear();
+  assert.deepEqual(await client.recv(), { type: "text", data: '{"event":"clear"}' });
+  await client.sendText(JSON.stringify({ event: "stop" }));
+  assert.deepEqual(await transport.recv(), { type: "stop" });
+  assert.equal(await transport.recv(), undefined);
+  ws.close();
+  await transport.close();
+  await server.shutdown();
+});
