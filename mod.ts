@@ -16,3 +16,4 @@ export * from "./core/runner.ts";
 export * from "./core/observers.ts";
 export * from "./core/metrics.ts";
 export * from "./core/agent/mod.ts";
+export * from "./core/audio/mod.ts";

@@ -92,6 +92,10 @@ export interface MediaSerializer {
   encodeClear(): WsOut | undefined;
   /** The carrier's mark message, if it has one. */
   encodeMark?(name: string): WsOut | undefined;
+  /** Messages owed to the carrier because of the last inbound one (handshakes, pong); empty when none. */
+  takeReplies?(): readonly WsOut[];
+  /** Samples per outbound audio message the carrier wants, at carrierRate(). */
+  chunkSamples?(): number;
   /** Sample rate the carrier streams at. */
   carrierRate(): number;
 }

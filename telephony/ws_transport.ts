@@ -95,6 +95,9 @@ export class WsMediaTransport implements MediaTransport {
   readonly #log: Logger;
   #down: Resampler | undefined;
   #ended = false;
+  /** Outbound samples waiting to fill one carrier-sized message (see chunkSamples). */
+  #pending: Int16Array | undefined;
+  #pendingLen = 0;
   /** Call id from the stream's start message. */
   callId: string | undefined;
   /** Number of inbound messages ignored (malformed or unknown). */
@@ -117,6 +120,9 @@ export class WsMediaTransport implements MediaTransport {
       const msg = await this.#socket.recv();
       if (msg === undefined) break;
       const r = this.#ser.onMessage(msg);
+      // Handshakes (Genesys "opened", Sinch pong) owe the carrier a reply before anything else.
+      const replies = this.#ser.takeReplies?.();
+      if (replies !== undefined) { for (const reply of replies) await this.#send(reply); }
       switch (r.type) {
         case "start":
           this.callId = r.callId;
@@ -154,11 +160,32 @@ export class WsMediaTransport implements MediaTransport {
       pcm = this.#down.process(pcm);
       if (pcm.length === 0) return;
     }
-    await this.#send(this.#ser.encodeAudio({ pcm, sampleRate: rate, numChannels: 1 }));
+    const chunk = this.#ser.chunkSamples?.() ?? 0;
+    if (chunk <= 0 || (this.#pendingLen === 0 && pcm.length === chunk)) {
+      return this.#send(this.#ser.encodeAudio({ pcm, sampleRate: rate, numChannels: 1 }));
+    }
+    // The carrier wants fixed-size messages: gather samples and send whole chunks only.
+    if (this.#pending === undefined || this.#pending.length < chunk) {
+      this.#pending = new Int16Array(chunk);
+    }
+    let i = 0;
+    while (i < pcm.length) {
+      const n = Math.min(chunk - this.#pendingLen, pcm.length - i);
+      this.#pending.set(pcm.subarray(i, i + n), this.#pendingLen);
+      this.#pendingLen += n;
+      i += n;
+      if (this.#pendingLen === chunk) {
+        this.#pendingLen = 0;
+        await this.#send(
+          this.#ser.encodeAudio({ pcm: this.#pending.slice(), sampleRate: rate, numChannels: 1 }),
+        );
+      }
+    }
   }
 
   /** Send the carrier's clear message (flush its playback). */
   async sendClear(): Promise<void> {
+    this.#pendingLen = 0;
     const m = this.#ser.encodeClear();
     if (m !== undefined) await this.#send(m);
   }

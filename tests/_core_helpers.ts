@@ -62,3 +62,29 @@ export async function until(cond: () => boolean, ms = 2000, what = "condition"):
     await sleep(2);
   }
 }
+
+/**
+ * Run `task` with `script` as its started hook. A failing script cancels the task and the
+ * failure is rethrown, so an assertion inside the script fails the test instead of hanging it.
+ */
+export async function drive<T extends { kind: string }>(
+  task: {
+    onStarted(fn: () => void | Promise<void>): void;
+    cancel(reason?: string): void;
+    run(): Promise<T>;
+  },
+  script: () => void | Promise<void>,
+): Promise<T> {
+  let failure: unknown;
+  task.onStarted(async () => {
+    try {
+      await script();
+    } catch (err) {
+      failure = err;
+      task.cancel("test script failed");
+    }
+  });
+  const reason = await task.run();
+  if (failure !== undefined) throw failure;
+  return reason;
+}

@@ -93,3 +93,58 @@ Deno.test("WsMediaTransport over a loopback WebSocket: recv, resampled sendAudio
   await transport.close();
   await server.shutdown();
 });
+
+Deno.test("WsMediaTransport sends serializer replies and whole carrier-sized chunks only", async () => {
+  class Chunky extends GenericSerializer {
+    #replies: string[] = [];
+    override onMessage(msg: WsIn) {
+      const r = super.onMessage(msg);
+      if (r.type === "start") this.#replies.push('{"event":"opened"}');
+      return r;
+    }
+    takeReplies() {
+      const r = this.#replies;
+      this.#replies = [];
+      return r;
+    }
+    chunkSamples() {
+      return 100;
+    }
+  }
+  const sent: (string | Uint8Array)[] = [];
+  const inbox: WsIn[] = [{
+    type: "text",
+    data: JSON.stringify({ event: "start", call_id: "x", sample_rate: 8000 }),
+  }];
+  const socket = {
+    recv: () => Promise.resolve(inbox.shift()),
+    sendText: (t: string) => {
+      sent.push(t);
+      return Promise.resolve();
+    },
+    sendBinary: (b: Uint8Array) => {
+      sent.push(b.slice());
+      return Promise.resolve();
+    },
+  };
+  const t = new WsMediaTransport(socket, new Chunky());
+  assert.deepEqual(await t.recv(), { type: "start", callId: "x" });
+  assert.deepEqual([...sent], ['{"event":"opened"}'], "the handshake reply went out first");
+  for (const n of [30, 30, 30, 30, 90]) {
+    await t.sendAudio({ pcm: new Int16Array(n).fill(n), sampleRate: 8000, numChannels: 1 });
+  }
+  const audio = sent.slice(1).filter((m): m is Uint8Array => typeof m !== "string");
+  assert.deepEqual(
+    audio.map((b) => b.length / 2),
+    [100, 100],
+    "210 samples -> two chunks of 100, 10 held",
+  );
+  await t.sendClear();
+  await t.sendAudio({ pcm: new Int16Array(100), sampleRate: 8000, numChannels: 1 });
+  assert.equal(audio.length, 2);
+  assert.equal(
+    (sent.at(-1) as Uint8Array | undefined)?.length,
+    200,
+    "clear dropped the 10 held samples",
+  );
+});

@@ -1,0 +1,88 @@
+/**
+ * Audio toolkit: G.711, resampling, WAV, recording, DTMF (RFC 4733, Goertzel detection, tone
+ * generation) and voice-activity detection (energy, Silero). All pure and synchronous except
+ * Silero, which loads onnxruntime-web only when {@link SileroVad.create} is called.
+ *
+ * @example
+ * ```ts
+ * import { Resampler, ulawDecode, ulawEncode } from "./mod.ts";
+ * const up = new Resampler(8000, 16000);
+ * const pcm16k = up.process(ulawDecode(payload));
+ * ```
+ * @module
+ */
+
+export {
+  ALAW_SILENCE,
+  alawDecode,
+  alawEncode,
+  alawToLinear,
+  linearToAlaw,
+  linearToUlaw,
+  ULAW_SILENCE,
+  ulawDecode,
+  ulawEncode,
+  ulawToLinear,
+} from "./g711.ts";
+export {
+  bytesToInt16,
+  concatInt16,
+  dbfs,
+  int16ToBytes,
+  int16ToFloat32,
+  mixSaturate,
+  noise,
+  peak,
+  rms,
+  sine,
+  type SineOptions,
+} from "./pcm.ts";
+export {
+  DEFAULT_PASSBAND,
+  DEFAULT_STOPBAND_DB,
+  resample,
+  Resampler,
+  type ResamplerOptions,
+} from "./resample.ts";
+export { audioFrameToWav, decodeWav, encodeWav, WAV_HEADER_BYTES, wavHeader } from "./wav.ts";
+export { AudioRecorder, type AudioRecorderOptions, type RecorderLeg } from "./recorder.ts";
+export {
+  DTMF_COL_FREQS,
+  DTMF_FREQS,
+  DTMF_KEYPAD,
+  DTMF_KEYS,
+  DTMF_ROW_FREQS,
+  isKeypadEntry,
+  parseDtmfKeys,
+} from "./dtmf_keys.ts";
+export {
+  decodeTelephoneEvent,
+  dtmfEventPackets,
+  type DtmfPacket,
+  type DtmfPacketOptions,
+  encodeTelephoneEvent,
+  eventToKey,
+  keyToEvent,
+  Rfc4733Receiver,
+  TELEPHONE_EVENT_BYTES,
+  type TelephoneEvent,
+} from "./dtmf_rfc4733.ts";
+export { DtmfDetector, type DtmfDetectorOptions } from "./dtmf_detect.ts";
+export { type DtmfToneOptions, dtmfTones } from "./dtmf_tone.ts";
+export {
+  VadStateMachine,
+  validateVadParams,
+  VOLUME_CEIL_DBFS,
+  VOLUME_FLOOR_DBFS,
+  volumeOf,
+  volumeOfMeanSquare,
+} from "./vad_state.ts";
+export { EnergyVad, type EnergyVadOptions } from "./vad_energy.ts";
+export {
+  loadSileroModel,
+  type OrtLike,
+  type OrtSessionLike,
+  type OrtTensorLike,
+  SileroVad,
+  type SileroVadOptions,
+} from "./vad_silero.ts";

@@ -1,0 +1,133 @@
+/**
+ * BrainProcessor: sits right after the model (realtime or language model) and turns its tool
+ * calls into the brain's moves. Per call, pushed back upstream toward the model, in order:
+ *
+ * - Transition: UpdateSettings (target `llm`: `systemPrompt`, `tools`, `say`, `nodeId`), then
+ *   FunctionCallResult `{ok: true, node}`; a `say` is also sent downstream as TtsSpeak (the
+ *   cascaded path speaks it; a realtime model reads it from the settings).
+ * - Stay with a result (the brain answered, or failed and said so): FunctionCallResult.
+ * - Stay without one (a workflow tool): answered by `workflowTool` (the embedder's
+ *   SessionSource.toolCall) as FunctionCallResult, or an error result when there is none.
+ * - End: FunctionCallResult, a goodbye TtsSpeak when the brain gave one, then End upstream
+ *   (the task drains the pipeline; the disposition is kept for finalize).
+ *
+ * The brain runs off the frame path: a remote brain's HTTP round trip never holds up audio.
+ * Calls are decided one at a time, in arrival order.
+ * @module
+ */
+
+import { errorMessage } from "../errors.ts";
+import { type Direction, type Frame, type FunctionCall, makeFrame } from "../frames.ts";
+import { FrameProcessor, type Link } from "../processor.ts";
+import type { AgentBrain, BrainAction } from "../seams.ts";
+
+/** Answers a workflow tool the brain does not own (e.g. `SessionSource.toolCall`). */
+export type WorkflowToolHandler = (
+  nodeId: string,
+  tool: string,
+  args: Record<string, unknown>,
+) => Promise<string>;
+
+/** Options of a {@link BrainProcessor}. */
+export interface BrainProcessorOptions {
+  workflowTool?: WorkflowToolHandler;
+  name?: string;
+}
+
+/** Turns model tool calls into brain moves. */
+export class BrainProcessor extends FrameProcessor {
+  readonly #brain: AgentBrain;
+  readonly #workflow: WorkflowToolHandler | undefined;
+  #chain: Promise<void> = Promise.resolve();
+  #ended = false;
+  /** Disposition recorded by the brain's End, for finalize. */
+  disposition: string | undefined;
+  /** Every decided move, in order (for transcripts and tests). */
+  readonly moves: { tool: string; action: BrainAction["type"] }[] = [];
+
+  /** Wrap `brain`. */
+  constructor(brain: AgentBrain, options: BrainProcessorOptions = {}) {
+    super(options.name ?? "BrainProcessor");
+    this.#brain = brain;
+    this.#workflow = options.workflowTool;
+  }
+
+  /** Resolves once every call received so far has been decided. */
+  idle(): Promise<void> {
+    return this.#chain;
+  }
+
+  /** Queues function calls for the brain; forwards every frame. */
+  override processFrame(frame: Frame, dir: Direction, link: Link): void {
+    if (dir === "downstream") {
+      if (frame.kind === "FunctionCallsStarted") {
+        for (const c of frame.calls) this.#queue(c, link);
+      } else if (frame.kind === "FunctionCallInProgress") this.#queue(frame.call, link);
+    }
+    link.push(frame, dir);
+  }
+
+  #queue(call: FunctionCall, link: Link): void {
+    this.#chain = this.#chain.then(() => this.#decide(call, link));
+  }
+
+  async #decide(call: FunctionCall, link: Link): Promise<void> {
+    if (this.#ended) return;
+    const result = (value: unknown) =>
+      link.push(
+        makeFrame("FunctionCallResult", {
+          result: { toolCallId: call.toolCallId, functionName: call.functionName, result: value },
+        }),
+        "upstream",
+      );
+    let action: BrainAction;
+    try {
+      action = await this.#brain.onToolCall(call.functionName, call.arguments);
+    } catch (err) {
+      // A brain that throws must not drop the call: stay, and tell the model.
+      link.pushError(`brain failed on ${call.functionName}: ${errorMessage(err)}`, false);
+      action = { type: "stay", result: { error: "the tool failed; stay on this step" } };
+    }
+    this.moves.push({ tool: call.functionName, action: action.type });
+    switch (action.type) {
+      case "transition": {
+        const settings: Record<string, unknown> = {
+          systemPrompt: action.systemPrompt,
+          tools: action.tools,
+          nodeId: action.nodeId ?? this.#brain.currentNodeId(),
+        };
+        if (action.say !== undefined) settings.say = action.say;
+        link.push(makeFrame("UpdateSettings", { target: "llm", settings }), "upstream");
+        result({ ok: true, node: settings.nodeId });
+        if (action.say) link.pushDown(makeFrame("TtsSpeak", { text: action.say }));
+        return;
+      }
+      case "stay": {
+        if (action.result !== undefined) return result(action.result);
+        if (this.#workflow === undefined) {
+          return result({ error: `unknown tool ${call.functionName}` });
+        }
+        try {
+          return result(
+            await this.#workflow(this.#brain.currentNodeId(), call.functionName, call.arguments),
+          );
+        } catch (err) {
+          link.pushError(`workflow tool ${call.functionName} failed: ${errorMessage(err)}`, false);
+          return result({ error: "the tool failed" });
+        }
+      }
+      case "end": {
+        this.#ended = true;
+        this.disposition = action.disposition;
+        result({ ok: true, ended: true });
+        if (action.say) link.pushDown(makeFrame("TtsSpeak", { text: action.say }));
+        link.push(
+          makeFrame("End", {
+            reason: action.disposition ? `brain: ${action.disposition}` : "brain: end",
+          }),
+          "upstream",
+        );
+      }
+    }
+  }
+}

@@ -1,0 +1,117 @@
+/**
+ * The Twilio-shaped JSON family (Twilio, SignalWire, Telnyx, Exotel, Plivo): an `event` field,
+ * `start` / `media` / `dtmf` / `mark` / `stop` in, base64 `media` / `mark` / `clear` out. A
+ * carrier supplies where its start message keeps the ids and which key (if any) carries the
+ * stream id outbound.
+ * @module
+ */
+
+import type { SerIn, WsOut } from "../../core/seams.ts";
+import type { AudioFrame } from "../../core/frames.ts";
+import { CarrierBase, type CarrierFraming } from "./_base.ts";
+import {
+  dtmfResult,
+  ignore,
+  isInboundTrack,
+  type JsonObject,
+  markResult,
+  objectAt,
+  shortName,
+  STOP,
+  stringAt,
+} from "./_json.ts";
+
+/** What a carrier's start message says. */
+export interface StartInfo {
+  callId: string;
+  streamId?: string;
+  params?: Record<string, string>;
+  /** Encoding name as the carrier writes it (`audio/x-mulaw`, `PCMU`); absent keeps the default. */
+  encoding?: string;
+  /** Sample rate; absent keeps the current one. */
+  rate?: number;
+}
+
+/** Framing of every carrier in this family except the chunk size. */
+export function eventFraming(chunkMs: number): CarrierFraming {
+  return { eventKey: "event", binaryAudio: false, chunkMs };
+}
+
+/** Base of the Twilio-shaped carriers; see the module doc. */
+export abstract class StreamEventSerializer extends CarrierBase {
+  /** `,"<streamKey>":"<id>"` once the stream id is known: spliced into outbound JSON. */
+  protected streamField = "";
+
+  /** Read the ids and format from a start message; a string is why it is unusable. */
+  protected abstract readStart(o: JsonObject): StartInfo | string;
+
+  /** Outbound JSON key of the stream id; `undefined` when the carrier routes by socket. */
+  protected abstract readonly streamKey: string | undefined;
+
+  /** Handle one JSON message of the family. */
+  protected onEvent(event: string, o: JsonObject): SerIn {
+    switch (event) {
+      case "media":
+        return this.#onMedia(objectAt(o, "media"));
+      case "start":
+        return this.#onStart(o);
+      case "dtmf":
+        return dtmfResult(objectAt(o, "dtmf")?.digit);
+      case "mark":
+        return markResult(objectAt(o, "mark")?.name);
+      case "stop":
+        return STOP;
+      case "connected":
+        return ignore("connected handshake");
+      case "error":
+        return ignore(`carrier error: ${errorText(objectAt(o, "payload"))}`);
+      default:
+        return this.unknownEvent(event);
+    }
+  }
+
+  /** Audio from a `media` object (caller's track only). */
+  #onMedia(media: JsonObject | undefined): SerIn {
+    if (media === undefined) return ignore("media without a media object");
+    if (!isInboundTrack(media.track)) return ignore("media on a non-inbound track");
+    return this.base64Audio(media.payload);
+  }
+
+  /** The start message: remember the stream id and the format. */
+  #onStart(o: JsonObject): SerIn {
+    const info = this.readStart(o);
+    if (typeof info === "string") return ignore(info);
+    this.streamId = info.streamId;
+    this.streamField = info.streamId !== undefined && this.streamKey !== undefined
+      ? `,${JSON.stringify(this.streamKey)}:${JSON.stringify(info.streamId)}`
+      : "";
+    this.setFormat(info.encoding, info.rate);
+    return { type: "start", callId: info.callId, streamId: info.streamId, params: info.params };
+  }
+
+  /** `{"event":"media", <stream>, "media":{"payload": base64}}` */
+  encodeAudio(audio: AudioFrame): WsOut {
+    const payload = this.codec.encodeBase64(audio.pcm);
+    return `{"event":"media"${this.streamField},"media":{"payload":"${payload}"}}`;
+  }
+
+  /** `{"event":"clear", <stream>}` */
+  encodeClear(): WsOut | undefined {
+    return `{"event":"clear"${this.streamField}}`;
+  }
+
+  /** `{"event":"mark", <stream>, "mark":{"name": name}}` */
+  encodeMark(name: string): WsOut | undefined {
+    return `{"event":"mark"${this.streamField},"mark":{"name":${JSON.stringify(name)}}}`;
+  }
+}
+
+function errorText(payload: JsonObject | undefined): string {
+  const code = payload?.code;
+  const parts = [
+    typeof code === "number" || typeof code === "string" ? String(code) : undefined,
+    stringAt(payload, "title"),
+    stringAt(payload, "detail"),
+  ].filter((p) => p !== undefined);
+  return parts.length > 0 ? shortName(parts.join(" "), 160) : "no detail";
+}

@@ -1,0 +1,53 @@
+/**
+ * Exotel Voicebot applet (AgentStream): Twilio-shaped JSON keyed by snake_case `stream_sid`;
+ * audio is base64 16-bit little-endian PCM at 8 kHz (16 or 24 kHz when the URL asks for it).
+ * Exotel wants outbound chunks of at least 100 ms in multiples of 20 ms, hence
+ * {@link ExotelSerializer.chunkSamples} is 100 ms.
+ *
+ * @example
+ * ```ts
+ * import { createExotelSerializer } from "./exotel.ts";
+ * const ser = createExotelSerializer();
+ * ser.chunkSamples(); // 800 at 8 kHz
+ * ```
+ * @module
+ */
+
+import type { JsonObject } from "./_json.ts";
+import { objectAt, pickStrings, rateAt, stringAt, stringParams } from "./_json.ts";
+import { eventFraming, type StartInfo, StreamEventSerializer } from "./_stream_events.ts";
+import type { CarrierName, SerializerOptions } from "./_types.ts";
+
+/** Serializer for Exotel AgentStream (PCM16LE, `stream_sid`-keyed JSON). */
+export class ExotelSerializer extends StreamEventSerializer {
+  /** Which carrier this serializer speaks. */
+  readonly carrier: CarrierName = "exotel";
+  /** Exotel keys outbound messages by `stream_sid`. */
+  protected readonly streamKey = "stream_sid";
+
+  /** A serializer for one Exotel stream; `sampleRate` is the `?sample-rate=` the URL asked for. */
+  constructor(options: SerializerOptions = {}) {
+    super(eventFraming(100), "l16", options.sampleRate ?? 8000);
+  }
+
+  /** Exotel's start: ids under `start` (stream id also top-level), rate as a string. */
+  protected readStart(o: JsonObject): StartInfo | string {
+    const start = objectAt(o, "start");
+    const callId = stringAt(start, "call_sid");
+    if (callId === undefined) return "start without start.call_sid";
+    const format = objectAt(start, "media_format");
+    return {
+      callId,
+      streamId: stringAt(start, "stream_sid") ?? stringAt(o, "stream_sid"),
+      params: pickStrings(start, ["from", "to"], stringParams(start?.custom_parameters)),
+      // `audio/x-raw` is PCM16LE, the only format Exotel streams.
+      encoding: stringAt(format, "encoding"),
+      rate: rateAt(format, "sample_rate"),
+    };
+  }
+}
+
+/** Make an {@link ExotelSerializer}. */
+export function createExotelSerializer(options?: SerializerOptions): ExotelSerializer {
+  return new ExotelSerializer(options);
+}

@@ -1,0 +1,147 @@
+import assert from "node:assert/strict";
+import { type Frame, type FunctionCall, makeFrame, Pipeline, PipelineTask } from "../mod.ts";
+import { BrainProcessor } from "../core/processors/brain.ts";
+import { GraphBrain, parseGraphSpec, RemoteBrain } from "../core/agent/mod.ts";
+import { serveBrain } from "../server/brain_server.ts";
+import { silentLogger } from "../core/log.ts";
+import { drive, Recorder, until } from "./_core_helpers.ts";
+
+const parsed = parseGraphSpec(await Deno.readTextFile("examples/graph.yaml"));
+if (!parsed.ok) throw new Error("example graph invalid");
+const spec = parsed.spec;
+
+/** Plays the model: records what comes back upstream. */
+class Model extends Recorder {}
+
+let n = 0;
+const call = (name: string, args: Record<string, unknown> = {}): FunctionCall => ({
+  toolCallId: `call-${++n}`,
+  functionName: name,
+  arguments: args,
+});
+
+function setup(brain: ConstructorParameters<typeof BrainProcessor>[0], opts = {}) {
+  const model = new Model("model");
+  const bp = new BrainProcessor(brain, opts);
+  const after = new Recorder("after");
+  const task = new PipelineTask(new Pipeline([model, bp, after]), {
+    idleTimeoutMs: null,
+    logger: silentLogger,
+  });
+  return { model, bp, after, task };
+}
+
+Deno.test("brain processor: transition -> UpdateSettings then FunctionCallResult upstream, say downstream", async () => {
+  const { model, after, task } = setup(new GraphBrain(spec));
+  await drive(task, async () => {
+    await task.queueFrame(makeFrame("FunctionCallsStarted", { calls: [call("wants_booking")] }));
+    await until(() => model.kinds("upstream").length >= 2);
+    await task.stopWhenDone();
+  });
+  assert.deepEqual(model.kinds("upstream"), ["UpdateSettings", "FunctionCallResult"]);
+  const up = model.frames.filter((f) => f.dir === "upstream");
+  const us = up[0].frame as Extract<Frame, { kind: "UpdateSettings" }>;
+  assert.equal(us.target, "llm");
+  assert.equal(us.settings.nodeId, "collect_details");
+  assert.match(String(us.settings.systemPrompt), /number of guests/);
+  const tools = (us.settings.tools as { name: string }[]).map((t) => t.name);
+  assert.deepEqual(tools, ["details_collected", "check_availability", "end_call"]);
+  const fr = up[1].frame as Extract<Frame, { kind: "FunctionCallResult" }>;
+  assert.equal(fr.result.toolCallId, `call-${n}`);
+  assert.deepEqual(after.kinds("downstream"), ["FunctionCallsStarted", "TtsSpeak"]);
+});
+
+Deno.test("brain processor: a multi-step conversation ends the task with the disposition", async () => {
+  const { model, bp, task } = setup(new GraphBrain(spec, { vars: { caller_name: "Ada" } }));
+  task.onStarted(async () => {
+    for (
+      const c of [
+        call("wants_booking"),
+        call("details_collected", { party_size: 2, date: "Friday", time: "8pm" }),
+        call("confirmed"),
+      ]
+    ) {
+      await task.queueFrame(
+        makeFrame("FunctionCallInProgress", { call: c, cancelOnInterruption: false }),
+      );
+    }
+  });
+  const reason = await task.run();
+  assert.deepEqual(reason, { kind: "end", reason: "brain: booked" });
+  assert.equal(bp.disposition, "booked");
+  assert.deepEqual(bp.moves.map((m) => m.action), ["transition", "transition", "end"]);
+  assert.equal(model.kinds("upstream").filter((k) => k === "FunctionCallResult").length, 3);
+});
+
+Deno.test("brain processor: workflow tools are answered by the embedder's handler", async () => {
+  const seen: unknown[] = [];
+  const { model, task } = setup(GraphBrain.at(spec, "collect_details"), {
+    workflowTool: (node: string, tool: string, args: Record<string, unknown>) => {
+      seen.push([node, tool, args]);
+      return Promise.resolve("available");
+    },
+  });
+  await drive(task, async () => {
+    await task.queueFrame(
+      makeFrame("FunctionCallsStarted", { calls: [call("check_availability", { party_size: 4 })] }),
+    );
+    await until(() => model.kinds("upstream").length >= 1);
+    await task.stopWhenDone();
+  });
+  assert.deepEqual(seen, [["collect_details", "check_availability", { party_size: 4 }]]);
+  const fr = model.frames.find((f) => f.dir === "upstream")!.frame as Extract<
+    Frame,
+    { kind: "FunctionCallResult" }
+  >;
+  assert.equal(fr.result.result, "available");
+});
+
+Deno.test("brain processor: a slow remote brain never blocks the frame path", async () => {
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  const server = serveBrain({ spec, port: 0, hostname: "127.0.0.1" });
+  const base = `http://127.0.0.1:${server.addr.port}`;
+  const slowFetch: typeof fetch = async (input, init) => {
+    if (String(input).endsWith("/tool-call")) await gate;
+    return fetch(input, init);
+  };
+  const brain = await RemoteBrain.connect(base, {}, "test", { fetch: slowFetch, timeoutMs: 5000 });
+  const { model, after, task } = setup(brain);
+  await drive(task, async () => {
+    await task.queueFrame(makeFrame("FunctionCallsStarted", { calls: [call("wants_booking")] }));
+    for (let i = 0; i < 20; i++) await task.queueFrame(makeFrame("Text", { text: String(i) }));
+    await until(
+      () => after.kinds().filter((k) => k === "Text").length === 20,
+      2000,
+      "audio/text keeps flowing",
+    );
+    assert.equal(model.kinds("upstream").length, 0, "the brain has not answered yet");
+    release();
+    await until(() => model.kinds("upstream").includes("FunctionCallResult"), 3000);
+    await task.stopWhenDone();
+  }).finally(async () => {
+    release();
+    await server.shutdown();
+  });
+  assert.deepEqual(model.kinds("upstream"), ["UpdateSettings", "FunctionCallResult"]);
+});
+
+Deno.test("brain processor: a brain that throws keeps the call on its node and tells the model", async () => {
+  const broken = new GraphBrain(spec);
+  broken.onToolCall = () => {
+    throw new Error("db down");
+  };
+  const errors: string[] = [];
+  const { model, task } = setup(broken);
+  task.onError((m) => void errors.push(m));
+  const reason = await drive(task, async () => {
+    await task.queueFrame(makeFrame("FunctionCallsStarted", { calls: [call("wants_booking")] }));
+    await until(() => model.kinds("upstream").includes("FunctionCallResult"));
+    await task.stopWhenDone();
+  });
+  assert.equal(reason.kind, "end", "the call goes on");
+  assert.match(errors[0], /brain failed on wants_booking: db down/);
+  const fr = model.frames.find((f) => f.kind === "FunctionCallResult" && f.dir === "upstream")!
+    .frame as Extract<Frame, { kind: "FunctionCallResult" }>;
+  assert.deepEqual(fr.result.result, { error: "the tool failed; stay on this step" });
+});
