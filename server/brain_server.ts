@@ -23,6 +23,7 @@ export const MAX_BODY_BYTES = 64 * 1024;
 /** Graph served when `--graph` is not given. */
 export const DEFAULT_GRAPH = "examples/graph.yaml";
 
+import { readCapped } from "../core/read_capped.ts";
 import { parseArgs } from "node:util";
 import { extname } from "node:path";
 import {
@@ -161,31 +162,6 @@ function respond(reply: Reply): Response {
   });
 }
 
-/** Read at most `max` bytes of body; `undefined` when it is longer. */
-async function readCapped(req: Request, max: number): Promise<Uint8Array | undefined> {
-  if (!req.body) return new Uint8Array();
-  const reader = req.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > max) {
-      await reader.cancel();
-      return undefined;
-    }
-    chunks.push(value);
-  }
-  const out = new Uint8Array(size);
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.byteLength;
-  }
-  return out;
-}
-
 /** Options of {@link createBrainHandler}. */
 export interface BrainHandlerOptions {
   /** Largest request body in bytes (default {@link MAX_BODY_BYTES}). */
@@ -232,7 +208,7 @@ export function createBrainHandler(
       if (Number(req.headers.get("content-length") ?? "0") > max) {
         return respond(fail(413, `body exceeds ${max} bytes`));
       }
-      const bytes = await readCapped(req, max);
+      const bytes = await readCapped(req.body, max);
       if (!bytes) return respond(fail(413, `body exceeds ${max} bytes`));
       let body: unknown;
       try {

@@ -25,6 +25,7 @@
 import type { z } from "zod";
 import type { AgentBrain, ToolDecl } from "../seams.ts";
 import { errorMessage, FlowcatError } from "../errors.ts";
+import { readCapped } from "../read_capped.ts";
 import { type Logger, silentLogger } from "../log.ts";
 import { zodProblems } from "./problems.ts";
 import {
@@ -252,7 +253,7 @@ async function postJson<S extends z.ZodType>(
         body: JSON.stringify(body),
         signal: ctl.signal,
       });
-      return { status: res.status, text: await readCapped(res, where) };
+      return { status: res.status, text: await readReply(res, where) };
     })();
     exchange.catch(() => {}); // the loser of the race must not reject unhandled
     ({ status, text } = await Promise.race([exchange, aborted]));
@@ -290,7 +291,7 @@ async function postJson<S extends z.ZodType>(
   return parsed.data;
 }
 
-async function readCapped(res: Response, where: string): Promise<string> {
+async function readReply(res: Response, where: string): Promise<string> {
   const declared = Number(res.headers.get("content-length") ?? "0");
   if (declared > MAX_BRAIN_REPLY_BYTES) {
     await res.body?.cancel();
@@ -299,25 +300,9 @@ async function readCapped(res: Response, where: string): Promise<string> {
       `${where}: reply of ${declared} bytes exceeds ${MAX_BRAIN_REPLY_BYTES}`,
     );
   }
-  if (!res.body) return "";
-  const reader = res.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > MAX_BRAIN_REPLY_BYTES) {
-      await reader.cancel();
-      throw new FlowcatError("protocol", `${where}: reply exceeds ${MAX_BRAIN_REPLY_BYTES} bytes`);
-    }
-    chunks.push(value);
+  const bytes = await readCapped(res.body, MAX_BRAIN_REPLY_BYTES);
+  if (bytes === undefined) {
+    throw new FlowcatError("protocol", `${where}: reply exceeds ${MAX_BRAIN_REPLY_BYTES} bytes`);
   }
-  const all = new Uint8Array(size);
-  let at = 0;
-  for (const c of chunks) {
-    all.set(c, at);
-    at += c.byteLength;
-  }
-  return new TextDecoder().decode(all);
+  return new TextDecoder().decode(bytes);
 }

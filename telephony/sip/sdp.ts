@@ -246,17 +246,7 @@ export function buildAnswer(offer: SdpSession, opts: LocalMediaOptions): AnswerR
       receives(want) && sends(remoteDirection),
     );
     const te = opts.telephoneEventPt === null ? undefined : pickTelephoneEvent(m);
-    chosen = {
-      codec: codec.codec,
-      payloadType: codec.pt,
-      remoteAddress: conn.address,
-      remotePort: m.port,
-      ptime: m.ptime ?? 20,
-      remoteDirection,
-      localDirection,
-      hold: remoteDirection === "sendonly" || remoteDirection === "inactive" ||
-        conn.address === "0.0.0.0",
-    };
+    chosen = negotiated(codec, conn.address, m, remoteDirection, localDirection);
     const rtpmaps: RtpMap[] = [{ payloadType: codec.pt, encoding: codec.codec, clockRate: 8000 }];
     const fmtp = new Map<number, string>();
     if (te !== undefined) {
@@ -309,20 +299,30 @@ export function acceptAnswer(
     const conn = m.connection ?? answer.connection;
     if (conn === undefined) return fail("answer without connection address");
     const remoteDirection = directionOf(answer, m);
-    const neg: NegotiatedMedia = {
-      codec: codec.codec,
-      payloadType: codec.pt,
-      remoteAddress: conn.address,
-      remotePort: m.port,
-      ptime: m.ptime ?? 20,
-      remoteDirection,
-      localDirection,
-      hold: remoteDirection === "sendonly" || remoteDirection === "inactive" ||
-        conn.address === "0.0.0.0",
-    };
+    const neg = negotiated(codec, conn.address, m, remoteDirection, localDirection);
     const te = pickTelephoneEvent(m);
     if (te !== undefined) neg.telephoneEventPt = te;
     return ok(neg);
   }
   return fail("answer accepts no audio stream");
+}
+
+/** What one audio stream settled on; on hold when the peer does not send or gives 0.0.0.0. */
+function negotiated(
+  codec: { codec: G711Codec; pt: number },
+  address: string,
+  m: SdpMedia,
+  remoteDirection: MediaDirection,
+  localDirection: MediaDirection,
+): NegotiatedMedia {
+  return {
+    codec: codec.codec,
+    payloadType: codec.pt,
+    remoteAddress: address,
+    remotePort: m.port,
+    ptime: m.ptime ?? 20,
+    remoteDirection,
+    localDirection,
+    hold: remoteDirection === "sendonly" || remoteDirection === "inactive" || address === "0.0.0.0",
+  };
 }
