@@ -60,6 +60,12 @@ export function composeObservers(observers: readonly Observer[]): Observer | und
 class SeenIds {
   #ids = new Set<number>();
   constructor(private readonly max = 4096) {}
+  /** True the first time `frame` or its broadcast sibling is seen; marks both. */
+  firstSighting(frame: Frame): boolean {
+    if (!this.firstTime(frame.broadcastSiblingId ?? frame.id)) return false;
+    this.firstTime(frame.id);
+    return true;
+  }
   firstTime(id: number): boolean {
     if (this.#ids.has(id)) return false;
     this.#ids.add(id);
@@ -104,8 +110,7 @@ export class TurnTrackingObserver implements Observer {
     if (k !== "UserStartedSpeaking" && k !== "BotStartedSpeaking" && k !== "BotStoppedSpeaking") {
       return;
     }
-    if (!this.#seen.firstTime(e.frame.broadcastSiblingId ?? e.frame.id)) return;
-    this.#seen.firstTime(e.frame.id);
+    if (!this.#seen.firstSighting(e.frame)) return;
     if (k === "UserStartedSpeaking") {
       if (this.#current && this.#botSpeaking) this.#end(e.timestampNs, true);
       if (!this.#current) this.#begin(e.timestampNs);
@@ -153,8 +158,7 @@ export class UserBotLatencyObserver implements Observer {
     if (k !== "UserStoppedSpeaking" && k !== "BotStartedSpeaking" && k !== "UserStartedSpeaking") {
       return;
     }
-    if (!this.#seen.firstTime(e.frame.broadcastSiblingId ?? e.frame.id)) return;
-    this.#seen.firstTime(e.frame.id);
+    if (!this.#seen.firstSighting(e.frame)) return;
     if (k === "UserStartedSpeaking") this.#userStoppedNs = undefined;
     else if (k === "UserStoppedSpeaking") this.#userStoppedNs = e.timestampNs;
     else if (this.#userStoppedNs !== undefined) {

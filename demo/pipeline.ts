@@ -20,6 +20,7 @@ import {
   type ProcessorSetup,
   type StartParams,
 } from "../mod.ts";
+import { sine } from "../core/audio/pcm.ts";
 
 /** Parameters of the demo signal. */
 export const DEMO = Object.freeze({
@@ -30,14 +31,16 @@ export const DEMO = Object.freeze({
   amplitude: 0.5,
 });
 
-/** One 20 ms frame of the demo sine, starting at sample `offset`. */
-export function sineFrame(offset: number, samples = DEMO.frameSamples): Int16Array {
-  const pcm = new Int16Array(samples);
+/** One 20 ms frame of the demo sine, starting at sample `offset` (phase-continuous). */
+export function sineFrame(offset: number, samples: number = DEMO.frameSamples): Int16Array {
   const w = (2 * Math.PI * DEMO.hz) / DEMO.rate;
-  for (let i = 0; i < samples; i++) {
-    pcm[i] = Math.round(Math.sin(w * (offset + i)) * DEMO.amplitude * 32767);
-  }
-  return pcm;
+  return sine({
+    freq: DEMO.hz,
+    sampleRate: DEMO.rate,
+    samples,
+    amplitude: DEMO.amplitude * 32767,
+    phase: w * offset,
+  });
 }
 
 /** Pushes the demo frames from a reader task, then asks the task to end (End upstream). */

@@ -1,17 +1,8 @@
 import assert from "node:assert/strict";
+import { toneAmplitude } from "./_audio_helpers.ts";
 import { dtmfTones } from "../core/audio/dtmf_tone.ts";
 import { DTMF_FREQS, DTMF_KEYS, isKeypadEntry, parseDtmfKeys } from "../core/audio/dtmf_keys.ts";
 import { FlowcatError } from "../core/errors.ts";
-
-function amplitudeAt(pcm: Int16Array, freq: number, rate: number): number {
-  let re = 0;
-  let im = 0;
-  for (let n = 0; n < pcm.length; n++) {
-    re += pcm[n] * Math.cos((2 * Math.PI * freq * n) / rate);
-    im += pcm[n] * Math.sin((2 * Math.PI * freq * n) / rate);
-  }
-  return (2 * Math.hypot(re, im)) / pcm.length;
-}
 
 Deno.test("dtmf tone: keypad frequencies follow ITU-T Q.23", () => {
   assert.deepEqual(DTMF_FREQS["1"], [697, 1209]);
@@ -43,11 +34,11 @@ Deno.test("dtmf tone: each burst holds exactly its two frequencies at the set le
         twistDb: 2,
       });
       const [lo, hi] = DTMF_FREQS[key];
-      assert.ok(Math.abs(amplitudeAt(pcm, lo, rate) - 6000) < 120, `${key} low`);
-      assert.ok(Math.abs(amplitudeAt(pcm, hi, rate) - 6000 * 10 ** 0.1) < 120, `${key} high`);
+      assert.ok(Math.abs(toneAmplitude(pcm, lo, rate) - 6000) < 120, `${key} low`);
+      assert.ok(Math.abs(toneAmplitude(pcm, hi, rate) - 6000 * 10 ** 0.1) < 120, `${key} high`);
       for (const other of [697, 770, 852, 941, 1209, 1336, 1477, 1633]) {
         if (other !== lo && other !== hi) {
-          assert.ok(amplitudeAt(pcm, other, rate) < 900, `${key} ${other}`);
+          assert.ok(toneAmplitude(pcm, other, rate) < 900, `${key} ${other}`);
         }
       }
     }

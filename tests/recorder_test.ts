@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { toneAmplitude } from "./_audio_helpers.ts";
 import { AudioRecorder } from "../core/audio/recorder.ts";
 import { decodeWav } from "../core/audio/wav.ts";
 import { rms, sine } from "../core/audio/pcm.ts";
@@ -16,16 +17,6 @@ function frames(pcm: Int16Array, rate: number, frameMs = 20): AudioFrame[] {
   return out;
 }
 
-function toneAmp(pcm: Int16Array, freq: number, rate: number): number {
-  let re = 0;
-  let im = 0;
-  for (let n = 0; n < pcm.length; n++) {
-    re += pcm[n] * Math.cos((2 * Math.PI * freq * n) / rate);
-    im += pcm[n] * Math.sin((2 * Math.PI * freq * n) / rate);
-  }
-  return (2 * Math.hypot(re, im)) / pcm.length;
-}
-
 Deno.test("recorder: legs at different rates land at their timestamps; gaps are silence", () => {
   const rec = new AudioRecorder({ sampleRate: 16000 });
   const caller = sine({ freq: 440, sampleRate: 8000, samples: 8000, amplitude: 8000 });
@@ -41,11 +32,11 @@ Deno.test("recorder: legs at different rates land at their timestamps; gaps are 
   const first = wav.pcm.subarray(1600, 16000 - 800);
   const gap = wav.pcm.subarray(16000 + 160, 32000);
   const last = wav.pcm.subarray(32000 + 800, 40000);
-  assert.ok(Math.abs(20 * Math.log10(toneAmp(first, 440, 16000) / 8000)) < 0.5);
-  assert.ok(toneAmp(first, 1000, 16000) < 10);
+  assert.ok(Math.abs(20 * Math.log10(toneAmplitude(first, 440, 16000) / 8000)) < 0.5);
+  assert.ok(toneAmplitude(first, 1000, 16000) < 10);
   assert.equal(rms(gap), 0);
-  assert.ok(Math.abs(20 * Math.log10(toneAmp(last, 1000, 16000) / 6000)) < 0.5);
-  assert.ok(toneAmp(last, 440, 16000) < 10);
+  assert.ok(Math.abs(20 * Math.log10(toneAmplitude(last, 1000, 16000) / 6000)) < 0.5);
+  assert.ok(toneAmplitude(last, 440, 16000) < 10);
 });
 
 Deno.test("recorder: overlapping legs are summed with saturation", () => {

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { toneAmplitude } from "./_audio_helpers.ts";
 import { resample, Resampler } from "../core/audio/resample.ts";
 import { noise, rms, sine } from "../core/audio/pcm.ts";
 import { FlowcatError } from "../core/errors.ts";
@@ -17,18 +18,6 @@ const RATE_PAIRS: [number, number][] = [
   [24000, 48000],
   [48000, 24000],
 ];
-
-/** Amplitude of the component at `freq` (single-bin DFT), over `pcm`. */
-function toneAmplitude(pcm: Int16Array, freq: number, rate: number): number {
-  let re = 0;
-  let im = 0;
-  const w = (2 * Math.PI * freq) / rate;
-  for (let n = 0; n < pcm.length; n++) {
-    re += pcm[n] * Math.cos(w * n);
-    im -= pcm[n] * Math.sin(w * n);
-  }
-  return (2 * Math.hypot(re, im)) / pcm.length;
-}
 
 /** Middle of a resampled buffer, past the filter's start-up transient. */
 function steady(out: Int16Array, r: Resampler): Int16Array {
