@@ -142,6 +142,13 @@ export interface RealtimeLlm {
   /** Next event; `undefined` once closed. */
   nextEvent(): Promise<RealtimeEvent | undefined>;
   close(): Promise<void>;
+  /**
+   * Optional: have the model say `text` now (a brain transition's `say`). Without it the line
+   * is folded into the new system prompt as an instruction.
+   */
+  say?(text: string): Promise<void>;
+  /** Optional: a keypad press from the caller (carrier event or RFC 4733). */
+  sendDtmf?(key: KeypadEntry): void | Promise<void>;
 }
 
 // ---------------------------------------------------------------- brain

@@ -23,6 +23,7 @@ import type {
   MediaSerializer,
   MediaSocket,
   MediaTransport,
+  SerIn,
   WsIn,
   WsOut,
 } from "../core/seams.ts";
@@ -98,6 +99,7 @@ export class WsMediaTransport implements MediaTransport {
   /** Outbound samples waiting to fill one carrier-sized message (see chunkSamples). */
   #pending: Int16Array | undefined;
   #pendingLen = 0;
+  #started: Extract<SerIn, { type: "start" }> | undefined;
   /** Call id from the stream's start message. */
   callId: string | undefined;
   /** Number of inbound messages ignored (malformed or unknown). */
@@ -114,8 +116,42 @@ export class WsMediaTransport implements MediaTransport {
     this.#log = options.logger ?? silentLogger;
   }
 
+  /**
+   * Read up to the stream's start message and return it (with the carrier's custom parameters,
+   * e.g. a call token Twilio can only pass that way); `undefined` when the stream ends first.
+   * The next {@link WsMediaTransport.recv} returns that start again, so a server can check the
+   * token before it builds the call. Audio before the start is dropped.
+   */
+  async waitForStart(): Promise<Extract<SerIn, { type: "start" }> | undefined> {
+    for (;;) {
+      const m = await this.#next();
+      if (m === undefined || m.type === "stop") return undefined;
+      if (m.type === "start") {
+        this.#started = m;
+        return m;
+      }
+    }
+  }
+
   /** Next StreamStart / Audio / DTMF / Stop; `undefined` after Stop or when the socket closes. */
   async recv(): Promise<MediaIn | undefined> {
+    const held = this.#started;
+    if (held !== undefined) {
+      this.#started = undefined;
+      return { type: "start", callId: held.callId };
+    }
+    const m = await this.#next();
+    if (m === undefined || m.type === "start" || m.type === "stop") {
+      return m === undefined
+        ? undefined
+        : m.type === "stop"
+        ? m
+        : { type: "start", callId: m.callId };
+    }
+    return m;
+  }
+
+  async #next(): Promise<Exclude<SerIn, { type: "mark" | "ignore" }> | undefined> {
     while (!this.#ended) {
       const msg = await this.#socket.recv();
       if (msg === undefined) break;
@@ -126,14 +162,14 @@ export class WsMediaTransport implements MediaTransport {
       switch (r.type) {
         case "start":
           this.callId = r.callId;
-          return { type: "start", callId: r.callId };
+          return r;
         case "audio":
           return r;
         case "dtmf":
           return r;
         case "stop":
           this.#ended = true;
-          return { type: "stop" };
+          return r;
         case "mark":
           continue;
         case "ignore":

@@ -1,7 +1,17 @@
 /**
- * Flowcat's SIP/RTP stack, pure layers: message parsing and serialization, digest auth,
- * SDP offer/answer, RTP packets / sender / jitter buffer / source filter, and the RFC 3261
- * transaction timers. Everything here is synchronous and socket-free.
+ * Flowcat's SIP/RTP stack. Pure layers: message parsing and serialization, digest auth, SDP
+ * offer/answer, RTP packets / sender / jitter buffer / source filter, and the RFC 3261
+ * transaction timers. Socket layer: the UDP endpoint, the transaction layer, dialogs,
+ * registration, RTP sessions, the per-call MediaTransport, and the `SipAgent` tying them up.
+ *
+ * @example
+ * ```ts
+ * import { SipAgent } from "./mod.ts";
+ * const agent = await SipAgent.start(config);
+ * await agent.register();
+ * const invite = await agent.nextInbound();
+ * const call = await invite!.answer(); // call.transport is a MediaTransport
+ * ```
  *
  * @example
  * ```ts
@@ -24,3 +34,15 @@ export * from "./digest.ts";
 export * from "./sdp.ts";
 export * from "./rtp.ts";
 export * from "./txn_timers.ts";
+export * from "./udp.ts";
+export * from "./transaction.ts";
+export * from "./dialog.ts";
+export * from "./config.ts";
+export * from "./register.ts";
+export * from "./rtp_session.ts";
+export * from "./sip_transport.ts";
+export * from "./call.ts";
+export { type InviteState, SipInvite } from "./inbound.ts";
+export { buildCancel, type CallOptions } from "./outbound.ts";
+export { dtmfFromInfo } from "./in_dialog.ts";
+export { SipAgent, type SipAgentCounters, type SipAgentOptions } from "./agent.ts";

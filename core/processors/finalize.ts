@@ -1,0 +1,170 @@
+/**
+ * The end of a call: {@link TranscriptCollector} keeps both sides' final text and the brain's
+ * node moves; {@link FinalizeProcessor} sits last in the pipeline and, when End (or Stop, or
+ * Cancel) reaches it, uploads the recording and the transcript through the embedder's
+ * {@link SessionSource} and reports {@link Finalize} with `complete` exactly once, whatever
+ * ended the call (the brain, the caller hanging up, a model error, a cancel).
+ *
+ * An upload that fails is logged and left out of the report; the call is still completed.
+ * @module
+ */
+
+import { errorMessage } from "../errors.ts";
+import type { Direction, Frame, StopReason } from "../frames.ts";
+import type { Logger } from "../log.ts";
+import { silentLogger } from "../log.ts";
+import { FrameProcessor, type Link, type ProcessorSetup } from "../processor.ts";
+import type { ArtifactKind, Finalize, SessionSource } from "../seams.ts";
+
+/** One line of a call transcript. */
+export interface TranscriptLine {
+  /** `user` (caller), `bot` (agent) or `node` (the brain moved to node `text`). */
+  role: "user" | "bot" | "node";
+  text: string;
+  /** Milliseconds since the collector started. */
+  atMs: number;
+}
+
+/** Keeps the transcript; forwards every frame. */
+export class TranscriptCollector extends FrameProcessor {
+  /** Lines in call order. */
+  readonly lines: TranscriptLine[] = [];
+  #t0 = performance.now();
+  readonly #onLine: ((line: TranscriptLine) => void) | undefined;
+
+  /** `onLine` sees each line as it is added (e.g. a browser's live transcript). */
+  constructor(onLine?: (line: TranscriptLine) => void, name = "TranscriptCollector") {
+    super(name);
+    this.#onLine = onLine;
+  }
+
+  /** Starts the clock. */
+  override start(): void {
+    this.#t0 = performance.now();
+  }
+
+  /** Records final Transcriptions and node moves. */
+  override processFrame(frame: Frame, dir: Direction, link: Link): void {
+    if (frame.kind === "Transcription" && frame.final) {
+      this.#add(frame.userId === "user" ? "user" : "bot", frame.text);
+    } else if (frame.kind === "UpdateSettings" && typeof frame.settings.nodeId === "string") {
+      this.#add("node", frame.settings.nodeId);
+    }
+    link.push(frame, dir);
+  }
+
+  #add(role: TranscriptLine["role"], text: string): void {
+    const line = { role, text, atMs: Math.round(performance.now() - this.#t0) };
+    this.lines.push(line);
+    this.#onLine?.(line);
+  }
+}
+
+/** What the finalize processor reads when the call ends. */
+export interface FinalizeSources {
+  session: SessionSource;
+  runId: number;
+  token: string;
+  /** Usage summary (tokens, model, ...). */
+  usage: () => Record<string, unknown>;
+  collectedVars: () => Record<string, unknown>;
+  disposition?: () => string | undefined;
+  /** The call's WAV recording, when recording is on. */
+  recording?: () => Uint8Array | undefined;
+  transcript?: () => readonly TranscriptLine[];
+  logger?: Logger;
+}
+
+/** Uploads artifacts and completes the call once. */
+export class FinalizeProcessor extends FrameProcessor {
+  readonly #src: FinalizeSources;
+  #log: Logger;
+  #done: Promise<Finalize> | undefined;
+  #t0 = performance.now();
+
+  /** Finalize through `sources`. */
+  constructor(sources: FinalizeSources, name = "FinalizeProcessor") {
+    super(name);
+    this.#src = sources;
+    this.#log = sources.logger ?? silentLogger;
+  }
+
+  /** The finalize report, once the call has been completed. */
+  get finalized(): Promise<Finalize> | undefined {
+    return this.#done;
+  }
+
+  /** Starts the call clock. */
+  override start(setup: ProcessorSetup): void {
+    this.#t0 = performance.now();
+    if (this.#src.logger === undefined) this.#log = setup.logger;
+  }
+
+  /** End, Stop or Cancel: finalize before the frame leaves the pipeline. */
+  override async stop(reason: StopReason): Promise<void> {
+    await this.finalize(reason);
+  }
+
+  /** Upload and complete; later calls return the first result. */
+  finalize(reason?: StopReason): Promise<Finalize> {
+    this.#done ??= this.#finalize(reason);
+    return this.#done;
+  }
+
+  async #finalize(reason: StopReason | undefined): Promise<Finalize> {
+    const src = this.#src;
+    const transcript = src.transcript?.() ?? [];
+    const disposition = src.disposition?.();
+    const report: Finalize = {
+      usage: {
+        ...src.usage(),
+        durationSeconds: Math.round((performance.now() - this.#t0) / 100) / 10,
+        endedBy: reason === undefined ? "unknown" : describe(reason),
+      },
+      collectedVars: safe(() => src.collectedVars(), {}),
+    };
+    if (disposition !== undefined) report.disposition = disposition;
+    const wav = safe(() => src.recording?.(), undefined);
+    if (wav !== undefined && wav.length > 0) {
+      const url = await this.#upload("recording", wav, "audio/wav");
+      if (url !== undefined) report.recordingUrl = url;
+    }
+    const doc = { runId: src.runId, disposition, lines: transcript };
+    const url = await this.#upload(
+      "transcript",
+      new TextEncoder().encode(JSON.stringify(doc, null, 2)),
+      "application/json",
+    );
+    if (url !== undefined) report.transcriptUrl = url;
+    try {
+      await src.session.complete(src.runId, src.token, report);
+    } catch (err) {
+      this.#log.error("completing the call failed", { runId: src.runId, err: errorMessage(err) });
+    }
+    return report;
+  }
+
+  async #upload(kind: ArtifactKind, bytes: Uint8Array, type: string): Promise<string | undefined> {
+    const { session, runId, token } = this.#src;
+    try {
+      const target = await session.artifactUploadUrl(runId, token, kind);
+      await session.putBytes(target.uploadUrl, bytes, type);
+      return target.publicUrl;
+    } catch (err) {
+      this.#log.warn(`${kind} upload failed`, { runId, err: errorMessage(err) });
+      return undefined;
+    }
+  }
+}
+
+function describe(reason: StopReason): string {
+  return "reason" in reason && reason.reason ? `${reason.kind}: ${reason.reason}` : reason.kind;
+}
+
+function safe<T>(fn: () => T, fallback: T): T {
+  try {
+    return fn();
+  } catch {
+    return fallback;
+  }
+}

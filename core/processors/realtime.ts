@@ -1,0 +1,246 @@
+/**
+ * RealtimeProcessor: drives one speech-to-speech model through the {@link RealtimeLlm} seam.
+ *
+ * Downstream in: InputAudio (resampled to 16 kHz when needed) and InputDtmf go to the model;
+ * both are also forwarded, so a recorder or transcript tap further down sees the caller. Upstream in, from the
+ * brain processor: UpdateSettings (target `llm`) becomes `updateSystem` (then `say`), and
+ * FunctionCallResult becomes `sendToolResult`, in arrival order, so the model has its new
+ * prompt and tools before it reads the result.
+ *
+ * Model events out: audio -> TtsAudio (24 kHz); caller text -> InterimTranscription /
+ * Transcription (`userId` "user"); model text -> TtsText / Transcription (`userId` "bot");
+ * tool call -> FunctionCallsStarted; interrupted -> Interruption broadcast (the output
+ * transport clears the far end's playback); usage -> Metrics and {@link RealtimeProcessor.usage};
+ * closed -> End upstream (the call drains and is finalized).
+ *
+ * Model I/O never runs on the frame path: control calls are chained off it and the event
+ * reader is its own task.
+ * @module
+ */
+
+import { Resampler } from "../audio/resample.ts";
+import { errorMessage } from "../errors.ts";
+import {
+  type Direction,
+  type Frame,
+  type LlmTokenUsage,
+  makeFrame,
+  type StartParams,
+  type StopReason,
+  type ToolDecl,
+  ttsAudio,
+} from "../frames.ts";
+import { FrameProcessor, type Link, type ProcessorSetup } from "../processor.ts";
+import type { RealtimeEvent, RealtimeLlm, RealtimeSetup } from "../seams.ts";
+
+/** Options of a {@link RealtimeProcessor}. */
+export interface RealtimeProcessorOptions {
+  /** Model name for metrics and usage. */
+  model?: string;
+  /** Give up connecting after this long (default 15 s). */
+  connectTimeoutMs?: number;
+  name?: string;
+}
+
+/** Rate the realtime seam takes. */
+const MODEL_INPUT_RATE = 16000;
+
+/** Accumulated token usage of a call. */
+export interface RealtimeUsage extends LlmTokenUsage {
+  model?: string;
+  turns: number;
+}
+
+/** Runs a realtime model inside a pipeline. */
+export class RealtimeProcessor extends FrameProcessor {
+  readonly #llm: RealtimeLlm;
+  readonly #setup: RealtimeSetup;
+  readonly #model: string | undefined;
+  readonly #connectTimeoutMs: number;
+  #up: Resampler | undefined;
+  #chain: Promise<void> = Promise.resolve();
+  #connected = false;
+  #stopping = false;
+  #awaitingFirstAudio = false;
+  /** Usage summed over the call (for finalize). */
+  readonly usage: RealtimeUsage = {
+    promptTokens: 0,
+    completionTokens: 0,
+    totalTokens: 0,
+    turns: 0,
+  };
+  /** The node the brain last moved to, if any. */
+  nodeId: string | undefined;
+
+  /** Wrap `llm`, connected with `setup` on Start. */
+  constructor(llm: RealtimeLlm, setup: RealtimeSetup, options: RealtimeProcessorOptions = {}) {
+    super(options.name ?? "RealtimeProcessor");
+    this.#llm = llm;
+    this.#setup = setup;
+    this.#model = options.model;
+    this.#connectTimeoutMs = options.connectTimeoutMs ?? 15_000;
+    if (options.model !== undefined) this.usage.model = options.model;
+  }
+
+  /** True once the model accepted the setup. */
+  get connected(): boolean {
+    return this.#connected;
+  }
+
+  /** Connects the model (bounded) and spawns the event reader. A failed connect is fatal. */
+  override async start(_s: ProcessorSetup, _p: StartParams, link: Link): Promise<void> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    try {
+      await Promise.race([
+        this.#llm.connect(this.#setup),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(
+            () => reject(new Error(`no answer in ${this.#connectTimeoutMs} ms`)),
+            this.#connectTimeoutMs,
+          );
+        }),
+      ]);
+    } catch (err) {
+      link.pushError(`realtime model failed to connect: ${errorMessage(err)}`, true);
+      return;
+    } finally {
+      clearTimeout(timer);
+    }
+    this.#connected = true;
+    void this.#readEvents(link);
+  }
+
+  /** Feeds the model; applies the brain's moves. */
+  override processFrame(frame: Frame, dir: Direction, link: Link): void {
+    if (dir === "downstream") {
+      if (frame.kind === "InputAudio") {
+        this.#sendAudio(frame.audio.pcm, frame.audio.sampleRate, link);
+      } else if (frame.kind === "InputDtmf") {
+        const send = this.#llm.sendDtmf;
+        if (send !== undefined) this.#then(link, "dtmf", () => send.call(this.#llm, frame.key));
+      }
+    } else if (frame.kind === "UpdateSettings" && frame.target === "llm") {
+      const s = frame.settings;
+      const prompt = typeof s.systemPrompt === "string" ? s.systemPrompt : this.#setup.systemPrompt;
+      const tools = Array.isArray(s.tools) ? (s.tools as ToolDecl[]) : [];
+      const say = typeof s.say === "string" && s.say !== "" ? s.say : undefined;
+      if (typeof s.nodeId === "string") this.nodeId = s.nodeId;
+      const llm = this.#llm;
+      this.#then(link, "update system", async () => {
+        if (say !== undefined && llm.say === undefined) {
+          await llm.updateSystem(`${prompt}\n\nSay this to the caller now: "${say}"`, tools);
+          return;
+        }
+        await llm.updateSystem(prompt, tools);
+        if (say !== undefined) await llm.say!(say);
+      });
+      return;
+    } else if (frame.kind === "FunctionCallResult") {
+      const r = frame.result;
+      this.#then(link, "tool result", () => this.#llm.sendToolResult(r.toolCallId, r.result));
+      return;
+    }
+    link.push(frame, dir);
+  }
+
+  /** Closes the model. */
+  override async stop(_reason: StopReason): Promise<void> {
+    this.#stopping = true;
+    await this.#chain;
+    try {
+      await this.#llm.close();
+    } catch { /* closing a broken model is not news */ }
+  }
+
+  #sendAudio(pcm: Int16Array, rate: number, link: Link): void {
+    if (!this.#connected) return;
+    if (rate !== MODEL_INPUT_RATE) {
+      if (this.#up === undefined || this.#up.inRate !== rate) {
+        this.#up = new Resampler(rate, MODEL_INPUT_RATE);
+      }
+      pcm = this.#up.process(pcm);
+    }
+    try {
+      const r = this.#llm.sendAudio({ pcm, sampleRate: MODEL_INPUT_RATE, numChannels: 1 });
+      if (r !== undefined) r.catch((err) => link.pushError(`send audio: ${errorMessage(err)}`));
+    } catch (err) {
+      link.pushError(`send audio: ${errorMessage(err)}`);
+    }
+  }
+
+  #then(link: Link, what: string, fn: () => void | Promise<void>): void {
+    this.#chain = this.#chain.then(fn).catch((err) =>
+      link.pushError(`realtime ${what} failed: ${errorMessage(err)}`)
+    );
+  }
+
+  async #readEvents(link: Link): Promise<void> {
+    let reason = "model closed";
+    try {
+      for (;;) {
+        const ev = await this.#llm.nextEvent();
+        if (ev === undefined) break;
+        if (ev.type === "closed") {
+          if (ev.reason) reason = `model closed: ${ev.reason}`;
+          break;
+        }
+        this.#onEvent(ev, link);
+      }
+    } catch (err) {
+      reason = `model failed: ${errorMessage(err)}`;
+      link.pushError(reason);
+    }
+    if (!this.#stopping) link.push(makeFrame("End", { reason }), "upstream");
+  }
+
+  #onEvent(ev: Exclude<RealtimeEvent, { type: "closed" }>, link: Link): void {
+    switch (ev.type) {
+      case "audio_out":
+        if (this.#awaitingFirstAudio) {
+          this.#awaitingFirstAudio = false;
+          link.stopTtfb(this.#model);
+        }
+        return link.pushDown(ttsAudio(ev.audio));
+      case "user_text":
+        if (!ev.final) {
+          return link.pushDown(
+            makeFrame("InterimTranscription", { text: ev.text, userId: "user" }),
+          );
+        }
+        // The caller finished a turn: time to the model's first audio starts now.
+        this.#awaitingFirstAudio = true;
+        link.startTtfb();
+        return link.pushDown(
+          makeFrame("Transcription", { text: ev.text, userId: "user", final: true }),
+        );
+      case "bot_text":
+        if (!ev.final) return link.pushDown(makeFrame("TtsText", { text: ev.text }));
+        return link.pushDown(
+          makeFrame("Transcription", { text: ev.text, userId: "bot", final: true }),
+        );
+      case "tool_call":
+        return link.pushDown(
+          makeFrame("FunctionCallsStarted", {
+            calls: [{ toolCallId: ev.id, functionName: ev.name, arguments: ev.args }],
+          }),
+        );
+      case "interrupted":
+        return link.broadcast(makeFrame("Interruption", {}));
+      case "usage": {
+        const u = this.usage;
+        u.promptTokens += ev.usage.promptTokens;
+        u.completionTokens += ev.usage.completionTokens;
+        u.totalTokens += ev.usage.totalTokens;
+        u.turns++;
+        return link.reportLlmUsage(ev.usage, this.#model);
+      }
+      case "turn_complete":
+        return;
+    }
+  }
+
+  /** Usage metrics are reported when the task enables them. */
+  override canGenerateMetrics(): boolean {
+    return true;
+  }
+}

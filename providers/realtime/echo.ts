@@ -1,0 +1,309 @@
+/**
+ * EchoRealtime: a credential-free, local speech-to-speech "model". It needs no key and no
+ * network, so the whole speech-to-speech path (server, playground, capacity benchmark) runs
+ * anywhere. What it does, as a real model would, through the same {@link RealtimeLlm} seam:
+ *
+ * - greets on connect (with the local TTS when one is given, else a short chime);
+ * - listens with an energy VAD; when the caller stops, it says back what it heard;
+ * - raises `interrupted` when the caller talks over it (barge-in);
+ * - calls a tool on a keypad press (digit N = the N-th tool offered; `#` = the end-call tool)
+ *   or on a scripted cue (after the N-th caller turn);
+ * - reports transcripts (it cannot transcribe, so it describes: "(you spoke for 1.4 s)") and
+ *   usage in 20 ms frames heard and spoken.
+ * @module
+ */
+
+import { Resampler } from "../../core/audio/resample.ts";
+import { sine } from "../../core/audio/pcm.ts";
+import { EnergyVad } from "../../core/audio/vad_energy.ts";
+import { FlowcatError } from "../../core/errors.ts";
+import type { AudioFrame, KeypadEntry, ToolDecl, VadParams } from "../../core/frames.ts";
+import type { RealtimeLlm, RealtimeSetup } from "../../core/seams.ts";
+import type { RealtimeFactory } from "../registry.ts";
+import { RealtimeEventQueue } from "./_shared.ts";
+
+/** A scripted tool call: after the caller's `afterTurn`-th turn, call `tool`. */
+export interface EchoCue {
+  afterTurn: number;
+  tool: string;
+  args?: Record<string, unknown>;
+}
+
+/** Options of an {@link EchoRealtime}. */
+export interface EchoRealtimeOptions {
+  /** Local text-to-speech for the greeting and `say` lines; without it a chime plays. */
+  speak?: (text: string) => Promise<AudioFrame>;
+  /** What it says on connect (default: a line explaining the echo agent). */
+  greeting?: string;
+  /** Longest echo per turn in seconds (default 8). */
+  maxTurnSecs?: number;
+  /** Scripted tool calls. */
+  cues?: readonly EchoCue[];
+  /** Turn-taking: when the caller has started and stopped (default start 0.15 s, stop 0.6 s). */
+  vad?: Partial<VadParams>;
+  /** Clock in ms (tests). */
+  now?: () => number;
+}
+
+/** Rate of the model's voice, as the real providers. */
+export const ECHO_OUTPUT_RATE = 24000;
+const INPUT_RATE = 16000;
+const DEFAULT_GREETING =
+  "Hello, this is the Flowcat echo agent. Say something and I will say it back.";
+
+/** The local echo model. One instance per call. */
+export class EchoRealtime implements RealtimeLlm {
+  readonly #q = new RealtimeEventQueue();
+  readonly #opts: EchoRealtimeOptions;
+  readonly #now: () => number;
+  readonly #maxSamples: number;
+  #vad: EnergyVad;
+  #up: Resampler | undefined;
+  readonly #down = new Resampler(INPUT_RATE, ECHO_OUTPUT_RATE);
+  #captured: Int16Array[] = [];
+  #capturedLen = 0;
+  #preroll: Int16Array[] = [];
+  #capturing = false;
+  #speakingUntil = 0;
+  #turns = 0;
+  #calls = 0;
+  #tools: ToolDecl[] = [];
+  #prompt = "";
+  #connected = false;
+  #closed = false;
+  #heardFrames = 0;
+
+  /** A fresh echo model. */
+  constructor(opts: EchoRealtimeOptions = {}) {
+    this.#opts = opts;
+    this.#now = opts.now ?? (() => performance.now());
+    this.#maxSamples = Math.round((opts.maxTurnSecs ?? 8) * INPUT_RATE);
+    this.#vad = new EnergyVad({
+      sampleRate: INPUT_RATE,
+      params: {
+        confidence: 0.7,
+        startSecs: opts.vad?.startSecs ?? 0.15,
+        stopSecs: opts.vad?.stopSecs ?? 0.6,
+        minVolume: opts.vad?.minVolume ?? 0.5,
+      },
+    });
+  }
+
+  /** The system prompt in force (tests). */
+  get systemPrompt(): string {
+    return this.#prompt;
+  }
+
+  /** The tools offered (tests). */
+  get tools(): readonly ToolDecl[] {
+    return this.#tools;
+  }
+
+  /** Remembers prompt and tools, then greets. */
+  async connect(setup: RealtimeSetup): Promise<void> {
+    if (this.#closed) throw new FlowcatError("closed", "echo: closed");
+    this.#prompt = setup.systemPrompt;
+    this.#tools = [...setup.tools];
+    this.#connected = true;
+    await this.#speak(this.#opts.greeting ?? DEFAULT_GREETING);
+  }
+
+  /** Caller audio (16 kHz; other rates are resampled). */
+  sendAudio(audio: AudioFrame): void {
+    if (!this.#connected || this.#closed) return;
+    let pcm = audio.pcm;
+    if (audio.sampleRate !== INPUT_RATE) {
+      if (this.#up === undefined || this.#up.inRate !== audio.sampleRate) {
+        this.#up = new Resampler(audio.sampleRate, INPUT_RATE);
+      }
+      pcm = this.#up.process(pcm);
+    }
+    this.#heardFrames++;
+    const state = this.#vad.analyze({ pcm, sampleRate: INPUT_RATE, numChannels: 1 });
+    const voiced = state !== "quiet";
+    if (voiced && !this.#capturing) {
+      this.#capturing = true;
+      // Keep what came just before the detector fired: the start of the first word.
+      for (const p of this.#preroll) this.#keep(p);
+      this.#preroll = [];
+    }
+    if (this.#capturing) {
+      this.#keep(pcm);
+      if (state === "speaking" && this.#now() < this.#speakingUntil) {
+        this.#speakingUntil = 0;
+        this.#q.push({ type: "interrupted" });
+      }
+      if (state === "quiet") this.#endTurn();
+    } else {
+      this.#preroll.push(pcm.slice());
+      if (this.#preroll.length > 10) this.#preroll.shift();
+    }
+  }
+
+  /** A keypad press: digit N calls the N-th tool, `#` the end-call tool. */
+  sendDtmf(key: KeypadEntry): void {
+    if (!this.#connected || this.#closed) return;
+    const tool = key === "#"
+      ? this.#tools.find((t) => t.name === "end_call")
+      : /^[1-9]$/.test(key)
+      ? this.#tools[Number(key) - 1]
+      : undefined;
+    this.#q.push({ type: "user_text", text: `(pressed ${key})`, final: true });
+    if (tool === undefined) {
+      this.#q.push({ type: "bot_text", text: `(no tool on key ${key})`, final: true });
+      this.#q.push({ type: "turn_complete" });
+      return;
+    }
+    this.#callTool(tool.name, {});
+  }
+
+  /** New prompt and tools (a brain transition). */
+  updateSystem(prompt: string, tools: ToolDecl[]): Promise<void> {
+    this.#prompt = prompt;
+    this.#tools = [...tools];
+    return Promise.resolve();
+  }
+
+  /** Acknowledges a tool result in the transcript. */
+  sendToolResult(id: string, result: unknown): Promise<void> {
+    if (!this.#closed) {
+      const text = JSON.stringify(result) ?? "null";
+      this.#q.push({ type: "bot_text", text: `(tool ${id} answered ${text})`, final: true });
+      this.#q.push({ type: "turn_complete" });
+    }
+    return Promise.resolve();
+  }
+
+  /** Speak a line now. */
+  say(text: string): Promise<void> {
+    return this.#speak(text);
+  }
+
+  /** Next event. */
+  nextEvent() {
+    return this.#q.next();
+  }
+
+  /** Idempotent. */
+  close(): Promise<void> {
+    this.#closed = true;
+    this.#q.close("closed by client");
+    return Promise.resolve();
+  }
+
+  #keep(pcm: Int16Array): void {
+    if (this.#capturedLen >= this.#maxSamples) return;
+    const room = this.#maxSamples - this.#capturedLen;
+    const part = pcm.length <= room ? pcm.slice() : pcm.slice(0, room);
+    this.#captured.push(part);
+    this.#capturedLen += part.length;
+  }
+
+  #endTurn(): void {
+    this.#capturing = false;
+    const heard = new Int16Array(this.#capturedLen);
+    let off = 0;
+    for (const p of this.#captured) {
+      heard.set(p, off);
+      off += p.length;
+    }
+    this.#captured = [];
+    this.#capturedLen = 0;
+    this.#turns++;
+    const secs = (heard.length / INPUT_RATE).toFixed(1);
+    this.#q.push({ type: "user_text", text: `(you spoke for ${secs} s)`, final: true });
+    const cue = this.#opts.cues?.find((c) => c.afterTurn === this.#turns);
+    if (cue !== undefined && this.#tools.some((t) => t.name === cue.tool)) {
+      this.#callTool(cue.tool, cue.args ?? {});
+      return;
+    }
+    this.#q.push({ type: "bot_text", text: `(echoing ${secs} s)`, final: true });
+    this.#emitAudio(this.#down.process(heard));
+    this.#usage(Math.round(heard.length / 320));
+  }
+
+  #callTool(name: string, args: Record<string, unknown>): void {
+    this.#q.push({ type: "tool_call", id: `echo-call-${++this.#calls}`, name, args });
+  }
+
+  async #speak(text: string): Promise<void> {
+    let audio: AudioFrame | undefined;
+    if (this.#opts.speak !== undefined) {
+      try {
+        audio = await this.#opts.speak(text);
+      } catch {
+        audio = undefined; // a broken TTS must not break the call: chime instead
+      }
+    }
+    if (this.#closed) return;
+    this.#q.push({ type: "bot_text", text, final: true });
+    let pcm: Int16Array;
+    if (audio === undefined) pcm = chime();
+    else if (audio.sampleRate === ECHO_OUTPUT_RATE) pcm = audio.pcm;
+    else pcm = new Resampler(audio.sampleRate, ECHO_OUTPUT_RATE).process(audio.pcm);
+    this.#emitAudio(pcm);
+    this.#usage(0);
+  }
+
+  #emitAudio(pcm: Int16Array): void {
+    // Real providers stream ~40-100 ms chunks; do the same so playback starts at once.
+    const n = ECHO_OUTPUT_RATE / 10;
+    for (let i = 0; i < pcm.length; i += n) {
+      this.#q.push({
+        type: "audio_out",
+        audio: {
+          pcm: pcm.subarray(i, Math.min(pcm.length, i + n)),
+          sampleRate: ECHO_OUTPUT_RATE,
+          numChannels: 1,
+        },
+      });
+    }
+    const start = Math.max(this.#now(), this.#speakingUntil);
+    this.#speakingUntil = start + (pcm.length * 1000) / ECHO_OUTPUT_RATE;
+  }
+
+  #usage(spokenFrames: number): void {
+    const heard = this.#heardFrames;
+    this.#heardFrames = 0;
+    this.#q.push({
+      type: "usage",
+      usage: {
+        promptTokens: heard,
+        completionTokens: spokenFrames,
+        totalTokens: heard + spokenFrames,
+      },
+    });
+    this.#q.push({ type: "turn_complete" });
+  }
+}
+
+/** Two short rising tones (0.4 s): the greeting when no TTS is available. */
+function chime(): Int16Array {
+  const a = sine({ freq: 660, sampleRate: ECHO_OUTPUT_RATE, samples: 4800, amplitude: 6000 });
+  const b = sine({ freq: 880, sampleRate: ECHO_OUTPUT_RATE, samples: 4800, amplitude: 6000 });
+  const out = new Int16Array(a.length + b.length);
+  out.set(a);
+  out.set(b, a.length);
+  return out;
+}
+
+/** Speaks with the local espeak-ng engine, loaded on first use. */
+async function espeakSpeak(text: string): Promise<AudioFrame> {
+  const { espeakSynthesize } = await import("../tts/espeak.ts");
+  return espeakSynthesize(text);
+}
+
+/**
+ * Registry factory. Options: `greeting`, `max_turn_secs`, `cues`, and `tts`: `"espeak"` (the
+ * local engine; default) or `"none"` (a chime, nothing loaded: for load tests).
+ */
+export const createEchoRealtime: RealtimeFactory = (opts) => {
+  const o = opts.options ?? {};
+  const cues = Array.isArray(o.cues) ? (o.cues as EchoCue[]) : undefined;
+  return new EchoRealtime({
+    greeting: typeof o.greeting === "string" ? o.greeting : undefined,
+    maxTurnSecs: typeof o.max_turn_secs === "number" ? o.max_turn_secs : undefined,
+    cues,
+    speak: o.tts === "none" ? undefined : espeakSpeak,
+  });
+};

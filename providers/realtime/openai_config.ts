@@ -1,0 +1,167 @@
+/**
+ * Resolving an OpenAI-style realtime client's settings from a provider spec (endpoint, auth,
+ * defaults) and the per-call {@link RealtimeProviderOptions}. Shared by `createOpenAIRealtime`
+ * and every `openAIStyleRealtime` wrapper, so they validate options the same way.
+ * @module
+ */
+
+import { FlowcatError } from "../../core/errors.ts";
+import { type Logger, silentLogger } from "../../core/log.ts";
+import type { RealtimeSetup } from "../../core/seams.ts";
+import type { RealtimeProviderOptions } from "../registry.ts";
+import type { OpenAIRealtimeProtocol, OpenAISessionConfig } from "./openai_wire.ts";
+
+/** A provider that speaks the OpenAI Realtime protocol. */
+export interface OpenAIStyleSpec {
+  /** Provider name, used in errors and logs. */
+  name: string;
+  /** WebSocket endpoint without the model, e.g. `wss://api.openai.com/v1/realtime`. */
+  baseUrl: string;
+  /**
+   * How the key is sent: a header name (the key is its whole value, e.g. `api-key`) or a function
+   * making the headers. Default: `Authorization: Bearer <key>`.
+   */
+  authHeader?: string | ((key: string) => Record<string, string>);
+  defaultModel: string;
+  defaultVoice: string;
+  /** Dialect when the config does not set `options.protocol`; default `"ga"`. */
+  protocol?: OpenAIRealtimeProtocol;
+}
+
+/** Everything an {@link OpenAIRealtimeClient} needs, resolved. Holds the credential: never log it. */
+export interface OpenAIClientConfig {
+  provider: string;
+  /** Full URL including `?model=`. */
+  url: string;
+  /** Request headers, including auth. */
+  headers: Record<string, string>;
+  model: string;
+  /** Voice from the provider options; wins over the setup's voice. */
+  voiceOverride?: string;
+  defaultVoice: string;
+  protocol: OpenAIRealtimeProtocol;
+  transcriptionModel: string;
+  vadThreshold: number;
+  /** Whether the server cancels the active response on barge-in (`interrupt_response`). */
+  serverInterrupt: boolean;
+  /** Deadline for opening the socket and for the session handshake, each. */
+  timeoutMs: number;
+  logger: Logger;
+}
+
+/** Default deadline for the socket and for the handshake. */
+export const DEFAULT_OPENAI_TIMEOUT_MS = 10_000;
+
+function authHeaders(spec: OpenAIStyleSpec, key: string): Record<string, string> {
+  const a = spec.authHeader;
+  if (a === undefined) return { Authorization: `Bearer ${key}` };
+  if (typeof a === "string") return { [a]: key };
+  return a(key);
+}
+
+function option<T>(
+  provider: string,
+  options: Record<string, unknown>,
+  name: string,
+  ok: (v: unknown) => v is T,
+  def: T,
+): T {
+  const v = options[name];
+  if (v === undefined) return def;
+  if (ok(v)) return v;
+  throw new FlowcatError("config", `${provider}: options.${name} is invalid`);
+}
+
+const isString = (v: unknown): v is string => typeof v === "string" && v !== "";
+const isBool = (v: unknown): v is boolean => typeof v === "boolean";
+const isProtocol = (v: unknown): v is OpenAIRealtimeProtocol => v === "ga" || v === "beta";
+const isUnit = (v: unknown): v is number => typeof v === "number" && v >= 0 && v <= 1;
+const isPositive = (v: unknown): v is number =>
+  typeof v === "number" && Number.isFinite(v) && v > 0;
+
+/**
+ * Resolve a client config. Options read from `opts.options`: `protocol` (`"ga"` | `"beta"`),
+ * `transcriptionModel`, `vadThreshold` (0..1, default 0.5), `serverInterrupt` (default true),
+ * `timeoutMs`. Throws `FlowcatError("config")` on a missing key, a bad URL or a bad option;
+ * the messages never hold the key or the URL.
+ */
+export function resolveOpenAIConfig(
+  spec: OpenAIStyleSpec,
+  opts: RealtimeProviderOptions,
+): OpenAIClientConfig {
+  const provider = spec.name;
+  if (opts.apiKey === undefined || opts.apiKey === "") {
+    throw new FlowcatError("config", `${provider}: missing API key`);
+  }
+  const model = opts.model ?? spec.defaultModel;
+  let url: URL;
+  try {
+    url = new URL(opts.url ?? spec.baseUrl);
+  } catch (err) {
+    throw new FlowcatError("config", `${provider}: bad realtime URL`, { cause: err });
+  }
+  if (url.protocol !== "wss:" && url.protocol !== "ws:") {
+    throw new FlowcatError("config", `${provider}: realtime URL must be ws:// or wss://`);
+  }
+  if (!url.searchParams.has("model")) url.searchParams.set("model", model);
+  const options = opts.options ?? {};
+  const protocol = option(provider, options, "protocol", isProtocol, spec.protocol ?? "ga");
+  const headers = authHeaders(spec, opts.apiKey);
+  if (protocol === "beta") headers["OpenAI-Beta"] = "realtime=v1";
+  return {
+    provider,
+    url: url.href,
+    headers,
+    model,
+    voiceOverride: opts.voice,
+    defaultVoice: spec.defaultVoice,
+    protocol,
+    transcriptionModel: option(
+      provider,
+      options,
+      "transcriptionModel",
+      isString,
+      protocol === "ga" ? "gpt-4o-transcribe" : "whisper-1",
+    ),
+    vadThreshold: option(provider, options, "vadThreshold", isUnit, 0.5),
+    serverInterrupt: option(provider, options, "serverInterrupt", isBool, true),
+    timeoutMs: option(provider, options, "timeoutMs", isPositive, DEFAULT_OPENAI_TIMEOUT_MS),
+    logger: opts.logger ?? silentLogger,
+  };
+}
+
+/** OpenAI's own endpoint and defaults. */
+export const OPENAI_REALTIME_SPEC: Readonly<OpenAIStyleSpec> = Object.freeze({
+  name: "openai",
+  baseUrl: "wss://api.openai.com/v1/realtime",
+  defaultModel: "gpt-realtime",
+  defaultVoice: "alloy",
+  protocol: "ga",
+});
+
+/** VAD timing when the setup gives none (OpenAI's own defaults). */
+const DEFAULT_PREFIX_PADDING_MS = 300;
+const DEFAULT_SILENCE_DURATION_MS = 500;
+
+/**
+ * The session a call starts with. Voice: the provider options', else the setup's, else the
+ * spec's default. Only the VAD timings of `setup.vad` apply; its start/end sensitivities are
+ * Gemini enums with no OpenAI equivalent (the threshold is `options.vadThreshold`).
+ */
+export function sessionConfigFor(
+  cfg: OpenAIClientConfig,
+  setup: RealtimeSetup,
+): OpenAISessionConfig {
+  return {
+    instructions: setup.systemPrompt,
+    voice: cfg.voiceOverride ?? setup.voice ?? cfg.defaultVoice,
+    tools: setup.tools,
+    transcriptionModel: cfg.transcriptionModel,
+    turnDetection: {
+      threshold: cfg.vadThreshold,
+      prefixPaddingMs: setup.vad?.prefixPaddingMs ?? DEFAULT_PREFIX_PADDING_MS,
+      silenceDurationMs: setup.vad?.silenceDurationMs ?? DEFAULT_SILENCE_DURATION_MS,
+      interruptResponse: cfg.serverInterrupt,
+    },
+  };
+}

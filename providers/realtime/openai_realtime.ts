@@ -1,0 +1,396 @@
+/**
+ * OpenAI Realtime client over WebSocket: the GA protocol by default, the older beta dialect with
+ * `options.protocol: "beta"`. Also the client behind every `openAIStyleRealtime` wrapper.
+ *
+ * Audio in is resampled to 24 kHz PCM16; audio out is 24 kHz. Barge-in, tool calls, transcripts
+ * and usage map onto {@link RealtimeEvent}s. See docs/realtime-openai.md.
+ *
+ * @example
+ * ```ts
+ * import { createOpenAIRealtime } from "./openai_realtime.ts";
+ * const llm = createOpenAIRealtime({ apiKey: key });
+ * await llm.connect({ systemPrompt: "Be brief.", tools: [], kickoff: "Say hello." });
+ * ```
+ * @module
+ */
+
+import { errorMessage, FlowcatError } from "../../core/errors.ts";
+import { type AudioChunk, audioFrame, type ToolDecl } from "../../core/frames.ts";
+import type { Logger } from "../../core/log.ts";
+import type { RealtimeEvent, RealtimeLlm, RealtimeSetup } from "../../core/seams.ts";
+import type { RealtimeFactory, RealtimeProviderOptions } from "../registry.ts";
+import { openRealtimeSocket, RealtimeEventQueue } from "./_shared.ts";
+import {
+  OPENAI_REALTIME_SPEC,
+  type OpenAIClientConfig,
+  type OpenAIStyleSpec,
+  resolveOpenAIConfig,
+  sessionConfigFor,
+} from "./openai_config.ts";
+import {
+  AUDIO_DELTA_EVENTS,
+  audioDeltaOf,
+  BOT_TRANSCRIPT_DELTA_EVENTS,
+  BOT_TRANSCRIPT_DONE_EVENTS,
+  functionCallOf,
+  parseServerEvent,
+  serverErrorInfo,
+  type ServerEvent,
+  usageFromResponse,
+} from "./openai_inbound.ts";
+import {
+  type ClientEvent,
+  functionOutputEvent,
+  InputAudioEncoder,
+  instructionsUpdateEvent,
+  OPENAI_PCM_RATE,
+  sessionUpdateEvent,
+  toolOutputText,
+  userTextEvent,
+} from "./openai_wire.ts";
+
+type State = "idle" | "connecting" | "open" | "closed";
+
+/** Pending session handshake: waiting for `session.created`, then for `session.updated`. */
+interface Handshake {
+  phase: "created" | "updated";
+  /** The session.update to send on `session.created`. */
+  update: ClientEvent;
+  resolve(): void;
+  reject(err: Error): void;
+}
+
+/** The assistant audio item being received, for `conversation.item.truncate` on barge-in. */
+interface AudioItem {
+  id: string;
+  contentIndex: number;
+  samples: number;
+}
+
+const CLOSE_WAIT_MS = 2000;
+
+/** A {@link RealtimeLlm} speaking the OpenAI Realtime protocol (GA or beta). */
+export class OpenAIRealtimeClient implements RealtimeLlm {
+  readonly #cfg: OpenAIClientConfig;
+  readonly #log: Logger;
+  readonly #queue = new RealtimeEventQueue();
+  #state: State = "idle";
+  #ws: WebSocket | undefined;
+  #socketClosed: Promise<void> = Promise.resolve();
+  #closing: Promise<void> | undefined;
+  #handshake: Handshake | undefined;
+  readonly #audioIn = new InputAudioEncoder();
+  #audioItem: AudioItem | undefined;
+  /** A response is being generated (set when we ask for one, cleared by `response.done`). */
+  #responseActive = false;
+  /** A `response.create` is owed once the active response is done. */
+  #responseWanted = false;
+
+  /**
+   * Make a client from provider options (`apiKey` required). `spec` says the endpoint, auth and
+   * defaults; it is OpenAI's own unless an OpenAI-style wrapper passes another.
+   */
+  constructor(opts: RealtimeProviderOptions, spec: OpenAIStyleSpec = OPENAI_REALTIME_SPEC) {
+    this.#cfg = resolveOpenAIConfig(spec, opts);
+    this.#log = this.#cfg.logger;
+  }
+
+  /** Open the socket, configure the session and, with `setup.kickoff`, make the model speak. */
+  async connect(setup: RealtimeSetup): Promise<void> {
+    const p = this.#cfg.provider;
+    if (this.#state !== "idle") throw new FlowcatError("other", `${p}: connect called twice`);
+    this.#state = "connecting";
+    // The server sends session.created at once: the message listener must be attached in the
+    // very continuation of the open (no extra `.then` hop), or the event can be dispatched first.
+    let ws: WebSocket;
+    try {
+      ws = await openRealtimeSocket(this.#cfg.url, {
+        headers: this.#cfg.headers,
+        timeoutMs: this.#cfg.timeoutMs,
+        provider: p,
+      });
+    } catch (err) {
+      this.#state = "closed";
+      this.#queue.close("connect failed");
+      throw err;
+    }
+    this.#ws = ws;
+    this.#socketClosed = new Promise((resolve) => {
+      ws.addEventListener("close", (ev) => {
+        this.#onSocketClose(ev);
+        resolve();
+      }, { once: true });
+    });
+    // close() may have run while the socket was opening (TS cannot see that across the await).
+    if ((this.#state as State) === "closed") {
+      ws.close(1000);
+      await this.#socketClosed;
+      throw new FlowcatError("closed", `${p}: closed while connecting`);
+    }
+    ws.addEventListener("message", (ev) => this.#onMessage(ev.data));
+    const session = sessionConfigFor(this.#cfg, setup);
+    const update = sessionUpdateEvent(this.#cfg.protocol, session);
+    try {
+      await this.#runHandshake(update);
+    } catch (err) {
+      await this.close();
+      throw err;
+    }
+    this.#state = "open";
+    this.#log.info(`${p}: session ready`, {
+      model: this.#cfg.model,
+      protocol: this.#cfg.protocol,
+      voice: session.voice,
+    });
+    if (setup.kickoff !== undefined && setup.kickoff !== "") {
+      this.#send(userTextEvent(setup.kickoff));
+      this.#requestResponse();
+    }
+  }
+
+  /** Send caller audio (any rate, usually 16 kHz); dropped until the session is ready. */
+  sendAudio(audio: AudioChunk): void {
+    if (this.#state !== "open") return;
+    const b64 = this.#audioIn.encode(audio);
+    if (b64 !== undefined) this.#send({ type: "input_audio_buffer.append", audio: b64 });
+  }
+
+  /** Replace the instructions and tools mid-call (OpenAI allows it with `session.update`). */
+  updateSystem(prompt: string, tools: ToolDecl[]): Promise<void> {
+    if (this.#state !== "open") return Promise.reject(this.#notOpen());
+    this.#send(instructionsUpdateEvent(this.#cfg.protocol, prompt, tools));
+    return Promise.resolve();
+  }
+
+  /** Answer a tool call and ask the model to go on (after the current response, if one runs). */
+  sendToolResult(id: string, result: unknown): Promise<void> {
+    if (this.#state !== "open") return Promise.reject(this.#notOpen());
+    this.#send(functionOutputEvent(id, toolOutputText(result)));
+    this.#requestResponse();
+    return Promise.resolve();
+  }
+
+  /** Next event; `undefined` after the `closed` event. */
+  nextEvent(): Promise<RealtimeEvent | undefined> {
+    return this.#queue.next();
+  }
+
+  /** Close the session; idempotent. Resolves once the socket is closed (or after 2 s). */
+  close(): Promise<void> {
+    this.#closing ??= this.#doClose();
+    return this.#closing;
+  }
+
+  async #doClose(): Promise<void> {
+    this.#state = "closed";
+    this.#failHandshake(new FlowcatError("closed", `${this.#cfg.provider}: closed by client`));
+    this.#queue.close("closed by client");
+    const ws = this.#ws;
+    if (ws === undefined) return;
+    if (ws.readyState === WebSocket.CONNECTING || ws.readyState === WebSocket.OPEN) ws.close(1000);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([
+      this.#socketClosed,
+      new Promise<void>((r) => (timer = setTimeout(r, CLOSE_WAIT_MS))),
+    ]);
+    clearTimeout(timer);
+  }
+
+  #notOpen(): FlowcatError {
+    return new FlowcatError("closed", `${this.#cfg.provider}: session is not open`);
+  }
+
+  /** Wait for `session.created`, send `update`, wait for `session.updated`, within the deadline. */
+  #runHandshake(update: ClientEvent): Promise<void> {
+    const p = this.#cfg.provider;
+    const ms = this.#cfg.timeoutMs;
+    return new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        const what = this.#handshake?.phase === "updated" ? "session.updated" : "session.created";
+        this.#failHandshake(new FlowcatError("timeout", `${p}: no ${what} within ${ms} ms`));
+      }, ms);
+      this.#handshake = {
+        phase: "created",
+        update,
+        resolve: () => {
+          clearTimeout(timer);
+          this.#handshake = undefined;
+          resolve();
+        },
+        reject: (err) => {
+          clearTimeout(timer);
+          this.#handshake = undefined;
+          reject(err);
+        },
+      };
+    });
+  }
+
+  #failHandshake(err: Error): void {
+    this.#handshake?.reject(err);
+  }
+
+  #send(ev: ClientEvent): boolean {
+    const ws = this.#ws;
+    if (ws === undefined || ws.readyState !== WebSocket.OPEN) return false;
+    ws.send(JSON.stringify(ev));
+    return true;
+  }
+
+  /** `response.create` now, or once the active response is done (the server allows one). */
+  #requestResponse(): void {
+    if (this.#responseActive) {
+      this.#responseWanted = true;
+      return;
+    }
+    this.#responseActive = true;
+    this.#send({ type: "response.create" });
+  }
+
+  #onSocketClose(ev: CloseEvent): void {
+    const p = this.#cfg.provider;
+    this.#failHandshake(new FlowcatError("closed", `${p}: socket closed during session setup`));
+    const reason = ev.reason
+      ? `socket closed (${ev.code}: ${ev.reason})`
+      : `socket closed (${ev.code})`;
+    if (this.#state !== "closed") this.#log.info(`${p}: ${reason}`);
+    this.#state = "closed";
+    this.#queue.close(reason);
+  }
+
+  #onMessage(data: unknown): void {
+    const ev = parseServerEvent(data);
+    if (ev === undefined) {
+      this.#log.debug(`${this.#cfg.provider}: skipped a malformed server message`);
+      return;
+    }
+    try {
+      this.#dispatch(ev);
+    } catch (err) {
+      // A provider quirk must not end the call: skip the event.
+      this.#log.warn(`${this.#cfg.provider}: could not handle a server event`, {
+        type: ev.type,
+        error: errorMessage(err),
+      });
+    }
+  }
+
+  #dispatch(ev: ServerEvent): void {
+    const t = ev.type;
+    if (this.#handshake !== undefined) return this.#onHandshakeEvent(ev);
+    if (AUDIO_DELTA_EVENTS.has(t)) return this.#onAudioDelta(ev);
+    if (BOT_TRANSCRIPT_DELTA_EVENTS.has(t)) return this.#pushText("bot_text", ev.delta, false);
+    if (BOT_TRANSCRIPT_DONE_EVENTS.has(t)) return this.#pushText("bot_text", ev.transcript, true);
+    switch (t) {
+      case "input_audio_buffer.speech_started":
+        return this.#onSpeechStarted();
+      case "conversation.item.input_audio_transcription.delta":
+        return this.#pushText("user_text", ev.delta, false);
+      case "conversation.item.input_audio_transcription.completed":
+        return this.#pushText("user_text", ev.transcript, true);
+      case "conversation.item.input_audio_transcription.failed":
+        return this.#logError("input transcription failed", ev.error);
+      case "response.created":
+        this.#responseActive = true;
+        return;
+      case "response.function_call_arguments.done":
+        return this.#onToolCall(ev);
+      case "response.done":
+        return this.#onResponseDone(ev);
+      case "error":
+        return this.#logError("server error", ev.error);
+    }
+  }
+
+  #onHandshakeEvent(ev: ServerEvent): void {
+    const hs = this.#handshake!;
+    if (ev.type === "session.created" && hs.phase === "created") {
+      hs.phase = "updated";
+      this.#send(hs.update);
+    } else if (ev.type === "session.updated" && hs.phase === "updated") {
+      hs.resolve();
+    } else if (ev.type === "error") {
+      // Nothing but the session.update is in flight: its rejection would only end in a timeout.
+      const e = serverErrorInfo(ev.error);
+      const what = `${e.code ?? e.type ?? "error"} ${e.message ?? ""}`.trim();
+      hs.reject(new FlowcatError("protocol", `${this.#cfg.provider}: session rejected: ${what}`));
+    }
+  }
+
+  #pushText(type: "user_text" | "bot_text", text: unknown, final: boolean): void {
+    if (typeof text !== "string" || (!final && text === "")) return;
+    this.#queue.push({ type, text, final });
+  }
+
+  #onAudioDelta(ev: ServerEvent): void {
+    const delta = audioDeltaOf(ev);
+    if (delta === undefined) {
+      this.#log.debug(`${this.#cfg.provider}: skipped an audio delta that is not base64 PCM16`);
+      return;
+    }
+    const { pcm, itemId } = delta;
+    if (pcm.length === 0) return;
+    if (itemId !== undefined) {
+      if (this.#audioItem?.id !== itemId) {
+        this.#audioItem = { id: itemId, contentIndex: delta.contentIndex, samples: 0 };
+      }
+      this.#audioItem.samples += pcm.length;
+    }
+    this.#queue.push({ type: "audio_out", audio: audioFrame(pcm, OPENAI_PCM_RATE) });
+  }
+
+  #onSpeechStarted(): void {
+    this.#queue.push({ type: "interrupted" });
+    const item = this.#audioItem;
+    if (item !== undefined && item.samples > 0) {
+      // Received, not played: the carrier may still hold some of it (see docs).
+      this.#send({
+        type: "conversation.item.truncate",
+        item_id: item.id,
+        content_index: item.contentIndex,
+        audio_end_ms: Math.floor((item.samples * 1000) / OPENAI_PCM_RATE),
+      });
+      this.#audioItem = undefined;
+    }
+    if (this.#responseActive && !this.#cfg.serverInterrupt) {
+      this.#send({ type: "response.cancel" });
+    }
+  }
+
+  #onToolCall(ev: ServerEvent): void {
+    const p = this.#cfg.provider;
+    const call = functionCallOf(ev);
+    if (call === undefined) {
+      this.#log.warn(`${p}: skipped a function call without call_id or name`);
+      return;
+    }
+    const { callId: id, name } = call;
+    if (call.args === undefined) {
+      this.#log.warn(`${p}: function call arguments are not a JSON object`, { name, callId: id });
+    }
+    this.#queue.push({ type: "tool_call", id, name, args: call.args ?? {} });
+  }
+
+  #onResponseDone(ev: ServerEvent): void {
+    const usage = usageFromResponse(ev.response);
+    if (usage !== undefined) this.#queue.push({ type: "usage", usage });
+    this.#queue.push({ type: "turn_complete" });
+    this.#responseActive = false;
+    if (this.#responseWanted) {
+      this.#responseWanted = false;
+      this.#requestResponse();
+    }
+  }
+
+  #logError(what: string, error: unknown): void {
+    const e = serverErrorInfo(error);
+    this.#log.warn(`${this.#cfg.provider}: ${what}`, {
+      code: e.code ?? null,
+      errorType: e.type ?? null,
+      message: e.message ?? null,
+    });
+  }
+}
+
+/** Factory for the registry: an {@link OpenAIRealtimeClient} on OpenAI's endpoint. */
+export const createOpenAIRealtime: RealtimeFactory = (opts) => new OpenAIRealtimeClient(opts);

@@ -1,0 +1,95 @@
+/**
+ * Provider registry: name -> what the provider needs (hosts it dials, its key variable) and a
+ * lazy loader. The agent server resolves providers by name from its config; a provider's module
+ * is imported only when a config names it, so an unused provider costs nothing.
+ *
+ * The embedded library never reads keys from the environment: embedders construct clients
+ * directly. Only the server reads `<PROVIDER>_API_KEY` (see {@link providerKeyEnv}).
+ * @module
+ */
+
+import type { Logger } from "../core/log.ts";
+import type { RealtimeLlm } from "../core/seams.ts";
+
+/** Kinds of provider a pipeline uses. */
+export type ProviderKind = "realtime" | "stt" | "llm" | "tts";
+
+/** What every realtime provider factory takes. */
+export interface RealtimeProviderOptions {
+  /** Credential; absent for local providers. Never logged. */
+  apiKey?: string;
+  model?: string;
+  voice?: string;
+  /** Override the provider's endpoint (tests, proxies, compatible providers). */
+  url?: string;
+  /** Provider-specific options from the config. */
+  options?: Record<string, unknown>;
+  logger?: Logger;
+}
+
+/** Makes one realtime client per call. */
+export type RealtimeFactory = (opts: RealtimeProviderOptions) => RealtimeLlm;
+
+/** A registered provider. */
+export interface ProviderInfo {
+  name: string;
+  kind: ProviderKind;
+  /** `host:port` pairs the provider dials (for `--allow-net`); empty for local providers. */
+  hosts: readonly string[];
+  /** False for local, credential-free providers. */
+  needsKey: boolean;
+  /** One-line description for `--help` and docs. */
+  description: string;
+}
+
+/** A realtime provider with its lazy factory. */
+export interface RealtimeProviderInfo extends ProviderInfo {
+  kind: "realtime";
+  load(): Promise<RealtimeFactory>;
+}
+
+/** Realtime (speech-to-speech) providers by name. */
+export const REALTIME_PROVIDERS: Readonly<Record<string, RealtimeProviderInfo>> = Object.freeze({
+  echo: {
+    name: "echo",
+    kind: "realtime",
+    hosts: [],
+    needsKey: false,
+    description: "local, credential-free: speaks back what it hears",
+    load: () => import("./realtime/echo.ts").then((m) => m.createEchoRealtime),
+  },
+  gemini: {
+    name: "gemini",
+    kind: "realtime",
+    hosts: ["generativelanguage.googleapis.com:443"],
+    needsKey: true,
+    description: "Google Gemini Live (BidiGenerateContent)",
+    load: () => import("./realtime/gemini_live.ts").then((m) => m.createGeminiLive),
+  },
+  openai: {
+    name: "openai",
+    kind: "realtime",
+    hosts: ["api.openai.com:443"],
+    needsKey: true,
+    description: "OpenAI Realtime (GA protocol)",
+    load: () => import("./realtime/openai_realtime.ts").then((m) => m.createOpenAIRealtime),
+  },
+});
+
+/** Every provider of `kind`, by name. */
+export function providersOfKind(kind: ProviderKind): Readonly<Record<string, ProviderInfo>> {
+  return kind === "realtime" ? REALTIME_PROVIDERS : {};
+}
+
+/**
+ * The environment variable holding a provider's key: `<PROVIDER>_API_KEY`, upper-case, with
+ * characters other than letters and digits as `_`.
+ *
+ * @example
+ * ```ts
+ * providerKeyEnv("openai"); // "OPENAI_API_KEY"
+ * ```
+ */
+export function providerKeyEnv(name: string): string {
+  return `${name.toUpperCase().replace(/[^A-Z0-9]/g, "_")}_API_KEY`;
+}

@@ -1,0 +1,72 @@
+/**
+ * The agent server, assembled: session store, call manager, outbound dialer and the route
+ * table, behind one `Deno.serve` handler. `server/main.ts` is the command line around it;
+ * embedders and tests use {@link createAgentServer} directly.
+ *
+ * @example
+ * ```ts
+ * const app = await createAgentServer({ config, env: (n) => Deno.env.get(n), logger });
+ * const server = Deno.serve({ hostname: "127.0.0.1", port: 6210 }, app.handler);
+ * ```
+ * @module
+ */
+
+import type { Logger } from "../core/log.ts";
+import type { RealtimeFactory } from "../providers/registry.ts";
+import { CallManager, type EnvGet } from "./calls.ts";
+import type { AgentServerConfig } from "./config.ts";
+import { carrierDialer, type OutboundDialer, type SipDialFn } from "./outbound.ts";
+import { router } from "./router.ts";
+import { agentRoutes } from "./routes.ts";
+import { MemorySessionSource } from "./session_store.ts";
+
+/** Options of {@link createAgentServer}. */
+export interface AgentServerOptions {
+  config: AgentServerConfig;
+  env: EnvGet;
+  logger: Logger;
+  /** Replaces the registry's realtime factory (tests). */
+  realtimeFactory?: RealtimeFactory;
+  /** Places SIP calls for `POST /calls` (the server's SIP agent). */
+  sipDial?: SipDialFn;
+  /** Replaces the outbound dialer entirely (tests). */
+  dialer?: OutboundDialer;
+}
+
+/** A running agent server's parts. */
+export interface AgentServer {
+  handler: (req: Request, info?: Deno.ServeHandlerInfo) => Promise<Response>;
+  calls: CallManager;
+  sessions: MemorySessionSource;
+}
+
+/** Build the server (loads the realtime provider; throws a config error for a missing key). */
+export async function createAgentServer(opts: AgentServerOptions): Promise<AgentServer> {
+  const { config, env, logger } = opts;
+  const provider = config.providers.realtime?.name ?? "none";
+  const brainConfig = config.agent.kind === "remote" ? config.agent.brainConfig : {};
+  const sessions = new MemorySessionSource({
+    provider,
+    brainConfig,
+    ...(config.recording.enabled ? { artifactDir: config.recording.dir } : {}),
+  });
+  const calls = await CallManager.create({
+    config,
+    sessions,
+    env,
+    logger,
+    ...(opts.realtimeFactory ? { realtimeFactory: opts.realtimeFactory } : {}),
+  });
+  const dialer = opts.dialer ?? carrierDialer({
+    sessions,
+    env,
+    carriers: config.telephony.carriers,
+    ...(config.telephony.sip ? { callerId: config.telephony.sip.callerId } : {}),
+    ...(opts.sipDial ? { sip: opts.sipDial } : {}),
+  });
+  const handler = router(agentRoutes({ config, calls, sessions, env, logger, dialer }), {
+    maxBodyBytes: config.limits.maxBodyBytes,
+    logger,
+  });
+  return { handler, calls, sessions };
+}

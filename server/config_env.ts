@@ -1,0 +1,126 @@
+/**
+ * Environment variables a config needs: provider keys (`<PROVIDER>_API_KEY`), the SIP password,
+ * webhook secrets, API and brain tokens, plus the optional `FLOWCAT_*` knobs. Used for
+ * `--allow-env` and for the start-up check; values are never read into a message.
+ * @module
+ */
+
+import { providerKeyEnv, type ProviderKind, providersOfKind } from "../providers/registry.ts";
+import { REALTIME_ENV_NAMES } from "../providers/realtime/env.ts";
+import type { Problem } from "../core/agent/problems.ts";
+import type { AgentServerConfig } from "./config_types.ts";
+
+/** Log level variable the server reads (`debug`, `info`, `warn`, `error`, `silent`). */
+export const LOG_ENV = "FLOWCAT_LOG";
+
+/** One environment variable the server reads. */
+export interface EnvRequirement {
+  name: string;
+  /** Why it is read, for messages and docs. */
+  why: string;
+  /** True when the server refuses to start without it. */
+  required: boolean;
+  /** The config field that asks for it (absent for the optional knobs). */
+  path?: string;
+}
+
+const KINDS: readonly ProviderKind[] = ["realtime", "stt", "llm", "tts"];
+
+/**
+ * Every variable the server reads for `config`, required ones first, each name once.
+ *
+ * @example
+ * ```ts
+ * requiredEnv(config).filter((e) => e.required).map((e) => e.name); // ["GEMINI_API_KEY"]
+ * ```
+ */
+export function requiredEnv(config: AgentServerConfig): EnvRequirement[] {
+  const out: EnvRequirement[] = [];
+  const add = (e: EnvRequirement) => {
+    if (!out.some((o) => o.name === e.name)) out.push(e);
+  };
+  for (const kind of KINDS) {
+    const p = config.providers[kind];
+    if (p === undefined || providersOfKind(kind)[p.name]?.needsKey !== true) continue;
+    add({
+      name: providerKeyEnv(p.name),
+      why: `API key of the ${p.name} ${kind} provider`,
+      required: true,
+      path: `providers.${kind}.name`,
+    });
+  }
+  if (config.agent.kind === "remote" && config.agent.tokenEnv !== undefined) {
+    add({
+      name: config.agent.tokenEnv,
+      why: "bearer token sent to the remote brain",
+      required: true,
+      path: "agent.remote.token_env",
+    });
+  }
+  const sip = config.telephony.sip;
+  if (sip !== undefined) {
+    add({
+      name: sip.passwordEnv,
+      why: "SIP trunk password",
+      required: true,
+      path: "telephony.sip.password_env",
+    });
+  }
+  for (const [carrier, name] of Object.entries(config.telephony.webhookSecretsEnv)) {
+    if (name === undefined) continue;
+    add({
+      name,
+      why: `${carrier} webhook signing secret`,
+      required: true,
+      path: `telephony.webhook_secrets_env.${carrier}`,
+    });
+  }
+  if (config.api.tokenEnv !== undefined) {
+    add({
+      name: config.api.tokenEnv,
+      why: "bearer token of POST /calls",
+      required: true,
+      path: "api.token_env",
+    });
+  }
+  add({ name: LOG_ENV, why: "log level (debug, info, warn, error, silent)", required: false });
+  if (config.pipeline === "s2s") {
+    for (const name of REALTIME_ENV_NAMES) {
+      add({ name, why: "realtime voice and turn-taking knob", required: false });
+    }
+  }
+  return out;
+}
+
+/**
+ * Problems for required variables that are unset or empty, read through `get` (e.g.
+ * `(n) => Deno.env.get(n)`). Each names the variable and the field that asks for it, never a
+ * value.
+ */
+export function checkEnv(
+  config: AgentServerConfig,
+  get: (name: string) => string | undefined,
+): Problem[] {
+  const problems: Problem[] = [];
+  for (const req of requiredEnv(config)) {
+    if (!req.required) continue;
+    let value: string | undefined;
+    try {
+      value = get(req.name);
+    } catch {
+      problems.push({
+        path: req.path ?? "",
+        message: `cannot read environment variable ${req.name} (run with --allow-env=${req.name})`,
+        code: "env",
+      });
+      continue;
+    }
+    if (value !== undefined && value.trim() !== "") continue;
+    problems.push({
+      path: req.path ?? "",
+      message: `environment variable ${req.name} is not set (${req.why}; export ${req.name}=...)`,
+      code: "env",
+    });
+  }
+  return problems;
+}

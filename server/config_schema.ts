@@ -1,0 +1,281 @@
+/**
+ * Zod schema of the agent server config file (snake_case, as written by the operator). Fields
+ * that need a "did you mean" (provider, pipeline and carrier names) are checked here with custom
+ * messages; rules that span fields live in `config_checks.ts`. Reference: docs/config.md.
+ * @module
+ */
+
+import { z } from "zod";
+import { type ProviderKind, providersOfKind } from "../providers/registry.ts";
+import { CARRIER_NAMES } from "../telephony/serializers/mod.ts";
+import { isE164 } from "../telephony/security.ts";
+import { parseHostPort, parseUri } from "../telephony/sip/uri.ts";
+import { VARIABLE_NAME_RE } from "../core/agent/interpolate.ts";
+import { describeType, shown, suggestionHint } from "./config_suggest.ts";
+
+/** Pipeline shapes: one speech-to-speech model, or speech-to-text + language model + speech. */
+export const PIPELINE_KINDS = ["s2s", "cascaded"] as const;
+
+/** Pattern of an environment variable name (the `*_env` fields hold names, never values). */
+export const ENV_NAME_RE: RegExp = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** Default listening port of the agent server. */
+export const DEFAULT_PORT = 6210;
+/** Default listening address of the agent server (loopback: nothing outside this machine). */
+export const DEFAULT_HOST = "127.0.0.1";
+
+/** A string that must be one of `names` (read when checked, so late registrations count). */
+function oneOfNames(what: string, names: () => readonly string[], noneHint?: string) {
+  return z.string().superRefine((value, ctx) => {
+    const all = names();
+    if (all.includes(value)) return;
+    const hint = all.length === 0 && noneHint ? noneHint : suggestionHint(value, all);
+    ctx.addIssue({ code: "custom", message: `unknown ${what} ${shown(value)} (${hint})` });
+  });
+}
+
+const envName = z.string().regex(
+  ENV_NAME_RE,
+  "must be the NAME of an environment variable (letters, digits, _), never the secret itself",
+);
+
+/** A URL with one of `schemes` (`http:` ...), shown with an example in the message. */
+function urlWith(schemes: readonly string[], example: string) {
+  return z.string().superRefine((value, ctx) => {
+    let ok = false;
+    try {
+      ok = schemes.includes(new URL(value).protocol);
+    } catch {
+      ok = false;
+    }
+    if (!ok) {
+      const list = schemes.map((s) => s.replace(":", "")).join(" or ");
+      ctx.addIssue({
+        code: "custom",
+        message: `${shown(value)} is not a ${list} URL (e.g. ${example})`,
+      });
+    }
+  });
+}
+
+const port = z.int().min(1).max(65535);
+
+/** `host`, `host:port`, `[v6]:port`, or `*` (any host) in an allow list. */
+const hostEntry = z.string().superRefine((value, ctx) => {
+  if (value === "*" || parseHostPort(value).ok) return;
+  ctx.addIssue({
+    code: "custom",
+    message: `${
+      shown(value)
+    } is not a host, host:port or "*" (e.g. 203.0.113.5 or 203.0.113.5:5060)`,
+  });
+});
+
+/** A provider of `kind`: its registry name and the settings every provider understands. */
+function providerSchema<T extends z.ZodRawShape>(kind: ProviderKind, extra: T) {
+  const name = oneOfNames(
+    "provider",
+    () => Object.keys(providersOfKind(kind)),
+    `no ${kind} providers are available yet`,
+  );
+  return z.strictObject({
+    name,
+    model: z.string().min(1).optional(),
+    url: urlWith(["wss:", "ws:", "https:", "http:"], "wss://proxy.example.com/v1/realtime")
+      .optional(),
+    options: z.record(z.string(), z.unknown()).prefault({}),
+    ...extra,
+  });
+}
+
+const realtimeSchema = providerSchema("realtime", { voice: z.string().min(1).optional() });
+const sttSchema = providerSchema("stt", { language: z.string().min(1).optional() });
+const llmSchema = providerSchema("llm", {});
+const ttsSchema = providerSchema("tts", { voice: z.string().min(1).optional() });
+
+const providersSchema = z.strictObject({
+  realtime: realtimeSchema.optional(),
+  stt: sttSchema.optional(),
+  llm: llmSchema.optional(),
+  tts: ttsSchema.optional(),
+});
+
+const remoteSchema = z.strictObject({
+  url: urlWith(["http:", "https:"], "http://127.0.0.1:8080"),
+  brain_config: z.record(z.string(), z.unknown()).prefault({}),
+  timeout_ms: z.int().min(1).max(600_000).default(5000),
+  token_env: envName.optional(),
+});
+
+const variableName = z.string().regex(VARIABLE_NAME_RE, "must match [A-Za-z_][A-Za-z0-9_]*");
+
+const agentSchema = z.strictObject({
+  // A file path or an inline graph spec; resolved and validated by the loader.
+  graph: z.unknown().optional(),
+  remote: remoteSchema.optional(),
+  vars: z.record(variableName, z.json()).prefault({}),
+  greeting: z.string().min(1, "must not be empty").optional(),
+});
+
+const callerId = z.unknown().superRefine((value, ctx) => {
+  if (isE164(value)) return;
+  const yamlNumber = typeof value === "number"
+    ? `; YAML read it as a number, so quote it: caller_id: "+${value}"`
+    : "";
+  ctx.addIssue({
+    code: "custom",
+    message: `must be an E.164 number like "+15551230000" (got ${shown(value)}${yamlNumber})`,
+  });
+});
+
+const sipServer = z.string().superRefine((value, ctx) => {
+  const uri = parseUri(value);
+  if (uri.ok && (uri.value.scheme === "sip" || uri.value.scheme === "sips")) return;
+  ctx.addIssue({
+    code: "custom",
+    message: `${
+      shown(value)
+    } is not a SIP URI (e.g. sip:trunk.example.com or sip:203.0.113.5:5060)`,
+  });
+});
+
+const sipSchema = z.strictObject({
+  server: sipServer,
+  login: z.string().min(1, "must not be empty"),
+  password_env: envName,
+  caller_id: callerId,
+  public_ip: z.ipv4("must be an IPv4 address like 203.0.113.5").optional(),
+  sip_port: port.default(5060),
+  rtp_port_base: z.int().min(1024).max(65534).default(16000).refine(
+    (n) => n % 2 === 0,
+    "must be even (RTP uses even ports, RTCP the odd one above)",
+  ),
+  rtp_port_tries: z.int().min(1).max(30000).default(200),
+  allow_hosts: z.array(hostEntry).default([]),
+});
+
+const carrierName = oneOfNames("carrier", () => CARRIER_NAMES);
+
+const telephonySchema = z.strictObject({
+  public_url: urlWith(["https:", "http:"], "https://agent.example.com").optional(),
+  carriers: z.array(carrierName).default([]),
+  webhook_secrets_env: z.record(z.string(), envName).prefault({}),
+  sip: sipSchema.optional(),
+});
+
+const recordingSchema = z.strictObject({
+  enabled: z.boolean().default(false),
+  dir: z.string().min(1, "must not be empty").default("./recordings"),
+});
+
+const limitsSchema = z.strictObject({
+  max_calls: z.int().min(1).default(100),
+  max_call_seconds: z.int().min(1).default(3600),
+  max_body_bytes: z.int().min(1024).max(64 * 1024 * 1024).default(65536),
+  drain_seconds: z.int().min(0).max(3600).default(10),
+});
+
+const serverSchema = z.strictObject({
+  host: z.string().min(1, "must not be empty").default(DEFAULT_HOST),
+  port: z.int().min(0).max(65535).default(DEFAULT_PORT),
+});
+
+const apiSchema = z.strictObject({ token_env: envName.optional() });
+
+const playgroundSchema = z.strictObject({
+  enabled: z.boolean().default(true),
+  media_hosts: z.array(hostEntry).default([]),
+});
+
+/** Zod schema of the whole config document. */
+export const configSchema = z.strictObject({
+  version: z.literal(1, "the only config version is 1").optional(),
+  agent: agentSchema,
+  pipeline: oneOfNames("pipeline", () => PIPELINE_KINDS).default("s2s"),
+  providers: providersSchema.prefault({}),
+  telephony: telephonySchema.prefault({}),
+  recording: recordingSchema.prefault({}),
+  limits: limitsSchema.prefault({}),
+  server: serverSchema.prefault({}),
+  api: apiSchema.prefault({}),
+  playground: playgroundSchema.prefault({}),
+});
+
+/** The config document after schema validation (snake_case, defaults filled in). */
+export type ConfigDocument = z.output<typeof configSchema>;
+
+/** Keys allowed in each object of the document, by dotted path (for "did you mean"). */
+export const KNOWN_KEYS: Readonly<Record<string, readonly string[]>> = Object.freeze({
+  "": Object.keys(configSchema.shape),
+  agent: Object.keys(agentSchema.shape),
+  "agent.remote": Object.keys(remoteSchema.shape),
+  providers: Object.keys(providersSchema.shape),
+  "providers.realtime": Object.keys(realtimeSchema.shape),
+  "providers.stt": Object.keys(sttSchema.shape),
+  "providers.llm": Object.keys(llmSchema.shape),
+  "providers.tts": Object.keys(ttsSchema.shape),
+  telephony: Object.keys(telephonySchema.shape),
+  "telephony.sip": Object.keys(sipSchema.shape),
+  recording: Object.keys(recordingSchema.shape),
+  limits: Object.keys(limitsSchema.shape),
+  server: Object.keys(serverSchema.shape),
+  api: Object.keys(apiSchema.shape),
+  playground: Object.keys(playgroundSchema.shape),
+});
+
+/** Where each secret comes from instead, for keys that would put a secret in the file. */
+const PROVIDER_SECRET =
+  "provider keys are never written in the config; the server reads <PROVIDER>_API_KEY";
+/** Inline-secret keys refused per object path, with the hint that replaces them. */
+export const INLINE_SECRET_HINTS: Readonly<Record<string, Readonly<Record<string, string>>>> =
+  Object
+    .freeze({
+      "telephony.sip": {
+        password:
+          "put the password in an environment variable and name it: password_env: SIP_PASSWORD",
+      },
+      api: {
+        token: "put the token in an environment variable and name it: token_env: FLOWCAT_API_TOKEN",
+      },
+      "agent.remote": {
+        token: "put the token in an environment variable and name it: token_env: BRAIN_TOKEN",
+      },
+      "providers.realtime": { api_key: PROVIDER_SECRET, key: PROVIDER_SECRET },
+      "providers.stt": { api_key: PROVIDER_SECRET, key: PROVIDER_SECRET },
+      "providers.llm": { api_key: PROVIDER_SECRET, key: PROVIDER_SECRET },
+      "providers.tts": { api_key: PROVIDER_SECRET, key: PROVIDER_SECRET },
+    });
+
+/** Hints for required fields when they are missing, by dotted path. */
+export const MISSING_HINTS: Readonly<Record<string, string>> = Object.freeze({
+  agent: "add agent.graph: <graph file> or agent.remote.url: <brain URL>",
+  "agent.remote.url": "the remote brain's base URL, e.g. http://127.0.0.1:8080",
+  "providers.realtime.name": "a realtime provider: echo, gemini or openai",
+  "providers.stt.name": "a speech-to-text provider name",
+  "providers.llm.name": "a language-model provider name",
+  "providers.tts.name": "a text-to-speech provider name",
+  "telephony.sip.server": "the registrar or proxy SIP URI, e.g. sip:trunk.example.com",
+  "telephony.sip.login": "the SIP auth username of the trunk",
+  "telephony.sip.password_env":
+    "the name of the environment variable holding the trunk password, e.g. SIP_PASSWORD",
+  "telephony.sip.caller_id": 'the trunk number in E.164 form, e.g. "+15551230000"',
+});
+
+/** What a zod type name means to a config author. */
+export function expectedWords(expected: string): string {
+  const words: Record<string, string> = {
+    string: "a string",
+    number: "a number",
+    int: "an integer",
+    boolean: "true or false",
+    object: "a mapping",
+    record: "a mapping",
+    array: "a list",
+  };
+  return words[expected] ?? expected;
+}
+
+/** `expected X, got Y` for a value of the wrong type. */
+export function wrongTypeMessage(expected: string, actual: unknown): string {
+  return `expected ${expectedWords(expected)}, got ${describeType(actual)}`;
+}

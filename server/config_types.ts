@@ -1,0 +1,249 @@
+/**
+ * The agent server config as the server uses it: camelCase, defaults filled in, relative paths
+ * resolved against the config file's directory. Made from the validated snake_case document by
+ * {@link toServerConfig}. Field reference: docs/config.md.
+ * @module
+ */
+
+import { isAbsolute, join, normalize } from "node:path";
+import { FlowcatError } from "../core/errors.ts";
+import type { GraphSpec } from "../core/agent/graph_spec.ts";
+import type { CarrierName } from "../telephony/serializers/mod.ts";
+import type { ConfigDocument } from "./config_schema.ts";
+
+/** Pipeline shape: one speech-to-speech model, or STT + LLM + TTS. */
+export type PipelineKind = "s2s" | "cascaded";
+
+/** One provider, named as in the registry (`providers/registry.ts`). */
+export interface ProviderConfig {
+  /** Registry name, e.g. `gemini`. Its key is read from `<NAME>_API_KEY`. */
+  name: string;
+  model?: string;
+  /** Voice (realtime and tts providers). */
+  voice?: string;
+  /** Language hint (stt providers). */
+  language?: string;
+  /** Endpoint override (proxies, compatible services, tests). */
+  url?: string;
+  /** Provider-specific options, passed through as written. */
+  options: Record<string, unknown>;
+}
+
+/** The providers the pipeline uses: `realtime` for s2s; `stt`, `llm`, `tts` for cascaded. */
+export interface ProvidersConfig {
+  realtime?: ProviderConfig;
+  stt?: ProviderConfig;
+  llm?: ProviderConfig;
+  tts?: ProviderConfig;
+}
+
+/** A local graph agent. */
+export interface GraphAgentConfig {
+  kind: "graph";
+  /** The graph file as resolved (relative to the working directory); absent when inline. */
+  graphFile?: string;
+  /** The validated graph. */
+  spec: GraphSpec;
+  /** Seed variables, over the graph's defaults. */
+  vars: Record<string, unknown>;
+  /** Spoken when the call starts, `{{var}}` interpolated. */
+  greeting?: string;
+}
+
+/** A remote brain reached over the remote-brain HTTP contract. */
+export interface RemoteAgentConfig {
+  kind: "remote";
+  url: string;
+  /** Sent as `brain_config` in `POST /session`; opaque to the server. */
+  brainConfig: Record<string, unknown>;
+  timeoutMs: number;
+  /** Environment variable holding a bearer token for the brain, if it wants one. */
+  tokenEnv?: string;
+  /** Spoken when the call starts, as written. */
+  greeting?: string;
+}
+
+/** The agent: a local graph or a remote brain. */
+export type AgentConfig = GraphAgentConfig | RemoteAgentConfig;
+
+/** A SIP trunk (the seed's SipConfig, with the password named by an environment variable). */
+export interface SipTrunkConfig {
+  /** Registrar or proxy SIP URI. */
+  server: string;
+  login: string;
+  /** Environment variable holding the trunk password. */
+  passwordEnv: string;
+  /** E.164 number used as the From user on outbound calls. */
+  callerId: string;
+  publicIp?: string;
+  sipPort: number;
+  rtpPortBase: number;
+  rtpPortTries: number;
+  /** Hosts the trunk signals and sends media from (`--allow-net`); `*` for any. */
+  allowHosts: string[];
+}
+
+/** Carriers, webhook verification and the SIP trunk. */
+export interface TelephonyConfig {
+  /** Public base URL used in answer documents (no trailing slash). */
+  publicUrl?: string;
+  carriers: CarrierName[];
+  /** Environment variable per carrier holding its webhook signing secret. */
+  webhookSecretsEnv: Partial<Record<CarrierName, string>>;
+  sip?: SipTrunkConfig;
+}
+
+/** Call recordings and transcripts. */
+export interface RecordingConfig {
+  enabled: boolean;
+  /** Directory, resolved against the config file's directory. */
+  dir: string;
+}
+
+/** Server-wide bounds. */
+export interface LimitsConfig {
+  maxCalls: number;
+  maxCallSeconds: number;
+  maxBodyBytes: number;
+  drainSeconds: number;
+}
+
+/** Where the HTTP server listens (the CLI's --host/--port override it). */
+export interface ListenConfig {
+  host: string;
+  port: number;
+}
+
+/** The control API (`POST /calls`). */
+export interface ApiConfig {
+  /** Environment variable holding the bearer token; `/calls` is disabled without it. */
+  tokenEnv?: string;
+}
+
+/** The browser playground (`GET /`, `POST /webrtc/offer`). */
+export interface PlaygroundConfig {
+  enabled: boolean;
+  /** Extra hosts WebRTC media may be sent to (browsers on other machines); `*` for any. */
+  mediaHosts: string[];
+}
+
+/** The validated agent server config. */
+export interface AgentServerConfig {
+  /** The config file as given, when loaded from a file. */
+  configFile?: string;
+  /** Directory relative paths in the file were resolved against. */
+  baseDir: string;
+  agent: AgentConfig;
+  pipeline: PipelineKind;
+  providers: ProvidersConfig;
+  telephony: TelephonyConfig;
+  recording: RecordingConfig;
+  limits: LimitsConfig;
+  server: ListenConfig;
+  api: ApiConfig;
+  playground: PlaygroundConfig;
+}
+
+/** `path` resolved against `baseDir` (no `Deno.cwd()`, which would need read permission). */
+export function resolveFrom(baseDir: string, path: string): string {
+  return isAbsolute(path) ? normalize(path) : normalize(join(baseDir, path));
+}
+
+type ProviderDoc = {
+  name: string;
+  model?: string;
+  voice?: string;
+  language?: string;
+  url?: string;
+  options: Record<string, unknown>;
+};
+
+function provider(doc: ProviderDoc | undefined): ProviderConfig | undefined {
+  if (doc === undefined) return undefined;
+  const out: ProviderConfig = { name: doc.name, options: doc.options };
+  if (doc.model !== undefined) out.model = doc.model;
+  if (doc.voice !== undefined) out.voice = doc.voice;
+  if (doc.language !== undefined) out.language = doc.language;
+  if (doc.url !== undefined) out.url = doc.url;
+  return out;
+}
+
+function agent(doc: ConfigDocument, graph: { spec: GraphSpec; file?: string } | undefined) {
+  const a = doc.agent;
+  if (a.remote !== undefined) {
+    const out: RemoteAgentConfig = {
+      kind: "remote",
+      url: a.remote.url,
+      brainConfig: a.remote.brain_config,
+      timeoutMs: a.remote.timeout_ms,
+    };
+    if (a.remote.token_env !== undefined) out.tokenEnv = a.remote.token_env;
+    if (a.greeting !== undefined) out.greeting = a.greeting;
+    return out;
+  }
+  if (graph === undefined) {
+    throw new FlowcatError("config", "a graph agent needs its validated graph");
+  }
+  const out: GraphAgentConfig = { kind: "graph", spec: graph.spec, vars: { ...a.vars } };
+  if (graph.file !== undefined) out.graphFile = graph.file;
+  if (a.greeting !== undefined) out.greeting = a.greeting;
+  return out;
+}
+
+/** The typed config from a validated document (and its validated graph, for graph agents). */
+export function toServerConfig(
+  doc: ConfigDocument,
+  baseDir: string,
+  graph: { spec: GraphSpec; file?: string } | undefined,
+  configFile?: string,
+): AgentServerConfig {
+  const t = doc.telephony;
+  const telephony: TelephonyConfig = {
+    carriers: t.carriers as CarrierName[],
+    webhookSecretsEnv: { ...t.webhook_secrets_env } as Partial<Record<CarrierName, string>>,
+  };
+  if (t.public_url !== undefined) telephony.publicUrl = t.public_url.replace(/\/+$/, "");
+  if (t.sip !== undefined) {
+    const s = t.sip;
+    telephony.sip = {
+      server: s.server,
+      login: s.login,
+      passwordEnv: s.password_env,
+      callerId: s.caller_id as string,
+      sipPort: s.sip_port,
+      rtpPortBase: s.rtp_port_base,
+      rtpPortTries: s.rtp_port_tries,
+      allowHosts: [...s.allow_hosts],
+    };
+    if (s.public_ip !== undefined) telephony.sip.publicIp = s.public_ip;
+  }
+  const providers: ProvidersConfig = {};
+  for (const kind of ["realtime", "stt", "llm", "tts"] as const) {
+    const p = provider(doc.providers[kind] as ProviderDoc | undefined);
+    if (p !== undefined) providers[kind] = p;
+  }
+  const api: ApiConfig = {};
+  if (doc.api.token_env !== undefined) api.tokenEnv = doc.api.token_env;
+  const out: AgentServerConfig = {
+    baseDir,
+    agent: agent(doc, graph),
+    pipeline: doc.pipeline as PipelineKind,
+    providers,
+    telephony,
+    recording: {
+      enabled: doc.recording.enabled,
+      dir: resolveFrom(baseDir, doc.recording.dir),
+    },
+    limits: {
+      maxCalls: doc.limits.max_calls,
+      maxCallSeconds: doc.limits.max_call_seconds,
+      maxBodyBytes: doc.limits.max_body_bytes,
+      drainSeconds: doc.limits.drain_seconds,
+    },
+    server: { host: doc.server.host, port: doc.server.port },
+    api,
+    playground: { enabled: doc.playground.enabled, mediaHosts: [...doc.playground.media_hosts] },
+  };
+  if (configFile !== undefined) out.configFile = configFile;
+  return out;
+}

@@ -1,0 +1,199 @@
+/**
+ * `deno task start`: the Flowcat agent server.
+ *
+ * ```sh
+ * deno task start                                  # examples/agent.yaml: local echo agent, no key
+ * deno task start --config my-agent.yaml --port 8000
+ * deno task start --config my-agent.yaml --print-permissions
+ * ```
+ *
+ * A config with problems prints every one of them (`path: message (hint)`) and exits 2.
+ * SIGINT / SIGTERM drain: no new calls, running calls get `limits.drain_seconds`, then are
+ * cancelled, then the process exits.
+ * @module
+ */
+
+import { parseArgs } from "node:util";
+import { errorMessage, FlowcatError } from "../core/errors.ts";
+import { consoleLogger, isLogLevel, type Logger } from "../core/log.ts";
+import { createAgentServer } from "./app.ts";
+import { checkEnv, formatConfigProblems, loadConfig } from "./config.ts";
+import type { AgentServerConfig } from "./config.ts";
+import { permissionCommand } from "./permissions.ts";
+
+/** Config used when `--config` is not given. */
+export const DEFAULT_CONFIG = "examples/agent.yaml";
+
+/** The espeak-ng engine file the echo agent's local voice reads. */
+export const ESPEAK_WASM =
+  "node_modules/.deno/espeak-ng@1.0.2/node_modules/espeak-ng/dist/espeak-ng.wasm";
+
+const HELP = `Flowcat agent server
+
+Usage: deno task start [options]
+
+Options:
+  --config <path>        agent config, YAML or JSON (default ${DEFAULT_CONFIG})
+  --port <n>             listen port (default: the config's server.port, 6210)
+  --host <addr>          listen address (default: the config's server.host, 127.0.0.1)
+  --public-url <url>     public https origin carriers reach (for answer documents)
+  --print-permissions    print the least-privilege deno command for this config and exit
+  -h, --help             this text
+
+Environment: <PROVIDER>_API_KEY for the configured provider (e.g. GEMINI_API_KEY),
+FLOWCAT_LOG (debug|info|warn|error), FLOWCAT_VOICE, FLOWCAT_VAD_*. See docs/config.md.
+`;
+
+/** Parsed command line. */
+export interface ServerArgs {
+  config: string;
+  port?: number;
+  host?: string;
+  publicUrl?: string;
+  printPermissions: boolean;
+  help: boolean;
+}
+
+/** Parse the command line; a usage mistake is a `config` error. */
+export function parseServerArgs(args: string[]): ServerArgs {
+  let v;
+  try {
+    v = parseArgs({
+      args,
+      options: {
+        config: { type: "string" },
+        port: { type: "string" },
+        host: { type: "string" },
+        "public-url": { type: "string" },
+        "print-permissions": { type: "boolean", default: false },
+        help: { type: "boolean", short: "h", default: false },
+      },
+      strict: true,
+      allowPositionals: false,
+    }).values;
+  } catch (err) {
+    throw new FlowcatError("config", `${errorMessage(err)} (see --help)`);
+  }
+  const out: ServerArgs = {
+    config: v.config ?? DEFAULT_CONFIG,
+    printPermissions: v["print-permissions"] ?? false,
+    help: v.help ?? false,
+  };
+  if (v.port !== undefined) {
+    const n = Number(v.port);
+    if (!/^\d{1,5}$/.test(v.port) || n > 65535) {
+      throw new FlowcatError("config", `--port: expected 0-65535, got "${v.port}"`);
+    }
+    out.port = n;
+  }
+  if (v.host !== undefined) out.host = v.host;
+  if (v["public-url"] !== undefined) {
+    if (!/^https?:\/\/[^/?#\s]+\/?$/.test(v["public-url"])) {
+      throw new FlowcatError(
+        "config",
+        `--public-url: expected an origin such as https://agent.example.com, got "${
+          v["public-url"]
+        }"`,
+      );
+    }
+    out.publicUrl = v["public-url"].replace(/\/$/, "");
+  }
+  return out;
+}
+
+/** Extra reads the implementation needs beyond the config's own files. */
+export function implementationReads(config: AgentServerConfig): string[] {
+  const rt = config.providers.realtime;
+  return rt?.name === "echo" && rt.options.tts !== "none" ? [ESPEAK_WASM] : [];
+}
+
+function envGet(name: string): string | undefined {
+  try {
+    return Deno.env.get(name);
+  } catch {
+    return undefined; // not granted: reads as unset
+  }
+}
+
+/** Run the server; resolves with the exit code. */
+export async function main(args: string[]): Promise<number> {
+  const err = (s: string) => console.error(s);
+  let a: ServerArgs;
+  try {
+    a = parseServerArgs(args);
+  } catch (e) {
+    err(`flowcat: ${errorMessage(e)}`);
+    return 2;
+  }
+  if (a.help) {
+    console.log(HELP);
+    return 0;
+  }
+  const loaded = await loadConfig(a.config);
+  if (!loaded.ok) {
+    err(formatConfigProblems(loaded.problems, a.config));
+    return 2;
+  }
+  const config = loaded.config;
+  if (a.host !== undefined) config.server.host = a.host;
+  if (a.port !== undefined) config.server.port = a.port;
+  if (a.publicUrl !== undefined) config.telephony.publicUrl = a.publicUrl;
+  if (a.printPermissions) {
+    console.log(permissionCommand(config, {
+      configPath: a.config,
+      host: config.server.host,
+      port: config.server.port,
+      extraRead: implementationReads(config),
+    }));
+    return 0;
+  }
+  const envProblems = checkEnv(config, envGet);
+  if (envProblems.length > 0) {
+    err(formatConfigProblems(envProblems, a.config));
+    return 2;
+  }
+  const level = envGet("FLOWCAT_LOG");
+  const logger: Logger = consoleLogger(isLogLevel(level) ? level : "info", "flowcat");
+  let app;
+  try {
+    app = await createAgentServer({ config, env: envGet, logger });
+  } catch (e) {
+    if (e instanceof FlowcatError && e.kind === "config") {
+      err(`flowcat: ${e.message}`);
+      return 2;
+    }
+    throw e;
+  }
+  const { host, port } = config.server;
+  const ready = Promise.withResolvers<Deno.NetAddr>();
+  let server: Deno.HttpServer<Deno.NetAddr>;
+  try {
+    server = Deno.serve({ hostname: host, port, onListen: ready.resolve }, app.handler);
+  } catch (e) {
+    err(`flowcat: cannot listen on ${host}:${port}: ${errorMessage(e)}`);
+    return 1;
+  }
+  const addr = await ready.promise;
+  const shown = addr.hostname.includes(":") ? `[${addr.hostname}]` : addr.hostname;
+  const rt = config.providers.realtime?.name ?? config.pipeline;
+  console.log(`Flowcat agent server on http://${shown}:${addr.port}/ (model: ${rt})`);
+  if (config.playground.enabled) {
+    console.log(`  playground: open http://${shown}:${addr.port}/ and press Call`);
+  }
+  const stop = Promise.withResolvers<string>();
+  const signals: Deno.Signal[] = Deno.build.os === "windows" ? ["SIGINT"] : ["SIGINT", "SIGTERM"];
+  const onSignal = (s: Deno.Signal) => () => stop.resolve(s);
+  const handlers = signals.map((s) => [s, onSignal(s)] as const);
+  for (const [s, h] of handlers) Deno.addSignalListener(s, h);
+  const signal = await stop.promise;
+  console.log(`flowcat: ${signal}: draining ${app.calls.active} call(s)...`);
+  await app.calls.drain();
+  await server.shutdown();
+  for (const [s, h] of handlers) Deno.removeSignalListener(s, h);
+  console.log("flowcat: stopped");
+  return 0;
+}
+
+if (import.meta.main) {
+  Deno.exit(await main(Deno.args));
+}

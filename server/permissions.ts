@@ -1,0 +1,161 @@
+/**
+ * Least-privilege Deno flags for a config: what `--print-permissions` prints. Every grant is
+ * derived from something the config names (providers, remote brain, SIP trunk, recording,
+ * playground); nothing is `-A`. Choices Deno cannot express exactly (port ranges, peers known
+ * only at call time) are explained in docs/config.md ("Permissions").
+ *
+ * @example
+ * ```ts
+ * const flags = permissionFlags(config, { configPath: "examples/agent.yaml" });
+ * console.log(permissionCommand(config, { configPath: "examples/agent.yaml" }));
+ * // deno run --allow-net=127.0.0.1,0.0.0.0,[::],[::1] ... server/main.ts --config examples/agent.yaml
+ * ```
+ * @module
+ */
+
+import { type ProviderKind, providersOfKind } from "../providers/registry.ts";
+import { parseUri } from "../telephony/sip/uri.ts";
+import { requiredEnv } from "./config_env.ts";
+import type { AgentServerConfig } from "./config_types.ts";
+
+/** Static files the server reads when the playground is on (relative to the project root). */
+export const PLAYGROUND_DIR = "server/playground";
+/** The server's entry module, as run from the project root. */
+export const SERVER_ENTRY = "server/main.ts";
+/** Wildcard addresses werift binds its WebRTC UDP sockets to. */
+export const WEBRTC_BIND_HOSTS: readonly string[] = Object.freeze(["0.0.0.0", "[::]"]);
+/** Where a browser on this machine receives WebRTC media. */
+export const LOOPBACK_HOSTS: readonly string[] = Object.freeze(["127.0.0.1", "[::1]"]);
+/** The address SIP and RTP sockets bind to (any port: Deno cannot grant a port range). */
+export const SIP_BIND_HOST = "0.0.0.0";
+
+/** Inputs beside the config: where it was loaded from and the effective listen address. */
+export interface PermissionOptions {
+  /** The config file as passed to `--config`. */
+  configPath: string;
+  /** Listen host after the CLI override; default `config.server.host`. */
+  host?: string;
+  /** Listen port after the CLI override; default `config.server.port`. */
+  port?: number;
+  /** Entry module; default {@link SERVER_ENTRY}. */
+  entry?: string;
+  /** Extra grants the server implementation needs (e.g. a model file to read). */
+  extraNet?: readonly string[];
+  extraRead?: readonly string[];
+  extraWrite?: readonly string[];
+  extraEnv?: readonly string[];
+  extraSys?: readonly string[];
+}
+
+/** `host` in `--allow-net` form: IPv6 addresses in brackets. */
+export function netHost(host: string): string {
+  return host.includes(":") && !host.startsWith("[") ? `[${host}]` : host;
+}
+
+/** `host:port` of a URL, with the scheme's default port. */
+export function urlHostPort(url: string): string {
+  const u = new URL(url);
+  const secure = u.protocol === "https:" || u.protocol === "wss:";
+  const port = u.port !== "" ? u.port : secure ? "443" : "80";
+  return `${netHost(u.hostname)}:${port}`;
+}
+
+function providerHosts(config: AgentServerConfig): string[] {
+  const out: string[] = [];
+  for (const kind of ["realtime", "stt", "llm", "tts"] as ProviderKind[]) {
+    const p = config.providers[kind];
+    if (p === undefined) continue;
+    // An endpoint override replaces the registry's hosts: the provider dials only that URL.
+    if (p.url !== undefined) out.push(urlHostPort(p.url));
+    else out.push(...(providersOfKind(kind)[p.name]?.hosts ?? []));
+  }
+  return out;
+}
+
+function sipHosts(config: AgentServerConfig): string[] {
+  const sip = config.telephony.sip;
+  if (sip === undefined) return [];
+  const out = [SIP_BIND_HOST];
+  const uri = parseUri(sip.server);
+  if (uri.ok) {
+    const port = uri.value.port ?? (uri.value.scheme === "sips" ? 5061 : 5060);
+    out.push(`${netHost(uri.value.host)}:${port}`);
+  }
+  out.push(...sip.allowHosts);
+  return out;
+}
+
+/** The `--allow-net` list (empty list: no network; `["*"]`: any host). */
+export function netGrants(config: AgentServerConfig, opts: PermissionOptions): string[] {
+  const host = netHost(opts.host ?? config.server.host);
+  const port = opts.port ?? config.server.port;
+  const all = [port === 0 ? host : `${host}:${port}`];
+  all.push(...providerHosts(config));
+  if (config.agent.kind === "remote") all.push(urlHostPort(config.agent.url));
+  all.push(...sipHosts(config));
+  if (config.playground.enabled) {
+    all.push(...WEBRTC_BIND_HOSTS, ...LOOPBACK_HOSTS, ...config.playground.mediaHosts);
+  }
+  all.push(...(opts.extraNet ?? []));
+  if (all.includes("*")) return ["*"];
+  const unique = [...new Set(all)];
+  // `h` already grants every port of h, so `h:p` would only add noise.
+  return unique.filter((e) => {
+    const colon = e.lastIndexOf(":");
+    return colon <= 0 || e.endsWith("]") || !unique.includes(e.slice(0, colon));
+  });
+}
+
+function list(flag: string, values: readonly string[]): string[] {
+  const unique = [...new Set(values)];
+  return unique.length === 0 ? [] : [`${flag}=${unique.join(",")}`];
+}
+
+/**
+ * The least-privilege flags for running the server with `config`: `--allow-net`,
+ * `--allow-read`, `--allow-write` (recording only), `--allow-env` with `--ignore-env` (other
+ * variables read as unset instead of failing) and `--allow-sys` (WebRTC, SIP without public_ip).
+ */
+export function permissionFlags(config: AgentServerConfig, opts: PermissionOptions): string[] {
+  const net = netGrants(config, opts);
+  const flags = net.length === 1 && net[0] === "*" ? ["--allow-net"] : list("--allow-net", net);
+  const read = [opts.configPath];
+  if (config.agent.kind === "graph" && config.agent.graphFile !== undefined) {
+    read.push(config.agent.graphFile);
+  }
+  if (config.playground.enabled) read.push(PLAYGROUND_DIR);
+  flags.push(...list("--allow-read", [...read, ...(opts.extraRead ?? [])]));
+  const write = config.recording.enabled ? [config.recording.dir] : [];
+  flags.push(...list("--allow-write", [...write, ...(opts.extraWrite ?? [])]));
+  const env = requiredEnv(config).map((e) => e.name);
+  flags.push(...list("--allow-env", [...env, ...(opts.extraEnv ?? [])]));
+  // Without this, npm:yaml (LOG_TOKENS) and werift's `debug` (every DEBUG_* name) would need
+  // the whole environment; with it they see only the names granted above.
+  flags.push("--ignore-env");
+  const sys: string[] = [];
+  const sip = config.telephony.sip;
+  if (config.playground.enabled || (sip !== undefined && sip.publicIp === undefined)) {
+    sys.push("networkInterfaces");
+  }
+  flags.push(...list("--allow-sys", [...sys, ...(opts.extraSys ?? [])]));
+  return flags;
+}
+
+/** `word` quoted for a POSIX shell when it holds anything beyond plain flag characters. */
+export function shellQuote(word: string): string {
+  return /^[A-Za-z0-9_\-=.,:/@%+]+$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`;
+}
+
+/**
+ * The whole command line: `deno run <flags> server/main.ts --config <path>`, plus `--host` /
+ * `--port` when they differ from the config's.
+ */
+export function permissionCommand(config: AgentServerConfig, opts: PermissionOptions): string {
+  const words = ["deno", "run", ...permissionFlags(config, opts), opts.entry ?? SERVER_ENTRY];
+  words.push("--config", opts.configPath);
+  if (opts.host !== undefined && opts.host !== config.server.host) words.push("--host", opts.host);
+  if (opts.port !== undefined && opts.port !== config.server.port) {
+    words.push("--port", String(opts.port));
+  }
+  return words.map(shellQuote).join(" ");
+}

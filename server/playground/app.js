@@ -1,0 +1,275 @@
+// Flowcat playground: one WebRTC call to the agent server, no build step.
+//
+// Flow: microphone -> RTCPeerConnection with an "events" data channel -> wait until ICE
+// gathering completes (the server does not trickle) -> POST /webrtc/offer {sdp} -> {sdp}
+// answer. The agent's audio plays in <audio>; transcript, node and state events arrive as JSON
+// on the data channel. Hang-up sends {type:"hangup"} and closes.
+//
+// window.flowcat is a small read-only view for tests and curious users:
+//   flowcat.state       "idle" | "connecting" | "connected" | "ended" | "failed"
+//   flowcat.agentState  last {type:"state"} value from the server
+//   flowcat.node        last {type:"node"} id
+//   flowcat.transcript  [{role, text, final}] as shown
+//   flowcat.counters    {inboundPackets, inboundBytes, events}
+//   flowcat.start() / flowcat.hangup()
+
+const GATHER_TIMEOUT_MS = 3000;
+const STATS_EVERY_MS = 500;
+const OFFER_URL = "/webrtc/offer";
+
+const $ = (id) => document.getElementById(id);
+const ui = {
+  conn: $("conn"),
+  connText: $("conn-text"),
+  start: $("start"),
+  hangup: $("hangup"),
+  agentState: $("agent-state"),
+  node: $("node"),
+  packets: $("packets"),
+  error: $("error"),
+  transcript: $("transcript"),
+  empty: $("empty"),
+  audio: $("remote-audio"),
+};
+
+const view = {
+  state: "idle",
+  agentState: "idle",
+  node: null,
+  transcript: [],
+  counters: { inboundPackets: 0, inboundBytes: 0, events: 0 },
+  error: null,
+};
+
+/** @type {{pc: RTCPeerConnection, channel: RTCDataChannel, mic: MediaStream, timer: number} | null} */
+let call = null;
+/** Index into view.transcript of the open (interim) line of each role. */
+const openLine = { user: -1, bot: -1 };
+
+const LABELS = {
+  idle: "Not connected",
+  connecting: "Connecting…",
+  connected: "Connected",
+  ended: "Call ended",
+  failed: "Connection failed",
+};
+
+function setState(state) {
+  view.state = state;
+  ui.conn.dataset.state = state;
+  ui.connText.textContent = LABELS[state] ?? state;
+  const busy = state === "connecting" || state === "connected";
+  ui.start.disabled = busy;
+  ui.hangup.disabled = !busy;
+  ui.start.textContent = state === "ended" || state === "failed" ? "Call again" : "Start call";
+}
+
+function showError(message) {
+  view.error = message;
+  ui.error.textContent = message;
+  ui.error.hidden = !message;
+}
+
+function waitForGathering(pc) {
+  if (pc.iceGatheringState === "complete") return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      pc.removeEventListener("icegatheringstatechange", check);
+      resolve();
+    };
+    const check = () => pc.iceGatheringState === "complete" && done();
+    // Some networks never finish gathering; answer with the candidates found so far.
+    const timer = setTimeout(done, GATHER_TIMEOUT_MS);
+    pc.addEventListener("icegatheringstatechange", check);
+  });
+}
+
+async function postOffer(sdp) {
+  const res = await fetch(OFFER_URL, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ sdp }),
+  });
+  let body = null;
+  try {
+    body = await res.json();
+  } catch {
+    // handled below
+  }
+  if (!res.ok || typeof body?.sdp !== "string") {
+    const why = body?.error ?? body?.message ?? `HTTP ${res.status}`;
+    throw new Error(`The server refused the call: ${why}`);
+  }
+  return body.sdp;
+}
+
+async function start() {
+  if (call) return;
+  showError("");
+  clearTranscript();
+  setState("connecting");
+  let mic;
+  try {
+    mic = await navigator.mediaDevices.getUserMedia({
+      audio: { echoCancellation: true, noiseSuppression: true, autoGainControl: true },
+    });
+  } catch (err) {
+    setState("failed");
+    showError(`Microphone unavailable: ${err?.message ?? err}`);
+    return;
+  }
+  const pc = new RTCPeerConnection({ iceServers: [] });
+  const channel = pc.createDataChannel("events");
+  call = { pc, channel, mic, timer: 0 };
+  channel.addEventListener("message", (e) => onEvent(e.data));
+  channel.addEventListener("close", () => end("ended"));
+  for (const track of mic.getAudioTracks()) pc.addTrack(track, mic);
+  pc.addEventListener("track", (e) => {
+    ui.audio.srcObject = e.streams[0] ?? new MediaStream([e.track]);
+    ui.audio.play().catch(() => {});
+  });
+  pc.addEventListener("connectionstatechange", () => {
+    const s = pc.connectionState;
+    if (s === "connected") setState("connected");
+    else if (s === "failed") end("failed", "The media connection failed.");
+    else if (s === "closed" || s === "disconnected") end("ended");
+  });
+  try {
+    await pc.setLocalDescription(await pc.createOffer());
+    await waitForGathering(pc);
+    const answer = await postOffer(pc.localDescription.sdp);
+    if (call?.pc !== pc) return; // hung up meanwhile
+    await pc.setRemoteDescription({ type: "answer", sdp: answer });
+    call.timer = setInterval(() => readStats(pc), STATS_EVERY_MS);
+  } catch (err) {
+    end("failed", err?.message ?? String(err));
+  }
+}
+
+/** Copy the inbound audio counters from the connection's stats (kept after the call ends). */
+async function readStats(pc) {
+  try {
+    const report = await pc.getStats();
+    for (const s of report.values()) {
+      if (s.type === "inbound-rtp" && s.kind === "audio") {
+        view.counters.inboundPackets = s.packetsReceived ?? view.counters.inboundPackets;
+        view.counters.inboundBytes = s.bytesReceived ?? view.counters.inboundBytes;
+      }
+    }
+    ui.packets.textContent = String(view.counters.inboundPackets);
+  } catch {
+    // the connection is already gone
+  }
+}
+
+function hangup() {
+  if (!call) return;
+  const { channel } = call;
+  if (channel.readyState === "open") channel.send(JSON.stringify({ type: "hangup" }));
+  // Let the hang-up message leave before the connection goes away.
+  setTimeout(() => end("ended"), 150);
+}
+
+function end(state, message) {
+  if (!call) return;
+  const { pc, mic, timer } = call;
+  call = null;
+  clearInterval(timer);
+  readStats(pc).finally(() => pc.close());
+  for (const t of mic.getTracks()) t.stop();
+  ui.audio.srcObject = null;
+  if (message) showError(message);
+  setState(state);
+}
+
+function onEvent(data) {
+  let msg;
+  try {
+    msg = JSON.parse(data);
+  } catch {
+    return;
+  }
+  view.counters.events++;
+  if (msg?.type === "transcript") addTranscript(msg);
+  else if (msg?.type === "node") {
+    view.node = String(msg.id ?? "");
+    ui.node.textContent = view.node || "none";
+  } else if (msg?.type === "state") {
+    view.agentState = String(msg.state ?? "");
+    ui.agentState.textContent = view.agentState || "idle";
+  }
+}
+
+/** Interim text for a role replaces that role's open line; a final line closes it. */
+function addTranscript(msg) {
+  const role = msg.role === "user" ? "user" : "bot";
+  const text = String(msg.text ?? "");
+  const final = msg.final !== false;
+  let i = openLine[role];
+  if (i < 0) {
+    i = view.transcript.length;
+    view.transcript.push({ role, text, final });
+    ui.transcript.append(renderLine(role));
+  }
+  const line = view.transcript[i];
+  line.text = text;
+  line.final = final;
+  const li = ui.transcript.children[i];
+  li.classList.toggle("interim", !final);
+  li.querySelector(".text").textContent = text;
+  openLine[role] = final ? -1 : i;
+  ui.empty.hidden = true;
+  li.scrollIntoView({ block: "nearest" });
+}
+
+function renderLine(role) {
+  const li = document.createElement("li");
+  li.className = `line ${role}`;
+  const who = document.createElement("span");
+  who.className = "who";
+  who.textContent = role === "user" ? "You" : "Agent";
+  const text = document.createElement("span");
+  text.className = "text";
+  li.append(who, text);
+  return li;
+}
+
+function clearTranscript() {
+  view.transcript.length = 0;
+  openLine.user = openLine.bot = -1;
+  ui.transcript.replaceChildren();
+  ui.empty.hidden = false;
+  view.node = null;
+  ui.node.textContent = "none";
+  view.agentState = "idle";
+  ui.agentState.textContent = "idle";
+}
+
+ui.start.addEventListener("click", start);
+ui.hangup.addEventListener("click", hangup);
+
+globalThis.flowcat = {
+  get state() {
+    return view.state;
+  },
+  get agentState() {
+    return view.agentState;
+  },
+  get node() {
+    return view.node;
+  },
+  get transcript() {
+    return view.transcript.map((l) => ({ ...l }));
+  },
+  get counters() {
+    return { ...view.counters };
+  },
+  get error() {
+    return view.error;
+  },
+  start,
+  hangup,
+};
+
+setState("idle");

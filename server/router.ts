@@ -1,0 +1,107 @@
+/**
+ * A small route table over `Deno.serve` and `URLPattern`: routes read as a table, handlers
+ * are thin. Unknown paths get 404 JSON, a known path with another method 405 (with `Allow`),
+ * a body announced larger than the cap 413, and a handler that throws 500 with no stack trace
+ * on the wire (it is logged).
+ *
+ * @example
+ * ```ts
+ * const handle = router([
+ *   { method: "GET", path: "/healthz", handler: () => json(200, { ok: true }) },
+ * ], { maxBodyBytes: 65536, logger });
+ * Deno.serve(handle);
+ * ```
+ * @module
+ */
+
+import { errorMessage } from "../core/errors.ts";
+import { readCapped } from "../core/read_capped.ts";
+import type { Logger } from "../core/log.ts";
+
+/** What a handler gets besides the request. */
+export interface RouteContext {
+  /** Named groups of the matched path. */
+  params: Record<string, string>;
+  url: URL;
+  /** The request body, read with the size cap; `undefined` when it was too large. */
+  body(): Promise<Uint8Array | undefined>;
+  /** Peer address, when known. */
+  remote?: string;
+}
+
+/** One row of the table. */
+export interface Route {
+  method: "GET" | "POST" | "PUT" | "DELETE";
+  /** URLPattern pathname, e.g. `/telephony/answer/:carrier/:run` */
+  path: string;
+  handler: (req: Request, ctx: RouteContext) => Response | Promise<Response>;
+}
+
+/** Options of {@link router}. */
+export interface RouterOptions {
+  maxBodyBytes: number;
+  logger: Logger;
+}
+
+/** A JSON response. */
+export function json(
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Response {
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { "content-type": "application/json; charset=utf-8", ...headers },
+  });
+}
+
+/** The JSON error every non-2xx reply of the server carries: `{error}`. */
+export function jsonError(
+  status: number,
+  error: string,
+  headers?: Record<string, string>,
+): Response {
+  return json(status, { error }, headers);
+}
+
+/** Compile a route table into a `Deno.serve` handler. */
+export function router(
+  routes: readonly Route[],
+  opts: RouterOptions,
+): (req: Request, info?: Deno.ServeHandlerInfo) => Promise<Response> {
+  const compiled = routes.map((r) => ({ ...r, pattern: new URLPattern({ pathname: r.path }) }));
+  return async (req, info) => {
+    const url = new URL(req.url);
+    let allowed: string[] = [];
+    for (const r of compiled) {
+      const m = r.pattern.exec({ pathname: url.pathname });
+      if (m === null) continue;
+      if (r.method !== req.method && !(r.method === "GET" && req.method === "HEAD")) {
+        allowed.push(r.method);
+        continue;
+      }
+      const declared = Number(req.headers.get("content-length") ?? "0");
+      if (declared > opts.maxBodyBytes) return jsonError(413, "request body too large");
+      let cached: Promise<Uint8Array | undefined> | undefined;
+      const ctx: RouteContext = {
+        params: Object.fromEntries(
+          Object.entries(m.pathname.groups).filter((e): e is [string, string] => e[1] != null),
+        ),
+        url,
+        body: () => (cached ??= readCapped(req.body, opts.maxBodyBytes)),
+        remote: info && "hostname" in info.remoteAddr ? info.remoteAddr.hostname : undefined,
+      };
+      try {
+        return await r.handler(req, ctx);
+      } catch (err) {
+        opts.logger.error("handler failed", { path: url.pathname, err: errorMessage(err) });
+        return jsonError(500, "internal error");
+      }
+    }
+    if (allowed.length > 0) {
+      allowed = [...new Set(allowed)];
+      return jsonError(405, "method not allowed", { allow: allowed.join(", ") });
+    }
+    return jsonError(404, "not found");
+  };
+}

@@ -1,0 +1,265 @@
+/**
+ * The agent server's routes, as a table. Handlers are thin: they check the request and hand
+ * the call to the {@link CallManager}.
+ *
+ * | method | path                                   | what                                      |
+ * | ------ | -------------------------------------- | ----------------------------------------- |
+ * | GET    | `/`                                    | browser playground                        |
+ * | GET    | `/app.js`, `/style.css`                | its script and style                      |
+ * | GET    | `/healthz`                             | liveness, active calls, draining          |
+ * | POST   | `/webrtc/offer`                        | `{sdp}` in, `{sdp, runId}` out (browser)  |
+ * | POST   | `/telephony/answer/:carrier`           | inbound carrier call: answer document     |
+ * | POST   | `/telephony/answer/:carrier/:run`      | outbound call's answer document           |
+ * | GET    | `/telephony/ws/:carrier/:run?token=`   | carrier media WebSocket                   |
+ * | POST   | `/calls`                               | originate an outbound call (bearer auth)  |
+ * @module
+ */
+
+import { errorMessage } from "../core/errors.ts";
+import type { Logger } from "../core/log.ts";
+import { answerWebRtcOffer } from "../transports/webrtc.ts";
+import { answerDocument, answerUrl, streamUrl } from "../telephony/answer.ts";
+import { isE164, ReplayGuard, timingSafeEqual } from "../telephony/security.ts";
+import { createSerializer, isCarrierName } from "../telephony/serializers/mod.ts";
+import {
+  type CarrierWebhookSecrets,
+  verifyCarrierWebhook,
+  webhookSecretsFromEnv,
+} from "../telephony/webhooks.ts";
+import { socketFromWebSocket, WsMediaTransport } from "../telephony/ws_transport.ts";
+import type { CallManager, EnvGet } from "./calls.ts";
+import type { AgentServerConfig } from "./config.ts";
+import type { OutboundDialer } from "./outbound.ts";
+import { json, jsonError, type Route, type RouteContext } from "./router.ts";
+import type { MemorySessionSource } from "./session_store.ts";
+import { servePlayground } from "./static.ts";
+
+/** What the handlers share. */
+export interface ServerContext {
+  config: AgentServerConfig;
+  calls: CallManager;
+  sessions: MemorySessionSource;
+  env: EnvGet;
+  logger: Logger;
+  /** Originates outbound calls (carrier REST or SIP); `/calls` answers 501 without one. */
+  dialer?: OutboundDialer;
+}
+
+/** The route table of the agent server. */
+export function agentRoutes(ctx: ServerContext): Route[] {
+  const secrets = webhookSecrets(ctx);
+  const replay = new ReplayGuard();
+  return [
+    { method: "GET", path: "/", handler: () => servePlayground(ctx.config, "index.html") },
+    { method: "GET", path: "/app.js", handler: () => servePlayground(ctx.config, "app.js") },
+    { method: "GET", path: "/style.css", handler: () => servePlayground(ctx.config, "style.css") },
+    { method: "GET", path: "/healthz", handler: () => health(ctx) },
+    { method: "POST", path: "/webrtc/offer", handler: (r, c) => webrtcOffer(ctx, r, c) },
+    {
+      method: "POST",
+      path: "/telephony/answer/:carrier/:run?",
+      handler: (r, c) => carrierAnswer(ctx, secrets, replay, r, c),
+    },
+    {
+      method: "GET",
+      path: "/telephony/ws/:carrier/:run",
+      handler: (r, c) => mediaSocket(ctx, r, c),
+    },
+    { method: "POST", path: "/calls", handler: (r, c) => originate(ctx, r, c) },
+  ];
+}
+
+function health(ctx: ServerContext): Response {
+  return json(ctx.calls.draining ? 503 : 200, {
+    ok: !ctx.calls.draining,
+    activeCalls: ctx.calls.active,
+    draining: ctx.calls.draining,
+  });
+}
+
+async function jsonBody(c: RouteContext): Promise<Record<string, unknown> | Response> {
+  const bytes = await c.body();
+  if (bytes === undefined) return jsonError(413, "request body too large");
+  try {
+    const v = JSON.parse(new TextDecoder().decode(bytes));
+    if (typeof v === "object" && v !== null && !Array.isArray(v)) return v;
+  } catch { /* answered below */ }
+  return jsonError(400, "body must be a JSON object");
+}
+
+// ---------------------------------------------------------------- browser
+
+async function webrtcOffer(ctx: ServerContext, _req: Request, c: RouteContext): Promise<Response> {
+  if (!ctx.config.playground.enabled) return jsonError(404, "playground disabled");
+  const body = await jsonBody(c);
+  if (body instanceof Response) return body;
+  if (typeof body.sdp !== "string") return jsonError(400, "sdp: expected the offer's SDP text");
+  const refused = ctx.calls.refusal();
+  if (refused !== undefined) return jsonError(503, refused);
+  let answer;
+  try {
+    answer = await answerWebRtcOffer(body.sdp, {
+      iceHost: ctx.config.server.host,
+      logger: ctx.logger,
+    });
+  } catch (err) {
+    return jsonError(400, errorMessage(err));
+  }
+  const { session, answerSdp } = answer;
+  const run = ctx.sessions.createRun("browser");
+  session.sendEvent({ type: "state", state: "connecting", runId: run.runId });
+  void ctx.calls.run(session, run, {
+    onTranscript: (line) =>
+      line.role === "node"
+        ? session.sendEvent({ type: "node", id: line.text })
+        : session.sendEvent({ type: "transcript", role: line.role, text: line.text, final: true }),
+    onFinalized: (r) => session.sendEvent({ type: "state", state: "ended", usage: r.usage }),
+  }).catch((err) => ctx.logger.warn("browser call refused", { err: errorMessage(err) }));
+  if (ctx.config.agent.kind === "graph") {
+    session.sendEvent({ type: "node", id: ctx.config.agent.spec.start });
+  }
+  return json(200, { sdp: answerSdp, runId: run.runId });
+}
+
+// ---------------------------------------------------------------- carriers
+
+function webhookSecrets(ctx: ServerContext): CarrierWebhookSecrets {
+  // A config may name its own variable for a one-secret carrier; the rest use the defaults.
+  const named = ctx.config.telephony.webhookSecretsEnv as Record<string, string | undefined>;
+  const get: EnvGet = (name) => {
+    for (const [carrier, env] of Object.entries(named)) {
+      if (env !== undefined && DEFAULT_SECRET_ENV[carrier] === name) return ctx.env(env);
+    }
+    return ctx.env(name);
+  };
+  return webhookSecretsFromEnv(get);
+}
+
+const DEFAULT_SECRET_ENV: Record<string, string> = {
+  twilio: "TWILIO_AUTH_TOKEN",
+  signalwire: "SIGNALWIRE_SIGNING_KEY",
+  telnyx: "TELNYX_PUBLIC_KEY",
+  plivo: "PLIVO_AUTH_TOKEN",
+  vonage: "VONAGE_SIGNATURE_SECRET",
+  genesys: "GENESYS_AUDIOHOOK_API_KEY",
+};
+
+function enabledCarrier(ctx: ServerContext, carrier: string): boolean {
+  return isCarrierName(carrier) &&
+    (ctx.config.telephony.carriers as readonly string[]).includes(carrier);
+}
+
+/** The public origin carriers reach us at: the config's `public_url`, else the request's. */
+function publicOrigin(ctx: ServerContext, req: Request): string {
+  return ctx.config.telephony.publicUrl ?? new URL(req.url).origin;
+}
+
+async function carrierAnswer(
+  ctx: ServerContext,
+  secrets: CarrierWebhookSecrets,
+  replay: ReplayGuard,
+  req: Request,
+  c: RouteContext,
+): Promise<Response> {
+  const carrier = c.params.carrier;
+  if (!enabledCarrier(ctx, carrier)) return jsonError(404, "unknown or disabled carrier");
+  const body = await c.body();
+  if (body === undefined) return jsonError(413, "request body too large");
+  const signedUrl = `${publicOrigin(ctx, req)}${c.url.pathname}${c.url.search}`;
+  const verdict = await verifyCarrierWebhook(
+    carrier,
+    { url: signedUrl, headers: req.headers, body, method: req.method },
+    secrets,
+    { replay },
+  );
+  if (!verdict.ok) {
+    ctx.logger.warn("answer webhook refused", { carrier, reason: verdict.reason });
+    return jsonError(403, "webhook signature check failed");
+  }
+  let run;
+  if (c.params.run !== undefined) {
+    run = /^\d{1,15}$/.test(c.params.run) ? ctx.sessions.get(Number(c.params.run)) : undefined;
+    if (run === undefined || run.finalize !== undefined || run.carrier !== carrier) {
+      return jsonError(404, "no such call");
+    }
+  } else {
+    const refused = ctx.calls.refusal();
+    if (refused !== undefined) return jsonError(503, refused);
+    run = ctx.sessions.createRun("carrier", { carrier });
+  }
+  const origin = publicOrigin(ctx, req);
+  const doc = answerDocument(carrier as Parameters<typeof answerDocument>[0], {
+    streamUrl: streamUrl(origin, carrier as Parameters<typeof streamUrl>[1], run.runId, run.token),
+    token: run.token,
+    runId: run.runId,
+  });
+  if (doc === undefined) {
+    return jsonError(404, `${carrier} does not fetch answer documents (see docs/carriers.md)`);
+  }
+  return new Response(doc.body, { status: 200, headers: { "content-type": doc.contentType } });
+}
+
+async function mediaSocket(ctx: ServerContext, req: Request, c: RouteContext): Promise<Response> {
+  const carrier = c.params.carrier;
+  if (!enabledCarrier(ctx, carrier)) return jsonError(404, "unknown or disabled carrier");
+  if (req.headers.get("upgrade")?.toLowerCase() !== "websocket") {
+    return jsonError(426, "expected a WebSocket upgrade");
+  }
+  const runId = /^\d{1,15}$/.test(c.params.run) ? Number(c.params.run) : -1;
+  const queryToken = c.url.searchParams.get("token");
+  // A token in the query is checked before the upgrade: a bad one never gets a socket.
+  if (queryToken !== null && ctx.sessions.verify(runId, queryToken) === undefined) {
+    ctx.logger.warn("media socket refused: bad call token", { carrier, run: c.params.run });
+    return jsonError(401, "bad call token");
+  }
+  const { socket, response } = Deno.upgradeWebSocket(req);
+  const transport = new WsMediaTransport(socketFromWebSocket(socket), createSerializer(carrier), {
+    logger: ctx.logger,
+  });
+  void (async () => {
+    // Carriers that cannot put a query on the stream URL (Twilio) pass the token in the start
+    // message: nothing is resolved until it checks out.
+    const start = await transport.waitForStart();
+    const token = queryToken ?? start?.params?.token ?? "";
+    const run = start === undefined ? undefined : ctx.sessions.verify(runId, token);
+    if (run === undefined || run.finalize !== undefined) {
+      ctx.logger.warn("media socket closed: bad call token", { carrier, run: c.params.run });
+      await transport.close();
+      return;
+    }
+    await ctx.calls.run(transport, run);
+  })().catch((err) => ctx.logger.warn("carrier call ended early", { err: errorMessage(err) }));
+  return response;
+}
+
+// ---------------------------------------------------------------- outbound
+
+async function originate(ctx: ServerContext, req: Request, c: RouteContext): Promise<Response> {
+  const tokenEnv = ctx.config.api.tokenEnv;
+  const expected = tokenEnv === undefined ? undefined : ctx.env(tokenEnv);
+  if (expected === undefined || expected === "") {
+    return jsonError(404, "outbound calls are disabled (set api.token_env)");
+  }
+  const auth = req.headers.get("authorization") ?? "";
+  const given = auth.startsWith("Bearer ") ? auth.slice(7) : "";
+  if (!timingSafeEqual(given, expected)) {
+    return jsonError(401, "bad bearer token", { "www-authenticate": "Bearer" });
+  }
+  const body = await jsonBody(c);
+  if (body instanceof Response) return body;
+  if (!isE164(body.to)) return jsonError(400, "to: expected an E.164 number such as +14155550123");
+  const via = typeof body.via === "string" ? body.via : undefined;
+  if (ctx.dialer === undefined) return jsonError(501, "no outbound route configured");
+  const refused = ctx.calls.refusal();
+  if (refused !== undefined) return jsonError(503, refused);
+  try {
+    const placed = await ctx.dialer.dial({
+      to: body.to,
+      via,
+      answerUrl: (carrier, runId) => answerUrl(publicOrigin(ctx, req), carrier, runId),
+    });
+    return json(202, placed);
+  } catch (err) {
+    return jsonError(502, errorMessage(err));
+  }
+}

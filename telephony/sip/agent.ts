@@ -1,0 +1,324 @@
+/**
+ * `SipAgent`: Flowcat's in-process SIP user agent over UDP. It binds the SIP port, registers
+ * the trunk (`register()`), hands inbound calls to the embedder (`nextInbound()` ->
+ * {@link SipInvite} -> `answer()` -> {@link SipCall} whose `transport` is a MediaTransport),
+ * places outbound calls (`call(e164)`), answers OPTIONS 200, BYE/CANCEL for unknown dialogs
+ * 481, INVITEs without a common codec 488, and absorbs retransmissions in its transaction
+ * layer. Malformed datagrams are dropped with a logged reason. The password lives only in the
+ * digest credentials: never logged, never in an error message.
+ *
+ * @example
+ * ```ts
+ * const agent = await SipAgent.start({ server: "sip:trunk.example.com", login: "alice",
+ *   password: secret, callerId: "+15550001111", publicIp: "203.0.113.7" });
+ * await agent.register();
+ * for (let inv = await agent.nextInbound(); inv; inv = await agent.nextInbound()) {
+ *   const call = await inv.answer();
+ *   runPipeline(call.transport); // call.ended resolves on BYE either side
+ * }
+ * await agent.close();
+ * ```
+ * @module
+ */
+
+import { errorMessage, FlowcatError } from "../../core/errors.ts";
+import { type Logger, silentLogger } from "../../core/log.ts";
+import { AsyncQueue } from "./async_queue.ts";
+import { buildResponse, newBranch } from "./build.ts";
+import type { SipCall } from "./call.ts";
+import { advertisedAddress, resolveSipConfig, type SipConfig, type SipSettings } from "./config.ts";
+import { ALLOWED_METHODS, type AgentCore } from "./core.ts";
+import { dialogKeyOfRequest } from "./dialog.ts";
+import { DigestClient } from "./digest.ts";
+import { handleInDialog } from "./in_dialog.ts";
+import { acceptInvite, SipInvite } from "./inbound.ts";
+import {
+  encodeSipMessage,
+  getHeader,
+  isKeepAlive,
+  parseSipMessage,
+  type SipHeader,
+  type SipRequest,
+} from "./message.ts";
+import { type CallOptions, placeCall } from "./outbound.ts";
+import { Registration, type RegistrationOptions, type RegistrationState } from "./register.ts";
+import type { LatchMode } from "./rtp_jitter.ts";
+import { RtpSession } from "./rtp_session.ts";
+import {
+  type ServerTransaction,
+  type TransactionCounters,
+  TransactionLayer,
+} from "./transaction.ts";
+import type { BaseTimers } from "./txn_timers.ts";
+import { type UdpAddress, UdpEndpoint } from "./udp.ts";
+
+/** Options of {@link SipAgent.start} beyond the {@link SipConfig}. */
+export interface SipAgentOptions {
+  /** Where the agent logs (never the password). Default silent. */
+  logger?: Logger;
+  /** Transaction timers T1/T2/T4 in ms (tests shorten T1). Default 500/4000/5000. */
+  timers?: Partial<BaseTimers>;
+  /** REGISTER expiry and retry backoff. */
+  registration?: RegistrationOptions;
+  /** User-Agent header value. Default `Flowcat`. */
+  userAgent?: string;
+  /** Send 180 Ringing for a new INVITE. Default true. */
+  ringing?: boolean;
+  /** Reject an INVITE left unanswered this long with 480, ms (0: never). Default 60000. */
+  answerTimeoutMs?: number;
+  /** How long `hangup()` waits for the BYE's response, ms. Default 2000. */
+  byeWaitMs?: number;
+  /** RTP: jitter depth (20 ms packets), symmetric-RTP latching, idle silence. */
+  rtp?: { jitterDepth?: number; latch?: LatchMode; keepAliveSilence?: boolean };
+}
+
+/** Counters of an agent (transaction counters plus datagram-level ones). */
+export interface SipAgentCounters extends TransactionCounters {
+  /** Datagrams dropped because they did not parse as SIP. */
+  malformed: number;
+}
+
+/** The SIP user agent. */
+export class SipAgent implements AgentCore {
+  /** Validated settings (no password). */
+  readonly settings: SipSettings;
+  /** Address advertised in Via, Contact and SDP. */
+  readonly advertised: string;
+  /** The bound SIP socket address (the real port when sipPort was 0). */
+  readonly local: UdpAddress;
+  readonly layer: TransactionLayer;
+  readonly log: Logger;
+  readonly digest: DigestClient;
+  readonly sendRinging: boolean;
+  readonly answerTimeoutMs: number;
+  readonly byeWaitMs: number;
+  readonly #ep: UdpEndpoint;
+  readonly #opts: SipAgentOptions;
+  readonly #registration: Registration;
+  readonly #inbound = new AsyncQueue<SipInvite>();
+  readonly #calls = new Map<string, SipCall>();
+  readonly #ringing = new Map<ServerTransaction, SipInvite>();
+  #malformed = 0;
+  #closing: Promise<void> | undefined;
+
+  private constructor(settings: SipSettings, digest: DigestClient, ep: UdpEndpoint, opts: SipAgentOptions) {
+    this.settings = settings;
+    this.digest = digest;
+    this.#ep = ep;
+    this.#opts = opts;
+    this.log = opts.logger ?? silentLogger;
+    this.local = ep.local;
+    const adv = advertisedAddress(settings);
+    this.advertised = adv.address;
+    if (adv.guessed) {
+      this.log.warn("sip: publicIp not set; advertising a guessed address", { address: adv.address });
+    }
+    this.sendRinging = opts.ringing ?? true;
+    this.answerTimeoutMs = opts.answerTimeoutMs ?? 60_000;
+    this.byeWaitMs = opts.byeWaitMs ?? 2000;
+    this.layer = new TransactionLayer(
+      (msg, to) => this.#ep.send(encodeSipMessage(msg), to),
+      (req, txn, from) => this.#onRequest(req, txn, from),
+      { timers: opts.timers, logger: this.log },
+    );
+    this.#registration = new Registration({
+      layer: this.layer,
+      log: this.log,
+      server: settings.server,
+      login: settings.login,
+      digest,
+      advertised: this.advertised,
+      contactUri: () => this.contactUri(),
+      via: () => this.via(),
+      commonHeaders: () => this.commonHeaders(),
+    }, opts.registration);
+    ep.start((bytes, from) => this.#onDatagram(bytes, from));
+  }
+
+  /**
+   * Validate `config`, bind the SIP port and start receiving. Throws a FlowcatError for a bad
+   * config or a SIP port already in use. Does not register: call {@link register}.
+   */
+  static start(config: SipConfig, opts: SipAgentOptions = {}): Promise<SipAgent> {
+    const { settings, credentials } = resolveSipConfig(config);
+    const log = opts.logger ?? silentLogger;
+    let ep: UdpEndpoint;
+    try {
+      ep = UdpEndpoint.open(settings.bindHost, settings.sipPort, log);
+    } catch (err) {
+      const what = err instanceof Deno.errors.AddrInUse ? "is already in use" : errorMessage(err);
+      throw new FlowcatError(
+        "config",
+        `SIP port ${settings.bindHost}:${settings.sipPort} ${what}`,
+        { cause: err },
+      );
+    }
+    const agent = new SipAgent(settings, new DigestClient(credentials), ep, opts);
+    log.info("sip agent started", {
+      local: `${agent.local.hostname}:${agent.local.port}`,
+      advertised: agent.advertised,
+      server: settings.server.hostPort,
+    });
+    return Promise.resolve(agent);
+  }
+
+  /** True once {@link close} started. */
+  get closing(): boolean {
+    return this.#closing !== undefined;
+  }
+
+  /** Registration state. */
+  get registrationState(): RegistrationState {
+    return this.#registration.state;
+  }
+
+  /** The registration (state, granted expiry, failures). */
+  get registration(): Registration {
+    return this.#registration;
+  }
+
+  /** Calls in progress. */
+  get calls(): SipCall[] {
+    return [...this.#calls.values()];
+  }
+
+  /** Transaction and datagram counters. */
+  get counters(): SipAgentCounters {
+    return { ...this.layer.counters, malformed: this.#malformed };
+  }
+
+  /**
+   * REGISTER with the server (digest auth on 401/407). Resolves once registered; rejects with
+   * a FlowcatError otherwise, and retries with backoff in the background either way.
+   */
+  register(): Promise<void> {
+    return this.#registration.register();
+  }
+
+  /** The next inbound call offer; undefined once the agent is closed. */
+  nextInbound(): Promise<SipInvite | undefined> {
+    return this.#inbound.next();
+  }
+
+  /** Place a call to `toNumber` (E.164, From user = callerId). Resolves once answered. */
+  call(toNumber: string, opts?: CallOptions): Promise<SipCall> {
+    return placeCall(this, toNumber, opts);
+  }
+
+  // ------------------------------------------------------------ AgentCore
+
+  /** A Via for a new request: our advertised address, a fresh branch, rport. */
+  via(): string {
+    return `SIP/2.0/UDP ${this.advertised}:${this.local.port};branch=${newBranch()};rport`;
+  }
+
+  /** `sip:login@advertised:port`. */
+  contactUri(): string {
+    return `sip:${this.settings.login}@${this.advertised}:${this.local.port}`;
+  }
+
+  /** User-Agent. */
+  commonHeaders(): SipHeader[] {
+    return [{ name: "User-Agent", value: this.#opts.userAgent ?? "Flowcat" }];
+  }
+
+  /** Bind an RTP port from the configured range. */
+  openRtp(): RtpSession {
+    const s = this.settings;
+    return RtpSession.open({
+      bindHost: s.bindHost,
+      portBase: s.rtpPortBase,
+      portTries: s.rtpPortTries,
+      logger: this.log,
+      ...this.#opts.rtp,
+    });
+  }
+
+  /** Track an established call until it ends. */
+  addCall(call: SipCall): void {
+    this.#calls.set(call.key, call);
+  }
+
+  /** Forget an ended call. */
+  forgetCall(key: string): void {
+    this.#calls.delete(key);
+  }
+
+  /** Forget a settled INVITE. */
+  inviteSettled(txn: ServerTransaction): void {
+    this.#ringing.delete(txn);
+  }
+
+  // ------------------------------------------------------------ receive path
+
+  #onDatagram(bytes: Uint8Array, from: UdpAddress): void {
+    if (isKeepAlive(bytes)) return;
+    const r = parseSipMessage(bytes);
+    if (!r.ok) {
+      this.#malformed++;
+      this.log.debug("sip datagram dropped", { reason: r.reason, from: `${from.hostname}:${from.port}` });
+      return;
+    }
+    this.layer.receive(r.message, from);
+  }
+
+  #onRequest(req: SipRequest, txn: ServerTransaction | undefined, _from: UdpAddress): void {
+    if (txn === undefined) return; // an ACK that matched nothing: nothing to do
+    const reply = (status: number, headers: SipHeader[] = []) =>
+      txn.respond(buildResponse(req, status, { headers: [...headers, ...this.commonHeaders()] }));
+    switch (req.method) {
+      case "INVITE": {
+        if (getHeader(req, "To")?.includes("tag=")) {
+          handleInDialog(this, this.#calls.get(dialogKeyOfRequest(req)), txn);
+          return;
+        }
+        const invite = acceptInvite(this, txn);
+        if (invite === undefined) return;
+        this.#ringing.set(txn, invite);
+        this.log.info("sip inbound invite", { callId: invite.callId, dialled: invite.dialled });
+        this.#inbound.push(invite);
+        return;
+      }
+      case "CANCEL": {
+        const inviteTxn = this.layer.matchingInvite(req);
+        if (inviteTxn === undefined) return reply(481);
+        reply(200);
+        this.#ringing.get(inviteTxn)?.cancelByCaller();
+        return;
+      }
+      case "OPTIONS":
+        return reply(200, [
+          { name: "Allow", value: ALLOWED_METHODS },
+          { name: "Accept", value: "application/sdp" },
+        ]);
+      case "BYE":
+      case "INFO":
+        return handleInDialog(this, this.#calls.get(dialogKeyOfRequest(req)), txn);
+      default:
+        return reply(501, [{ name: "Allow", value: ALLOWED_METHODS }]);
+    }
+  }
+
+  /**
+   * Shut down: ringing invites get 503, calls are hung up (BYE), the binding is removed
+   * (Expires: 0), then every timer and socket is closed. Idempotent.
+   */
+  close(): Promise<void> {
+    this.#closing ??= this.#shutdown();
+    return this.#closing;
+  }
+
+  async #shutdown(): Promise<void> {
+    this.#inbound.end();
+    for (const invite of [...this.#ringing.values()]) invite.reject(503, "Service Unavailable");
+    this.#ringing.clear();
+    await Promise.all([
+      ...this.calls.map((c) => c.hangup("agent closed")),
+      this.#registration.unregister(Math.min(2000, this.byeWaitMs)).catch(() => {}),
+    ]);
+    this.#registration.close();
+    this.layer.close();
+    await this.#ep.close();
+    this.log.info("sip agent closed", { ...this.counters });
+  }
+}

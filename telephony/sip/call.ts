@@ -1,0 +1,208 @@
+/**
+ * An established SIP call (a confirmed or early-confirmed dialog with RTP media): its
+ * {@link SipMediaTransport}, an `ended` promise that resolves with the reason when the dialog
+ * ends (BYE from either side, a missing ACK, the agent closing), and `hangup()` which sends BYE.
+ * @module
+ */
+
+import type { KeypadEntry } from "../../core/frames.ts";
+import type { Logger } from "../../core/log.ts";
+import {
+  buildInDialogRequest,
+  type Dialog,
+  dialogKey,
+  dialogNextHop,
+} from "./dialog.ts";
+import type { SipHeader } from "./message.ts";
+import type { RtpSession, RtpStats } from "./rtp_session.ts";
+import type { NegotiatedMedia } from "./sdp.ts";
+import { SipMediaTransport } from "./sip_transport.ts";
+import type { TransactionLayer } from "./transaction.ts";
+
+/** What a call needs from its agent. */
+export interface CallHost {
+  readonly layer: TransactionLayer;
+  readonly log: Logger;
+  /** A fresh Via value (new branch) for a request we send. */
+  via(): string;
+  /** Headers every request we send carries (User-Agent). */
+  commonHeaders(): SipHeader[];
+  /** The call ended: drop it from the dialog table. */
+  forgetCall(key: string): void;
+  /** How long hangup() waits for the BYE's response, ms. */
+  readonly byeWaitMs: number;
+}
+
+/** Why a call ended, as `ended` reports it. */
+export type CallEndReason =
+  | "remote hangup"
+  | "local hangup"
+  | "no ACK"
+  | "agent closed"
+  | (string & Record<never, never>);
+
+/** Who placed the call. */
+export type CallDirection = "inbound" | "outbound";
+
+/** Identity of a call, as the agent learned it. */
+export interface CallInfo {
+  direction: CallDirection;
+  /** The From header value of the INVITE. */
+  from: string;
+  /** The To header value of the INVITE. */
+  to: string;
+}
+
+/** One SIP call with media. */
+export class SipCall {
+  /** SIP Call-ID. */
+  readonly callId: string;
+  /** inbound (we answered) or outbound (we placed it). */
+  readonly direction: CallDirection;
+  /** From of the INVITE. */
+  readonly from: string;
+  /** To of the INVITE. */
+  readonly to: string;
+  /** The media both sides agreed on. */
+  readonly media: NegotiatedMedia;
+  /** The call's media leg for the pipeline. Closing it hangs up. */
+  readonly transport: SipMediaTransport;
+  /** Resolves with the reason once the call is over (never rejects). */
+  readonly ended: Promise<CallEndReason>;
+  /** Dialog key (`Call-ID|local tag|remote tag`). */
+  readonly key: string;
+  /** Our SDP o= id and version, bumped when a re-INVITE is answered. */
+  sdpOrigin: { sessionId: string; version: string } | undefined;
+  readonly #host: CallHost;
+  readonly #dialog: Dialog;
+  readonly #rtp: RtpSession;
+  #resolveEnded!: (reason: CallEndReason) => void;
+  #endReason: CallEndReason | undefined;
+  #bye: Promise<void> | undefined;
+  #confirmed: Promise<void>;
+  #confirm!: () => void;
+
+  /** A call over `dialog` with media on `rtp` (not started: see {@link startMedia}). */
+  constructor(
+    host: CallHost,
+    dialog: Dialog,
+    rtp: RtpSession,
+    media: NegotiatedMedia,
+    info: CallInfo,
+  ) {
+    this.#host = host;
+    this.#dialog = dialog;
+    this.#rtp = rtp;
+    this.callId = dialog.callId;
+    this.direction = info.direction;
+    this.from = info.from;
+    this.to = info.to;
+    this.media = media;
+    this.key = dialogKey(dialog.callId, dialog.localTag, dialog.remoteTag);
+    this.ended = new Promise((resolve) => (this.#resolveEnded = resolve));
+    this.#confirmed = new Promise((resolve) => (this.#confirm = resolve));
+    if (info.direction === "outbound") this.#confirm();
+    this.transport = new SipMediaTransport(dialog.callId, rtp, () => this.hangup());
+  }
+
+  /** Start RTP: inbound audio and keys flow into {@link transport}. */
+  startMedia(): void {
+    this.#rtp.start(this.media, {
+      onAudio: (pcm) => this.transport.pushAudio(pcm),
+      onDtmf: (key) => this.transport.pushDtmf(key),
+    });
+  }
+
+  /** The dialog state (tags, target, route set, CSeq). */
+  get dialog(): Readonly<Dialog> {
+    return this.#dialog;
+  }
+
+  /** The reason once ended, else undefined. */
+  get endReason(): CallEndReason | undefined {
+    return this.#endReason;
+  }
+
+  /** RTP counters. */
+  get stats(): RtpStats {
+    return this.#rtp.stats;
+  }
+
+  /** The local RTP session (port, remote address). */
+  get rtp(): RtpSession {
+    return this.#rtp;
+  }
+
+  /**
+   * Check and record the CSeq of a request the peer sent in this dialog: false when it is
+   * lower than the last one (RFC 3261 §12.2.2: answer 500).
+   */
+  acceptRemoteSeq(seq: number): boolean {
+    if (this.#dialog.remoteSeq >= 0 && seq < this.#dialog.remoteSeq) return false;
+    this.#dialog.remoteSeq = seq;
+    return true;
+  }
+
+  /** The ACK for our 2xx arrived (inbound calls): BYE may now be sent. */
+  confirm(): void {
+    this.#confirm();
+  }
+
+  /** Send key presses to the peer as RFC 4733 events. */
+  sendDtmf(keys: readonly KeypadEntry[]): Promise<void> {
+    return this.transport.sendDtmf(keys);
+  }
+
+  /** The peer hung up (its BYE was answered 200), or the dialog died under us. */
+  endFromRemote(reason: CallEndReason = "remote hangup"): void {
+    this.#finish(reason);
+  }
+
+  /**
+   * Hang up: end the call at once (media stops, `ended` resolves), send BYE and wait for its
+   * response up to `byeWaitMs`. Idempotent; a no-op BYE-wise when the peer already hung up.
+   */
+  hangup(reason: CallEndReason = "local hangup"): Promise<void> {
+    if (this.#bye !== undefined) return this.#bye;
+    if (this.#endReason !== undefined) return (this.#bye = this.#rtp.close());
+    this.#finish(reason);
+    this.#bye = this.#sendBye();
+    return this.#bye;
+  }
+
+  async #sendBye(): Promise<void> {
+    const host = this.#host;
+    // RFC 3261 §15: the callee waits for the ACK (or its timeout) before sending BYE.
+    await this.#confirmed;
+    const to = dialogNextHop(this.#dialog);
+    if (to === undefined) {
+      host.log.warn("sip BYE not sent: peer target is not routable", { callId: this.callId });
+      await this.#rtp.close();
+      return;
+    }
+    const bye = buildInDialogRequest(this.#dialog, "BYE", host.via(), {
+      headers: host.commonHeaders(),
+    });
+    const txn = host.layer.request(bye, to);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const res = await Promise.race([
+      txn.response,
+      new Promise<undefined>((r) => (timer = setTimeout(() => r(undefined), host.byeWaitMs))),
+    ]);
+    clearTimeout(timer);
+    host.log.debug("sip BYE answered", { callId: this.callId, status: res?.status ?? "no answer" });
+    await this.#rtp.close();
+  }
+
+  #finish(reason: CallEndReason): void {
+    if (this.#endReason !== undefined) return;
+    this.#endReason = reason;
+    this.#confirm();
+    this.transport.stop();
+    this.#host.forgetCall(this.key);
+    this.#host.log.info("sip call ended", { callId: this.callId, reason, ...this.#rtp.stats });
+    // Media stops at once; hangup() awaits the same close after its BYE.
+    void this.#rtp.close();
+    this.#resolveEnded(reason);
+  }
+}

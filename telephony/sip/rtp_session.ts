@@ -1,0 +1,352 @@
+/**
+ * One call's RTP media over UDP (RFC 3550): binds the first free even port from the base,
+ * receives G.711 through the symmetric-RTP source filter and the reordering jitter buffer
+ * (lost packets concealed by a fading repeat of the last frame), reports RFC 4733 key presses,
+ * and sends 20 ms PCMU/PCMA packets and RFC 4733 events. While nothing is being said it keeps
+ * sending silence so trunks that tear down silent calls keep the call up.
+ *
+ * @example
+ * ```ts
+ * const rtp = RtpSession.open({ bindHost: "0.0.0.0", portBase: 16000, portTries: 200 });
+ * rtp.start(negotiatedMedia, { onAudio: (pcm8k) => play(pcm8k), onDtmf: (k) => press(k) });
+ * rtp.sendPcm8k(pcm8k); // any length; sent in 160-sample packets
+ * await rtp.close();
+ * ```
+ * @module
+ */
+
+import { alawDecode, alawEncode, ulawDecode, ulawEncode } from "../../core/audio/g711.ts";
+import { dtmfEventPackets, Rfc4733Receiver } from "../../core/audio/dtmf_rfc4733.ts";
+import { FlowcatError } from "../../core/errors.ts";
+import type { KeypadEntry } from "../../core/frames.ts";
+import { type Logger, silentLogger } from "../../core/log.ts";
+import { decodeRtp, type RtpPacket, RtpSender, SAMPLES_PER_20MS } from "./rtp.ts";
+import { JitterBuffer, type LatchMode, RtpSourceFilter } from "./rtp_jitter.ts";
+import type { NegotiatedMedia } from "./sdp.ts";
+import { openEvenPort, type UdpAddress, type UdpEndpoint } from "./udp.ts";
+
+/** Options of {@link RtpSession.open}. */
+export interface RtpSessionOptions {
+  /** Local address to bind. */
+  bindHost: string;
+  /** First even port probed. */
+  portBase: number;
+  /** Even ports probed. */
+  portTries: number;
+  /** Where media events are logged (debug). */
+  logger?: Logger;
+  /** Jitter buffer depth in 20 ms packets; default 3. */
+  jitterDepth?: number;
+  /** Symmetric-RTP latching; default `port`. */
+  latch?: LatchMode;
+  /** Send silence while idle so the call never goes quiet on the wire; default true. */
+  keepAliveSilence?: boolean;
+}
+
+/** Where decoded media goes. */
+export interface RtpHandlers {
+  /** 8 kHz mono PCM, 160 samples per packet (concealment frames included). */
+  onAudio(pcm: Int16Array): void;
+  /** One RFC 4733 key press (reported once). */
+  onDtmf(key: KeypadEntry): void;
+}
+
+/** Counters of a session. */
+export interface RtpStats {
+  packetsSent: number;
+  packetsReceived: number;
+  /** Packets from an address other than the negotiated one (symmetric RTP), dropped. */
+  droppedForeign: number;
+  /** Packets with a payload type we did not negotiate (comfort noise included), dropped. */
+  droppedPayloadType: number;
+  /** Datagrams that are not RTP. */
+  malformed: number;
+  /** Sequence numbers never received (concealed). */
+  lost: number;
+  /** Packets too late for the jitter buffer, or duplicates. */
+  late: number;
+  dtmfIn: number;
+  dtmfOut: number;
+}
+
+/** Options of {@link RtpSession.sendDtmf}. */
+export interface DtmfSendOptions {
+  /** Tone length, ms; default 100. */
+  durationMs?: number;
+  /** Pause after each key, ms; default 60. */
+  gapMs?: number;
+}
+
+const MAX_CONCEALED = 5;
+const IDLE_MS = 60;
+
+/** A bound RTP port and, once started, the media of one call. */
+export class RtpSession {
+  /** The bound local port (even). */
+  readonly port: number;
+  readonly #ep: UdpEndpoint;
+  readonly #log: Logger;
+  readonly #opts: RtpSessionOptions;
+  #media: NegotiatedMedia | undefined;
+  #handlers: RtpHandlers | undefined;
+  #filter: RtpSourceFilter | undefined;
+  #sender: RtpSender | undefined;
+  #jitter: JitterBuffer<Uint8Array>;
+  #retired = { lost: 0, late: 0 };
+  #ssrc = -1;
+  readonly #dtmfRx = new Rfc4733Receiver();
+  readonly #pkt = {} as RtpPacket;
+  readonly #staging = new Int16Array(SAMPLES_PER_20MS);
+  #stagingLen = 0;
+  readonly #payload = new Uint8Array(SAMPLES_PER_20MS);
+  #last: Int16Array | undefined;
+  #lastSentAt = 0;
+  #keepAlive: ReturnType<typeof setInterval> | undefined;
+  #dtmfBusy = false;
+  #dtmfChain: Promise<void> = Promise.resolve();
+  #sleeps = new Map<ReturnType<typeof setTimeout>, () => void>();
+  #closed = false;
+  #counts = { packetsSent: 0, packetsReceived: 0, droppedPayloadType: 0, malformed: 0 };
+  #dtmf = { in: 0, out: 0 };
+
+  private constructor(ep: UdpEndpoint, opts: RtpSessionOptions) {
+    this.#ep = ep;
+    this.port = ep.local.port;
+    this.#opts = opts;
+    this.#log = opts.logger ?? silentLogger;
+    this.#jitter = new JitterBuffer({ depth: opts.jitterDepth ?? 3 });
+  }
+
+  /**
+   * Bind the first free even port of `portBase, portBase+2, ...`. Throws a FlowcatError when
+   * all `portTries` ports are taken.
+   */
+  static open(opts: RtpSessionOptions): RtpSession {
+    const ep = openEvenPort(opts.bindHost, opts.portBase, opts.portTries, opts.logger);
+    if (ep === undefined) {
+      const last = Math.min(65534, opts.portBase + 2 * (opts.portTries - 1));
+      throw new FlowcatError(
+        "other",
+        `RTP: all ${opts.portTries} even UDP ports ${opts.portBase}..${last} on ` +
+          `${opts.bindHost} are in use; end some calls or raise rtpPortTries`,
+      );
+    }
+    return new RtpSession(ep, opts);
+  }
+
+  /** The negotiated media, once started. */
+  get media(): NegotiatedMedia | undefined {
+    return this.#media;
+  }
+
+  /** Where we send RTP now (the latched source once the peer has sent). */
+  get remote(): UdpAddress | undefined {
+    return this.#filter?.remote;
+  }
+
+  /** Counters so far. */
+  get stats(): RtpStats {
+    const js = this.#jitter.stats;
+    return {
+      ...this.#counts,
+      droppedForeign: this.#filter?.dropped ?? 0,
+      lost: this.#retired.lost + js.lost,
+      late: this.#retired.late + js.late + js.duplicate,
+      dtmfIn: this.#dtmf.in,
+      dtmfOut: this.#dtmf.out,
+    };
+  }
+
+  /** Start media with what SDP negotiated; inbound media goes to `handlers`. */
+  start(media: NegotiatedMedia, handlers: RtpHandlers): void {
+    if (this.#closed || this.#media !== undefined) return;
+    this.#media = media;
+    this.#handlers = handlers;
+    this.#filter = new RtpSourceFilter(
+      { hostname: media.remoteAddress, port: media.remotePort },
+      this.#opts.latch ?? "port",
+    );
+    this.#sender = new RtpSender({ payloadType: media.payloadType });
+    this.#ep.start(this.#onDatagram, true);
+    if (this.#opts.keepAliveSilence !== false) {
+      this.#keepAlive = setInterval(() => this.#sendSilenceIfIdle(), 20);
+    }
+  }
+
+  /** The peer re-negotiated (re-INVITE): expect media from its new address. */
+  updateRemote(media: NegotiatedMedia): void {
+    if (this.#filter === undefined || this.#media === undefined) return;
+    this.#media = { ...media, payloadType: this.#media.payloadType, codec: this.#media.codec };
+    this.#filter.expect({ hostname: media.remoteAddress, port: media.remotePort });
+  }
+
+  #onDatagram = (bytes: Uint8Array, from: UdpAddress): void => {
+    const pkt = decodeRtp(bytes, this.#pkt);
+    const media = this.#media;
+    if (pkt === undefined || media === undefined || this.#closed) {
+      this.#counts.malformed++;
+      return;
+    }
+    if (!this.#filter!.accept(from)) return;
+    this.#counts.packetsReceived++;
+    if (media.telephoneEventPt !== undefined && pkt.payloadType === media.telephoneEventPt) {
+      const key = this.#dtmfRx.push(pkt.payload, pkt.timestamp);
+      if (key !== undefined) {
+        this.#dtmf.in++;
+        this.#handlers!.onDtmf(key);
+      }
+      return;
+    }
+    if (pkt.payloadType !== media.payloadType) {
+      this.#counts.droppedPayloadType++;
+      return;
+    }
+    if (pkt.ssrc !== this.#ssrc) {
+      // A new stream (the peer restarted or a B2BUA switched legs): start a fresh buffer.
+      if (this.#ssrc !== -1) {
+        this.#retired.lost += this.#jitter.stats.lost;
+        this.#retired.late += this.#jitter.stats.late + this.#jitter.stats.duplicate;
+        this.#jitter = new JitterBuffer({ depth: this.#opts.jitterDepth ?? 3 });
+        this.#dtmfRx.reset();
+      }
+      this.#ssrc = pkt.ssrc;
+    }
+    // The receive buffer is reused, so keep a copy of the payload.
+    this.#jitter.push(pkt.sequence, pkt.payload.slice());
+    this.#drain();
+  };
+
+  #drain(): void {
+    const jb = this.#jitter;
+    for (;;) {
+      const lostBefore = jb.stats.lost;
+      const payload = jb.pop();
+      const gap = jb.stats.lost - lostBefore;
+      if (gap > 0) this.#conceal(Math.min(gap, MAX_CONCEALED));
+      if (payload === undefined) return;
+      const pcm = this.#media!.codec === "PCMU" ? ulawDecode(payload) : alawDecode(payload);
+      this.#last = pcm;
+      this.#handlers!.onAudio(pcm);
+    }
+  }
+
+  /** Fill `n` lost packets with the last frame, halving it each time (then silence). */
+  #conceal(n: number): void {
+    let prev = this.#last;
+    for (let i = 0; i < n; i++) {
+      const out = new Int16Array(prev?.length ?? SAMPLES_PER_20MS);
+      if (prev !== undefined) for (let j = 0; j < out.length; j++) out[j] = prev[j] >> 1;
+      prev = out;
+      this.#handlers!.onAudio(out);
+    }
+  }
+
+  /** Queue 8 kHz PCM for sending; every full 160 samples go out as one packet. */
+  sendPcm8k(pcm: Int16Array): void {
+    if (this.#sender === undefined || this.#closed) return;
+    let i = 0;
+    while (i < pcm.length) {
+      const n = Math.min(SAMPLES_PER_20MS - this.#stagingLen, pcm.length - i);
+      this.#staging.set(pcm.subarray(i, i + n), this.#stagingLen);
+      this.#stagingLen += n;
+      i += n;
+      if (this.#stagingLen < SAMPLES_PER_20MS) break;
+      this.#stagingLen = 0;
+      // Voice is muted while an RFC 4733 event is on the wire.
+      if (this.#dtmfBusy) continue;
+      if (this.#media!.codec === "PCMU") ulawEncode(this.#staging, this.#payload);
+      else alawEncode(this.#staging, this.#payload);
+      this.#sendVoice(this.#payload);
+    }
+  }
+
+  #sendVoice(payload: Uint8Array): void {
+    const to = this.#filter!.remote;
+    this.#ep.send(this.#sender!.audio(payload), to);
+    this.#counts.packetsSent++;
+    this.#lastSentAt = performance.now();
+  }
+
+  #sendSilenceIfIdle(): void {
+    if (this.#dtmfBusy || performance.now() - this.#lastSentAt < IDLE_MS) return;
+    this.#payload.fill(this.#media!.codec === "PCMU" ? 0xff : 0xd5);
+    this.#sendVoice(this.#payload);
+  }
+
+  /**
+   * Send key presses as RFC 4733 events (one after the other, voice muted meanwhile). Throws
+   * when the peer did not negotiate telephone-event.
+   */
+  sendDtmf(keys: readonly KeypadEntry[], opts: DtmfSendOptions = {}): Promise<void> {
+    const pt = this.#media?.telephoneEventPt;
+    if (this.#media === undefined || pt === undefined) {
+      return Promise.reject(
+        new FlowcatError("protocol", "RTP: the peer did not negotiate telephone-event (RFC 4733)"),
+      );
+    }
+    const run = async () => {
+      for (const key of keys) {
+        if (this.#closed) return;
+        await this.#sendOneKey(key, pt, opts.durationMs ?? 100);
+        await this.#sleep(opts.gapMs ?? 60);
+      }
+    };
+    this.#dtmfChain = this.#dtmfChain.then(run, run);
+    return this.#dtmfChain;
+  }
+
+  async #sendOneKey(key: KeypadEntry, pt: number, durationMs: number): Promise<void> {
+    const packets = dtmfEventPackets(key, { durationMs });
+    const sender = this.#sender!;
+    const timestamp = sender.timestamp;
+    const t0 = performance.now();
+    this.#dtmfBusy = true;
+    try {
+      for (const p of packets) {
+        const due = t0 + p.sendAtMs - packets[0].sendAtMs;
+        const wait = due - performance.now();
+        if (wait > 1) await this.#sleep(wait);
+        if (this.#closed) return;
+        this.#ep.send(sender.event(p.payload, pt, timestamp, p.marker), this.#filter!.remote);
+        this.#counts.packetsSent++;
+      }
+      this.#dtmf.out++;
+      // Voice resumes after the event's duration, as a new talkspurt.
+      sender.silence(packets[packets.length - 1].duration);
+    } finally {
+      this.#dtmfBusy = false;
+      this.#lastSentAt = performance.now();
+    }
+  }
+
+  #sleep(ms: number): Promise<void> {
+    if (this.#closed) return Promise.resolve();
+    return new Promise((resolve) => {
+      const id = setTimeout(() => {
+        this.#sleeps.delete(id);
+        resolve();
+      }, ms);
+      this.#sleeps.set(id, resolve);
+    });
+  }
+
+  /** True once closed. */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** Stop media and release the port; idempotent. */
+  async close(): Promise<void> {
+    if (!this.#closed) {
+      this.#closed = true;
+      if (this.#keepAlive !== undefined) clearInterval(this.#keepAlive);
+      for (const [id, resolve] of this.#sleeps) {
+        clearTimeout(id);
+        resolve();
+      }
+      this.#sleeps.clear();
+      this.#log.debug("rtp session closed", { port: this.port, ...this.stats });
+    }
+    await this.#ep.close();
+  }
+}

@@ -1,0 +1,111 @@
+/**
+ * The {@link MediaTransport} of one SIP call: StreamStart{callId} first, then 8 kHz audio and
+ * RFC 4733 key presses from the {@link RtpSession}, then Stop when the dialog ends (BYE either
+ * side). `sendAudio` takes any rate and resamples to 8 kHz; `sendClear` is a no-op (RTP has no
+ * far-end playback buffer to flush); `close()` hangs the call up (sends BYE).
+ *
+ * @example
+ * ```ts
+ * const call = await invite.answer();
+ * const m = await call.transport.recv(); // { type: "start", callId }
+ * await call.transport.sendAudio({ pcm, sampleRate: 24000, numChannels: 1 });
+ * await call.transport.close(); // BYE
+ * ```
+ * @module
+ */
+
+import { Resampler } from "../../core/audio/resample.ts";
+import type { AudioChunk, KeypadEntry } from "../../core/frames.ts";
+import type { MediaIn, MediaTransport } from "../../core/seams.ts";
+import { AsyncQueue } from "./async_queue.ts";
+import type { DtmfSendOptions, RtpSession } from "./rtp_session.ts";
+
+/** Inbound events kept while nobody reads (10 s of 20 ms packets); older ones are dropped. */
+const MAX_QUEUED = 500;
+
+/** The telephony sample rate of every SIP leg. */
+export const SIP_CARRIER_RATE = 8000;
+
+/** A SIP call's media leg. */
+export class SipMediaTransport implements MediaTransport {
+  /** The call's SIP Call-ID (also the StreamStart callId). */
+  readonly callId: string;
+  readonly #rtp: RtpSession;
+  readonly #hangup: () => Promise<void>;
+  readonly #queue = new AsyncQueue<MediaIn>(MAX_QUEUED);
+  #resampler: Resampler | undefined;
+  #stopped = false;
+
+  /** Wrap `rtp`; `hangup` is what {@link close} runs (send BYE, end the call). */
+  constructor(callId: string, rtp: RtpSession, hangup: () => Promise<void>) {
+    this.callId = callId;
+    this.#rtp = rtp;
+    this.#hangup = hangup;
+    this.#queue.push({ type: "start", callId });
+  }
+
+  /** Inbound events dropped because nobody was reading. */
+  get droppedInbound(): number {
+    return this.#queue.dropped;
+  }
+
+  /** Deliver decoded inbound audio (called by the call). */
+  pushAudio(pcm: Int16Array): void {
+    this.#queue.push({
+      type: "audio",
+      audio: { pcm, sampleRate: SIP_CARRIER_RATE, numChannels: 1 },
+    });
+  }
+
+  /** Deliver an inbound key press (called by the call). */
+  pushDtmf(key: KeypadEntry): void {
+    this.#queue.push({ type: "dtmf", key });
+  }
+
+  /** The dialog ended: queue Stop, after which recv() returns undefined. */
+  stop(): void {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    this.#queue.push({ type: "stop" });
+    this.#queue.end();
+  }
+
+  /** Next StreamStart / Audio / DTMF / Stop; undefined after Stop. */
+  recv(): Promise<MediaIn | undefined> {
+    return this.#queue.next();
+  }
+
+  /** Resample to 8 kHz when needed and send as 20 ms G.711 packets. */
+  sendAudio(audio: AudioChunk): Promise<void> {
+    if (this.#stopped) return Promise.resolve();
+    let pcm = audio.pcm;
+    if (audio.sampleRate !== SIP_CARRIER_RATE) {
+      if (this.#resampler?.inRate !== audio.sampleRate) {
+        this.#resampler = new Resampler(audio.sampleRate, SIP_CARRIER_RATE);
+      }
+      pcm = this.#resampler.process(pcm);
+    }
+    this.#rtp.sendPcm8k(pcm);
+    return Promise.resolve();
+  }
+
+  /** Send key presses as RFC 4733 events (the pipeline's OutputDtmf). */
+  sendDtmf(keys: readonly KeypadEntry[], opts?: DtmfSendOptions): Promise<void> {
+    return this.#rtp.sendDtmf(keys, opts);
+  }
+
+  /** A no-op: RTP has no far-end playback buffer to flush. */
+  sendClear(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  /** 8000. */
+  carrierRate(): number {
+    return SIP_CARRIER_RATE;
+  }
+
+  /** Hang up (BYE) and end the leg; idempotent. */
+  close(): Promise<void> {
+    return this.#hangup();
+  }
+}

@@ -1,0 +1,154 @@
+/**
+ * A UDP endpoint over `Deno.listenDatagram` (needs `"unstable": ["net"]` in deno.json): one
+ * bound socket, a receive loop feeding a callback, fire-and-forget sends, and a `close()`
+ * that waits for in-flight sends and the loop so no async op outlives the endpoint.
+ *
+ * @example
+ * ```ts
+ * const ep = UdpEndpoint.open("127.0.0.1", 0);
+ * ep.start((bytes, from) => console.log(bytes.length, "bytes from", from.port));
+ * ep.send(new TextEncoder().encode("hello"), { hostname: "127.0.0.1", port: 5060 });
+ * await ep.close();
+ * ```
+ * @module
+ */
+
+import { errorMessage } from "../../core/errors.ts";
+import { type Logger, silentLogger } from "../../core/log.ts";
+
+/** A UDP host and port. */
+export interface UdpAddress {
+  /** IP address (or a name Deno resolves). */
+  hostname: string;
+  /** Port, 1 to 65535. */
+  port: number;
+}
+
+/** Called for every datagram; `bytes` is only valid during the call when a buffer is reused. */
+export type DatagramHandler = (bytes: Uint8Array, from: UdpAddress) => void;
+
+/** Largest datagram received; SIP over UDP and RTP stay far below it. */
+const RECEIVE_BUFFER_BYTES = 65536;
+
+/** One bound UDP socket. */
+export class UdpEndpoint {
+  /** The bound local address (the real port when 0 was asked for). */
+  readonly local: UdpAddress;
+  readonly #conn: Deno.DatagramConn;
+  readonly #log: Logger;
+  #loop: Promise<void> | undefined;
+  #pending = new Set<Promise<unknown>>();
+  #closed = false;
+  /** Sends that failed (unreachable host, closed socket). */
+  sendErrors = 0;
+
+  private constructor(conn: Deno.DatagramConn, log: Logger) {
+    this.#conn = conn;
+    this.#log = log;
+    const addr = conn.addr as Deno.NetAddr;
+    this.local = { hostname: addr.hostname, port: addr.port };
+  }
+
+  /**
+   * Bind `hostname:port` (port 0 picks a free one). Throws `Deno.errors.AddrInUse` when the
+   * port is taken, so callers can probe the next one.
+   */
+  static open(hostname: string, port: number, log: Logger = silentLogger): UdpEndpoint {
+    const conn = Deno.listenDatagram({ transport: "udp", hostname, port });
+    return new UdpEndpoint(conn, log);
+  }
+
+  /** True once {@link close} has been called. */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /**
+   * Start the receive loop. With `reuseBuffer` every datagram is read into one buffer (the
+   * handler must copy what it keeps); otherwise each datagram gets its own exact-size copy.
+   */
+  start(onDatagram: DatagramHandler, reuseBuffer = false): void {
+    if (this.#loop !== undefined) return;
+    this.#loop = this.#receiveLoop(onDatagram, reuseBuffer);
+  }
+
+  async #receiveLoop(onDatagram: DatagramHandler, reuseBuffer: boolean): Promise<void> {
+    const buf = new Uint8Array(RECEIVE_BUFFER_BYTES);
+    while (!this.#closed) {
+      let bytes: Uint8Array;
+      let addr: Deno.Addr;
+      try {
+        [bytes, addr] = await this.#conn.receive(buf);
+      } catch (err) {
+        if (!this.#closed) this.#log.warn("udp receive failed", { error: errorMessage(err) });
+        return;
+      }
+      const net = addr as Deno.NetAddr;
+      try {
+        onDatagram(reuseBuffer ? bytes : bytes.slice(), {
+          hostname: net.hostname,
+          port: net.port,
+        });
+      } catch (err) {
+        // A handler bug must not kill the socket: log and keep receiving.
+        this.#log.error("udp datagram handler threw", { error: errorMessage(err) });
+      }
+    }
+  }
+
+  /** Send `bytes` to `to`; failures are counted and logged, never thrown. */
+  send(bytes: Uint8Array, to: UdpAddress): void {
+    if (this.#closed) return;
+    const p = this.#conn.send(bytes, { transport: "udp", hostname: to.hostname, port: to.port })
+      .catch((err) => {
+        this.sendErrors++;
+        if (!this.#closed) {
+          this.#log.debug("udp send failed", {
+            to: `${to.hostname}:${to.port}`,
+            error: errorMessage(err),
+          });
+        }
+      });
+    this.#pending.add(p);
+    void p.finally(() => this.#pending.delete(p));
+  }
+
+  /** Flush in-flight sends, close the socket and wait for the receive loop; idempotent. */
+  async close(): Promise<void> {
+    if (this.#closed) {
+      await this.#loop;
+      return;
+    }
+    await Promise.all([...this.#pending]);
+    this.#closed = true;
+    try {
+      this.#conn.close();
+    } catch {
+      // already closed
+    }
+    await this.#loop;
+  }
+}
+
+/**
+ * Bind the first free even port of `base, base+2, ...` (`tries` ports). Returns undefined when
+ * all are taken; other errors (permissions) are thrown.
+ */
+export function openEvenPort(
+  hostname: string,
+  base: number,
+  tries: number,
+  log: Logger = silentLogger,
+): UdpEndpoint | undefined {
+  for (let i = 0; i < tries; i++) {
+    const port = base + 2 * i;
+    if (port > 65534) break;
+    try {
+      return UdpEndpoint.open(hostname, port, log);
+    } catch (err) {
+      if (err instanceof Deno.errors.AddrInUse) continue;
+      throw err;
+    }
+  }
+  return undefined;
+}

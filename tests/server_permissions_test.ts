@@ -1,0 +1,184 @@
+import assert from "node:assert/strict";
+import {
+  type AgentServerConfig,
+  formatConfigProblems,
+  loadConfig,
+  parseConfigText,
+} from "../server/config.ts";
+import { netHost, permissionCommand, permissionFlags, urlHostPort } from "../server/permissions.ts";
+
+const GRAPH = `
+start: a
+nodes:
+  - id: a
+    prompt: Hi
+    transitions: [{ name: go, description: go on, target: b }]
+  - id: b
+    terminal: true
+`;
+
+/** Config text validated as if it were the file `<dir>/agent.yaml` next to a `graph.yaml`. */
+async function config(text: string, dir = "deploy"): Promise<AgentServerConfig> {
+  const res = await parseConfigText(text, "yaml", dir, {
+    configFile: `${dir}/agent.yaml`,
+    readFile: (p) =>
+      p === `${dir}/graph.yaml`
+        ? Promise.resolve(GRAPH)
+        : Promise.reject(new Deno.errors.NotFound(p)),
+  });
+  assert.ok(res.ok, res.ok ? "" : formatConfigProblems(res.problems));
+  return res.config;
+}
+
+const REALTIME_KNOBS = [
+  "FLOWCAT_VOICE",
+  "FLOWCAT_VAD_START_SENSITIVITY",
+  "FLOWCAT_VAD_END_SENSITIVITY",
+  "FLOWCAT_VAD_PREFIX_PADDING_MS",
+  "FLOWCAT_VAD_SILENCE_DURATION_MS",
+].join(",");
+
+const GEMINI_TWILIO = `
+agent: { graph: graph.yaml }
+providers: { realtime: { name: gemini } }
+telephony:
+  public_url: https://agent.example.com
+  carriers: [twilio]
+  webhook_secrets_env: { twilio: TWILIO_AUTH_TOKEN }
+recording: { enabled: true, dir: rec }
+server: { host: 0.0.0.0, port: 8080 }
+playground: { enabled: false }
+`;
+
+const OPENAI_SIP_REMOTE = `
+agent: { remote: { url: "http://127.0.0.1:8080", token_env: BRAIN_TOKEN } }
+providers: { realtime: { name: openai } }
+telephony:
+  sip:
+    server: sip:trunk.example.com
+    login: flowcat
+    password_env: SIP_PASSWORD
+    caller_id: "+15551230000"
+    allow_hosts: ["203.0.113.10"]
+api: { token_env: FLOWCAT_API_TOKEN }
+playground: { enabled: false }
+`;
+
+Deno.test("permissions: the default echo config", async () => {
+  const res = await loadConfig("examples/agent.yaml");
+  assert.ok(res.ok);
+  const flags = permissionFlags(res.config, { configPath: "examples/agent.yaml" });
+  assert.deepEqual(flags, [
+    "--allow-net=0.0.0.0,[::],127.0.0.1,[::1]",
+    "--allow-read=examples/agent.yaml,examples/echo_graph.yaml,server/playground",
+    `--allow-env=FLOWCAT_LOG,${REALTIME_KNOBS}`,
+    "--ignore-env",
+    "--allow-sys=networkInterfaces",
+  ]);
+  assert.equal(
+    permissionCommand(res.config, { configPath: "examples/agent.yaml" }),
+    "deno run '--allow-net=0.0.0.0,[::],127.0.0.1,[::1]' " +
+      "--allow-read=examples/agent.yaml,examples/echo_graph.yaml,server/playground " +
+      `--allow-env=FLOWCAT_LOG,${REALTIME_KNOBS} --ignore-env --allow-sys=networkInterfaces ` +
+      "server/main.ts --config examples/agent.yaml",
+  );
+});
+
+Deno.test("permissions: gemini + twilio + recording", async () => {
+  const c = await config(GEMINI_TWILIO);
+  assert.deepEqual(permissionFlags(c, { configPath: "deploy/agent.yaml" }), [
+    "--allow-net=0.0.0.0:8080,generativelanguage.googleapis.com:443",
+    "--allow-read=deploy/agent.yaml,deploy/graph.yaml",
+    "--allow-write=deploy/rec",
+    `--allow-env=GEMINI_API_KEY,TWILIO_AUTH_TOKEN,FLOWCAT_LOG,${REALTIME_KNOBS}`,
+    "--ignore-env",
+  ]);
+});
+
+Deno.test("permissions: openai + SIP trunk + remote brain", async () => {
+  const c = await config(OPENAI_SIP_REMOTE);
+  assert.deepEqual(permissionFlags(c, { configPath: "deploy/agent.yaml" }), [
+    "--allow-net=127.0.0.1:6210,api.openai.com:443,127.0.0.1:8080,0.0.0.0,trunk.example.com:5060,203.0.113.10",
+    "--allow-read=deploy/agent.yaml",
+    `--allow-env=OPENAI_API_KEY,BRAIN_TOKEN,SIP_PASSWORD,FLOWCAT_API_TOKEN,FLOWCAT_LOG,${REALTIME_KNOBS}`,
+    "--ignore-env",
+    "--allow-sys=networkInterfaces",
+  ]);
+});
+
+Deno.test("permissions: overrides, wildcards, endpoint URLs and extras", async () => {
+  const c = await config(`
+agent: { graph: graph.yaml }
+providers: { realtime: { name: openai, url: "wss://proxy.internal:9443/v1/realtime" } }
+telephony: { sip: { server: "sips:trunk.example.com", login: a, password_env: P, caller_id: "+15551230000", public_ip: 203.0.113.5 } }
+playground: { enabled: false }
+`);
+  const flags = permissionFlags(c, {
+    configPath: "deploy/agent.yaml",
+    host: "::1",
+    port: 0,
+    extraRead: ["models/vad.onnx"],
+    extraEnv: ["NO_COLOR"],
+  });
+  // The endpoint override replaces api.openai.com; port 0 grants the host; sips defaults to 5061;
+  // public_ip set: no networkInterfaces.
+  assert.deepEqual(flags, [
+    "--allow-net=[::1],proxy.internal:9443,0.0.0.0,trunk.example.com:5061",
+    "--allow-read=deploy/agent.yaml,deploy/graph.yaml,models/vad.onnx",
+    `--allow-env=OPENAI_API_KEY,P,FLOWCAT_LOG,${REALTIME_KNOBS},NO_COLOR`,
+    "--ignore-env",
+  ]);
+  const cmd = permissionCommand(c, { configPath: "my dir/agent.yaml", host: "::1", port: 7000 });
+  assert.ok(
+    cmd.endsWith("server/main.ts --config 'my dir/agent.yaml' --host ::1 --port 7000"),
+    cmd,
+  );
+  const any = await config(OPENAI_SIP_REMOTE.replace('"203.0.113.10"', '"*"'));
+  assert.equal(permissionFlags(any, { configPath: "deploy/agent.yaml" })[0], "--allow-net");
+  assert.equal(netHost("::1"), "[::1]");
+  assert.equal(urlHostPort("http://[::1]/x"), "[::1]:80");
+  assert.equal(urlHostPort("https://example.com"), "example.com:443");
+});
+
+Deno.test("permissions: deno accepts the flags and grants exactly them", async () => {
+  const c = await config(GEMINI_TWILIO);
+  const flags = permissionFlags(c, { configPath: "deploy/agent.yaml" });
+  const dir = ".tmp/server_permissions_test";
+  await Deno.mkdir(dir, { recursive: true });
+  const probe = `${dir}/probe.ts`;
+  await Deno.writeTextFile(
+    probe,
+    `const q = (d: Deno.PermissionDescriptor) => Deno.permissions.querySync(d).state;
+console.log(JSON.stringify({
+  listen: q({ name: "net", host: "0.0.0.0:8080" }),
+  gemini: q({ name: "net", host: "generativelanguage.googleapis.com:443" }),
+  other: q({ name: "net", host: "example.com:443" }),
+  read: q({ name: "read", path: "deploy/graph.yaml" }),
+  readOther: q({ name: "read", path: "deno.json" }),
+  write: q({ name: "write", path: "deploy/rec/call.wav" }),
+  writeOther: q({ name: "write", path: "deploy/agent.yaml" }),
+  key: q({ name: "env", variable: "GEMINI_API_KEY" }),
+  home: Deno.env.get("HOME") ?? null,
+}));
+`,
+  );
+  const out = await new Deno.Command("deno", {
+    args: ["run", ...flags, probe],
+    env: { GEMINI_API_KEY: "x", HOME: "/somewhere" },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const stderr = new TextDecoder().decode(out.stderr);
+  assert.equal(out.code, 0, stderr);
+  assert.deepEqual(JSON.parse(new TextDecoder().decode(out.stdout)), {
+    listen: "granted",
+    gemini: "granted",
+    other: "prompt",
+    read: "granted",
+    readOther: "prompt",
+    write: "granted",
+    writeOther: "prompt",
+    key: "granted",
+    home: null, // --ignore-env: an unlisted variable reads as unset instead of failing
+  });
+});

@@ -1,0 +1,422 @@
+/**
+ * WebRTC media leg on werift: the browser playground's {@link MediaTransport}.
+ *
+ * The server answers a browser's SDP offer without trickle ICE (the answer carries every
+ * candidate). Audio is PCMU (G.711 mu-law, PT 0) both ways: werift has no Opus decoder, so the
+ * answer accepts PCMU only and the browser sends PCMU. Inbound RTP is decoded to 8 kHz PCM;
+ * outbound audio at any rate is resampled to 8 kHz, encoded and paced at one 20 ms packet per
+ * tick. A data channel named `"events"` carries JSON both ways: the server pushes transcript,
+ * node and state events with {@link WebRtcSession.sendEvent}; the page's `{type:"hangup"}`
+ * ends the session.
+ *
+ * @example
+ * ```ts
+ * import { answerWebRtcOffer } from "./webrtc.ts";
+ * // in POST /webrtc/offer:
+ * // const { sdp } = await req.json();
+ * // const { answerSdp, session } = await answerWebRtcOffer(sdp, { iceHost: "127.0.0.1" });
+ * // runCall(session); // session is a MediaTransport
+ * // return Response.json({ sdp: answerSdp });
+ * ```
+ * @module
+ */
+
+import { Buffer } from "node:buffer";
+import { type RTCDataChannel, RTCPeerConnection, RTCRtpCodecParameters, type RtpPacket } from "werift";
+import { ulawDecode } from "../core/audio/g711.ts";
+import { Resampler } from "../core/audio/resample.ts";
+import { errorMessage, FlowcatError } from "../core/errors.ts";
+import type { AudioChunk } from "../core/frames.ts";
+import { type Logger, silentLogger } from "../core/log.ts";
+import type { MediaIn, MediaTransport } from "../core/seams.ts";
+import { PcmuPacer } from "./webrtc_pacer.ts";
+import { type IceServer, peerConfigForHost } from "./webrtc_ice.ts";
+
+export { isLoopbackHost } from "./webrtc_ice.ts";
+export type { IceServer } from "./webrtc_ice.ts";
+
+/** Codecs a caller may ask for. Only `"pcmu"` is supported: werift cannot decode Opus. */
+export type WebRtcCodec = "pcmu" | "opus";
+
+/** Label of the JSON data channel the playground opens. */
+export const EVENTS_CHANNEL = "events";
+
+/** Options of {@link answerWebRtcOffer}. */
+export interface WebRtcAnswerOptions {
+  /** Where connection states and faults are logged. */
+  logger?: Logger;
+  /**
+   * The address the HTTP server listens on (its `--host`). A loopback host makes ICE bind and
+   * advertise 127.0.0.1 only; a literal IPv4 address binds that address only; anything else
+   * (`0.0.0.0`, a hostname, undefined) gathers on every non-internal interface (werift's
+   * default, which needs `--allow-sys=networkInterfaces`).
+   */
+  iceHost?: string;
+  /** More addresses advertised as host candidates (e.g. the public IP of a 1:1 NAT). */
+  iceAdditionalHostAddresses?: string[];
+  /** STUN/TURN servers; none by default. */
+  iceServers?: IceServer[];
+  /** Codecs to accept; default `["pcmu"]`. `"opus"` is refused with a config error. */
+  codecs?: readonly WebRtcCodec[];
+  /** Call id reported in the `start` event; a random UUID by default. */
+  callId?: string;
+  /** Give up when ICE and DTLS have not connected within this; default 20000 ms. */
+  connectTimeoutMs?: number;
+  /** A `disconnected` peer that does not recover within this ends the call; default 5000 ms. */
+  disconnectGraceMs?: number;
+  /** Longest wait for local candidate gathering before answering; default 5000 ms. */
+  gatherTimeoutMs?: number;
+  /** Called with every JSON object the page sends on the events channel (hangup included). */
+  onPageMessage?: (msg: Record<string, unknown>) => void;
+}
+
+/** What {@link answerWebRtcOffer} returns. */
+export interface WebRtcAnswer {
+  /** The SDP answer, candidates included; send it back to the browser. */
+  answerSdp: string;
+  /** The call's media leg. */
+  session: WebRtcSession;
+}
+
+/** Inbound audio kept while nobody reads: 10 s of 20 ms packets. Older packets are dropped. */
+const MAX_QUEUED_AUDIO = 500;
+/** Outbound audio kept before the peer has connected: 10 s at 8 kHz. */
+const MAX_EARLY_SAMPLES = 80_000;
+/** Events kept while the data channel is still opening. */
+const MAX_EARLY_EVENTS = 100;
+const CARRIER_RATE = 8000;
+
+/**
+ * Answer a browser's SDP offer: negotiates PCMU audio and the `"events"` data channel, waits
+ * for local ICE gathering to complete, and returns the answer with a live session. Throws
+ * `FlowcatError("protocol")` for an offer without PCMU audio and `FlowcatError("config")` for
+ * an unsupported codec choice; on any failure every werift resource is already released.
+ */
+export async function answerWebRtcOffer(
+  offerSdp: string,
+  opts: WebRtcAnswerOptions = {},
+): Promise<WebRtcAnswer> {
+  const codecs = opts.codecs ?? ["pcmu"];
+  if (codecs.includes("opus")) {
+    throw new FlowcatError(
+      "config",
+      'webrtc.codecs: "opus" is not supported (werift has no Opus decoder); use ["pcmu"]',
+    );
+  }
+  if (!codecs.includes("pcmu")) throw new FlowcatError("config", 'webrtc.codecs: need "pcmu"');
+  if (typeof offerSdp !== "string" || !offerSdp.trimStart().startsWith("v=0")) {
+    throw new FlowcatError("protocol", "webrtc offer: body is not an SDP offer");
+  }
+  if (!/^m=audio .*\s0(\s|$)/m.test(offerSdp)) {
+    throw new FlowcatError("protocol", "webrtc offer: no audio section offering PCMU (PT 0)");
+  }
+  const pc = new RTCPeerConnection({
+    ...peerConfigForHost(opts.iceHost, opts.iceAdditionalHostAddresses, opts.iceServers),
+    codecs: {
+      audio: [new RTCRtpCodecParameters({ mimeType: "audio/PCMU", clockRate: 8000, payloadType: 0 })],
+      video: [],
+    },
+  });
+  const session = new WebRtcSession(pc, opts);
+  try {
+    await pc.setRemoteDescription({ type: "offer", sdp: offerSdp });
+    preferGcmSrtp(pc);
+    const audio = pc.getTransceivers().find((t) => t.kind === "audio");
+    if (!audio) throw new FlowcatError("protocol", "webrtc offer: no audio transceiver");
+    audio.setDirection("sendrecv");
+    session.bindSender((bytes) => void audio.sender.sendRtp(Buffer.from(bytes)).catch(() => {}));
+    await pc.setLocalDescription(await pc.createAnswer());
+    await waitForGathering(pc, opts.gatherTimeoutMs ?? 5000);
+    const answerSdp = pc.localDescription?.sdp;
+    if (!answerSdp) throw new FlowcatError("protocol", "webrtc: no local description");
+    if (!/^m=audio [1-9]/m.test(answerSdp)) {
+      throw new FlowcatError("protocol", "webrtc offer: audio rejected (no common codec)");
+    }
+    return { answerSdp, session };
+  } catch (err) {
+    await session.close();
+    if (err instanceof FlowcatError) throw err;
+    throw new FlowcatError("protocol", `webrtc offer: ${errorMessage(err)}`, { cause: err });
+  }
+}
+
+/** SRTP_AEAD_AES_128_GCM (RFC 7714), the only profile werift runs without leaking. */
+const SRTP_AEAD_AES_128_GCM = 7;
+
+/**
+ * Offer only the AES-GCM SRTP profile in the DTLS handshake. werift's AES-CM path makes one
+ * node:crypto cipher per packet and never finalizes it; under Deno each is a resource that
+ * stays open (100 a second for a call), whereas the GCM path finalizes every cipher. Chrome,
+ * Firefox and Safari all support GCM. The field is private in werift's typings, hence the cast.
+ */
+function preferGcmSrtp(pc: RTCPeerConnection): void {
+  for (const t of pc.dtlsTransports) {
+    (t as unknown as { srtpProfiles: number[] }).srtpProfiles = [SRTP_AEAD_AES_128_GCM];
+  }
+}
+
+function waitForGathering(pc: RTCPeerConnection, ms: number): Promise<void> {
+  if (pc.iceGatheringState === "complete") return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    const sub = pc.iceGatheringStateChange.subscribe((s) => s === "complete" && done());
+    function done() {
+      clearTimeout(timer);
+      sub.unSubscribe();
+      resolve();
+    }
+  });
+}
+
+/**
+ * One browser call over WebRTC. `recv()` yields `start` once ICE and DTLS connect, `audio` at
+ * 8 kHz, and `stop` when the page hangs up or the peer closes, fails, or stays disconnected.
+ */
+export class WebRtcSession implements MediaTransport {
+  /** Call id reported in the `start` event. */
+  readonly callId: string;
+  readonly #pc: RTCPeerConnection;
+  readonly #log: Logger;
+  readonly #opts: WebRtcAnswerOptions;
+  readonly #inbox: MediaIn[] = [];
+  #waiter: ((m: MediaIn | undefined) => void) | undefined;
+  #pacer: PcmuPacer | undefined;
+  #down: Resampler | undefined;
+  #early: Int16Array[] = [];
+  #earlySamples = 0;
+  #channel: RTCDataChannel | undefined;
+  #earlyEvents: string[] = [];
+  #started = false;
+  #ended = false;
+  #closed = false;
+  #lastSeq: number | undefined;
+  #connectTimer: ReturnType<typeof setTimeout> | undefined;
+  #graceTimer: ReturnType<typeof setTimeout> | undefined;
+  #unsubscribe: (() => void)[] = [];
+  /** Why the session ended (`hangup`, `failed`, `closed`, `disconnected`, `timeout`, `local`). */
+  endReason: string | undefined;
+  /** RTP packets received from the browser. */
+  packetsReceived = 0;
+  /** Inbound audio packets dropped because nobody read them in time. */
+  packetsDropped = 0;
+
+  /** Wrap `pc`; {@link answerWebRtcOffer} makes sessions, embedders should not. */
+  constructor(pc: RTCPeerConnection, opts: WebRtcAnswerOptions) {
+    this.#pc = pc;
+    this.#opts = opts;
+    this.#log = opts.logger ?? silentLogger;
+    this.callId = opts.callId ?? crypto.randomUUID();
+    const subs = [
+      pc.connectionStateChange.subscribe((s) => this.#onState(s)),
+      pc.onTrack.subscribe((track) => {
+        const sub = track.onReceiveRtp.subscribe((rtp) => this.#onRtp(rtp));
+        this.#unsubscribe.push(() => sub.unSubscribe());
+      }),
+      pc.onDataChannel.subscribe((ch) => this.#onChannel(ch)),
+    ];
+    for (const sub of subs) this.#unsubscribe.push(() => sub.unSubscribe());
+    this.#connectTimer = setTimeout(
+      () => this.#end("timeout"),
+      opts.connectTimeoutMs ?? 20_000,
+    );
+  }
+
+  /** @internal Wire the outbound RTP path (called once by {@link answerWebRtcOffer}). */
+  bindSender(send: (packet: Uint8Array) => void): void {
+    this.#pacer = new PcmuPacer(send);
+  }
+
+  /** Next inbound event; `undefined` once the session has ended and the queue is drained. */
+  recv(): Promise<MediaIn | undefined> {
+    const m = this.#inbox.shift();
+    if (m !== undefined) return Promise.resolve(m);
+    if (this.#ended) return Promise.resolve(undefined);
+    return new Promise((resolve) => (this.#waiter = resolve));
+  }
+
+  /** Resample to 8 kHz, encode PCMU and queue for the paced sender. */
+  sendAudio(audio: AudioChunk): Promise<void> {
+    if (this.#ended || audio.pcm.length === 0) return Promise.resolve();
+    let pcm = audio.pcm;
+    if (audio.sampleRate !== CARRIER_RATE) {
+      if (this.#down === undefined || this.#down.inRate !== audio.sampleRate) {
+        this.#down = new Resampler(audio.sampleRate, CARRIER_RATE);
+      }
+      pcm = this.#down.process(pcm);
+    } else pcm = pcm.slice();
+    if (this.#started) this.#pacer?.push(pcm);
+    else if (this.#earlySamples + pcm.length <= MAX_EARLY_SAMPLES) {
+      // Audio before DTLS is up (a greeting) waits for the connection instead of being lost.
+      this.#early.push(pcm);
+      this.#earlySamples += pcm.length;
+    }
+    return Promise.resolve();
+  }
+
+  /** Drop queued outbound audio (barge-in). */
+  sendClear(): Promise<void> {
+    this.#pacer?.clear();
+    this.#early = [];
+    this.#earlySamples = 0;
+    return Promise.resolve();
+  }
+
+  /** 8000: the leg carries PCMU. */
+  carrierRate(): number {
+    return CARRIER_RATE;
+  }
+
+  /** Outbound audio samples (8 kHz) still queued. */
+  get queuedSamples(): number {
+    return (this.#pacer?.queuedSamples ?? 0) + this.#earlySamples;
+  }
+
+  /** RTP packets sent to the browser. */
+  get packetsSent(): number {
+    return this.#pacer?.packetsSent ?? 0;
+  }
+
+  /**
+   * Send a JSON event to the page on the `"events"` channel (queued until the channel opens;
+   * dropped after the session ended). E.g. `{type:"transcript", role:"bot", text, final}`.
+   */
+  sendEvent(event: Record<string, unknown>): void {
+    if (this.#closed) return;
+    const text = JSON.stringify(event);
+    const ch = this.#channel;
+    if (ch && ch.readyState === "open") this.#sendOn(ch, text);
+    else if (this.#earlyEvents.length < MAX_EARLY_EVENTS) this.#earlyEvents.push(text);
+  }
+
+  /** End the call from this side and release every werift resource; idempotent. */
+  async close(): Promise<void> {
+    this.#end("local");
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#pacer?.close();
+    for (const un of this.#unsubscribe) un();
+    this.#unsubscribe = [];
+    try {
+      await this.#pc.close();
+    } catch (err) {
+      this.#log.debug("webrtc: close failed", { callId: this.callId, error: errorMessage(err) });
+    }
+  }
+
+  #deliver(m: MediaIn): void {
+    const w = this.#waiter;
+    if (w) {
+      this.#waiter = undefined;
+      w(m);
+    } else this.#inbox.push(m);
+  }
+
+  #onState(state: string): void {
+    this.#log.debug("webrtc: connection state", { callId: this.callId, state });
+    if (state === "connected") {
+      if (this.#graceTimer !== undefined) clearTimeout(this.#graceTimer);
+      this.#graceTimer = undefined;
+      this.#start();
+    } else if (state === "failed" || state === "closed") {
+      this.#end(state);
+    } else if (state === "disconnected" && this.#graceTimer === undefined && !this.#ended) {
+      this.#graceTimer = setTimeout(
+        () => this.#end("disconnected"),
+        this.#opts.disconnectGraceMs ?? 5000,
+      );
+    }
+  }
+
+  #start(): void {
+    if (this.#started || this.#ended) return;
+    this.#started = true;
+    clearTimeout(this.#connectTimer);
+    this.#log.info("webrtc: connected", { callId: this.callId });
+    this.#deliver({ type: "start", callId: this.callId });
+    for (const pcm of this.#early) this.#pacer?.push(pcm);
+    this.#early = [];
+    this.#earlySamples = 0;
+  }
+
+  #onRtp(rtp: RtpPacket): void {
+    if (this.#ended || rtp.header.payloadType !== 0) return;
+    this.packetsReceived++;
+    // Loopback and LAN rarely reorder; a late or repeated packet is dropped rather than
+    // played out of order (no jitter buffer: the browser paces what it sends).
+    const seq = rtp.header.sequenceNumber;
+    if (this.#lastSeq !== undefined) {
+      const ahead = ((seq - this.#lastSeq + 0x10000) & 0xffff);
+      if (ahead === 0 || ahead > 0x8000) return;
+    }
+    this.#lastSeq = seq;
+    this.#start();
+    if (this.#inbox.length >= MAX_QUEUED_AUDIO) {
+      const i = this.#inbox.findIndex((m) => m.type === "audio");
+      if (i >= 0) {
+        this.#inbox.splice(i, 1);
+        this.packetsDropped++;
+      }
+    }
+    const pcm = ulawDecode(new Uint8Array(rtp.payload));
+    this.#deliver({ type: "audio", audio: { pcm, sampleRate: CARRIER_RATE, numChannels: 1 } });
+  }
+
+  #onChannel(ch: RTCDataChannel): void {
+    if (ch.label !== EVENTS_CHANNEL) return;
+    this.#channel = ch;
+    const flush = () => {
+      for (const text of this.#earlyEvents) this.#sendOn(ch, text);
+      this.#earlyEvents = [];
+    };
+    if (ch.readyState === "open") flush();
+    // The page closing its peer connection closes the channel at once (SCTP abort), whereas
+    // ICE only notices when consent expires, 30 s later.
+    const state = ch.stateChanged.subscribe((s) => {
+      if (s === "open") flush();
+      else if (s === "closed") this.#end("closed");
+    });
+    const msg = ch.onMessage.subscribe((data) => this.#onPageMessage(data));
+    this.#unsubscribe.push(() => state.unSubscribe(), () => msg.unSubscribe());
+  }
+
+  #onPageMessage(data: string | Uint8Array): void {
+    const text = typeof data === "string" ? data : new TextDecoder().decode(data);
+    let msg: unknown;
+    try {
+      msg = JSON.parse(text);
+    } catch {
+      this.#log.debug("webrtc: page message is not JSON", { callId: this.callId });
+      return;
+    }
+    if (typeof msg !== "object" || msg === null || Array.isArray(msg)) return;
+    const obj = msg as Record<string, unknown>;
+    try {
+      this.#opts.onPageMessage?.(obj);
+    } catch (err) {
+      this.#log.warn("webrtc: onPageMessage failed", { error: errorMessage(err) });
+    }
+    if (obj.type === "hangup") this.#end("hangup");
+  }
+
+  #sendOn(ch: RTCDataChannel, text: string): void {
+    try {
+      ch.send(text);
+    } catch (err) {
+      this.#log.debug("webrtc: event not sent", { callId: this.callId, error: errorMessage(err) });
+    }
+  }
+
+  /** Deliver `stop` once; a peer-side end also releases the connection. */
+  #end(reason: string): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    this.endReason = reason;
+    clearTimeout(this.#connectTimer);
+    if (this.#graceTimer !== undefined) clearTimeout(this.#graceTimer);
+    this.#graceTimer = undefined;
+    this.#pacer?.clear();
+    this.#log.info("webrtc: ended", { callId: this.callId, reason });
+    this.#deliver({ type: "stop" });
+    if (reason !== "local") void this.close();
+  }
+}
