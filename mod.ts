@@ -17,3 +17,5 @@ export * from "./core/observers.ts";
 export * from "./core/metrics.ts";
 export * from "./core/agent/mod.ts";
 export * from "./core/audio/mod.ts";
+export * from "./core/processors/mod.ts";
+export * from "./core/builders.ts";

@@ -1,10 +1,11 @@
 /**
  * `deno task bench`: runs the benchmarks and writes JSON under bench/results/.
- * Options: --only routing|demo|memory (repeatable), --quick (fewer runs).
+ * Options: --only routing|demo|memory|audio (repeatable), --quick (fewer runs).
  * @module
  */
 
 import { parseArgs } from "node:util";
+import { runAudioBench } from "./audio.ts";
 import { benchDemo, benchIdleMemory, benchRouting } from "./core.ts";
 
 const { values } = parseArgs({
@@ -16,7 +17,7 @@ const { values } = parseArgs({
   },
 });
 if (values.help) {
-  console.log("Usage: deno task bench [--only routing|demo|memory]... [--quick]");
+  console.log("Usage: deno task bench [--only routing|demo|memory|audio]... [--quick]");
   Deno.exit(0);
 }
 const want = (name: string) => !values.only || values.only.includes(name);
@@ -51,6 +52,10 @@ if (want("demo")) {
 if (want("memory")) {
   console.error("bench: memory per idle 5-processor task (1,000 tasks)...");
   result.idle_memory = await benchIdleMemory(1000);
+}
+if (want("audio")) {
+  console.error("bench: audio path (codecs, resamplers, VAD, noise filter, recorder)...");
+  result.audio = await runAudioBench(quick);
 }
 const routing = result.routing as Record<string, { us_per_hop: { p50: number } }> | undefined;
 if (routing) {

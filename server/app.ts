@@ -12,6 +12,7 @@
  */
 
 import type { Logger } from "../core/log.ts";
+import type { WebRtcAnswerOptions } from "../transports/webrtc.ts";
 import type { RealtimeFactory } from "../providers/registry.ts";
 import { CallManager, type EnvGet } from "./calls.ts";
 import type { AgentServerConfig } from "./config.ts";
@@ -31,6 +32,8 @@ export interface AgentServerOptions {
   sipDial?: SipDialFn;
   /** Replaces the outbound dialer entirely (tests). */
   dialer?: OutboundDialer;
+  /** WebRTC answer options for the playground (ICE mode, extra host addresses). */
+  webrtc?: Omit<WebRtcAnswerOptions, "logger">;
 }
 
 /** A running agent server's parts. */
@@ -64,9 +67,12 @@ export async function createAgentServer(opts: AgentServerOptions): Promise<Agent
     ...(config.telephony.sip ? { callerId: config.telephony.sip.callerId } : {}),
     ...(opts.sipDial ? { sip: opts.sipDial } : {}),
   });
-  const handler = router(agentRoutes({ config, calls, sessions, env, logger, dialer }), {
-    maxBodyBytes: config.limits.maxBodyBytes,
-    logger,
-  });
+  const handler = router(
+    agentRoutes({ config, calls, sessions, env, logger, dialer, webrtc: opts.webrtc }),
+    {
+      maxBodyBytes: config.limits.maxBodyBytes,
+      logger,
+    },
+  );
   return { handler, calls, sessions };
 }

@@ -17,7 +17,7 @@
 
 import { errorMessage } from "../core/errors.ts";
 import type { Logger } from "../core/log.ts";
-import { answerWebRtcOffer } from "../transports/webrtc.ts";
+import { answerWebRtcOffer, type WebRtcAnswerOptions } from "../transports/webrtc.ts";
 import { answerDocument, answerUrl, streamUrl } from "../telephony/answer.ts";
 import { isE164, ReplayGuard, timingSafeEqual } from "../telephony/security.ts";
 import { createSerializer, isCarrierName } from "../telephony/serializers/mod.ts";
@@ -43,6 +43,8 @@ export interface ServerContext {
   logger: Logger;
   /** Originates outbound calls (carrier REST or SIP); `/calls` answers 501 without one. */
   dialer?: OutboundDialer;
+  /** WebRTC answer options (ICE mode, extra host addresses). */
+  webrtc?: Omit<WebRtcAnswerOptions, "logger">;
 }
 
 /** The route table of the agent server. */
@@ -98,10 +100,7 @@ async function webrtcOffer(ctx: ServerContext, _req: Request, c: RouteContext): 
   if (refused !== undefined) return jsonError(503, refused);
   let answer;
   try {
-    answer = await answerWebRtcOffer(body.sdp, {
-      iceHost: ctx.config.server.host,
-      logger: ctx.logger,
-    });
+    answer = await answerWebRtcOffer(body.sdp, { ...ctx.webrtc, logger: ctx.logger });
   } catch (err) {
     return jsonError(400, errorMessage(err));
   }
@@ -199,7 +198,7 @@ async function carrierAnswer(
   return new Response(doc.body, { status: 200, headers: { "content-type": doc.contentType } });
 }
 
-async function mediaSocket(ctx: ServerContext, req: Request, c: RouteContext): Promise<Response> {
+function mediaSocket(ctx: ServerContext, req: Request, c: RouteContext): Response {
   const carrier = c.params.carrier;
   if (!enabledCarrier(ctx, carrier)) return jsonError(404, "unknown or disabled carrier");
   if (req.headers.get("upgrade")?.toLowerCase() !== "websocket") {

@@ -133,7 +133,7 @@ const OK: Verdict = Object.freeze({ ok: true });
 const fail = (reason: string): Verdict => ({ ok: false, reason });
 
 /**
- * Verify a carrier webhook (see the module table for each scheme). Returns `{ ok: true }` or
+ * Verify a carrier webhook (see the module doc for each scheme). Returns `{ ok: true }` or
  * `{ ok: false, reason }`; answer 403 on a failure and log the reason, which names no secret.
  * A carrier with no secret configured is refused unless `opts.allowUnsigned`. With `opts.replay`,
  * a valid request whose signature (Twilio, SignalWire, Telnyx, Sinch), nonce (Plivo) or token id

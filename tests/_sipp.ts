@@ -74,7 +74,9 @@ export function runSipp(args: string[], cwd = "./.tmp/sipp"): Sipp {
 /** `samples` of a `freq` Hz sine at 8 kHz, amplitude `amp`. */
 export function sine8k(samples: number, freq: number, amp = 8000): Int16Array {
   const pcm = new Int16Array(samples);
-  for (let i = 0; i < samples; i++) pcm[i] = Math.round(amp * Math.sin((2 * Math.PI * freq * i) / 8000));
+  for (let i = 0; i < samples; i++) {
+    pcm[i] = Math.round(amp * Math.sin((2 * Math.PI * freq * i) / 8000));
+  }
   return pcm;
 }
 

@@ -22,6 +22,15 @@ const CHROMIUM = "/usr/bin/chromium";
 const PLAYGROUND = new URL("../server/playground/", import.meta.url);
 const SPOKEN = "Hello Flowcat. This is the browser test speaking. Can you hear me?";
 
+/** The page's `window.flowcat` test hook (server/playground/app.js). */
+interface PageHook {
+  flowcat: {
+    state: string;
+    transcript: { role: string; text: string; final: boolean }[];
+    counters: { inboundPackets: number; inboundBytes: number; events: number };
+  };
+}
+
 /** Why the browser test cannot run here, or undefined when it can. */
 function blocker(): string | undefined {
   const q = (d: Deno.PermissionDescriptor) => Deno.permissions.querySync(d).state === "granted";
@@ -80,7 +89,7 @@ function startHarness(): { server: Deno.HttpServer<Deno.NetAddr>; calls: Harness
     if (req.method === "POST" && path === "/webrtc/offer") {
       const body = await req.json() as { sdp?: string };
       const { answerSdp, session } = await answerWebRtcOffer(String(body.sdp), {
-        iceHost: "127.0.0.1",
+        ice: "loopback",
       });
       const call: HarnessCall = { session, frames: [], events: [], done: Promise.resolve() };
       call.done = echo(call);
@@ -175,15 +184,21 @@ Deno.test({
       await page.goto(`http://127.0.0.1:${server.addr.port}/`);
       assert.equal(await page.textContent("#conn-text"), "Not connected");
       await page.getByRole("button", { name: "Start call" }).click();
-      await page.waitForFunction(() => (globalThis as any).flowcat.state === "connected", null, {
-        timeout: 20_000,
-      });
+      await page.waitForFunction(
+        () => (globalThis as unknown as PageHook).flowcat.state === "connected",
+        null,
+        {
+          timeout: 20_000,
+        },
+      );
       assert.equal(calls.length, 1);
       const call = calls[0];
 
       // Both sides of the transcript, the interim user line replaced by its final text.
       await page.waitForFunction(
-        () => (globalThis as any).flowcat.transcript.filter((l: any) => l.role === "bot").length === 2,
+        () =>
+          (globalThis as unknown as PageHook).flowcat.transcript.filter((l) => l.role === "bot")
+            .length === 2,
         null,
         { timeout: 20_000 },
       );
@@ -205,12 +220,18 @@ Deno.test({
 
       // Page side: the echoed audio arrived (inbound-rtp packets) and plays in <audio>.
       await page.waitForFunction(
-        () => (globalThis as any).flowcat.counters.inboundPackets > 50,
+        () => (globalThis as unknown as PageHook).flowcat.counters.inboundPackets > 50,
         null,
         { timeout: 10_000 },
       );
       assert.ok(call.session.packetsSent > 50, `sent ${call.session.packetsSent}`);
-      assert.equal(await page.$eval("#remote-audio", (a) => (a as any).srcObject !== null), true);
+      assert.equal(
+        await page.$eval(
+          "#remote-audio",
+          (a) => (a as unknown as { srcObject: unknown }).srcObject !== null,
+        ),
+        true,
+      );
 
       await screenshots(page);
 
@@ -219,7 +240,9 @@ Deno.test({
       await call.done;
       assert.equal(call.events.at(-1), "stop");
       assert.equal(call.session.endReason, "hangup");
-      await page.waitForFunction(() => (globalThis as any).flowcat.state === "ended");
+      await page.waitForFunction(() =>
+        (globalThis as unknown as PageHook).flowcat.state === "ended"
+      );
       assert.equal(await page.textContent("#conn-text"), "Call ended");
       assert.equal(await page.isEnabled("#start"), true);
     } finally {

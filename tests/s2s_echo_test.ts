@@ -6,14 +6,12 @@ import assert from "node:assert/strict";
 import { buildS2sTask } from "../core/builders.ts";
 import { GraphBrain } from "../core/agent/graph_brain.ts";
 import { parseGraphSpec } from "../core/agent/graph_spec.ts";
-import { ulawDecode, ulawEncode } from "../core/audio/g711.ts";
 import { rms, sine } from "../core/audio/pcm.ts";
 import { silentLogger } from "../core/log.ts";
 import type { Finalize } from "../core/seams.ts";
 import { EchoRealtime } from "../providers/realtime/echo.ts";
 import { MemorySessionSource } from "../server/session_store.ts";
-import { createTwilioSerializer } from "../telephony/serializers/twilio.ts";
-import { socketFromWebSocket, WsMediaTransport } from "../telephony/ws_transport.ts";
+import { type TwilioCall, twilioCall } from "./_twilio_client.ts";
 import { sleep, until } from "./_core_helpers.ts";
 
 const GRAPH = `
@@ -47,12 +45,10 @@ function brain(): GraphBrain {
 }
 
 interface Harness {
-  got: Record<string, unknown>[];
-  send(o: unknown): Promise<void>;
+  call: TwilioCall;
   finished: Promise<Finalize>;
   echo: EchoRealtime;
   sessions: MemorySessionSource;
-  close(): Promise<void>;
 }
 
 async function harness(): Promise<Harness> {
@@ -60,9 +56,7 @@ async function harness(): Promise<Harness> {
   const run = sessions.createRun("carrier", { carrier: "twilio" });
   const echo = new EchoRealtime({ greeting: "hi", vad: { stopSecs: 0.3 } });
   const finished = Promise.withResolvers<Finalize>();
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, (req) => {
-    const { socket, response } = Deno.upgradeWebSocket(req);
-    const transport = new WsMediaTransport(socketFromWebSocket(socket), createTwilioSerializer());
+  const call = await twilioCall((transport) => {
     const task = buildS2sTask({
       transport,
       realtime: echo,
@@ -76,85 +70,30 @@ async function harness(): Promise<Harness> {
       taskParams: { idleTimeoutMs: null },
     });
     task.run().catch(finished.reject);
-    return response;
-  });
-  const ws = new WebSocket(`ws://127.0.0.1:${server.addr.port}/telephony/ws/twilio/1`);
-  const client = socketFromWebSocket(ws);
-  await client.opened;
-  const got: Record<string, unknown>[] = [];
-  (async () => {
-    for (;;) {
-      const m = await client.recv();
-      if (m === undefined || m.type === "close") break;
-      if (m.type === "text") got.push(JSON.parse(m.data));
-    }
-  })();
-  const send = (o: unknown) => client.sendText(JSON.stringify(o));
-  await send({ event: "connected", protocol: "Call", version: "1.0.0" });
-  await send({
-    event: "start",
-    streamSid: "MZ1",
-    start: {
-      streamSid: "MZ1",
-      callSid: "CA1",
-      customParameters: { token: run.token },
-      mediaFormat: { encoding: "audio/x-mulaw", sampleRate: 8000, channels: 1 },
-    },
-  });
-  return {
-    got,
-    send,
-    finished: finished.promise,
-    echo,
-    sessions,
-    close: async () => {
-      ws.close();
-      await server.shutdown();
-    },
-  };
+  }, run.token);
+  return { call, finished: finished.promise, echo, sessions };
 }
-
-/** Send `pcm` (8 kHz) as Twilio media frames of 20 ms, paced a little faster than real time. */
-async function speak(h: Harness, pcm: Int16Array): Promise<void> {
-  const mu = ulawEncode(pcm);
-  for (let i = 0; i < mu.length; i += 160) {
-    await h.send({
-      event: "media",
-      streamSid: "MZ1",
-      media: { track: "inbound", payload: mu.subarray(i, i + 160).toBase64() },
-    });
-    await sleep(5);
-  }
-}
-
-const media = (h: Harness) => h.got.filter((m) => m.event === "media");
-const decoded = (msgs: Record<string, unknown>[]) =>
-  ulawDecode(
-    Uint8Array.from(
-      msgs.flatMap((m) => [...Uint8Array.fromBase64((m.media as { payload: string }).payload)]),
-    ),
-  );
 
 Deno.test("s2s echo call: greeting, echo, dtmf transition, hang-up finalizes once", async () => {
   const h = await harness();
   // The greeting (a chime: no TTS given) plays as 8 kHz mu-law.
-  await until(() => media(h).length >= 10, 3000, "greeting audio");
+  await until(() => h.call.media().length >= 10, 3000, "greeting audio");
   await sleep(500);
-  const before = media(h).length;
+  const before = h.call.media().length;
   // Caller speaks 0.6 s of a 300 Hz tone, then silence: the model echoes it.
   const tone = sine({ freq: 300, sampleRate: 8000, samples: 4800, amplitude: 9000 });
-  await speak(h, tone);
-  await speak(h, new Int16Array(4800));
-  await until(() => media(h).length >= before + 25, 4000, "echoed audio");
-  const echoed = decoded(media(h).slice(before));
+  await h.call.speak(tone);
+  await h.call.speak(new Int16Array(4800));
+  await until(() => h.call.media().length >= before + 25, 4000, "echoed audio");
+  const echoed = h.call.decode(h.call.media().slice(before));
   assert.ok(rms(echoed) > 1000, `echo has energy: ${rms(echoed)}`);
 
   // Key 1 calls the node's first tool (go_on): the brain moves, the model gets the new prompt.
-  await h.send({ event: "dtmf", streamSid: "MZ1", dtmf: { track: "inbound_track", digit: "1" } });
+  await h.call.dtmf("1");
   await until(() => h.echo.systemPrompt.includes("Second step, talk to Sam"), 3000, "transition");
   assert.deepEqual(h.echo.tools.map((t) => t.name), ["finish", "end_call"]);
 
-  await h.send({ event: "stop", streamSid: "MZ1", stop: { callSid: "CA1" } });
+  await h.call.hangup();
   const report = await h.finished;
   assert.equal(report.usage.endedBy, "end: caller hung up");
   assert.equal(report.usage.model, "echo");
@@ -170,24 +109,27 @@ Deno.test("s2s echo call: greeting, echo, dtmf transition, hang-up finalizes onc
   );
   const roles = new Set(doc.lines.map((l: { role: string }) => l.role));
   assert.ok(roles.has("user") && roles.has("bot") && roles.has("node"), JSON.stringify(doc.lines));
-  await h.close();
+  await h.call.close();
 });
 
 Deno.test("s2s echo call: barge-in clears the carrier's playback", async () => {
   const h = await harness();
-  await until(() => media(h).length >= 5, 3000, "greeting audio");
+  await until(() => h.call.media().length >= 5, 3000, "greeting audio");
   await sleep(400);
   // A long caller turn, then silence: a long echo starts playing.
   const tone = sine({ freq: 250, sampleRate: 8000, samples: 16000, amplitude: 9000 });
-  await speak(h, tone);
-  await speak(h, new Int16Array(3200));
-  const start = media(h).length;
-  await until(() => media(h).length >= start + 10, 4000, "echo playing");
+  await h.call.speak(tone);
+  await h.call.speak(new Int16Array(3200));
+  const start = h.call.media().length;
+  await until(() => h.call.media().length >= start + 10, 4000, "echo playing");
   // Talk over it: the model raises interrupted, the transport sends Twilio's clear.
-  await speak(h, tone.subarray(0, 4000));
-  await until(() => h.got.some((m) => m.event === "clear"), 3000, "clear");
-  assert.deepEqual(h.got.find((m) => m.event === "clear"), { event: "clear", streamSid: "MZ1" });
-  await h.send({ event: "stop", streamSid: "MZ1", stop: { callSid: "CA1" } });
+  await h.call.speak(tone.subarray(0, 4000));
+  await until(() => h.call.got.some((m) => m.event === "clear"), 3000, "clear");
+  assert.deepEqual(h.call.got.find((m) => m.event === "clear"), {
+    event: "clear",
+    streamSid: "MZ1",
+  });
+  await h.call.hangup();
   await h.finished;
-  await h.close();
+  await h.call.close();
 });

@@ -92,7 +92,11 @@ Deno.test("sipp UAC calls us: 100/180/200, ACK, PCMU tone and RFC 4733 key arriv
     assert.equal(call.media.telephoneEventPt, 101);
     assert.equal(call.transport.carrierRate(), 8000);
     // Our side talks too: 16 kHz in, 8 kHz PCMU out.
-    await call.transport.sendAudio({ pcm: new Int16Array(3200), sampleRate: 16000, numChannels: 1 });
+    await call.transport.sendAudio({
+      pcm: new Int16Array(3200),
+      sampleRate: 16000,
+      numChannels: 1,
+    });
     const got = await drain(() => call.transport.recv());
     assert.equal(await call.ended, "remote hangup");
     assert.equal(got.kinds[0], "start");
@@ -185,12 +189,12 @@ Deno.test("sipp registrar: a wrong password is refused with an auth error that n
   assert.equal(JSON.stringify(logger.records).includes(wrong), false);
 });
 
-Deno.test("we call sipp UAS: E.164 INVITE, 180/200, ACK, RTP echoed back, our BYE ends it", async () => {
+Deno.test("we call sipp UAS: E.164 INVITE, 407 digest, 180/200, ACK, RTP echoed back, our BYE", async () => {
   const sippPort = freeUdpPort();
   const { agent, logger } = await startAgent({ server: `sip:127.0.0.1:${sippPort}` });
   const sipp = runSipp([
-    "-sn",
-    "uas",
+    "-sf",
+    SCENARIOS + "uas_auth_echo.xml",
     "-i",
     "127.0.0.1",
     "-p",
@@ -267,26 +271,40 @@ Deno.test("CANCEL before answer: 200 to the CANCEL, 487 to the INVITE, the invit
   assertNoPassword(logger);
 });
 
-Deno.test("a retransmitted INVITE is absorbed: one invite, one call", async () => {
+Deno.test("a retransmitted INVITE is absorbed: one invite, one call, last provisional re-sent", async () => {
   const { agent, logger } = await startAgent();
-  const sipp = runSipp(sippArgs("uac_retrans_invite.xml", agent.local.port));
+  const dir = `./.tmp/sipp-rx-${crypto.randomUUID()}`;
+  // sipp drops our provisionals (lost="100"), so its Timer A re-sends the INVITE.
+  const sipp = runSipp(
+    sippArgs("uac_retrans_invite.xml", agent.local.port, ["-trace_msg", "-message_file", "msgs.log"]),
+    dir,
+  );
   try {
     const invite = await agent.nextInbound();
     assert.ok(invite !== undefined);
-    // Let the two copies arrive before answering.
-    await new Promise((r) => setTimeout(r, 200));
+    // Copies arrive after 100 and 300 ms; answer after both.
+    const t0 = performance.now();
+    while (agent.counters.absorbed < 2 && performance.now() - t0 < 3000) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
     assert.ok(agent.counters.absorbed >= 2, `absorbed ${agent.counters.absorbed}`);
     const call = await invite.answer();
     assert.equal(await call.ended, "remote hangup");
     const res = await sipp.done;
     assert.equal(res.code, 0, res.stdout.slice(-2000));
-    // Nothing else was queued: after close, nextInbound ends with undefined.
+    const log = Deno.readTextFileSync(`${dir}/msgs.log`);
+    const invitesSent = log.match(/message sent[^\n]*\n\s*INVITE /g)?.length ?? 0;
+    const ringingReceived = log.match(/message received[^\n]*\n\s*SIP\/2\.0 180 /g)?.length ?? 0;
+    assert.ok(invitesSent >= 3, `sipp sent ${invitesSent} INVITEs`);
+    assert.ok(ringingReceived >= invitesSent, `180 re-sent ${ringingReceived} times`);
+    // Exactly one invite was queued: after close, nextInbound ends with undefined.
     await agent.close();
     assert.equal(await agent.nextInbound(), undefined);
   } finally {
     sipp.kill();
     await sipp.done;
     await agent.close();
+    Deno.removeSync(dir, { recursive: true });
   }
   assertNoPassword(logger);
 });

@@ -20,12 +20,15 @@ import type { MediaIn } from "../core/seams.ts";
 import { RtpSender } from "../telephony/sip/rtp.ts";
 import {
   answerWebRtcOffer,
+  iceModeForHost,
+  icePermissions,
   isLoopbackHost,
+  missingIcePermissions,
   type WebRtcAnswerOptions,
   type WebRtcSession,
 } from "../transports/webrtc.ts";
 import { PcmuPacer } from "../transports/webrtc_pacer.ts";
-import { peerConfigForHost } from "../transports/webrtc_ice.ts";
+import { icePeerConfig } from "../transports/webrtc_ice.ts";
 import { toneAmplitude } from "./_audio_helpers.ts";
 import { sleep, until } from "./_core_helpers.ts";
 
@@ -41,7 +44,7 @@ interface Got {
 /** A werift peer standing in for Chromium: offers Opus and PCMU, opens "events". */
 class FakeBrowser {
   readonly pc = new RTCPeerConnection({
-    ...peerConfigForHost("127.0.0.1"),
+    ...icePeerConfig("loopback"),
     codecs: {
       audio: [
         new RTCRtpCodecParameters({
@@ -106,7 +109,7 @@ async function connect(
 ): Promise<{ browser: FakeBrowser; session: WebRtcSession; answer: string }> {
   const browser = new FakeBrowser();
   const { answerSdp, session } = await answerWebRtcOffer(await browser.offer(), {
-    iceHost: "127.0.0.1",
+    ice: "loopback",
     ...opts,
   });
   await browser.pc.setRemoteDescription({ type: "answer", sdp: answerSdp });
@@ -289,7 +292,7 @@ Deno.test("webrtc: sendClear drops queued audio; close is idempotent and ends re
 Deno.test("webrtc: audio sent before the peer connects is kept for the connection", async () => {
   const browser = new FakeBrowser();
   const { answerSdp, session } = await answerWebRtcOffer(await browser.offer(), {
-    iceHost: "localhost",
+    ice: iceModeForHost("localhost"),
   });
   try {
     await session.sendAudio({
@@ -309,7 +312,7 @@ Deno.test("webrtc: audio sent before the peer connects is kept for the connectio
 Deno.test("webrtc: a peer that never connects times out with stop", async () => {
   const browser = new FakeBrowser();
   const { session } = await answerWebRtcOffer(await browser.offer(), {
-    iceHost: "127.0.0.1",
+    ice: "loopback",
     connectTimeoutMs: 200,
   });
   try {
@@ -322,13 +325,13 @@ Deno.test("webrtc: a peer that never connects times out with stop", async () => 
 
 Deno.test("webrtc: bad offers and Opus are refused with FlowcatError", async () => {
   await assert.rejects(
-    answerWebRtcOffer("hello", { iceHost: "127.0.0.1" }),
+    answerWebRtcOffer("hello", { ice: "loopback" }),
     (e) => e instanceof FlowcatError && e.kind === "protocol",
   );
   const noPcmu = "v=0\r\no=- 1 0 IN IP4 0.0.0.0\r\ns=-\r\nt=0 0\r\n" +
     "m=audio 9 UDP/TLS/RTP/SAVPF 111\r\na=rtpmap:111 opus/48000/2\r\n";
   await assert.rejects(
-    answerWebRtcOffer(noPcmu, { iceHost: "127.0.0.1" }),
+    answerWebRtcOffer(noPcmu, { ice: "loopback" }),
     (e) => e instanceof FlowcatError && e.kind === "protocol" && /PCMU/.test(e.message),
   );
   const browser = new FakeBrowser();
@@ -338,25 +341,44 @@ Deno.test("webrtc: bad offers and Opus are refused with FlowcatError", async () 
       answerWebRtcOffer(offer, { codecs: ["pcmu", "opus"] }),
       (e) => e instanceof FlowcatError && e.kind === "config" && /Opus/.test(e.message),
     );
+    // Under the test task's flags the default "interfaces" mode lacks its permissions: a
+    // clear error before werift starts (its wildcard bind would throw where nothing catches).
+    const missing = missingIcePermissions("interfaces");
+    if (missing.length > 0) {
+      await assert.rejects(
+        answerWebRtcOffer(offer),
+        (e) => e instanceof FlowcatError && e.kind === "config" && e.message.includes(missing[0]),
+      );
+    }
   } finally {
     await browser.pc.close();
     await sleep(50);
   }
 });
 
-Deno.test("webrtc ICE config: loopback and pinned hosts skip the interface scan", () => {
+Deno.test("webrtc ICE modes: loopback and pinned skip the interface scan", () => {
   assert.ok(isLoopbackHost("127.0.0.1") && isLoopbackHost("localhost") && isLoopbackHost("[::1]"));
-  assert.ok(!isLoopbackHost("0.0.0.0") && !isLoopbackHost("example.com") && !isLoopbackHost(undefined));
-  const loop = peerConfigForHost("localhost");
+  assert.ok(!isLoopbackHost("0.0.0.0") && !isLoopbackHost("example.com"));
+  assert.equal(iceModeForHost("localhost"), "loopback");
+  assert.deepEqual(iceModeForHost("192.0.2.10"), { address: "192.0.2.10" });
+  assert.equal(iceModeForHost("0.0.0.0"), "interfaces");
+  assert.equal(iceModeForHost(undefined), "interfaces");
+
+  const loop = icePeerConfig("loopback");
   assert.deepEqual(loop.iceAdditionalHostAddresses, ["127.0.0.1"]);
   assert.deepEqual(loop.iceInterfaceAddresses, { udp4: "127.0.0.1" });
-  assert.equal(loop.iceUseIpv4, false);
-  const pinned = peerConfigForHost("192.0.2.10", ["203.0.113.5"]);
+  assert.equal(loop.iceUseIpv4, false, "no os.networkInterfaces() call");
+  const pinned = icePeerConfig({ address: "192.0.2.10" }, ["203.0.113.5"]);
   assert.deepEqual(pinned.iceAdditionalHostAddresses, ["192.0.2.10", "203.0.113.5"]);
   assert.deepEqual(pinned.iceInterfaceAddresses, { udp4: "192.0.2.10" });
-  const any = peerConfigForHost("0.0.0.0");
-  assert.equal(any.iceUseIpv4, true);
-  assert.equal(any.iceInterfaceAddresses, undefined);
+  const all = icePeerConfig("interfaces");
+  assert.equal(all.iceUseIpv4, true);
+  assert.deepEqual(all.iceAdditionalHostAddresses, ["127.0.0.1"]);
+  assert.equal(all.iceInterfaceAddresses, undefined);
+
+  assert.deepEqual(icePermissions("loopback"), { net: ["127.0.0.1"], sys: [] });
+  assert.deepEqual(icePermissions("interfaces"), { net: null, sys: ["networkInterfaces"] });
+  assert.deepEqual(icePermissions({ address: "192.0.2.10" }), { net: null, sys: [] });
 });
 
 Deno.test("PcmuPacer: 20 ms packets, partial packets padded, clear empties the queue", async () => {

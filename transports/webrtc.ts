@@ -14,7 +14,7 @@
  * import { answerWebRtcOffer } from "./webrtc.ts";
  * // in POST /webrtc/offer:
  * // const { sdp } = await req.json();
- * // const { answerSdp, session } = await answerWebRtcOffer(sdp, { iceHost: "127.0.0.1" });
+ * // const { answerSdp, session } = await answerWebRtcOffer(sdp, { ice: "interfaces" });
  * // runCall(session); // session is a MediaTransport
  * // return Response.json({ sdp: answerSdp });
  * ```
@@ -22,7 +22,12 @@
  */
 
 import { Buffer } from "node:buffer";
-import { type RTCDataChannel, RTCPeerConnection, RTCRtpCodecParameters, type RtpPacket } from "werift";
+import {
+  type RTCDataChannel,
+  RTCPeerConnection,
+  RTCRtpCodecParameters,
+  type RtpPacket,
+} from "werift";
 import { ulawDecode } from "../core/audio/g711.ts";
 import { Resampler } from "../core/audio/resample.ts";
 import { errorMessage, FlowcatError } from "../core/errors.ts";
@@ -30,10 +35,20 @@ import type { AudioChunk } from "../core/frames.ts";
 import { type Logger, silentLogger } from "../core/log.ts";
 import type { MediaIn, MediaTransport } from "../core/seams.ts";
 import { PcmuPacer } from "./webrtc_pacer.ts";
-import { type IceServer, peerConfigForHost } from "./webrtc_ice.ts";
+import {
+  type IceMode,
+  icePeerConfig,
+  type IceServer,
+  missingIcePermissions,
+} from "./webrtc_ice.ts";
 
-export { isLoopbackHost } from "./webrtc_ice.ts";
-export type { IceServer } from "./webrtc_ice.ts";
+export {
+  iceModeForHost,
+  icePermissions,
+  isLoopbackHost,
+  missingIcePermissions,
+} from "./webrtc_ice.ts";
+export type { IceMode, IcePermissions, IceServer } from "./webrtc_ice.ts";
 
 /** Codecs a caller may ask for. Only `"pcmu"` is supported: werift cannot decode Opus. */
 export type WebRtcCodec = "pcmu" | "opus";
@@ -46,12 +61,11 @@ export interface WebRtcAnswerOptions {
   /** Where connection states and faults are logged. */
   logger?: Logger;
   /**
-   * The address the HTTP server listens on (its `--host`). A loopback host makes ICE bind and
-   * advertise 127.0.0.1 only; a literal IPv4 address binds that address only; anything else
-   * (`0.0.0.0`, a hostname, undefined) gathers on every non-internal interface (werift's
-   * default, which needs `--allow-sys=networkInterfaces`).
+   * Where ICE gathers candidates; default `"interfaces"` (every LAN interface plus 127.0.0.1,
+   * needs `--allow-sys=networkInterfaces`). `"loopback"` suits sandboxes and tests only: an
+   * ordinary browser cannot pair with a 127.0.0.1-only server. See {@link iceModeForHost}.
    */
-  iceHost?: string;
+  ice?: IceMode;
   /** More addresses advertised as host candidates (e.g. the public IP of a 1:1 NAT). */
   iceAdditionalHostAddresses?: string[];
   /** STUN/TURN servers; none by default. */
@@ -110,10 +124,20 @@ export async function answerWebRtcOffer(
   if (!/^m=audio .*\s0(\s|$)/m.test(offerSdp)) {
     throw new FlowcatError("protocol", "webrtc offer: no audio section offering PCMU (PT 0)");
   }
+  const ice = opts.ice ?? "interfaces";
+  const missing = missingIcePermissions(ice);
+  if (missing.length > 0) {
+    throw new FlowcatError(
+      "config",
+      `webrtc: ICE mode ${JSON.stringify(ice)} needs ${missing.join(" ")}`,
+    );
+  }
   const pc = new RTCPeerConnection({
-    ...peerConfigForHost(opts.iceHost, opts.iceAdditionalHostAddresses, opts.iceServers),
+    ...icePeerConfig(ice, opts.iceAdditionalHostAddresses, opts.iceServers),
     codecs: {
-      audio: [new RTCRtpCodecParameters({ mimeType: "audio/PCMU", clockRate: 8000, payloadType: 0 })],
+      audio: [
+        new RTCRtpCodecParameters({ mimeType: "audio/PCMU", clockRate: 8000, payloadType: 0 }),
+      ],
       video: [],
     },
   });
@@ -129,6 +153,9 @@ export async function answerWebRtcOffer(
     await waitForGathering(pc, opts.gatherTimeoutMs ?? 5000);
     const answerSdp = pc.localDescription?.sdp;
     if (!answerSdp) throw new FlowcatError("protocol", "webrtc: no local description");
+    if (!/^a=candidate:/m.test(answerSdp)) {
+      throw new FlowcatError("protocol", "webrtc: no local ICE candidate could be gathered");
+    }
     if (!/^m=audio [1-9]/m.test(answerSdp)) {
       throw new FlowcatError("protocol", "webrtc offer: audio rejected (no common codec)");
     }
@@ -345,7 +372,7 @@ export class WebRtcSession implements MediaTransport {
     // played out of order (no jitter buffer: the browser paces what it sends).
     const seq = rtp.header.sequenceNumber;
     if (this.#lastSeq !== undefined) {
-      const ahead = ((seq - this.#lastSeq + 0x10000) & 0xffff);
+      const ahead = (seq - this.#lastSeq + 0x10000) & 0xffff;
       if (ahead === 0 || ahead > 0x8000) return;
     }
     this.#lastSeq = seq;

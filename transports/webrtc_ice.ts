@@ -1,10 +1,10 @@
 /**
- * ICE settings for the werift answerer, chosen from the address the HTTP server listens on.
+ * ICE settings for the werift answerer, and the Deno permissions each choice needs.
  *
- * werift skips loopback when it gathers host candidates, so a server on 127.0.0.1 (the
- * default) must add 127.0.0.1 itself and bind its sockets there. Turning werift's own interface
- * scan off in that case also keeps it from calling `os.networkInterfaces()` (no `--allow-sys`)
- * and from binding the wildcard address (no `--allow-net=0.0.0.0`).
+ * werift skips loopback when it gathers host candidates, and an ordinary Chrome never pairs its
+ * own (non-loopback) candidates with a 127.0.0.1 one: a loopback-only server is reachable only
+ * from a Chromium started with `--allow-loopback-in-peer-connection` (sandboxes, tests). A
+ * human's browser, even on the same machine, needs a LAN address, hence `"interfaces"`.
  * @module
  */
 
@@ -15,6 +15,15 @@ export interface IceServer {
   credential?: string;
 }
 
+/**
+ * Where ICE gathers host candidates:
+ * - `"loopback"`: 127.0.0.1 only, sockets bound there. No interface scan, no wildcard bind.
+ * - `"interfaces"`: every non-internal IPv4 interface plus 127.0.0.1, sockets on 0.0.0.0
+ *   (werift's default scan, `os.networkInterfaces()`).
+ * - `{ address }`: that IPv4 address only, sockets bound there.
+ */
+export type IceMode = "loopback" | "interfaces" | { address: string };
+
 /** The subset of werift's peer configuration this module sets. */
 export interface IcePeerConfig {
   iceServers: IceServer[];
@@ -23,6 +32,12 @@ export interface IcePeerConfig {
   iceUseTcp: boolean;
   iceAdditionalHostAddresses: string[] | undefined;
   iceInterfaceAddresses: { udp4?: string; udp6?: string } | undefined;
+}
+
+/** Deno permissions an {@link IceMode} needs: `net` null means unrestricted. */
+export interface IcePermissions {
+  net: string[] | null;
+  sys: string[];
 }
 
 /** True for `localhost`, 127.0.0.0/8 and `::1` (bracketed or not). */
@@ -38,38 +53,74 @@ function isIpv4Literal(host: string): boolean {
 }
 
 /**
- * werift ICE settings for a server listening on `host`:
- * - loopback: bind and advertise 127.0.0.1 only (UDP);
- * - a literal IPv4 other than 0.0.0.0: bind and advertise that address only;
- * - anything else: every non-internal interface, sockets on the wildcard address.
- * `extraHosts` are advertised too (e.g. a 1:1 NAT's public address).
+ * The mode that mirrors an HTTP listen address: loopback stays on loopback, a literal IPv4
+ * address pins ICE to it, anything else (`0.0.0.0`, a hostname, undefined) uses every
+ * interface. Remember that `"loopback"` shuts out ordinary browsers (see the module notes).
  */
-export function peerConfigForHost(
-  host: string | undefined,
+export function iceModeForHost(host: string | undefined): IceMode {
+  if (isLoopbackHost(host)) return "loopback";
+  const h = host?.trim();
+  if (h !== undefined && isIpv4Literal(h) && h !== "0.0.0.0") return { address: h };
+  return "interfaces";
+}
+
+/**
+ * werift ICE settings for `mode`. `extraHosts` are advertised too (e.g. the public address of
+ * a 1:1 NAT in front of this host).
+ */
+export function icePeerConfig(
+  mode: IceMode,
   extraHosts: string[] = [],
   iceServers: IceServer[] = [],
 ): IcePeerConfig {
-  const pinned = isLoopbackHost(host)
-    ? "127.0.0.1"
-    : host !== undefined && isIpv4Literal(host.trim()) && host.trim() !== "0.0.0.0"
-    ? host.trim()
-    : undefined;
-  if (pinned !== undefined) {
+  if (mode === "interfaces") {
     return {
       iceServers,
-      iceUseIpv4: false,
+      iceUseIpv4: true,
       iceUseIpv6: false,
       iceUseTcp: false,
-      iceAdditionalHostAddresses: [pinned, ...extraHosts.filter((h) => h !== pinned)],
-      iceInterfaceAddresses: { udp4: pinned },
+      iceAdditionalHostAddresses: ["127.0.0.1", ...extraHosts.filter((h) => h !== "127.0.0.1")],
+      iceInterfaceAddresses: undefined,
     };
   }
+  const pinned = mode === "loopback" ? "127.0.0.1" : mode.address;
+  // With the scan off werift neither calls os.networkInterfaces() (no --allow-sys) nor binds
+  // the wildcard address: every socket sits on `pinned`.
   return {
     iceServers,
-    iceUseIpv4: true,
+    iceUseIpv4: false,
     iceUseIpv6: false,
     iceUseTcp: false,
-    iceAdditionalHostAddresses: extraHosts.length > 0 ? extraHosts : undefined,
-    iceInterfaceAddresses: undefined,
+    iceAdditionalHostAddresses: [pinned, ...extraHosts.filter((h) => h !== pinned)],
+    iceInterfaceAddresses: { udp4: pinned },
   };
+}
+
+/**
+ * Deno permissions the WebRTC leg needs in `mode`. UDP goes to the browser's addresses, which
+ * are known in advance only for `"loopback"`; otherwise `net` is null (unrestricted). A browser
+ * on the same machine needs no more than `0.0.0.0` (`"interfaces"` binds the wildcard) plus
+ * this machine's addresses.
+ */
+export function icePermissions(mode: IceMode): IcePermissions {
+  if (mode === "loopback") return { net: ["127.0.0.1"], sys: [] };
+  return { net: null, sys: mode === "interfaces" ? ["networkInterfaces"] : [] };
+}
+
+/**
+ * The permission flags `mode` lacks in this process, e.g. `["--allow-net=0.0.0.0"]`; empty
+ * when all are granted. Checked before werift starts: a wildcard bind without permission
+ * throws from inside node:dgram where nothing can catch it, and a refused interface scan
+ * silently yields no candidates.
+ */
+export function missingIcePermissions(mode: IceMode): string[] {
+  const granted = (d: Deno.PermissionDescriptor) =>
+    Deno.permissions.querySync(d).state === "granted";
+  const missing: string[] = [];
+  const bind = mode === "interfaces" ? "0.0.0.0" : mode === "loopback" ? "127.0.0.1" : mode.address;
+  if (!granted({ name: "net", host: bind })) missing.push(`--allow-net=${bind}`);
+  if (mode === "interfaces" && !granted({ name: "sys", kind: "networkInterfaces" })) {
+    missing.push("--allow-sys=networkInterfaces");
+  }
+  return missing;
 }

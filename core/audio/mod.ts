@@ -86,3 +86,11 @@ export {
   SileroVad,
   type SileroVadOptions,
 } from "./vad_silero.ts";
+export {
+  loadRnnoise,
+  RNNOISE_FRAME,
+  RNNOISE_RATE,
+  RnnoiseDenoiser,
+  type RnnoiseModuleLike,
+  type RnnoiseOptions,
+} from "./rnnoise.ts";

@@ -1,0 +1,89 @@
+/**
+ * A local WebSocket client speaking Twilio's media-stream framing, against a Deno.serve
+ * server whose upgraded socket is handed to `onTransport` as a WsMediaTransport.
+ */
+import { ulawDecode, ulawEncode } from "../core/audio/g711.ts";
+import { createTwilioSerializer } from "../telephony/serializers/twilio.ts";
+import { socketFromWebSocket, WsMediaTransport } from "../telephony/ws_transport.ts";
+import { sleep } from "./_core_helpers.ts";
+
+/** The caller's side of a Twilio-framed call. */
+export interface TwilioCall {
+  /** Every JSON message the server sent. */
+  got: Record<string, unknown>[];
+  send(o: unknown): Promise<void>;
+  /** Send 8 kHz PCM as 20 ms mu-law media messages. */
+  speak(pcm8k: Int16Array, pauseMs?: number): Promise<void>;
+  /** Outbound media messages so far. */
+  media(): Record<string, unknown>[];
+  /** Decoded PCM of `msgs` (media messages). */
+  decode(msgs: Record<string, unknown>[]): Int16Array;
+  dtmf(digit: string): Promise<void>;
+  hangup(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Open a server + Twilio client; the start message carries `token` as a custom parameter. */
+export async function twilioCall(
+  onTransport: (t: WsMediaTransport) => void,
+  token = "t",
+): Promise<TwilioCall> {
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, (req) => {
+    const { socket, response } = Deno.upgradeWebSocket(req);
+    onTransport(new WsMediaTransport(socketFromWebSocket(socket), createTwilioSerializer()));
+    return response;
+  });
+  const ws = new WebSocket(`ws://127.0.0.1:${server.addr.port}/telephony/ws/twilio/1`);
+  const client = socketFromWebSocket(ws);
+  await client.opened;
+  const got: Record<string, unknown>[] = [];
+  (async () => {
+    for (;;) {
+      const m = await client.recv();
+      if (m === undefined || m.type === "close") break;
+      if (m.type === "text") got.push(JSON.parse(m.data));
+    }
+  })();
+  const send = (o: unknown) => client.sendText(JSON.stringify(o));
+  await send({ event: "connected", protocol: "Call", version: "1.0.0" });
+  await send({
+    event: "start",
+    streamSid: "MZ1",
+    start: {
+      streamSid: "MZ1",
+      callSid: "CA1",
+      customParameters: { token },
+      mediaFormat: { encoding: "audio/x-mulaw", sampleRate: 8000, channels: 1 },
+    },
+  });
+  const media = () => got.filter((m) => m.event === "media");
+  return {
+    got,
+    send,
+    media,
+    async speak(pcm, pauseMs = 5) {
+      const mu = ulawEncode(pcm);
+      for (let i = 0; i < mu.length; i += 160) {
+        await send({
+          event: "media",
+          streamSid: "MZ1",
+          media: { track: "inbound", payload: mu.subarray(i, i + 160).toBase64() },
+        });
+        await sleep(pauseMs);
+      }
+    },
+    decode: (msgs) =>
+      ulawDecode(
+        Uint8Array.from(
+          msgs.flatMap((m) => [...Uint8Array.fromBase64((m.media as { payload: string }).payload)]),
+        ),
+      ),
+    dtmf: (digit) =>
+      send({ event: "dtmf", streamSid: "MZ1", dtmf: { track: "inbound_track", digit } }),
+    hangup: () => send({ event: "stop", streamSid: "MZ1", stop: { callSid: "CA1" } }),
+    close: async () => {
+      ws.close();
+      await server.shutdown();
+    },
+  };
+}
