@@ -135,18 +135,18 @@ export async function main(args: string[]): Promise<number> {
     return 2;
   }
   const config = loaded.config;
-  if (a.host !== undefined) config.server.host = a.host;
-  if (a.port !== undefined) config.server.port = a.port;
-  if (a.publicUrl !== undefined) config.telephony.publicUrl = a.publicUrl;
   if (a.printPermissions) {
     console.log(permissionCommand(config, {
       configPath: a.config,
-      host: config.server.host,
-      port: config.server.port,
+      host: a.host ?? config.server.host,
+      port: a.port ?? config.server.port,
       extraRead: implementationReads(config),
     }));
     return 0;
   }
+  if (a.host !== undefined) config.server.host = a.host;
+  if (a.port !== undefined) config.server.port = a.port;
+  if (a.publicUrl !== undefined) config.telephony.publicUrl = a.publicUrl;
   const envProblems = checkEnv(config, envGet);
   if (envProblems.length > 0) {
     err(formatConfigProblems(envProblems, a.config));

@@ -43,6 +43,11 @@ export interface EchoRealtimeOptions {
   vad?: Partial<VadParams>;
   /** Clock in ms (tests). */
   now?: () => number;
+  /**
+   * `turn` (default): echo a caller's turn after they stop. `frame`: echo every frame at once,
+   * with no greeting and no turn-taking (a loopback model for load tests).
+   */
+  mode?: "turn" | "frame";
 }
 
 /** Rate of the model's voice, as the real providers. */
@@ -105,6 +110,7 @@ export class EchoRealtime implements RealtimeLlm {
     this.#prompt = setup.systemPrompt;
     this.#tools = [...setup.tools];
     this.#connected = true;
+    if (this.#opts.mode === "frame") return;
     await this.#speak(this.#opts.greeting ?? DEFAULT_GREETING);
   }
 
@@ -117,6 +123,14 @@ export class EchoRealtime implements RealtimeLlm {
         this.#up = new Resampler(audio.sampleRate, INPUT_RATE);
       }
       pcm = this.#up.process(pcm);
+    }
+    if (this.#opts.mode === "frame") {
+      const out = this.#down.process(pcm);
+      this.#q.push({
+        type: "audio_out",
+        audio: { pcm: out, sampleRate: ECHO_OUTPUT_RATE, numChannels: 1 },
+      });
+      return;
     }
     this.#heardFrames++;
     const state = this.#vad.analyze({ pcm, sampleRate: INPUT_RATE, numChannels: 1 });
@@ -294,8 +308,8 @@ async function espeakSpeak(text: string): Promise<AudioFrame> {
 }
 
 /**
- * Registry factory. Options: `greeting`, `max_turn_secs`, `cues`, and `tts`: `"espeak"` (the
- * local engine; default) or `"none"` (a chime, nothing loaded: for load tests).
+ * Registry factory. Options: `greeting`, `max_turn_secs`, `cues`, `mode` (`turn` or `frame`),
+ * and `tts`: `"espeak"` (the local engine; default) or `"none"` (a chime, nothing loaded).
  */
 export const createEchoRealtime: RealtimeFactory = (opts) => {
   const o = opts.options ?? {};
@@ -304,6 +318,7 @@ export const createEchoRealtime: RealtimeFactory = (opts) => {
     greeting: typeof o.greeting === "string" ? o.greeting : undefined,
     maxTurnSecs: typeof o.max_turn_secs === "number" ? o.max_turn_secs : undefined,
     cues,
+    mode: o.mode === "frame" ? "frame" : "turn",
     speak: o.tts === "none" ? undefined : espeakSpeak,
   });
 };

@@ -248,6 +248,10 @@ function clearTranscript() {
 
 ui.start.addEventListener("click", start);
 ui.hangup.addEventListener("click", hangup);
+// Closing the tab hangs up too, so the server ends the call at once instead of on a timeout.
+addEventListener("pagehide", () => {
+  if (call?.channel.readyState === "open") call.channel.send(JSON.stringify({ type: "hangup" }));
+});
 
 globalThis.flowcat = {
   get state() {
