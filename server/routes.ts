@@ -106,7 +106,7 @@ async function webrtcOffer(ctx: ServerContext, _req: Request, c: RouteContext): 
   }
   const { session, answerSdp } = answer;
   const run = ctx.sessions.createRun("browser");
-  session.sendEvent({ type: "state", state: "connecting", runId: run.runId });
+  session.sendEvent({ type: "state", state: "listening", runId: run.runId });
   void ctx.calls.run(session, run, {
     onTranscript: (line) =>
       line.role === "node"
