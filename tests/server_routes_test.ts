@@ -236,3 +236,37 @@ Deno.test("server routes: POST /calls needs the bearer token and an E.164 number
     await s.close();
   }
 });
+
+Deno.test("server drain: no new calls, a running call is cancelled after the bound and finalized", async () => {
+  const s = await start();
+  try {
+    const ans = await signedAnswer(s.base, "/telephony/answer/twilio", { CallSid: "CA7" });
+    const url = new URL(/url="([^"]+)"/.exec(await ans.text())![1].replaceAll("&amp;", "&"));
+    const ws = new WebSocket(`${s.base.replace("http", "ws")}${url.pathname}${url.search}`);
+    const sock = socketFromWebSocket(ws);
+    await sock.opened;
+    await sock.sendText(JSON.stringify({
+      event: "start",
+      streamSid: "MZ7",
+      start: { streamSid: "MZ7", callSid: "CA7" },
+    }));
+    await until(() => s.app.calls.active === 1, 3000, "call running");
+    const drained = s.app.calls.drain(300);
+    const h = await fetch(`${s.base}/healthz`);
+    assert.equal(h.status, 503);
+    await h.body?.cancel();
+    const refused = await signedAnswer(s.base, "/telephony/answer/twilio", { CallSid: "CA8" });
+    assert.equal(refused.status, 503, "no new calls while draining");
+    await refused.body?.cancel();
+    await drained;
+    assert.equal(s.app.calls.active, 0);
+    const runId = Number(url.pathname.split("/").at(-1));
+    assert.equal(
+      s.app.sessions.get(runId)!.finalize!.usage.endedBy,
+      "cancel: server shutting down",
+    );
+    ws.close();
+  } finally {
+    await s.close();
+  }
+});
