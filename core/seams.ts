@@ -46,6 +46,8 @@ export interface MediaTransport {
   carrierRate(): number;
   /** Close the leg; idempotent. */
   close?(): Promise<void>;
+  /** Send key presses to the far end (RFC 4733 on SIP); optional. */
+  sendDtmf?(keys: readonly KeypadEntry[]): Promise<void>;
 }
 
 /** Raw message from a host WebSocket. */

@@ -18,6 +18,7 @@ import { CallManager, type EnvGet } from "./calls.ts";
 import type { AgentServerConfig } from "./config.ts";
 import { carrierDialer, type OutboundDialer, type SipDialFn } from "./outbound.ts";
 import { router } from "./router.ts";
+import { type SipTrunk, startSipTrunk } from "./sip_trunk.ts";
 import { agentRoutes } from "./routes.ts";
 import { MemorySessionSource } from "./session_store.ts";
 
@@ -28,8 +29,10 @@ export interface AgentServerOptions {
   logger: Logger;
   /** Replaces the registry's realtime factory (tests). */
   realtimeFactory?: RealtimeFactory;
-  /** Places SIP calls for `POST /calls` (the server's SIP agent). */
+  /** Places SIP calls for `POST /calls`; default: the config's SIP trunk. */
   sipDial?: SipDialFn;
+  /** Address the SIP trunk binds (default 0.0.0.0). */
+  sipBindHost?: string;
   /** Replaces the outbound dialer entirely (tests). */
   dialer?: OutboundDialer;
   /** WebRTC answer options for the playground (ICE mode, extra host addresses). */
@@ -41,6 +44,10 @@ export interface AgentServer {
   handler: (req: Request, info?: Deno.ServeHandlerInfo) => Promise<Response>;
   calls: CallManager;
   sessions: MemorySessionSource;
+  /** The SIP trunk, when the config has one. */
+  sip: SipTrunk | undefined;
+  /** Close what the server opened besides HTTP (the SIP trunk). Call after draining. */
+  close(): Promise<void>;
 }
 
 /** Build the server (loads the realtime provider; throws a config error for a missing key). */
@@ -60,12 +67,22 @@ export async function createAgentServer(opts: AgentServerOptions): Promise<Agent
     logger,
     ...(opts.realtimeFactory ? { realtimeFactory: opts.realtimeFactory } : {}),
   });
+  const sipCfg = config.telephony.sip;
+  const sip = sipCfg === undefined || opts.sipDial !== undefined ? undefined : await startSipTrunk({
+    sip: sipCfg,
+    calls,
+    sessions,
+    env,
+    logger,
+    ...(opts.sipBindHost !== undefined ? { bindHost: opts.sipBindHost } : {}),
+  });
+  const sipDial = opts.sipDial ?? sip?.dial;
   const dialer = opts.dialer ?? carrierDialer({
     sessions,
     env,
     carriers: config.telephony.carriers,
     ...(config.telephony.sip ? { callerId: config.telephony.sip.callerId } : {}),
-    ...(opts.sipDial ? { sip: opts.sipDial } : {}),
+    ...(sipDial ? { sip: sipDial } : {}),
   });
   const handler = router(
     agentRoutes({ config, calls, sessions, env, logger, dialer, webrtc: opts.webrtc }),
@@ -74,5 +91,5 @@ export async function createAgentServer(opts: AgentServerOptions): Promise<Agent
       logger,
     },
   );
-  return { handler, calls, sessions };
+  return { handler, calls, sessions, sip, close: async () => await sip?.close() };
 }

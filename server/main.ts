@@ -189,6 +189,7 @@ export async function main(args: string[]): Promise<number> {
   console.log(`flowcat: ${signal}: draining ${app.calls.active} call(s)...`);
   await app.calls.drain();
   await server.shutdown();
+  await app.close();
   for (const [s, h] of handlers) Deno.removeSignalListener(s, h);
   console.log("flowcat: stopped");
   return 0;

@@ -72,12 +72,6 @@ async function startServer() {
   return { app, server };
 }
 
-function rms(pcm: Int16Array): number {
-  let acc = 0;
-  for (const s of pcm) acc += s * s;
-  return Math.sqrt(acc / Math.max(1, pcm.length));
-}
-
 Deno.test({
   name:
     "playground on the default config: mic audio in, greeting and echo out, transcript, hang-up",

@@ -189,7 +189,7 @@ Deno.test("sipp registrar: a wrong password is refused with an auth error that n
   assert.equal(JSON.stringify(logger.records).includes(wrong), false);
 });
 
-Deno.test("we call sipp UAS: E.164 INVITE, 407 digest, 180/200, ACK, RTP echoed back, our BYE", async () => {
+Deno.test("we call sipp UAS: E.164 INVITE, 401 digest, 180/200, ACK, RTP echoed back, our BYE", async () => {
   const sippPort = freeUdpPort();
   const { agent, logger } = await startAgent({ server: `sip:127.0.0.1:${sippPort}` });
   const sipp = runSipp([
@@ -276,7 +276,11 @@ Deno.test("a retransmitted INVITE is absorbed: one invite, one call, last provis
   const dir = `./.tmp/sipp-rx-${crypto.randomUUID()}`;
   // sipp drops our provisionals (lost="100"), so its Timer A re-sends the INVITE.
   const sipp = runSipp(
-    sippArgs("uac_retrans_invite.xml", agent.local.port, ["-trace_msg", "-message_file", "msgs.log"]),
+    sippArgs("uac_retrans_invite.xml", agent.local.port, [
+      "-trace_msg",
+      "-message_file",
+      "msgs.log",
+    ]),
     dir,
   );
   try {

@@ -150,3 +150,22 @@ Deno.test("End plays out queued audio before the leg closes", async () => {
   assert.equal(leg.sent.length, 5, "all five 20 ms chunks played");
   assert.ok(leg.closed);
 });
+
+Deno.test("output sends OutputDtmf through the leg's sendDtmf when it has one", async () => {
+  const leg = new FakeLeg();
+  const keys: string[][] = [];
+  const dtmfLeg = Object.assign(leg, {
+    sendDtmf: (k: readonly string[]) => (keys.push([...k]), Promise.resolve()),
+  });
+  const task = new PipelineTask(
+    new Pipeline([new TransportInput(dtmfLeg), new TransportOutput(dtmfLeg)]),
+    { idleTimeoutMs: null, logger: silentLogger },
+  );
+  task.onStarted(async () => {
+    await task.queueFrame(makeFrame("OutputDtmf", { keys: ["1", "#"] }));
+    await until(() => keys.length === 1, 2000, "dtmf sent");
+    leg.feed(undefined);
+  });
+  await task.run();
+  assert.deepEqual(keys, [["1", "#"]]);
+});

@@ -62,6 +62,7 @@ export class RealtimeProcessor extends FrameProcessor {
   #connected = false;
   #stopping = false;
   #awaitingFirstAudio = false;
+  #reader: Promise<void> | undefined;
   /** Usage summed over the call (for finalize). */
   readonly usage: RealtimeUsage = {
     promptTokens: 0,
@@ -107,7 +108,7 @@ export class RealtimeProcessor extends FrameProcessor {
       clearTimeout(timer);
     }
     this.#connected = true;
-    void this.#readEvents(link);
+    this.#reader = this.#readEvents(link);
   }
 
   /** Feeds the model; applies the brain's moves. */
@@ -143,13 +144,17 @@ export class RealtimeProcessor extends FrameProcessor {
     link.push(frame, dir);
   }
 
-  /** Closes the model. */
+  /** Closes the model, then reads what it still had to say (final usage) for a bounded time. */
   override async stop(_reason: StopReason): Promise<void> {
     this.#stopping = true;
     await this.#chain;
     try {
       await this.#llm.close();
     } catch { /* closing a broken model is not news */ }
+    if (this.#reader === undefined) return;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([this.#reader, new Promise((r) => (timer = setTimeout(r, 1000)))]);
+    clearTimeout(timer);
   }
 
   #sendAudio(pcm: Int16Array, rate: number, link: Link): void {

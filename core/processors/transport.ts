@@ -129,6 +129,12 @@ export class TransportOutput extends FrameProcessor {
       this.#enqueue(frame.audio);
       return;
     }
+    if (dir === "downstream" && frame.kind === "OutputDtmf" && this.#t.sendDtmf !== undefined) {
+      this.#t.sendDtmf(frame.keys).catch((err) =>
+        link.pushError(`send dtmf failed: ${errorMessage(err)}`)
+      );
+      return;
+    }
     link.push(frame, dir);
   }
 

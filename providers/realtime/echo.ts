@@ -198,8 +198,16 @@ export class EchoRealtime implements RealtimeLlm {
     return this.#q.next();
   }
 
-  /** Idempotent. */
+  /** Idempotent. Reports the frames heard since the last turn as final usage. */
   close(): Promise<void> {
+    if (!this.#closed && this.#heardFrames > 0) {
+      const heard = this.#heardFrames;
+      this.#heardFrames = 0;
+      this.#q.push({
+        type: "usage",
+        usage: { promptTokens: heard, completionTokens: 0, totalTokens: heard },
+      });
+    }
     this.#closed = true;
     this.#q.close("closed by client");
     return Promise.resolve();

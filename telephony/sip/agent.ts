@@ -27,11 +27,11 @@ import { AsyncQueue } from "./async_queue.ts";
 import { buildResponse, newBranch } from "./build.ts";
 import type { SipCall } from "./call.ts";
 import { advertisedAddress, resolveSipConfig, type SipConfig, type SipSettings } from "./config.ts";
-import { ALLOWED_METHODS, type AgentCore } from "./core.ts";
+import { type AgentCore, ALLOWED_METHODS } from "./core.ts";
 import { dialogKeyOfRequest } from "./dialog.ts";
 import { DigestClient } from "./digest.ts";
 import { handleInDialog } from "./in_dialog.ts";
-import { acceptInvite, SipInvite } from "./inbound.ts";
+import { acceptInvite, type SipInvite } from "./inbound.ts";
 import {
   encodeSipMessage,
   getHeader,
@@ -86,11 +86,17 @@ export class SipAgent implements AgentCore {
   readonly advertised: string;
   /** The bound SIP socket address (the real port when sipPort was 0). */
   readonly local: UdpAddress;
+  /** The transaction layer (internal; exposed for the call handlers and diagnostics). */
   readonly layer: TransactionLayer;
+  /** Where the agent logs. */
   readonly log: Logger;
+  /** Answers digest challenges; holds the password privately and never reveals it. */
   readonly digest: DigestClient;
+  /** Whether a new INVITE is answered 180 Ringing. */
   readonly sendRinging: boolean;
+  /** Unanswered INVITEs get 480 after this long, ms (0: never). */
   readonly answerTimeoutMs: number;
+  /** How long hangup() waits for the BYE's response, ms. */
   readonly byeWaitMs: number;
   readonly #ep: UdpEndpoint;
   readonly #opts: SipAgentOptions;
@@ -101,7 +107,12 @@ export class SipAgent implements AgentCore {
   #malformed = 0;
   #closing: Promise<void> | undefined;
 
-  private constructor(settings: SipSettings, digest: DigestClient, ep: UdpEndpoint, opts: SipAgentOptions) {
+  private constructor(
+    settings: SipSettings,
+    digest: DigestClient,
+    ep: UdpEndpoint,
+    opts: SipAgentOptions,
+  ) {
     this.settings = settings;
     this.digest = digest;
     this.#ep = ep;
@@ -111,7 +122,9 @@ export class SipAgent implements AgentCore {
     const adv = advertisedAddress(settings);
     this.advertised = adv.address;
     if (adv.guessed) {
-      this.log.warn("sip: publicIp not set; advertising a guessed address", { address: adv.address });
+      this.log.warn("sip: publicIp not set; advertising a guessed address", {
+        address: adv.address,
+      });
     }
     this.sendRinging = opts.ringing ?? true;
     this.answerTimeoutMs = opts.answerTimeoutMs ?? 60_000;
@@ -140,6 +153,14 @@ export class SipAgent implements AgentCore {
    * config or a SIP port already in use. Does not register: call {@link register}.
    */
   static start(config: SipConfig, opts: SipAgentOptions = {}): Promise<SipAgent> {
+    try {
+      return Promise.resolve(SipAgent.#startNow(config, opts));
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  static #startNow(config: SipConfig, opts: SipAgentOptions): SipAgent {
     const { settings, credentials } = resolveSipConfig(config);
     const log = opts.logger ?? silentLogger;
     let ep: UdpEndpoint;
@@ -159,7 +180,7 @@ export class SipAgent implements AgentCore {
       advertised: agent.advertised,
       server: settings.server.hostPort,
     });
-    return Promise.resolve(agent);
+    return agent;
   }
 
   /** True once {@link close} started. */
@@ -256,7 +277,10 @@ export class SipAgent implements AgentCore {
     const r = parseSipMessage(bytes);
     if (!r.ok) {
       this.#malformed++;
-      this.log.debug("sip datagram dropped", { reason: r.reason, from: `${from.hostname}:${from.port}` });
+      this.log.debug("sip datagram dropped", {
+        reason: r.reason,
+        from: `${from.hostname}:${from.port}`,
+      });
       return;
     }
     this.layer.receive(r.message, from);

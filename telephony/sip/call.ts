@@ -7,12 +7,7 @@
 
 import type { KeypadEntry } from "../../core/frames.ts";
 import type { Logger } from "../../core/log.ts";
-import {
-  buildInDialogRequest,
-  type Dialog,
-  dialogKey,
-  dialogNextHop,
-} from "./dialog.ts";
+import { buildInDialogRequest, type Dialog, dialogKey, dialogNextHop } from "./dialog.ts";
 import type { SipHeader } from "./message.ts";
 import type { RtpSession, RtpStats } from "./rtp_session.ts";
 import type { NegotiatedMedia } from "./sdp.ts";
@@ -79,8 +74,9 @@ export class SipCall {
   #resolveEnded!: (reason: CallEndReason) => void;
   #endReason: CallEndReason | undefined;
   #bye: Promise<void> | undefined;
-  #confirmed: Promise<void>;
-  #confirm!: () => void;
+  /** Resolves on the ACK for our 2xx (or its timeout); outbound calls start resolved. */
+  #acked: Promise<void>;
+  #ack!: () => void;
 
   /** A call over `dialog` with media on `rtp` (not started: see {@link startMedia}). */
   constructor(
@@ -100,8 +96,8 @@ export class SipCall {
     this.media = media;
     this.key = dialogKey(dialog.callId, dialog.localTag, dialog.remoteTag);
     this.ended = new Promise((resolve) => (this.#resolveEnded = resolve));
-    this.#confirmed = new Promise((resolve) => (this.#confirm = resolve));
-    if (info.direction === "outbound") this.#confirm();
+    this.#acked = new Promise((resolve) => (this.#ack = resolve));
+    if (info.direction === "outbound") this.#ack();
     this.transport = new SipMediaTransport(dialog.callId, rtp, () => this.hangup());
   }
 
@@ -143,9 +139,9 @@ export class SipCall {
     return true;
   }
 
-  /** The ACK for our 2xx arrived (inbound calls): BYE may now be sent. */
+  /** The ACK for our 2xx arrived, or will not (Timer L): a BYE may now be sent. */
   confirm(): void {
-    this.#confirm();
+    this.#ack();
   }
 
   /** Send key presses to the peer as RFC 4733 events. */
@@ -172,8 +168,13 @@ export class SipCall {
 
   async #sendBye(): Promise<void> {
     const host = this.#host;
-    // RFC 3261 §15: the callee waits for the ACK (or its timeout) before sending BYE.
-    await this.#confirmed;
+    // RFC 3261 §15: the callee waits for the ACK before sending BYE (here at most byeWaitMs).
+    let ackTimer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([
+      this.#acked,
+      new Promise<void>((r) => (ackTimer = setTimeout(r, host.byeWaitMs))),
+    ]);
+    clearTimeout(ackTimer);
     const to = dialogNextHop(this.#dialog);
     if (to === undefined) {
       host.log.warn("sip BYE not sent: peer target is not routable", { callId: this.callId });
@@ -197,7 +198,6 @@ export class SipCall {
   #finish(reason: CallEndReason): void {
     if (this.#endReason !== undefined) return;
     this.#endReason = reason;
-    this.#confirm();
     this.transport.stop();
     this.#host.forgetCall(this.key);
     this.#host.log.info("sip call ended", { callId: this.callId, reason, ...this.#rtp.stats });

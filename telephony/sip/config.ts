@@ -85,12 +85,19 @@ export function parseServer(server: string): SipServer {
   if (!r.ok || r.value.host === "" || r.value.scheme === "tel") {
     throw new FlowcatError(
       "config",
-      `SipConfig.server must be a SIP URI like sip:trunk.example.com (${r.ok ? "no host" : r.reason})`,
+      `SipConfig.server must be a SIP URI like sip:trunk.example.com (${
+        r.ok ? "no host" : r.reason
+      })`,
     );
   }
   const p = r.value.port ?? 5060;
   const hostPort = r.value.port === undefined ? r.value.host : `${r.value.host}:${p}`;
-  return { uri: `sip:${hostPort}`, host: r.value.host.replace(/^\[(.*)\]$/, "$1"), port: p, hostPort };
+  return {
+    uri: `sip:${hostPort}`,
+    host: r.value.host.replace(/^\[(.*)\]$/, "$1"),
+    port: p,
+    hostPort,
+  };
 }
 
 /**

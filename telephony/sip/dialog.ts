@@ -7,7 +7,13 @@
  */
 
 import { addressOf, buildRequest, cseqOf, tagOf } from "./build.ts";
-import { getHeader, getHeaders, type SipHeader, type SipRequest, type SipResponse } from "./message.ts";
+import {
+  getHeader,
+  getHeaders,
+  type SipHeader,
+  type SipRequest,
+  type SipResponse,
+} from "./message.ts";
 import { parseUri } from "./uri.ts";
 import type { UdpAddress } from "./udp.ts";
 

@@ -118,7 +118,10 @@ export class SipInvite {
     };
     core.addCall(call);
     this.#txn.onAck = () => call.confirm();
-    this.#txn.onTimeout = () => void call.hangup("no ACK");
+    this.#txn.onTimeout = () => {
+      call.confirm();
+      void call.hangup("no ACK");
+    };
     this.#final(200, formatSdp(ans.answer));
     this.#state = "answered";
     call.startMedia();
@@ -167,7 +170,9 @@ export class SipInvite {
 export function acceptInvite(core: AgentCore, txn: ServerTransaction): SipInvite | undefined {
   const req = txn.request;
   const respond = (status: number, reason?: string) =>
-    txn.respond(buildResponse(req, status, { toTag: newTag(), reason, headers: core.commonHeaders() }));
+    txn.respond(
+      buildResponse(req, status, { toTag: newTag(), reason, headers: core.commonHeaders() }),
+    );
   txn.respond(buildResponse(req, 100));
   if (core.closing) {
     respond(503);

@@ -82,7 +82,12 @@ export async function placeCall(
       const invite = buildRequest("INVITE", ruri, headers, sdp);
       let ack: { msg: SipRequest; to: UdpAddress } | undefined;
       let cancelWanted = false;
-      const cancel = () => core.layer.request(buildCancel(invite), dest);
+      let cancelSent = false;
+      const cancel = () => {
+        if (cancelSent) return;
+        cancelSent = true;
+        core.layer.request(buildCancel(invite), dest);
+      };
       const txn = core.layer.request(invite, dest, {
         onProvisional: (res) => {
           opts.onProgress?.(res.status, res.reason);
@@ -114,13 +119,17 @@ export async function placeCall(
           media.ok ? media.value : { ...placeholderMedia(), remoteAddress: server.host },
           { direction: "outbound", from, to },
         );
-        call.sdpOrigin = { sessionId: offer.origin.sessionId, version: offer.origin.sessionVersion };
+        call.sdpOrigin = {
+          sessionId: offer.origin.sessionId,
+          version: offer.origin.sessionVersion,
+        };
         core.addCall(call);
         if (!media.ok || cancelWanted) {
           await call.hangup(cancelWanted ? "local hangup" : "no common codec");
-          throw media.ok
-            ? new FlowcatError("closed", "call cancelled")
-            : new FlowcatError("protocol", `call to ${toNumber}: unusable SDP answer (${media.reason})`);
+          throw media.ok ? new FlowcatError("closed", "call cancelled") : new FlowcatError(
+            "protocol",
+            `call to ${toNumber}: unusable SDP answer (${media.reason})`,
+          );
         }
         call.startMedia();
         core.log.info("sip call connected", { callId, codec: media.value.codec });

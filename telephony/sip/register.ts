@@ -117,7 +117,8 @@ export class Registration {
       this.failures++;
       let delay = backoffMs(this.failures, this.#retryBase, this.#retryMax);
       const retryAfter = Number(getHeader(this.#lastResponse ?? { headers: [] }, "Retry-After"));
-      if (retryAfter > 0) delay = Math.max(delay, retryAfter * 1000);
+      // Honour the server's Retry-After, but never wait longer than the configured ceiling.
+      if (retryAfter > 0) delay = Math.max(delay, Math.min(retryAfter * 1000, this.#retryMax));
       log.warn("sip registration failed", {
         server: server.hostPort,
         error: errorMessage(err),
@@ -134,6 +135,7 @@ export class Registration {
   async #exchange(expires: number): Promise<number> {
     let freshChallenge = false;
     let briefRetried = false;
+    this.#lastResponse = undefined;
     for (let round = 0; round < 4; round++) {
       const res = await this.#send(expires);
       this.#lastResponse = res;
@@ -215,7 +217,9 @@ export class Registration {
     if (this.state !== "registered") return;
     this.state = "unregistered";
     let timer: ReturnType<typeof setTimeout> | undefined;
-    const deadline = new Promise<undefined>((r) => (timer = setTimeout(() => r(undefined), waitMs)));
+    const deadline = new Promise<undefined>((
+      r,
+    ) => (timer = setTimeout(() => r(undefined), waitMs)));
     try {
       let res = await Promise.race([this.#send(0), deadline]);
       if (res !== undefined && (res.status === 401 || res.status === 407)) {

@@ -102,7 +102,8 @@ export class RtpSession {
   #last: Int16Array | undefined;
   #lastSentAt = 0;
   #keepAlive: ReturnType<typeof setInterval> | undefined;
-  #dtmfBusy = false;
+  /** sendDtmf calls not finished: voice stays muted from the call until the last key is out. */
+  #dtmfPending = 0;
   #dtmfChain: Promise<void> = Promise.resolve();
   #sleeps = new Map<ReturnType<typeof setTimeout>, () => void>();
   #closed = false;
@@ -235,7 +236,7 @@ export class RtpSession {
     let prev = this.#last;
     for (let i = 0; i < n; i++) {
       const out = new Int16Array(prev?.length ?? SAMPLES_PER_20MS);
-      if (prev !== undefined) for (let j = 0; j < out.length; j++) out[j] = prev[j] >> 1;
+      if (prev !== undefined) { for (let j = 0; j < out.length; j++) out[j] = prev[j] >> 1; }
       prev = out;
       this.#handlers!.onAudio(out);
     }
@@ -253,7 +254,7 @@ export class RtpSession {
       if (this.#stagingLen < SAMPLES_PER_20MS) break;
       this.#stagingLen = 0;
       // Voice is muted while an RFC 4733 event is on the wire.
-      if (this.#dtmfBusy) continue;
+      if (this.#dtmfPending > 0) continue;
       if (this.#media!.codec === "PCMU") ulawEncode(this.#staging, this.#payload);
       else alawEncode(this.#staging, this.#payload);
       this.#sendVoice(this.#payload);
@@ -268,7 +269,7 @@ export class RtpSession {
   }
 
   #sendSilenceIfIdle(): void {
-    if (this.#dtmfBusy || performance.now() - this.#lastSentAt < IDLE_MS) return;
+    if (this.#dtmfPending > 0 || performance.now() - this.#lastSentAt < IDLE_MS) return;
     this.#payload.fill(this.#media!.codec === "PCMU" ? 0xff : 0xd5);
     this.#sendVoice(this.#payload);
   }
@@ -284,15 +285,22 @@ export class RtpSession {
         new FlowcatError("protocol", "RTP: the peer did not negotiate telephone-event (RFC 4733)"),
       );
     }
+    const gapMs = opts.gapMs ?? 60;
     const run = async () => {
       for (const key of keys) {
         if (this.#closed) return;
         await this.#sendOneKey(key, pt, opts.durationMs ?? 100);
-        await this.#sleep(opts.gapMs ?? 60);
+        await this.#sleep(gapMs);
+        this.#sender!.silence(gapMs * 8);
       }
     };
-    this.#dtmfChain = this.#dtmfChain.then(run, run);
-    return this.#dtmfChain;
+    this.#dtmfPending++;
+    const done = this.#dtmfChain.then(run, run).finally(() => {
+      this.#dtmfPending--;
+      this.#lastSentAt = performance.now();
+    });
+    this.#dtmfChain = done;
+    return done;
   }
 
   async #sendOneKey(key: KeypadEntry, pt: number, durationMs: number): Promise<void> {
@@ -300,23 +308,17 @@ export class RtpSession {
     const sender = this.#sender!;
     const timestamp = sender.timestamp;
     const t0 = performance.now();
-    this.#dtmfBusy = true;
-    try {
-      for (const p of packets) {
-        const due = t0 + p.sendAtMs - packets[0].sendAtMs;
-        const wait = due - performance.now();
-        if (wait > 1) await this.#sleep(wait);
-        if (this.#closed) return;
-        this.#ep.send(sender.event(p.payload, pt, timestamp, p.marker), this.#filter!.remote);
-        this.#counts.packetsSent++;
-      }
-      this.#dtmf.out++;
-      // Voice resumes after the event's duration, as a new talkspurt.
-      sender.silence(packets[packets.length - 1].duration);
-    } finally {
-      this.#dtmfBusy = false;
-      this.#lastSentAt = performance.now();
+    for (const p of packets) {
+      const due = t0 + p.sendAtMs - packets[0].sendAtMs;
+      const wait = due - performance.now();
+      if (wait > 1) await this.#sleep(wait);
+      if (this.#closed) return;
+      this.#ep.send(sender.event(p.payload, pt, timestamp, p.marker), this.#filter!.remote);
+      this.#counts.packetsSent++;
     }
+    this.#dtmf.out++;
+    // Voice resumes after the event's duration, as a new talkspurt.
+    sender.silence(packets[packets.length - 1].duration);
   }
 
   #sleep(ms: number): Promise<void> {

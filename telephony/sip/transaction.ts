@@ -25,8 +25,8 @@ import { ServerTransaction } from "./txn_server.ts";
 import { type BaseTimers, DEFAULT_TIMERS, timerValues } from "./txn_timers.ts";
 import type { UdpAddress } from "./udp.ts";
 
-export { type ClientCallbacks, ClientTransaction, type ClientState } from "./txn_client.ts";
-export { ServerTransaction, type ServerState } from "./txn_server.ts";
+export { type ClientCallbacks, type ClientState, ClientTransaction } from "./txn_client.ts";
+export { type ServerState, ServerTransaction } from "./txn_server.ts";
 export type { TransactionCounters } from "./txn_base.ts";
 
 /** Puts a message on the wire. */

@@ -37,7 +37,9 @@ export class UdpEndpoint {
   readonly #conn: Deno.DatagramConn;
   readonly #log: Logger;
   #loop: Promise<void> | undefined;
-  #pending = new Set<Promise<unknown>>();
+  #outbox: [Uint8Array, UdpAddress][] = [];
+  #flushing: Promise<void> | undefined;
+  #sending = false;
   #closed = false;
   /** Sends that failed (unreachable host, closed socket). */
   sendErrors = 0;
@@ -96,21 +98,42 @@ export class UdpEndpoint {
     }
   }
 
-  /** Send `bytes` to `to`; failures are counted and logged, never thrown. */
+  /**
+   * Queue `bytes` for `to`; failures are counted and logged, never thrown. Sends go out one at
+   * a time in call order (concurrent Deno sends may overtake each other, which would reorder
+   * RTP and put a 180 before its 100), and the bytes are copied because callers such as the
+   * RTP sender reuse their buffer.
+   */
   send(bytes: Uint8Array, to: UdpAddress): void {
     if (this.#closed) return;
-    const p = this.#conn.send(bytes, { transport: "udp", hostname: to.hostname, port: to.port })
-      .catch((err) => {
-        this.sendErrors++;
-        if (!this.#closed) {
-          this.#log.debug("udp send failed", {
-            to: `${to.hostname}:${to.port}`,
-            error: errorMessage(err),
-          });
+    this.#outbox.push([bytes.slice(), to]);
+    if (!this.#sending) {
+      this.#sending = true;
+      this.#flushing = this.#flush();
+    }
+  }
+
+  async #flush(): Promise<void> {
+    // The loop's last empty check and the flag reset run in one synchronous step, so a send()
+    // can never find #sending set by a loop that has already finished.
+    try {
+      for (let next = this.#outbox.shift(); next !== undefined; next = this.#outbox.shift()) {
+        const [bytes, to] = next;
+        try {
+          await this.#conn.send(bytes, { transport: "udp", hostname: to.hostname, port: to.port });
+        } catch (err) {
+          this.sendErrors++;
+          if (!this.#closed) {
+            this.#log.debug("udp send failed", {
+              to: `${to.hostname}:${to.port}`,
+              error: errorMessage(err),
+            });
+          }
         }
-      });
-    this.#pending.add(p);
-    void p.finally(() => this.#pending.delete(p));
+      }
+    } finally {
+      this.#sending = false;
+    }
   }
 
   /** Flush in-flight sends, close the socket and wait for the receive loop; idempotent. */
@@ -119,7 +142,8 @@ export class UdpEndpoint {
       await this.#loop;
       return;
     }
-    await Promise.all([...this.#pending]);
+    // Whatever was queued (a BYE, an un-REGISTER) still goes out before the socket closes.
+    await this.#flushing;
     this.#closed = true;
     try {
       this.#conn.close();
