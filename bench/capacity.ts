@@ -1,0 +1,289 @@
+/**
+ * Capacity benchmark (issue 12): N concurrent Twilio-framed calls through the whole
+ * speech-to-speech pipeline of a server child (transport, resample, realtime processor on the
+ * local echo model in frame mode, transport out), swept over N. Per point: per-frame echo
+ * latency p50 / p99 / p99.9, frames lost, server CPU and RSS, heap and timers per idle session.
+ * Method and caveats: docs/performance.md ("Capacity").
+ *
+ * ```sh
+ * deno run --v8-flags=--expose-gc --allow-run=deno --allow-net=127.0.0.1 \
+ *   --allow-read=. --allow-write=./bench/results,./.tmp \
+ *   --allow-sys=hostname,systemMemoryInfo \
+ *   bench/capacity.ts --calls 10,100,500 --duration 10 --workers 1
+ * ```
+ *
+ * Options: `--calls` (comma list), `--duration` (s per point), `--workers` (comma list of
+ * server process counts), `--no-trace` (no server-side latency split), `--no-up` (do not
+ * continue past the list while healthy), `--profile N|auto` (one extra point at N calls, or
+ * the largest carried without loss, with a CPU profile), `--reuseport-probe`, `--out` (JSON path; the SVG
+ * goes beside it), `--no-write`.
+ * @module
+ */
+
+import { parseArgs } from "node:util";
+import { writeBenchConfig } from "./capacity_child.ts";
+import { type CapacityPoint, measurePoint } from "./capacity_point.ts";
+import { capacitySvg } from "./capacity_plot.ts";
+import { probeReusePort, type ReusePortProbe } from "./capacity_probe.ts";
+import { type ProfileSummary, profileSummary } from "./capacity_profile.ts";
+import { type MachineInfo, machineInfo } from "./capacity_stats.ts";
+
+/** Options of {@link runCapacityBench}. */
+export interface CapacityOptions {
+  /** Sweep points (concurrent calls). Default 10, 100, 500, 1000, 2000. */
+  calls?: readonly number[];
+  /** Seconds of audio per point. Default 10. */
+  durationS?: number;
+  /** Server process counts to sweep (one sweep each). Default [1]. */
+  workers?: readonly number[];
+  /** Keep going past the last point (x1.5) while healthy. Default true. */
+  up?: boolean;
+  /** Upper bound for `up`. Default 20000. */
+  maxCalls?: number;
+  /** A point is healthy when p99 is at most this (ms) and nothing is lost. Default 5. */
+  p99LimitMs?: number;
+  /** Profile one extra single-process point at this many calls ("auto": the largest load of
+   * the single-process sweep without a lost frame). */
+  profileCalls?: number | "auto";
+  /** Run the SO_REUSEPORT probe. Default false. */
+  reusePortProbe?: boolean;
+  /** Scratch directory (config, profiles). Default .tmp/capacity. */
+  scratchDir?: string;
+  rampMs?: number;
+  warmupFrames?: number;
+  /** Split server-side latency in the children (bench/capacity_trace.ts). Default true. */
+  trace?: boolean;
+  /** Calls of the 2 s warm-up run on each fresh server (default 100; 0: none). */
+  warmupCalls?: number;
+  /** The command line recorded in the result. */
+  command?: string;
+  log?: (line: string) => void;
+}
+
+/** The benchmark's result (the JSON written to bench/results/capacity-<host>.json). */
+export interface CapacityResult {
+  command: string;
+  date: string;
+  machine: MachineInfo;
+  deno: typeof Deno.version;
+  method: Record<string, string>;
+  points: CapacityPoint[];
+  /**
+   * Per worker count: the first unhealthy point after the last healthy one (null when the
+   * sweep ended healthy). The sweep stops after two unhealthy points in a row or a loss.
+   */
+  saturated_at: Record<string, number | null>;
+  tasks_per_call: Record<string, unknown>;
+  reuseport_probe?: ReusePortProbe;
+  profile?: { calls: number; point: CapacityPoint; summary: ProfileSummary; file: string };
+}
+
+/** Default sweep. */
+export const DEFAULT_CALLS: readonly number[] = [10, 100, 500, 1000, 2000];
+
+const METHOD: Record<string, string> = {
+  server: "bench/capacity_server.ts child per worker: createAgentServer + Deno.serve as " +
+    "server/main.ts; echo model mode=frame tts=none, Twilio carrier, recording off, graph agent",
+  calls: "each call: signed POST /telephony/answer/twilio, then the TwiML stream URL (token), " +
+    "Twilio connected + start messages; audio: 20 ms mu-law media at 50/s, starts jittered " +
+    "uniformly over the first second (1 ms phase slots)",
+  latency: "k-th outbound media message on a call matched to the k-th frame sent (frame mode " +
+    "echoes 1:1; odd_size_messages would show a split); send and receive timed in the " +
+    "generator with performance.now(); each call's first 50 frames are warm-up (not sampled)",
+  lost: "frames sent minus media messages received after a 3 s drain",
+  cpu: "utime+stime from /proc/<pid>/stat over the sending window, summed over server " +
+    "processes; 100% = one core",
+  idle_memory: "N calls open (start sent, no audio), forced GC in the server " +
+    "(--expose-gc): heapUsed delta / N; RSS delta / N from /proc/<pid>/status",
+  timers: "setTimeout/setInterval wrapped in the server child: live timers delta / N while idle",
+  generator: "one load-generator process (this one) on the same machine, loopback only",
+};
+
+/** What runs per call, counted from the code (core/builders.ts, server/routes.ts). */
+const TASKS_PER_CALL = {
+  processor_loops: 6,
+  processor_loops_are:
+    "TransportInput, RealtimeProcessor, TranscriptCollector, BrainProcessor, TransportOutput, " +
+    "FinalizeProcessor (7 with recording on: + RecorderProcessor)",
+  reader_tasks: 2,
+  reader_tasks_are: "TransportInput#read (media leg), RealtimeProcessor#readEvents (model)",
+  call_coroutines: 1,
+  call_coroutines_are: "the media-socket handler awaiting CallManager.run",
+  total_async_tasks: 9,
+  timers_idle:
+    "measured per point (idle.timers_per_session): call limit + task idle watch; a third " +
+    "(TransportOutput pacing) while audio plays",
+  not_counted: "Deno's own per-WebSocket read loop in ext/websocket",
+};
+
+function nextUp(n: number): number {
+  const x = n * 1.5;
+  const mag = 10 ** Math.floor(Math.log10(x));
+  return Math.round(x / (mag / 2)) * (mag / 2);
+}
+
+/** Run the sweep (and optional probe and profile); returns the result, writes nothing. */
+export async function runCapacityBench(opts: CapacityOptions = {}): Promise<CapacityResult> {
+  const log = opts.log ?? ((l: string) => console.error(l));
+  const scratch = opts.scratchDir ?? ".tmp/capacity";
+  const durationS = opts.durationS ?? 10;
+  const calls = opts.calls ?? DEFAULT_CALLS;
+  const maxCalls = opts.maxCalls ?? 20000;
+  const configPath = await writeBenchConfig(scratch, maxCalls * 2);
+  const result: CapacityResult = {
+    command: opts.command ?? "runCapacityBench",
+    date: new Date().toISOString(),
+    machine: machineInfo(),
+    deno: Deno.version,
+    method: METHOD,
+    points: [],
+    saturated_at: {},
+    tasks_per_call: TASKS_PER_CALL,
+  };
+  const common = {
+    durationS,
+    configPath,
+    log,
+    ...(opts.rampMs !== undefined ? { rampMs: opts.rampMs } : {}),
+    ...(opts.warmupFrames !== undefined ? { warmupFrames: opts.warmupFrames } : {}),
+    ...(opts.warmupCalls !== undefined ? { warmupCalls: opts.warmupCalls } : {}),
+    ...(opts.trace !== undefined ? { trace: opts.trace } : {}),
+    ...(opts.p99LimitMs !== undefined ? { p99LimitMs: opts.p99LimitMs } : {}),
+  };
+  for (const workers of opts.workers ?? [1]) {
+    const todo = [...calls];
+    let saturated: number | null = null;
+    for (let i = 0; i < todo.length; i++) {
+      const n = todo[i];
+      log(`capacity: ${n} calls on ${workers} server process(es), ${durationS} s...`);
+      const p = await measurePoint({ ...common, calls: n, workers });
+      result.points.push(p);
+      log(describe(p));
+      if (!p.healthy) {
+        saturated ??= n;
+        // One unhealthy point may be noise on a shared machine: stop after two in a row.
+        const prev = result.points.at(-2);
+        if (i > 0 && prev !== undefined && prev.workers === workers && !prev.healthy) break;
+        if (p.frames_lost > 0) break; // a backlog already: larger loads only lose more
+        continue;
+      }
+      saturated = null;
+      if (i === todo.length - 1 && opts.up !== false && nextUp(n) <= maxCalls) {
+        todo.push(nextUp(n));
+      }
+    }
+    result.saturated_at[String(workers)] = saturated;
+  }
+  if (opts.reusePortProbe) {
+    log("capacity: SO_REUSEPORT probe (2 processes, one port)...");
+    result.reuseport_probe = await probeReusePort(configPath, 40);
+  }
+  // "auto": the largest single-process load still carried without losing a frame.
+  const carried = result.points.filter((p) => p.workers === 1 && p.frames_lost === 0);
+  const profileCalls = opts.profileCalls === "auto"
+    ? Math.max(0, ...carried.map((p) => p.calls))
+    : opts.profileCalls;
+  if (profileCalls !== undefined && profileCalls > 0) {
+    const dir = `${scratch}/prof-${Date.now()}`;
+    log(`capacity: profiling ${profileCalls} calls (cpu profile in ${dir})...`);
+    const point = await measurePoint({
+      ...common,
+      calls: profileCalls,
+      workers: 1,
+      trace: false,
+      cpuProfDir: dir,
+    });
+    const file = [...Deno.readDirSync(dir)].find((e) => e.name.endsWith(".cpuprofile"));
+    if (file === undefined) throw new Error(`no .cpuprofile written under ${dir}`);
+    const path = `${dir}/${file.name}`;
+    const summary = profileSummary(JSON.parse(await Deno.readTextFile(path)));
+    log(describe(point));
+    result.profile = { calls: profileCalls, point, summary, file: path };
+  }
+  return result;
+}
+
+/** One line per point for the console. */
+export function describe(p: CapacityPoint): string {
+  const l = p.latency_ms;
+  const cpu = p.server.cpu_percent === undefined ? "?" : `${p.server.cpu_percent}%`;
+  const rss = p.server.rss_bytes_max === undefined
+    ? "?"
+    : `${(p.server.rss_bytes_max / 2 ** 20).toFixed(0)} MiB`;
+  const sp = p.server_split[0];
+  const split = sp === undefined
+    ? ""
+    : ` [server: pipeline p50 ${sp.pipeline_ms.p50} p99 ${sp.pipeline_ms.p99}, pacing wait ` +
+      `p50 ${sp.pacing_ms.p50} p99 ${sp.pacing_ms.p99}]`;
+  return `  ${p.calls} calls x${p.workers}: p50 ${l.p50} ms, p99 ${l.p99} ms, ` +
+    `p99.9 ${l.p999} ms${split}, lost ${p.frames_lost}/${p.frames_sent}, server cpu ${cpu}, rss ${rss}, ` +
+    `generator cpu ${p.generator.cpu_percent ?? "?"}%` + (p.healthy ? "" : "  <- saturated");
+}
+
+/** Write the JSON and the SVG beside it; returns both paths. */
+export async function writeCapacityResults(
+  result: CapacityResult,
+  jsonPath = `bench/results/capacity-${result.machine.host}.json`,
+): Promise<{ json: string; svg: string }> {
+  const svg = jsonPath.replace(/\.json$/, "") + ".svg";
+  await Deno.writeTextFile(jsonPath, JSON.stringify(result, null, 2) + "\n");
+  await Deno.writeTextFile(svg, capacitySvg(result.points, result.machine));
+  return { json: jsonPath, svg };
+}
+
+function numbers(s: string | undefined, fallback: readonly number[]): number[] {
+  if (s === undefined) return [...fallback];
+  const xs = s.split(",").map((x) => Number(x.trim()));
+  if (xs.some((x) => !Number.isInteger(x) || x < 1)) throw new Error(`bad number list: ${s}`);
+  return xs;
+}
+
+if (import.meta.main) {
+  const { values } = parseArgs({
+    args: Deno.args,
+    options: {
+      calls: { type: "string" },
+      duration: { type: "string" },
+      workers: { type: "string" },
+      "no-up": { type: "boolean", default: false },
+      "no-trace": { type: "boolean", default: false },
+      profile: { type: "string" },
+      "reuseport-probe": { type: "boolean", default: false },
+      out: { type: "string" },
+      "no-write": { type: "boolean", default: false },
+      help: { type: "boolean", short: "h", default: false },
+    },
+  });
+  if (values.help) {
+    console.log(
+      "Usage: deno run ... bench/capacity.ts [--calls 10,100,500] [--duration 10] " +
+        "[--workers 1,2] [--no-trace] [--no-up] [--profile N|auto] [--reuseport-probe] " +
+        "[--out file] [--no-write]",
+    );
+    Deno.exit(0);
+  }
+  const result = await runCapacityBench({
+    calls: numbers(values.calls, DEFAULT_CALLS),
+    durationS: Number(values.duration ?? 10),
+    workers: numbers(values.workers, [1]),
+    up: !values["no-up"],
+    trace: !values["no-trace"],
+    ...(values.profile !== undefined
+      ? { profileCalls: values.profile === "auto" ? "auto" as const : Number(values.profile) }
+      : {}),
+    reusePortProbe: values["reuseport-probe"],
+    command: `deno run bench/capacity.ts ${Deno.args.join(" ")}`.trim(),
+  });
+  if (!values["no-write"]) {
+    const paths = await writeCapacityResults(result, values.out);
+    console.error(`capacity: wrote ${paths.json} and ${paths.svg}`);
+  }
+  console.log(JSON.stringify(result.points.map((p) => ({
+    calls: p.calls,
+    workers: p.workers,
+    latency_ms: p.latency_ms,
+    frames_lost: p.frames_lost,
+    cpu: p.server.cpu_percent,
+    healthy: p.healthy,
+  }))));
+}

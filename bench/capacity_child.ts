@@ -1,0 +1,215 @@
+/**
+ * The parent's handle on a capacity server child (bench/capacity_server.ts): writes its config,
+ * spawns `deno` by name with scoped flags, reads its port from stdout, and talks to its stdin
+ * control channel (stats, CPU time and RSS samples). CPU time comes from `process.cpuUsage()`
+ * (getrusage) rather than `/proc/<pid>/stat`, which Deno only opens under `--allow-all`.
+ * @module
+ */
+
+import process from "node:process";
+import type { LatencySummary } from "./capacity_stats.ts";
+
+/** The Twilio auth token the child verifies answer-webhook signatures with (bench only). */
+export const BENCH_TWILIO_TOKEN = "capacity-bench-twilio-token";
+/** The public origin the child's answer documents name (never dialled: the bench rewrites it). */
+export const BENCH_PUBLIC_URL = "https://capacity.flowcat.invalid";
+
+/** The agent config the child serves: the echo model in frame mode, Twilio, no recording. */
+export function benchAgentConfig(maxCalls: number): Record<string, unknown> {
+  return {
+    version: 1,
+    agent: {
+      // One conversation node, as examples/echo_graph.yaml; the echo model never takes a turn.
+      graph: {
+        version: 1,
+        start: "chat",
+        nodes: [
+          {
+            id: "chat",
+            prompt: "Echo the caller.",
+            transitions: [{ name: "goodbye", description: "Caller is done.", target: "bye" }],
+          },
+          { id: "bye", terminal: true, say: "Goodbye." },
+        ],
+      },
+    },
+    pipeline: "s2s",
+    providers: { realtime: { name: "echo", options: { mode: "frame", tts: "none" } } },
+    telephony: { public_url: BENCH_PUBLIC_URL, carriers: ["twilio"] },
+    recording: { enabled: false },
+    limits: { max_calls: maxCalls, max_call_seconds: 3600, drain_seconds: 1 },
+    playground: { enabled: false },
+  };
+}
+
+/** What the child reports on `stats`. */
+export interface ChildStats {
+  heapUsed: number;
+  rss: number;
+  external: number;
+  liveTimers: number;
+  activeCalls: number;
+  gc: boolean;
+}
+
+/** CPU time (seconds, user + system) and resident set size (bytes) of a process. */
+export interface ProcSample {
+  cpuSeconds: number;
+  rssBytes: number;
+}
+
+/** Options of {@link spawnServer}. */
+export interface SpawnOptions {
+  configPath: string;
+  /** 0 for an ephemeral port. */
+  port?: number;
+  reusePort?: boolean;
+  /** Directory for a `--cpu-prof` profile, written when the child exits. */
+  cpuProfDir?: string;
+  /** Install the server-side latency split (bench/capacity_trace.ts). */
+  trace?: boolean;
+  /** Frames per call the split skips (default 50). */
+  traceWarmupFrames?: number;
+}
+
+/** The server-side latency split since the last call (ms). */
+export interface ChildTrace {
+  pipeline_ms: LatencySummary;
+  pacing_ms: LatencySummary;
+}
+
+/** A running server child. */
+export interface ServerChild {
+  pid: number;
+  port: number;
+  /** Forced GC, then heap / RSS / live timers / active calls. */
+  stats(): Promise<ChildStats>;
+  /** Server-side latency split since the last call (empty without `trace`). */
+  trace(): Promise<ChildTrace>;
+  /** Stop counting timers (before load: the wrap costs a closure per timer). */
+  untrack(): Promise<void>;
+  /** The child's CPU time and RSS (no GC). */
+  sample(): Promise<ProcSample>;
+  /** The last lines the child wrote on stderr. */
+  stderrTail(): string;
+  /** Ask it to exit (profile written), kill it after a grace period. */
+  stop(): Promise<void>;
+}
+
+/** CPU seconds (user + system) and RSS of this process. */
+export function selfSample(): ProcSample {
+  const cpu = process.cpuUsage();
+  return { cpuSeconds: (cpu.user + cpu.system) / 1e6, rssBytes: Deno.memoryUsage().rss };
+}
+
+/** Write the child's config (JSON) under `dir`; returns its path. */
+export async function writeBenchConfig(dir: string, maxCalls: number): Promise<string> {
+  await Deno.mkdir(dir, { recursive: true });
+  const path = `${dir}/agent.json`;
+  await Deno.writeTextFile(path, JSON.stringify(benchAgentConfig(maxCalls), null, 2) + "\n");
+  return path;
+}
+
+/** Spawn a server child and wait until it listens. */
+export async function spawnServer(opts: SpawnOptions): Promise<ServerChild> {
+  const args = [
+    "run",
+    "--v8-flags=--expose-gc",
+    "--allow-net=127.0.0.1",
+    "--allow-read=.",
+    "--allow-env=TWILIO_AUTH_TOKEN",
+    "--ignore-env", // npm `debug` (via werift) lists the environment at import
+    ...(opts.cpuProfDir ? ["--cpu-prof", `--cpu-prof-dir=${opts.cpuProfDir}`] : []),
+    "bench/capacity_server.ts",
+    "--config",
+    opts.configPath,
+    "--port",
+    String(opts.port ?? 0),
+    ...(opts.reusePort ? ["--reuse-port"] : []),
+    ...(opts.trace ? ["--trace", `--trace-warmup=${opts.traceWarmupFrames ?? 50}`] : []),
+  ];
+  const child = new Deno.Command("deno", {
+    args,
+    env: { TWILIO_AUTH_TOKEN: BENCH_TWILIO_TOKEN, NO_COLOR: "1" },
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const stdin = child.stdin.getWriter();
+  const enc = new TextEncoder();
+  const replies: string[] = [];
+  let waiters: (() => void)[] = [];
+  const wake = () => {
+    const ws = waiters;
+    waiters = [];
+    for (const w of ws) w();
+  };
+  let stderr = "";
+  let exited = false;
+  const lineReader = (async () => {
+    let buf = "";
+    for await (const chunk of child.stdout.pipeThrough(new TextDecoderStream())) {
+      buf += chunk;
+      for (let i = buf.indexOf("\n"); i >= 0; i = buf.indexOf("\n")) {
+        replies.push(buf.slice(0, i));
+        buf = buf.slice(i + 1);
+      }
+      wake();
+    }
+    exited = true;
+    wake();
+  })();
+  const errReader = (async () => {
+    for await (const chunk of child.stderr.pipeThrough(new TextDecoderStream())) {
+      stderr = (stderr + chunk).slice(-4000);
+    }
+  })();
+  const nextLine = async (match: (l: string) => boolean, what: string): Promise<string> => {
+    for (;;) {
+      const i = replies.findIndex(match);
+      if (i >= 0) return replies.splice(i, 1)[0];
+      if (exited) throw new Error(`capacity server exited before ${what}: ${stderr.slice(-800)}`);
+      await new Promise<void>((r) => waiters.push(r));
+    }
+  };
+  const send = (cmd: string) => stdin.write(enc.encode(cmd + "\n"));
+  const first = await nextLine((l) => / on http:\/\/127\.0\.0\.1:\d+\//.test(l), "listening");
+  const port = Number(/:(\d+)\//.exec(first)![1]);
+  let stopped = false;
+  return {
+    pid: child.pid,
+    port,
+    async stats() {
+      await send("stats");
+      return JSON.parse(await nextLine((l) => l.startsWith('{"stats"'), "stats")).stats;
+    },
+    async trace() {
+      await send("trace");
+      return JSON.parse(await nextLine((l) => l.startsWith('{"trace"'), "trace")).trace;
+    },
+    async untrack() {
+      await send("untrack");
+      await nextLine((l) => l.startsWith('{"untracked"'), "untrack");
+    },
+    async sample() {
+      await send("sample");
+      return JSON.parse(await nextLine((l) => l.startsWith('{"sample"'), "sample")).sample;
+    },
+    stderrTail: () => stderr,
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      await send("exit").catch(() => {});
+      await stdin.close().catch(() => {});
+      const timer = setTimeout(() => {
+        try {
+          child.kill("SIGKILL");
+        } catch { /* already gone */ }
+      }, 10_000);
+      await child.status;
+      clearTimeout(timer);
+      await lineReader;
+      await errReader;
+    },
+  };
+}

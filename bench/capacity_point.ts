@@ -1,0 +1,222 @@
+/**
+ * One point of the capacity sweep: K fresh server children, N calls opened and idle (memory
+ * and timers per idle session), then audio on every call for the duration (latency, loss,
+ * CPU, RSS), then hang-up and shutdown.
+ * @module
+ */
+
+import {
+  type ChildStats,
+  type ChildTrace,
+  type ProcSample,
+  selfSample,
+  type ServerChild,
+  spawnServer,
+} from "./capacity_child.ts";
+import { closeCalls, openCalls, runAudio } from "./capacity_load.ts";
+import { type LatencySummary, summarizeMs } from "./capacity_stats.ts";
+
+/** Options of {@link measurePoint}. */
+export interface PointOptions {
+  calls: number;
+  /** Server processes, one port each; calls are spread round-robin. */
+  workers: number;
+  durationS: number;
+  configPath: string;
+  rampMs?: number;
+  warmupFrames?: number;
+  /**
+   * Healthy: no call refused, no frame lost, server pipeline p99 at most `p99LimitMs` (default
+   * 5 ms) and end-to-end p99 at most `e2eLimitMs` (default 50 ms: 5 ms plus the playout clock's
+   * wait, which alone can reach a frame or two; a backlog grows far past it).
+   */
+  p99LimitMs?: number;
+  /** See `p99LimitMs`. */
+  e2eLimitMs?: number;
+  /** Calls of a 2 s warm-up run on each fresh server before measuring (JIT); default 100, 0 none. */
+  warmupCalls?: number;
+  /** Split server-side latency (bench/capacity_trace.ts); default true. */
+  trace?: boolean;
+  /** Write a `--cpu-prof` profile of the (first) server child here. */
+  cpuProfDir?: string;
+  log?: (line: string) => void;
+}
+
+/** One row of the results. */
+export interface CapacityPoint {
+  calls: number;
+  workers: number;
+  duration_s: number;
+  calls_refused: number;
+  connect_s: number;
+  frames_sent: number;
+  frames_echoed: number;
+  frames_lost: number;
+  odd_size_messages: number;
+  unsolicited_messages: number;
+  /** End to end, in the generator: send of a frame to receipt of its echo. */
+  latency_ms: LatencySummary;
+  /** Inside each server process: leg -> output transport, and the playout-clock wait. */
+  server_split: ChildTrace[];
+  server: {
+    /** Sum over the server processes; 100 = one core busy. */
+    cpu_percent: number;
+    rss_bytes_max: number;
+    rss_bytes_before_calls: number;
+  };
+  idle: {
+    /** V8 heap (objects, closures, suspended async functions). */
+    heap_bytes_per_session: number;
+    /** Off-heap memory V8 accounts for: typed-array backing stores (resampler buffers). */
+    external_bytes_per_session: number;
+    rss_bytes_per_session: number;
+    timers_per_session: number;
+    gc_forced: boolean;
+  };
+  generator: {
+    cpu_percent: number;
+    send_lag_ms: LatencySummary;
+  };
+  healthy: boolean;
+}
+
+async function sampleAll(children: readonly ServerChild[]): Promise<ProcSample> {
+  const all = await Promise.all(children.map((c) => c.sample()));
+  return {
+    cpuSeconds: all.reduce((a, s) => a + s.cpuSeconds, 0),
+    rssBytes: all.reduce((a, s) => a + s.rssBytes, 0),
+  };
+}
+
+async function allStats(children: readonly ServerChild[]): Promise<ChildStats[]> {
+  return await Promise.all(children.map((c) => c.stats()));
+}
+
+async function waitActive(children: readonly ServerChild[], n: number): Promise<ChildStats[]> {
+  const by = performance.now() + 30_000;
+  for (;;) {
+    const stats = await allStats(children);
+    if (stats.reduce((a, s) => a + s.activeCalls, 0) >= n || performance.now() > by) return stats;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** A short audio run on fresh servers so that the measured calls meet compiled code. */
+async function warmUp(children: readonly ServerChild[], n: number): Promise<void> {
+  const { calls } = await openCalls(children.map((c) => c.port), n);
+  await waitActive(children, calls.length);
+  await runAudio(calls, { durationMs: 2000, warmupFrames: 0, drainMs: 1000 });
+  await closeCalls(calls);
+  // Let the servers finalize and forget the warm-up calls before the baseline is taken.
+  const by = performance.now() + 10_000;
+  while (performance.now() < by) {
+    const stats = await allStats(children);
+    if (stats.every((s) => s.activeCalls === 0)) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Measure one point (N calls on K server processes). */
+export async function measurePoint(o: PointOptions): Promise<CapacityPoint> {
+  const log = o.log ?? (() => {});
+  const children: ServerChild[] = [];
+  try {
+    for (let w = 0; w < o.workers; w++) {
+      children.push(
+        await spawnServer({
+          configPath: o.configPath,
+          trace: o.trace !== false,
+          traceWarmupFrames: o.warmupFrames ?? 50,
+          ...(w === 0 && o.cpuProfDir ? { cpuProfDir: o.cpuProfDir } : {}),
+        }),
+      );
+    }
+    if (o.warmupCalls !== 0) await warmUp(children, Math.min(o.calls, o.warmupCalls ?? 100));
+    const before = await allStats(children);
+    const rssBefore = before.reduce((a, s) => a + s.rss, 0);
+    const t0 = performance.now();
+    const { calls, refused } = await openCalls(children.map((c) => c.port), o.calls);
+    const connectS = (performance.now() - t0) / 1000;
+    const idle = await waitActive(children, calls.length);
+    const rssIdle = idle.reduce((a, s) => a + s.rss, 0);
+    const opened = Math.max(1, calls.length);
+    const heapPer = (idle.reduce((a, s) => a + s.heapUsed, 0) -
+      before.reduce((a, s) => a + s.heapUsed, 0)) / opened;
+    const externalPer = (idle.reduce((a, s) => a + s.external, 0) -
+      before.reduce((a, s) => a + s.external, 0)) / opened;
+    const timersPer = (idle.reduce((a, s) => a + s.liveTimers, 0) -
+      before.reduce((a, s) => a + s.liveTimers, 0)) / opened;
+    log(
+      `  ${calls.length} calls open in ${connectS.toFixed(1)} s (${refused.length} refused); ` +
+        `idle heap ${Math.round(heapPer)} + external ${Math.round(externalPer)} B/session`,
+    );
+    await Promise.all(children.map((c) => c.untrack()));
+    await Promise.all(children.map((c) => c.trace())); // drop the warm-up's samples
+
+    let rssMax = rssIdle;
+    let sampling = Promise.resolve();
+    const rssTimer = setInterval(() => {
+      sampling = sampling.then(() => sampleAll(children)).then((r) => {
+        rssMax = Math.max(rssMax, r.rssBytes);
+      });
+    }, 500);
+    const cpu0 = await sampleAll(children);
+    const self0 = selfSample();
+    const run = await runAudio(calls, {
+      durationMs: o.durationS * 1000,
+      ...(o.rampMs !== undefined ? { rampMs: o.rampMs } : {}),
+      ...(o.warmupFrames !== undefined ? { warmupFrames: o.warmupFrames } : {}),
+    });
+    clearInterval(rssTimer);
+    await sampling;
+    const cpu1 = await sampleAll(children);
+    const self1 = selfSample();
+    const traces = o.trace === false ? [] : await Promise.all(children.map((c) => c.trace()));
+    await closeCalls(calls);
+
+    const latency = summarizeMs(run.latencyMs);
+    const lost = run.framesSent - run.framesEchoed;
+    // CPU over the sending window plus the drain (the samples bracket both).
+    const window = run.wallSeconds + run.drainSeconds;
+    const pct = (a: ProcSample, b: ProcSample) =>
+      Math.round(((b.cpuSeconds - a.cpuSeconds) / window) * 1000) / 10;
+    const point: CapacityPoint = {
+      calls: o.calls,
+      workers: o.workers,
+      duration_s: o.durationS,
+      calls_refused: refused.length,
+      connect_s: Math.round(connectS * 100) / 100,
+      frames_sent: run.framesSent,
+      frames_echoed: run.framesEchoed,
+      frames_lost: lost,
+      odd_size_messages: run.oddSize,
+      unsolicited_messages: run.unsolicited,
+      latency_ms: latency,
+      server_split: traces,
+      server: {
+        cpu_percent: pct(cpu0, cpu1),
+        rss_bytes_max: rssMax,
+        rss_bytes_before_calls: rssBefore,
+      },
+      idle: {
+        heap_bytes_per_session: Math.round(heapPer),
+        external_bytes_per_session: Math.round(externalPer),
+        rss_bytes_per_session: Math.round((rssIdle - rssBefore) / opened),
+        timers_per_session: Math.round(timersPer * 100) / 100,
+        gc_forced: idle.every((s) => s.gc),
+      },
+      generator: {
+        cpu_percent: pct(self0, self1),
+        send_lag_ms: summarizeMs(run.sendLagMs),
+      },
+      healthy: false,
+    };
+    const pipelineP99 = Math.max(...traces.map((t) => t.pipeline_ms.p99));
+    point.healthy = refused.length === 0 && lost === 0 &&
+      (traces.length === 0 || pipelineP99 <= (o.p99LimitMs ?? 5)) &&
+      latency.p99 <= (o.e2eLimitMs ?? 50);
+    return point;
+  } finally {
+    for (const c of children) await c.stop();
+  }
+}

@@ -1,0 +1,168 @@
+/**
+ * The capacity benchmark's server child: the agent server exactly as `server/main.ts` builds it
+ * (`createAgentServer` behind one `Deno.serve`), plus what a benchmark needs and the real entry
+ * point has no business offering:
+ *
+ * - `--reuse-port`: listen with SO_REUSEPORT, so several processes can share one port;
+ * - a stdin control channel, one command a line, answered with one JSON line on stdout:
+ *   `stats` (forced GC when `--v8-flags=--expose-gc`, then heap, RSS, live timers and active
+ *   calls), `sample` (CPU seconds and RSS, no GC), `untrack` (stop counting timers), `exit`
+ *   (exit 0, which also writes a `--cpu-prof` profile);
+ * - `--trace`: the server-side latency split of bench/capacity_trace.ts, read with `trace`;
+ * - a live-timer count: `setTimeout` / `setInterval` are wrapped before the server is loaded
+ *   and, until `untrack`, every timer is counted from creation until it fires or is cleared.
+ *
+ * ```sh
+ * deno run --allow-net=127.0.0.1 --allow-read=. --allow-env=TWILIO_AUTH_TOKEN \
+ *   bench/capacity_server.ts --config .tmp/capacity/agent.json --port 0
+ * ```
+ * @module
+ */
+
+import process from "node:process";
+import { parseArgs } from "node:util";
+
+type TimerFn = (fn: (...a: unknown[]) => void, ms?: number, ...args: unknown[]) => number;
+
+/** Live timers, counted while tracking is on; wrapped before any server module loads. */
+const live = new Set<number>();
+let tracking = true;
+const g = globalThis as unknown as Record<string, unknown>;
+const realSetTimeout = g.setTimeout as TimerFn;
+const realSetInterval = g.setInterval as TimerFn;
+const realClearTimeout = g.clearTimeout as (id?: number) => void;
+const realClearInterval = g.clearInterval as (id?: number) => void;
+g.setTimeout = (fn: (...a: unknown[]) => void, ms?: number, ...args: unknown[]): number => {
+  if (!tracking) return realSetTimeout(fn, ms, ...args);
+  const id: number = realSetTimeout(
+    (...a: unknown[]) => {
+      live.delete(id);
+      fn(...a);
+    },
+    ms,
+    ...args,
+  );
+  live.add(id);
+  return id;
+};
+g.setInterval = (fn: (...a: unknown[]) => void, ms?: number, ...args: unknown[]): number => {
+  const id = realSetInterval(fn, ms, ...args);
+  if (tracking) live.add(id);
+  return id;
+};
+g.clearTimeout = (id?: number) => {
+  if (id !== undefined) live.delete(id);
+  realClearTimeout(id);
+};
+g.clearInterval = (id?: number) => {
+  if (id !== undefined) live.delete(id);
+  realClearInterval(id);
+};
+
+const { values } = parseArgs({
+  args: Deno.args,
+  options: {
+    config: { type: "string" },
+    port: { type: "string", default: "0" },
+    "reuse-port": { type: "boolean", default: false },
+    trace: { type: "boolean", default: false },
+    "trace-warmup": { type: "string", default: "50" },
+  },
+});
+if (values.config === undefined) {
+  console.error("capacity server: --config <file> is required");
+  Deno.exit(2);
+}
+
+// Loaded after the timer wrap, so every timer the server makes is seen.
+const { loadConfig, formatConfigProblems } = await import("../server/config.ts");
+const { createAgentServer } = await import("../server/app.ts");
+const { consoleLogger } = await import("../core/log.ts");
+const { installTrace, takeTrace } = await import("./capacity_trace.ts");
+const { summarizeMs } = await import("./capacity_stats.ts");
+if (values.trace) installTrace(Number(values["trace-warmup"]));
+
+const loaded = await loadConfig(values.config);
+if (!loaded.ok) {
+  console.error(formatConfigProblems(loaded.problems, values.config));
+  Deno.exit(2);
+}
+const env = (name: string): string | undefined => {
+  try {
+    return Deno.env.get(name);
+  } catch {
+    return undefined;
+  }
+};
+const app = await createAgentServer({
+  config: loaded.config,
+  env,
+  logger: consoleLogger("warn", "flowcat"),
+});
+const ready = Promise.withResolvers<Deno.NetAddr>();
+const server = Deno.serve({
+  hostname: "127.0.0.1",
+  port: Number(values.port),
+  reusePort: values["reuse-port"],
+  onListen: ready.resolve,
+}, app.handler);
+const addr = await ready.promise;
+console.log(`Flowcat capacity server on http://127.0.0.1:${addr.port}/ (pid ${Deno.pid})`);
+
+function settleGc(): Promise<void> {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  return (async () => {
+    for (let i = 0; i < 3; i++) {
+      gc?.();
+      await new Promise((r) => realSetTimeout(r, 30));
+    }
+  })();
+}
+
+async function answer(cmd: string): Promise<boolean> {
+  if (cmd === "stats") {
+    await settleGc();
+    const m = Deno.memoryUsage();
+    console.log(JSON.stringify({
+      stats: {
+        heapUsed: m.heapUsed,
+        rss: m.rss,
+        external: m.external,
+        liveTimers: live.size,
+        activeCalls: app.calls.active,
+        gc: typeof (globalThis as { gc?: unknown }).gc === "function",
+      },
+    }));
+  } else if (cmd === "sample") {
+    const cpu = process.cpuUsage();
+    const sample = { cpuSeconds: (cpu.user + cpu.system) / 1e6, rssBytes: Deno.memoryUsage().rss };
+    console.log(JSON.stringify({ sample }));
+  } else if (cmd === "trace") {
+    const t = takeTrace();
+    console.log(JSON.stringify({
+      trace: { pipeline_ms: summarizeMs(t.pipeline), pacing_ms: summarizeMs(t.pacing) },
+    }));
+  } else if (cmd === "untrack") {
+    tracking = false;
+    live.clear();
+    console.log(JSON.stringify({ untracked: true }));
+  } else if (cmd === "exit") {
+    return false;
+  }
+  return true;
+}
+
+const lines = Deno.stdin.readable.pipeThrough(new TextDecoderStream());
+let buf = "";
+outer: for await (const chunk of lines) {
+  buf += chunk;
+  for (let i = buf.indexOf("\n"); i >= 0; i = buf.indexOf("\n")) {
+    const cmd = buf.slice(0, i).trim();
+    buf = buf.slice(i + 1);
+    if (!(await answer(cmd))) break outer;
+  }
+}
+// Calls still open are cut off: the benchmark has closed its sockets by now.
+await Promise.race([server.shutdown(), new Promise((r) => realSetTimeout(r, 2000))]);
+console.log(JSON.stringify({ exited: true }));
+Deno.exit(0);

@@ -1,0 +1,47 @@
+/**
+ * The capacity benchmark, smallest run: 3 calls for about a second against a real server
+ * child (spawned with `deno`), through the answer webhook and Twilio-framed media sockets.
+ * Checks the result's shape and that every frame sent came back as exactly one echo.
+ */
+import assert from "node:assert/strict";
+import { runCapacityBench } from "../bench/capacity.ts";
+import { capacitySvg } from "../bench/capacity_plot.ts";
+
+Deno.test("capacity bench: 3 calls echo every frame, result has the documented shape", async () => {
+  const r = await runCapacityBench({
+    calls: [3],
+    durationS: 1,
+    up: false,
+    rampMs: 200,
+    warmupFrames: 5,
+    warmupCalls: 0,
+    scratchDir: ".tmp/capacity_test",
+    command: "test",
+    log: () => {},
+  });
+  assert.equal(r.points.length, 1);
+  const p = r.points[0];
+  assert.equal(p.calls, 3);
+  assert.equal(p.workers, 1);
+  assert.equal(p.calls_refused, 0);
+  assert.ok(p.frames_sent >= 3 * 30, `frames sent: ${p.frames_sent}`);
+  assert.equal(p.frames_lost, 0, "every frame echoed");
+  assert.equal(p.frames_echoed, p.frames_sent);
+  assert.equal(p.odd_size_messages, 0, "one 20 ms message per 20 ms frame");
+  assert.equal(p.unsolicited_messages, 0);
+  assert.ok(p.latency_ms.samples > 0);
+  for (const k of ["p50", "p99", "p999", "max"] as const) {
+    assert.ok(Number.isFinite(p.latency_ms[k]) && p.latency_ms[k] > 0, k);
+  }
+  assert.ok(p.latency_ms.p50 <= p.latency_ms.p99 && p.latency_ms.p99 <= p.latency_ms.max);
+  assert.equal(p.server_split.length, 1);
+  assert.ok(p.server_split[0].pipeline_ms.samples > 0, "server-side split sampled");
+  assert.ok(p.server.cpu_percent > 0 && p.server.rss_bytes_max > 0);
+  assert.ok(p.idle.timers_per_session >= 1, "a live call holds at least its limit timer");
+  assert.equal(typeof p.idle.heap_bytes_per_session, "number");
+  assert.equal(typeof p.healthy, "boolean");
+  assert.deepEqual(Object.keys(r.saturated_at), ["1"]);
+  assert.equal(r.deno.deno, Deno.version.deno);
+  assert.ok(r.machine.cpus >= 1);
+  assert.match(capacitySvg(r.points, r.machine), /^<svg[^>]*>[\s\S]*<polyline[\s\S]*<\/svg>\n$/);
+});
