@@ -16,7 +16,7 @@
  * server process counts), `--no-trace` (no server-side latency split), `--no-up` (do not
  * continue past the list while healthy), `--profile N|auto` (one extra point at N calls, or
  * the largest carried without loss, with a CPU profile), `--reuseport-probe`, `--out` (JSON path; the SVG
- * goes beside it), `--no-write`.
+ * goes beside it), `--no-write`; `--replot file.json` redraws the SVG of a saved result.
  * @module
  */
 
@@ -90,12 +90,19 @@ const METHOD: Record<string, string> = {
   latency: "k-th outbound media message on a call matched to the k-th frame sent (frame mode " +
     "echoes 1:1; odd_size_messages would show a split); send and receive timed in the " +
     "generator with performance.now(); each call's first 50 frames are warm-up (not sampled)",
-  lost: "frames sent minus media messages received after a 3 s drain",
-  cpu: "utime+stime from /proc/<pid>/stat over the sending window, summed over server " +
-    "processes; 100% = one core",
-  idle_memory: "N calls open (start sent, no audio), forced GC in the server " +
-    "(--expose-gc): heapUsed delta / N; RSS delta / N from /proc/<pid>/status",
-  timers: "setTimeout/setInterval wrapped in the server child: live timers delta / N while idle",
+  lost: "frames sent minus media messages received within 3 s after sending stopped",
+  cpu: "process.cpuUsage() (user + system) in each server over the sending window and the " +
+    "drain, summed over server processes; 100% = one core",
+  idle_memory: "calls open (start sent, no audio) on server processes that carried no " +
+    "audio yet, forced GC (--expose-gc); marginal cost of the second half of the N calls: " +
+    "heapUsed, external (typed-array stores) and RSS deltas divided by N/2",
+  timers: "setTimeout/setInterval wrapped in the server child: live timers, marginal per idle " +
+    "call as above",
+  warmup: "2 s of audio on min(N, 100) extra calls before the measured audio (JIT)",
+  server_split: "bench/capacity_trace.ts in the server: media leg -> output transport " +
+    "(pipeline) and output transport -> carrier send (pacing wait), per frame after warm-up",
+  healthy: "no call refused, no frame lost, server pipeline p99 <= 5 ms, end-to-end p99 <= " +
+    "50 ms; the sweep stops after two unhealthy points in a row or a loss",
   generator: "one load-generator process (this one) on the same machine, loopback only",
 };
 
@@ -251,6 +258,7 @@ if (import.meta.main) {
       "reuseport-probe": { type: "boolean", default: false },
       out: { type: "string" },
       "no-write": { type: "boolean", default: false },
+      replot: { type: "string" },
       help: { type: "boolean", short: "h", default: false },
     },
   });
@@ -258,8 +266,15 @@ if (import.meta.main) {
     console.log(
       "Usage: deno run ... bench/capacity.ts [--calls 10,100,500] [--duration 10] " +
         "[--workers 1,2] [--no-trace] [--no-up] [--profile N|auto] [--reuseport-probe] " +
-        "[--out file] [--no-write]",
+        "[--out file] [--no-write] | --replot results.json",
     );
+    Deno.exit(0);
+  }
+  if (values.replot !== undefined) {
+    const saved: CapacityResult = JSON.parse(await Deno.readTextFile(values.replot));
+    const svg = values.replot.replace(/\.json$/, "") + ".svg";
+    await Deno.writeTextFile(svg, capacitySvg(saved.points, saved.machine));
+    console.error(`capacity: wrote ${svg}`);
     Deno.exit(0);
   }
   const result = await runCapacityBench({

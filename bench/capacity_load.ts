@@ -201,7 +201,7 @@ function frameJson(c: LoadCall): string {
 /**
  * Send 20 ms frames on every call for `durationMs`, then wait for the echoes. Calls are grouped
  * in 20 slots by start phase (1 ms apart); one 1 ms timer walks the slots, so the generator costs
- * one timer in all, not one per call.
+ * one timer in all, not one per call. One run at a time per process (the samples are shared).
  */
 export async function runAudio(calls: readonly LoadCall[], o: AudioOptions): Promise<AudioRun> {
   const ramp = o.rampMs ?? 1000;

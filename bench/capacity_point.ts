@@ -1,7 +1,8 @@
 /**
  * One point of the capacity sweep: K fresh server children, N calls opened and idle (memory
- * and timers per idle session), then audio on every call for the duration (latency, loss,
- * CPU, RSS), then hang-up and shutdown.
+ * and timers per idle session, on processes that have served nothing yet), a 2 s warm-up on
+ * extra calls (JIT), then audio on the N calls for the duration (latency, loss, CPU, RSS),
+ * then hang-up and shutdown.
  * @module
  */
 
@@ -101,17 +102,20 @@ async function waitActive(children: readonly ServerChild[], n: number): Promise<
   }
 }
 
-/** A short audio run on fresh servers so that the measured calls meet compiled code. */
-async function warmUp(children: readonly ServerChild[], n: number): Promise<void> {
+/**
+ * A short audio run on `n` extra calls, so that the measured calls meet compiled code; `open`
+ * calls (the idle ones about to be measured) stay open meanwhile.
+ */
+async function warmUp(children: readonly ServerChild[], n: number, open: number): Promise<void> {
   const { calls } = await openCalls(children.map((c) => c.port), n);
-  await waitActive(children, calls.length);
+  await waitActive(children, open + calls.length);
   await runAudio(calls, { durationMs: 2000, warmupFrames: 0, drainMs: 1000 });
   await closeCalls(calls);
-  // Let the servers finalize and forget the warm-up calls before the baseline is taken.
+  // Let the servers finalize the warm-up calls before the measured ones start talking.
   const by = performance.now() + 10_000;
   while (performance.now() < by) {
     const stats = await allStats(children);
-    if (stats.every((s) => s.activeCalls === 0)) return;
+    if (stats.reduce((a, s) => a + s.activeCalls, 0) <= open) return;
     await new Promise((r) => setTimeout(r, 100));
   }
 }
@@ -131,26 +135,36 @@ export async function measurePoint(o: PointOptions): Promise<CapacityPoint> {
         }),
       );
     }
-    if (o.warmupCalls !== 0) await warmUp(children, Math.min(o.calls, o.warmupCalls ?? 100));
+    // Idle memory first, on processes that have carried no audio yet (RSS never shrinks), and
+    // as the marginal cost of the second half of the calls (the first half pays one-time costs:
+    // lazily compiled code, inline caches, pools).
+    const ports = children.map((c) => c.port);
     const before = await allStats(children);
-    const rssBefore = before.reduce((a, s) => a + s.rss, 0);
     const t0 = performance.now();
-    const { calls, refused } = await openCalls(children.map((c) => c.port), o.calls);
+    const half = await openCalls(ports, Math.max(1, Math.floor(o.calls / 2)));
+    const mid = await waitActive(children, half.calls.length);
+    const rest = await openCalls(ports, o.calls - Math.max(1, Math.floor(o.calls / 2)));
     const connectS = (performance.now() - t0) / 1000;
+    const calls = [...half.calls, ...rest.calls];
+    const refused = [...half.refused, ...rest.refused];
     const idle = await waitActive(children, calls.length);
-    const rssIdle = idle.reduce((a, s) => a + s.rss, 0);
-    const opened = Math.max(1, calls.length);
-    const heapPer = (idle.reduce((a, s) => a + s.heapUsed, 0) -
-      before.reduce((a, s) => a + s.heapUsed, 0)) / opened;
-    const externalPer = (idle.reduce((a, s) => a + s.external, 0) -
-      before.reduce((a, s) => a + s.external, 0)) / opened;
-    const timersPer = (idle.reduce((a, s) => a + s.liveTimers, 0) -
-      before.reduce((a, s) => a + s.liveTimers, 0)) / opened;
+    const total = (xs: ChildStats[], f: (s: ChildStats) => number) =>
+      xs.reduce((a, s) => a + f(s), 0);
+    const per = (f: (s: ChildStats) => number) =>
+      rest.calls.length === 0 ? NaN : (total(idle, f) - total(mid, f)) / rest.calls.length;
+    const heapPer = per((s) => s.heapUsed);
+    const externalPer = per((s) => s.external);
+    const rssPer = per((s) => s.rss);
+    const timersPer = per((s) => s.liveTimers);
+    const rssIdle = total(idle, (s) => s.rss);
     log(
       `  ${calls.length} calls open in ${connectS.toFixed(1)} s (${refused.length} refused); ` +
         `idle heap ${Math.round(heapPer)} + external ${Math.round(externalPer)} B/session`,
     );
     await Promise.all(children.map((c) => c.untrack()));
+    if (o.warmupCalls !== 0) {
+      await warmUp(children, Math.min(o.calls, o.warmupCalls ?? 100), calls.length);
+    }
     await Promise.all(children.map((c) => c.trace())); // drop the warm-up's samples
 
     let rssMax = rssIdle;
@@ -196,12 +210,12 @@ export async function measurePoint(o: PointOptions): Promise<CapacityPoint> {
       server: {
         cpu_percent: pct(cpu0, cpu1),
         rss_bytes_max: rssMax,
-        rss_bytes_before_calls: rssBefore,
+        rss_bytes_before_calls: total(before, (s) => s.rss),
       },
       idle: {
         heap_bytes_per_session: Math.round(heapPer),
         external_bytes_per_session: Math.round(externalPer),
-        rss_bytes_per_session: Math.round((rssIdle - rssBefore) / opened),
+        rss_bytes_per_session: Math.round(rssPer),
         timers_per_session: Math.round(timersPer * 100) / 100,
         gc_forced: idle.every((s) => s.gc),
       },

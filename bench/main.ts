@@ -1,11 +1,12 @@
 /**
  * `deno task bench`: runs the benchmarks and writes JSON under bench/results/.
- * Options: --only routing|demo|memory|audio (repeatable), --quick (fewer runs).
+ * Options: --only routing|demo|memory|audio|capacity (repeatable), --quick (fewer runs).
  * @module
  */
 
 import { parseArgs } from "node:util";
 import { runAudioBench } from "./audio.ts";
+import { runCapacityBench, writeCapacityResults } from "./capacity.ts";
 import { benchDemo, benchIdleMemory, benchRouting } from "./core.ts";
 
 const { values } = parseArgs({
@@ -17,7 +18,7 @@ const { values } = parseArgs({
   },
 });
 if (values.help) {
-  console.log("Usage: deno task bench [--only routing|demo|memory|audio]... [--quick]");
+  console.log("Usage: deno task bench [--only routing|demo|memory|audio|capacity]... [--quick]");
   Deno.exit(0);
 }
 const want = (name: string) => !values.only || values.only.includes(name);
@@ -56,6 +57,16 @@ if (want("memory")) {
 if (want("audio")) {
   console.error("bench: audio path (codecs, resamplers, VAD, noise filter, recorder)...");
   result.audio = await runAudioBench(quick);
+}
+if (want("capacity")) {
+  console.error("bench: capacity (concurrent Twilio calls through a server child; minutes)...");
+  const capacity = await runCapacityBench({
+    ...(quick ? { calls: [10, 100], durationS: 3, up: false } : {}),
+    command: `deno task bench ${Deno.args.join(" ")}`.trim(),
+  });
+  const paths = await writeCapacityResults(capacity);
+  result.capacity = { file: paths.json, saturated_at: capacity.saturated_at };
+  console.error(`bench: wrote ${paths.json} and ${paths.svg}`);
 }
 const routing = result.routing as Record<string, { us_per_hop: { p50: number } }> | undefined;
 if (routing) {
