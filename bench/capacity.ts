@@ -158,10 +158,10 @@ export async function runCapacityBench(opts: CapacityOptions = {}): Promise<Capa
     ...(opts.p99LimitMs !== undefined ? { p99LimitMs: opts.p99LimitMs } : {}),
   };
   for (const workers of opts.workers ?? [1]) {
-    const todo = [...calls];
+    const pending = [...calls];
     let saturated: number | null = null;
-    for (let i = 0; i < todo.length; i++) {
-      const n = todo[i];
+    for (let i = 0; i < pending.length; i++) {
+      const n = pending[i];
       log(`capacity: ${n} calls on ${workers} server process(es), ${durationS} s...`);
       const p = await measurePoint({ ...common, calls: n, workers });
       result.points.push(p);
@@ -175,8 +175,8 @@ export async function runCapacityBench(opts: CapacityOptions = {}): Promise<Capa
         continue;
       }
       saturated = null;
-      if (i === todo.length - 1 && opts.up !== false && nextUp(n) <= maxCalls) {
-        todo.push(nextUp(n));
+      if (i === pending.length - 1 && opts.up !== false && nextUp(n) <= maxCalls) {
+        pending.push(nextUp(n));
       }
     }
     result.saturated_at[String(workers)] = saturated;

@@ -19,6 +19,7 @@ import type { TranscriptLine } from "../core/processors/finalize.ts";
 import type { AgentBrain, Finalize, MediaTransport } from "../core/seams.ts";
 import type { PipelineTask } from "../core/task.ts";
 import {
+  providerKeyEnv,
   REALTIME_PROVIDERS,
   type RealtimeFactory,
   type RealtimeProviderOptions,
@@ -94,7 +95,7 @@ export class CallManager {
     if (p.voice !== undefined) providerOpts.voice = p.voice;
     if (p.url !== undefined) providerOpts.url = p.url;
     if (info.needsKey) {
-      const name = `${p.name.toUpperCase().replace(/[^A-Z0-9]/g, "_")}_API_KEY`;
+      const name = providerKeyEnv(p.name);
       const key = opts.env(name);
       if (key === undefined || key === "") {
         throw new FlowcatError("config", `${name} is not set (the key for provider ${p.name})`);
@@ -152,7 +153,7 @@ export class CallManager {
     opts.options = { ...opts.options };
     if (greeting !== undefined) opts.options.greeting = greeting;
     const realtime = this.#factory(opts);
-    const report = Promise.withResolvers<Finalize>();
+    let report: Finalize | undefined;
     const task = buildS2sTask({
       transport,
       realtime,
@@ -169,7 +170,7 @@ export class CallManager {
       record: this.#cfg.recording.enabled,
       onTranscript: watch.onTranscript,
       onFinalized: (r) => {
-        report.resolve(r);
+        report = r;
         watch.onFinalized?.(r);
       },
       logger: this.#log,
@@ -189,8 +190,8 @@ export class CallManager {
     this.#tasks.set(run.runId, { task, done });
     this.#log.info("call started", { runId: run.runId, origin: run.origin });
     await done;
-    // run() resolves after finalize; a report is always there unless finalize threw.
-    return await Promise.race([report.promise, Promise.resolve(undefined)]);
+    // run() resolves after finalize, so the report is set unless finalize threw.
+    return report;
   }
 
   /** Stop taking calls; let running ones finish for `ms`, then cancel them and wait. */

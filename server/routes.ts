@@ -20,10 +20,11 @@ import type { Logger } from "../core/log.ts";
 import { answerWebRtcOffer, type WebRtcAnswerOptions } from "../transports/webrtc.ts";
 import { answerDocument, answerUrl, streamUrl } from "../telephony/answer.ts";
 import { isE164, ReplayGuard, timingSafeEqual } from "../telephony/security.ts";
-import { createSerializer, isCarrierName } from "../telephony/serializers/mod.ts";
+import { type CarrierName, createSerializer, isCarrierName } from "../telephony/serializers/mod.ts";
 import {
   type CarrierWebhookSecrets,
   verifyCarrierWebhook,
+  WEBHOOK_SECRET_ENV,
   webhookSecretsFromEnv,
 } from "../telephony/webhooks.ts";
 import { socketFromWebSocket, WsMediaTransport } from "../telephony/ws_transport.ts";
@@ -127,23 +128,15 @@ function webhookSecrets(ctx: ServerContext): CarrierWebhookSecrets {
   const named = ctx.config.telephony.webhookSecretsEnv as Record<string, string | undefined>;
   const get: EnvGet = (name) => {
     for (const [carrier, env] of Object.entries(named)) {
-      if (env !== undefined && DEFAULT_SECRET_ENV[carrier] === name) return ctx.env(env);
+      const defaults = WEBHOOK_SECRET_ENV[carrier as CarrierName];
+      if (env !== undefined && defaults?.length === 1 && defaults[0] === name) return ctx.env(env);
     }
     return ctx.env(name);
   };
   return webhookSecretsFromEnv(get);
 }
 
-const DEFAULT_SECRET_ENV: Record<string, string> = {
-  twilio: "TWILIO_AUTH_TOKEN",
-  signalwire: "SIGNALWIRE_SIGNING_KEY",
-  telnyx: "TELNYX_PUBLIC_KEY",
-  plivo: "PLIVO_AUTH_TOKEN",
-  vonage: "VONAGE_SIGNATURE_SECRET",
-  genesys: "GENESYS_AUDIOHOOK_API_KEY",
-};
-
-function enabledCarrier(ctx: ServerContext, carrier: string): boolean {
+function enabledCarrier(ctx: ServerContext, carrier: string): carrier is CarrierName {
   return isCarrierName(carrier) &&
     (ctx.config.telephony.carriers as readonly string[]).includes(carrier);
 }
@@ -187,8 +180,8 @@ async function carrierAnswer(
     run = ctx.sessions.createRun("carrier", { carrier });
   }
   const origin = publicOrigin(ctx, req);
-  const doc = answerDocument(carrier as Parameters<typeof answerDocument>[0], {
-    streamUrl: streamUrl(origin, carrier as Parameters<typeof streamUrl>[1], run.runId, run.token),
+  const doc = answerDocument(carrier, {
+    streamUrl: streamUrl(origin, carrier, run.runId, run.token),
     token: run.token,
     runId: run.runId,
   });

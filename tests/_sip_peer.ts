@@ -1,15 +1,42 @@
 /** Test helper: a hand-driven SIP peer on a raw UDP socket (127.0.0.1). */
 
+import { memoryLogger } from "../core/log.ts";
 import {
   buildResponse,
   encodeSipMessage,
   getHeader,
   parseSipMessage,
   type ResponseOptions,
+  SipAgent,
+  type SipAgentOptions,
+  type SipConfig,
   type SipMessage,
   type SipRequest,
   type SipResponse,
 } from "../telephony/sip/mod.ts";
+import { freeEvenPortBase } from "./_sipp.ts";
+
+/** A SipConfig for an agent on 127.0.0.1 with a free RTP range of 4 ports. */
+export function loopbackSipConfig(
+  trunk: Pick<SipConfig, "server" | "login" | "password" | "callerId">,
+  extra: Partial<SipConfig> = {},
+): SipConfig {
+  return {
+    ...trunk,
+    bindHost: "127.0.0.1",
+    sipPort: 0,
+    rtpPortBase: freeEvenPortBase(4),
+    rtpPortTries: 4,
+    ...extra,
+  };
+}
+
+/** Start an agent that logs into memory (tests then check the password never shows). */
+export async function startLoopbackAgent(config: SipConfig, opts: SipAgentOptions = {}) {
+  const logger = memoryLogger();
+  const agent = await SipAgent.start(config, { logger, ...opts });
+  return { agent, logger };
+}
 
 /** A hand-driven SIP peer on a raw UDP socket. */
 export class RawPeer {

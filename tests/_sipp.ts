@@ -146,3 +146,24 @@ export function pcmuPcap(pcm: Int16Array, opts: { ssrc?: number; seq?: number } 
   }
   return out;
 }
+
+/** The sipp scenario files of the tests. */
+export const SIPP_SCENARIOS: string = new URL("./fixtures/sipp/", import.meta.url).pathname;
+
+/** sipp arguments that run `scenario` once against 127.0.0.1:`target` on free local ports. */
+export function sippArgs(scenario: string, target: number, extra: string[] = []): string[] {
+  return [
+    "-sf",
+    SIPP_SCENARIOS + scenario,
+    `127.0.0.1:${target}`,
+    "-i",
+    "127.0.0.1",
+    "-p",
+    String(freeUdpPort()),
+    "-mp",
+    String(freeEvenPortBase(2)),
+    "-m",
+    "1",
+    ...extra,
+  ];
+}

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { buildS2sTask } from "../core/builders.ts";
 import { GraphBrain } from "../core/agent/graph_brain.ts";
 import { parseGraphSpec } from "../core/agent/graph_spec.ts";
-import { rms, sine } from "../core/audio/pcm.ts";
+import { concatInt16, rms, sine } from "../core/audio/pcm.ts";
 import { silentLogger } from "../core/log.ts";
 import type { Finalize, RealtimeLlm } from "../core/seams.ts";
 import { createGeminiLive } from "../providers/realtime/gemini_live.ts";
@@ -92,11 +92,7 @@ function geminiDriver(): ProviderDriver {
         ) => ((m.message.realtimeInput as { audio: { mimeType: string } }).audio.mimeType)),
       );
       assert.deepEqual([...rates], ["audio/pcm;rate=16000"]);
-      const parts = msgs.map(clientAudioPcm);
-      const pcm = new Int16Array(parts.reduce((n, p) => n + p.length, 0));
-      let at = 0;
-      for (const p of parts) (pcm.set(p, at), at += p.length);
-      return { pcm, rate: 16000 };
+      return { pcm: concatInt16(msgs.map(clientAudioPcm)), rate: 16000 };
     },
     speak: (pcm) => fake.send(serverAudio(pcm)),
     interrupt: () => fake.send({ serverContent: { interrupted: true } }),
@@ -136,10 +132,7 @@ function openaiDriver(): ProviderDriver {
       const parts = fake.ofType("input_audio_buffer.append").map((m) =>
         pcm16FromBase64LE(m.audio as string)
       );
-      const pcm = new Int16Array(parts.reduce((n, p) => n + p.length, 0));
-      let at = 0;
-      for (const p of parts) (pcm.set(p, at), at += p.length);
-      return { pcm, rate: 24000 };
+      return { pcm: concatInt16(parts), rate: 24000 };
     },
     speak: (pcm) => fake.send(audioDeltaEvent(pcm, "item_bot")),
     interrupt: () => fake.send(speechStartedEvent(100)),

@@ -8,9 +8,8 @@ import { memoryLogger } from "../core/log.ts";
 import { createAgentServer } from "../server/app.ts";
 import { parseConfigText } from "../server/config.ts";
 import { until } from "./_core_helpers.ts";
-import { freeEvenPortBase, freeUdpPort, pcmuPcap, runSipp, sine8k } from "./_sipp.ts";
+import { freeEvenPortBase, freeUdpPort, pcmuPcap, runSipp, sine8k, sippArgs } from "./_sipp.ts";
 
-const SCENARIOS = new URL("./fixtures/sipp/", import.meta.url).pathname;
 const PASSWORD = "trunk-pass-4f9c";
 
 function hasSipp(): boolean {
@@ -75,19 +74,7 @@ Deno.test({
     const dir = `./.tmp/server-sip-${crypto.randomUUID()}`;
     Deno.mkdirSync(dir, { recursive: true });
     Deno.writeFileSync(`${dir}/tone.pcap`, pcmuPcap(sine8k(8000 * 0.6, 440)));
-    const sipp = runSipp([
-      "-sf",
-      SCENARIOS + "uac_media.xml",
-      `127.0.0.1:${sipPort}`,
-      "-i",
-      "127.0.0.1",
-      "-p",
-      String(freeUdpPort()),
-      "-mp",
-      String(freeEvenPortBase(2)),
-      "-m",
-      "1",
-    ], dir);
+    const sipp = runSipp(sippArgs("uac_media.xml", sipPort), dir);
     try {
       await until(() => app.sessions.get(1) !== undefined, 5000, "inbound run");
       const run = app.sessions.get(1)!;

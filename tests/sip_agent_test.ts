@@ -9,33 +9,33 @@ import assert from "node:assert/strict";
 import { ulawDecode, ulawEncode } from "../core/audio/g711.ts";
 import { FlowcatError } from "../core/errors.ts";
 import type { KeypadEntry } from "../core/frames.ts";
-import { memoryLogger } from "../core/log.ts";
+import type { memoryLogger } from "../core/log.ts";
 import type { MediaIn } from "../core/seams.ts";
-import { SipAgent, type SipAgentOptions, type SipConfig } from "../telephony/sip/mod.ts";
-import { freeEvenPortBase, freeUdpPort, pcmuPcap, runSipp, sine8k } from "./_sipp.ts";
+import type { SipAgentOptions, SipConfig } from "../telephony/sip/mod.ts";
+import { loopbackSipConfig, startLoopbackAgent } from "./_sip_peer.ts";
+import {
+  freeEvenPortBase,
+  freeUdpPort,
+  pcmuPcap,
+  runSipp,
+  sine8k,
+  SIPP_SCENARIOS,
+  sippArgs,
+} from "./_sipp.ts";
 
 const PASSWORD = "s3cret";
-const SCENARIOS = new URL("./fixtures/sipp/", import.meta.url).pathname;
+const SCENARIOS = SIPP_SCENARIOS;
 
-function config(extra: Partial<SipConfig> = {}): SipConfig {
-  return {
+const config = (extra: Partial<SipConfig> = {}) =>
+  loopbackSipConfig({
     server: `sip:127.0.0.1:${freeUdpPort()}`,
     login: "alice",
     password: PASSWORD,
     callerId: "+15550001111",
-    bindHost: "127.0.0.1",
-    sipPort: 0,
-    rtpPortBase: freeEvenPortBase(4),
-    rtpPortTries: 4,
-    ...extra,
-  };
-}
+  }, extra);
 
-async function startAgent(extra: Partial<SipConfig> = {}, opts: SipAgentOptions = {}) {
-  const logger = memoryLogger();
-  const agent = await SipAgent.start(config(extra), { logger, ...opts });
-  return { agent, logger };
-}
+const startAgent = (extra: Partial<SipConfig> = {}, opts: SipAgentOptions = {}) =>
+  startLoopbackAgent(config(extra), opts);
 
 /** Every log record as text must be free of the password. */
 function assertNoPassword(logger: ReturnType<typeof memoryLogger>): void {
@@ -55,23 +55,6 @@ async function drain(recv: () => Promise<MediaIn | undefined>) {
     if (m.type === "dtmf") keys.push(m.key);
   }
   return { audio, keys, kinds };
-}
-
-function sippArgs(scenario: string, agentPort: number, extra: string[] = []): string[] {
-  return [
-    "-sf",
-    SCENARIOS + scenario,
-    `127.0.0.1:${agentPort}`,
-    "-i",
-    "127.0.0.1",
-    "-p",
-    String(freeUdpPort()),
-    "-mp",
-    String(freeEvenPortBase(2)),
-    "-m",
-    "1",
-    ...extra,
-  ];
 }
 
 Deno.test("sipp UAC calls us: 100/180/200, ACK, PCMU tone and RFC 4733 key arrive, BYE ends it", async () => {

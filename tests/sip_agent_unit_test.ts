@@ -7,33 +7,23 @@
 
 import assert from "node:assert/strict";
 import { FlowcatError } from "../core/errors.ts";
-import { memoryLogger } from "../core/log.ts";
 import type { MediaIn } from "../core/seams.ts";
 import { getHeader, SipAgent, type SipAgentOptions, type SipConfig } from "../telephony/sip/mod.ts";
-import { RawPeer } from "./_sip_peer.ts";
+import { loopbackSipConfig, RawPeer, startLoopbackAgent } from "./_sip_peer.ts";
 import { freeEvenPortBase, sine8k } from "./_sipp.ts";
 
 const PASSWORD = "pa55-Secret";
 
-function config(extra: Partial<SipConfig> = {}): SipConfig {
-  return {
+const config = (extra: Partial<SipConfig> = {}) =>
+  loopbackSipConfig({
     server: "sip:127.0.0.1:9",
     login: "bob",
     password: PASSWORD,
     callerId: "+15550002222",
-    bindHost: "127.0.0.1",
-    sipPort: 0,
-    rtpPortBase: freeEvenPortBase(4),
-    rtpPortTries: 4,
-    ...extra,
-  };
-}
+  }, extra);
 
-async function startAgent(extra: Partial<SipConfig> = {}, opts: SipAgentOptions = {}) {
-  const logger = memoryLogger();
-  const agent = await SipAgent.start(config(extra), { logger, ...opts });
-  return { agent, logger };
-}
+const startAgent = (extra: Partial<SipConfig> = {}, opts: SipAgentOptions = {}) =>
+  startLoopbackAgent(config(extra), opts);
 
 function sdp(port: number, formats = "0 101", extra = ""): string {
   return `v=0

@@ -13,14 +13,11 @@ import {
   Pipeline,
   PipelineTask,
   type StopReason,
-  ulawDecode,
-  ulawEncode,
 } from "../mod.ts";
 import { TransportInput, TransportOutput } from "../core/processors/transport.ts";
-import { createTwilioSerializer } from "../telephony/serializers/twilio.ts";
-import { socketFromWebSocket, WsMediaTransport } from "../telephony/ws_transport.ts";
 import { silentLogger } from "../core/log.ts";
 import { until } from "./_core_helpers.ts";
+import { twilioCall } from "./_twilio_client.ts";
 
 /** Echoes caller audio; on a Text "barge" it broadcasts an Interruption. */
 class Echo extends FrameProcessor {
@@ -29,9 +26,6 @@ class Echo extends FrameProcessor {
     else link.push(f, d);
   }
 }
-
-const b64 = (bytes: Uint8Array) => btoa(String.fromCharCode(...bytes));
-const unb64 = (s: string) => Uint8Array.from(atob(s), (c) => c.charCodeAt(0));
 
 Deno.test("Twilio-framed client: audio echoed, clear on interruption, stop ends the task", async () => {
   let task!: PipelineTask;
@@ -42,9 +36,7 @@ Deno.test("Twilio-framed client: audio echoed, clear on interruption, stop ends 
     }
   }
   const finished = Promise.withResolvers<StopReason>();
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, (req) => {
-    const { socket, response } = Deno.upgradeWebSocket(req);
-    const transport = new WsMediaTransport(socketFromWebSocket(socket), createTwilioSerializer());
+  const call = await twilioCall((transport) => {
     task = new PipelineTask(
       new Pipeline([
         new TransportInput(transport),
@@ -55,59 +47,18 @@ Deno.test("Twilio-framed client: audio echoed, clear on interruption, stop ends 
       { idleTimeoutMs: null, logger: silentLogger, audioInSampleRate: 16000 },
     );
     task.run().then(finished.resolve, finished.reject);
-    return response;
   });
-  const ws = new WebSocket(`ws://127.0.0.1:${server.addr.port}/telephony/ws/twilio/1`);
-  const client = socketFromWebSocket(ws);
-  await client.opened;
-  const got: Record<string, unknown>[] = [];
-  (async () => {
-    for (;;) {
-      const m = await client.recv();
-      if (m === undefined || m.type === "close") break;
-      if (m.type === "text") got.push(JSON.parse(m.data));
-    }
-  })();
-  const send = (o: unknown) => client.sendText(JSON.stringify(o));
-  await send({ event: "connected", protocol: "Call", version: "1.0.0" });
-  await send({
-    event: "start",
-    sequenceNumber: "1",
-    streamSid: "MZ0001",
-    start: {
-      streamSid: "MZ0001",
-      accountSid: "AC0001",
-      callSid: "CA0001",
-      tracks: ["inbound"],
-      customParameters: { token: "t" },
-      mediaFormat: { encoding: "audio/x-mulaw", sampleRate: 8000, channels: 1 },
-    },
-  });
+  const got = call.got;
   // 10 frames of a 400 Hz tone, 20 ms of mu-law each.
   const tone = new Int16Array(1600);
   for (let i = 0; i < tone.length; i++) {
     tone[i] = Math.round(8000 * Math.sin((2 * Math.PI * 400 * i) / 8000));
   }
-  const sent = ulawEncode(tone);
-  for (let k = 0; k < 10; k++) {
-    await send({
-      event: "media",
-      sequenceNumber: String(k + 2),
-      streamSid: "MZ0001",
-      media: {
-        track: "inbound",
-        chunk: String(k + 1),
-        timestamp: String(k * 20),
-        payload: b64(sent.subarray(k * 160, (k + 1) * 160)),
-      },
-    });
-  }
+  await call.speak(tone, 0);
   await until(() => got.filter((m) => m.event === "media").length >= 10, 3000, "echoed media");
-  const media = got.filter((m) => m.event === "media");
-  assert.ok(media.every((m) => m.streamSid === "MZ0001"), "outbound media carries the streamSid");
-  const echoed = ulawDecode(
-    Uint8Array.from(media.flatMap((m) => [...unb64((m.media as { payload: string }).payload)])),
-  );
+  const media = call.media();
+  assert.ok(media.every((m) => m.streamSid === "MZ1"), "outbound media carries the streamSid");
+  const echoed = call.decode(media);
   assert.equal(echoed.length, 1600, "8 kHz in, 16 kHz pipeline, 8 kHz out: same length");
   // Resampled twice, delayed by the filters: the echo is the same tone (correlate at best lag).
   let best = 0;
@@ -124,16 +75,10 @@ Deno.test("Twilio-framed client: audio echoed, clear on interruption, stop ends 
 
   echoLink.broadcast(makeFrame("Interruption", {}));
   await until(() => got.some((m) => m.event === "clear"), 2000, "clear");
-  assert.deepEqual(got.find((m) => m.event === "clear"), { event: "clear", streamSid: "MZ0001" });
+  assert.deepEqual(got.find((m) => m.event === "clear"), { event: "clear", streamSid: "MZ1" });
 
-  await send({
-    event: "stop",
-    sequenceNumber: "40",
-    streamSid: "MZ0001",
-    stop: { accountSid: "AC0001", callSid: "CA0001" },
-  });
+  await call.hangup();
   const reason = await finished.promise;
   assert.deepEqual(reason, { kind: "end", reason: "caller hung up" });
-  ws.close();
-  await server.shutdown();
+  await call.close();
 });

@@ -4,6 +4,7 @@
  * @module
  */
 
+import { bytesToInt16, int16ToBytes } from "../../core/audio/pcm.ts";
 import { FlowcatError } from "../../core/errors.ts";
 import type { RealtimeEvent } from "../../core/seams.ts";
 
@@ -56,19 +57,9 @@ export class RealtimeEventQueue {
   }
 }
 
-const HOST_LE = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
-
 /** Base64 of 16-bit little-endian PCM. */
 export function pcm16ToBase64(pcm: Int16Array): string {
-  let view = pcm;
-  if (!HOST_LE) {
-    view = pcm.slice();
-    for (let i = 0; i < view.length; i++) {
-      const v = view[i];
-      view[i] = ((v & 0xff) << 8) | ((v >> 8) & 0xff);
-    }
-  }
-  return new Uint8Array(view.buffer, view.byteOffset, view.byteLength).toBase64();
+  return int16ToBytes(pcm).toBase64();
 }
 
 /** 16-bit little-endian PCM from base64; `undefined` when it is not valid base64 of even length. */
@@ -79,15 +70,7 @@ export function pcm16FromBase64(b64: string): Int16Array | undefined {
   } catch {
     return undefined;
   }
-  if (bytes.length % 2 !== 0) return undefined;
-  const pcm = new Int16Array(bytes.buffer, bytes.byteOffset, bytes.length / 2);
-  if (!HOST_LE) {
-    for (let i = 0; i < pcm.length; i++) {
-      const v = pcm[i];
-      pcm[i] = ((v & 0xff) << 8) | ((v >> 8) & 0xff);
-    }
-  }
-  return pcm;
+  return bytes.length % 2 === 0 ? bytesToInt16(bytes) : undefined;
 }
 
 const utf8 = new TextDecoder();

@@ -14,7 +14,7 @@
  */
 
 import { Resampler } from "../../core/audio/resample.ts";
-import { sine } from "../../core/audio/pcm.ts";
+import { concatInt16, sine } from "../../core/audio/pcm.ts";
 import { EnergyVad } from "../../core/audio/vad_energy.ts";
 import { FlowcatError } from "../../core/errors.ts";
 import type { AudioFrame, KeypadEntry, ToolDecl, VadParams } from "../../core/frames.ts";
@@ -223,12 +223,7 @@ export class EchoRealtime implements RealtimeLlm {
 
   #endTurn(): void {
     this.#capturing = false;
-    const heard = new Int16Array(this.#capturedLen);
-    let off = 0;
-    for (const p of this.#captured) {
-      heard.set(p, off);
-      off += p.length;
-    }
+    const heard = concatInt16(this.#captured);
     this.#captured = [];
     this.#capturedLen = 0;
     this.#turns++;
@@ -303,10 +298,7 @@ export class EchoRealtime implements RealtimeLlm {
 function chime(): Int16Array {
   const a = sine({ freq: 660, sampleRate: ECHO_OUTPUT_RATE, samples: 4800, amplitude: 6000 });
   const b = sine({ freq: 880, sampleRate: ECHO_OUTPUT_RATE, samples: 4800, amplitude: 6000 });
-  const out = new Int16Array(a.length + b.length);
-  out.set(a);
-  out.set(b, a.length);
-  return out;
+  return concatInt16([a, b]);
 }
 
 /** Speaks with the local espeak-ng engine, loaded on first use. */
