@@ -1,5 +1,6 @@
 /**
- * Builders for whole calls. {@link buildS2sTask} assembles the speech-to-speech shape:
+ * Builders for whole calls. {@link buildS2sTask} assembles the speech-to-speech shape,
+ * {@link buildCascadedTask} the cascaded one (see there):
  *
  * ```
  * TransportInput -> RealtimeProcessor -> TranscriptCollector -> BrainProcessor
@@ -13,7 +14,20 @@
  * @module
  */
 
+import { EnergyVad } from "./audio/vad_energy.ts";
 import type { TranscriptLine } from "./processors/finalize.ts";
+import {
+  AssistantContextAggregator,
+  createLlmContext,
+  UserContextAggregator,
+} from "./processors/context.ts";
+import { GreetingProcessor } from "./processors/greeting.ts";
+import { LlmProcessor } from "./processors/llm.ts";
+import { SttProcessor } from "./processors/stt.ts";
+import { TtsProcessor } from "./processors/tts.ts";
+import { DefaultTurnStrategy, type InterruptionMode } from "./processors/turn.ts";
+import { VadProcessor } from "./processors/vad.ts";
+import type { LlmContext, VadParams } from "./frames.ts";
 import { FinalizeProcessor, TranscriptCollector } from "./processors/finalize.ts";
 import { BrainProcessor } from "./processors/brain.ts";
 import { RealtimeProcessor } from "./processors/realtime.ts";
@@ -22,10 +36,14 @@ import { TransportInput, TransportOutput } from "./processors/transport.ts";
 import type { Finalize } from "./seams.ts";
 import type {
   AgentBrain,
+  LlmService,
   MediaTransport,
   RealtimeLlm,
   RealtimeVadSettings,
   SessionSource,
+  SttService,
+  TtsService,
+  VadAnalyzer,
 } from "./seams.ts";
 import type { Logger } from "./log.ts";
 import { Pipeline } from "./pipeline.ts";
@@ -33,39 +51,20 @@ import type { FrameProcessor } from "./processor.ts";
 import { PipelineTask, type PipelineTaskParams } from "./task.ts";
 
 /** Inputs of {@link buildS2sTask}. */
-export interface S2sTaskOptions {
-  transport: MediaTransport;
+export interface S2sTaskOptions extends CallBase {
   realtime: RealtimeLlm;
-  brain: AgentBrain;
-  session: SessionSource;
-  runId: number;
-  token: string;
   /** Model name, for usage and metrics. */
   model: string;
   /** Text that makes the model speak first (default: none; the model waits for the caller). */
   kickoff?: string;
   voice?: string;
   vad?: RealtimeVadSettings;
-  /** Record the call as WAV and upload it on finalize (default true). */
-  record?: boolean;
-  /** Live view of the transcript and node moves (e.g. the browser playground). */
-  onTranscript?: (line: TranscriptLine) => void;
-  /** Sees the finalize report once the call is completed. */
-  onFinalized?: (report: Finalize) => void;
-  /** Extra task parameters (observers, idle timeout, metrics...). */
-  taskParams?: PipelineTaskParams;
-  logger?: Logger;
 }
 
 /** The processors of one speech-to-speech call, for embedders that watch them. */
-export interface S2sParts {
+export interface S2sParts extends CallParts {
   input: TransportInput;
   realtime: RealtimeProcessor;
-  transcript: TranscriptCollector;
-  brain: BrainProcessor;
-  recorder: RecorderProcessor | undefined;
-  output: TransportOutput;
-  finalize: FinalizeProcessor;
 }
 
 /**
@@ -79,7 +78,7 @@ export interface S2sParts {
  * ```
  */
 export function buildS2sTask(opts: S2sTaskOptions): PipelineTask & { parts: S2sParts } {
-  const { session, runId, token, brain } = opts;
+  const { brain } = opts;
   const input = new TransportInput(opts.transport);
   const setup = {
     systemPrompt: brain.systemPrompt(),
@@ -89,6 +88,46 @@ export function buildS2sTask(opts: S2sTaskOptions): PipelineTask & { parts: S2sP
     ...(opts.vad !== undefined ? { vad: opts.vad } : {}),
   };
   const realtime = new RealtimeProcessor(opts.realtime, setup, { model: opts.model });
+  const call = callParts(opts, () => ({ ...realtime.usage, model: opts.model }));
+  const task = assemble(
+    `s2s-${opts.runId}`,
+    [input, realtime, call.transcript, call.brain],
+    call,
+    opts,
+    24000,
+  );
+  return Object.assign(task, { parts: { input, realtime, ...call } });
+}
+
+/** What every call shape is given. */
+export interface CallBase {
+  transport: MediaTransport;
+  brain: AgentBrain;
+  session: SessionSource;
+  runId: number;
+  token: string;
+  /** Record the call as WAV and upload it on finalize (default true). */
+  record?: boolean;
+  /** Live view of the transcript and node moves (e.g. the browser playground). */
+  onTranscript?: (line: TranscriptLine) => void;
+  /** Sees the finalize report once the call is completed. */
+  onFinalized?: (report: Finalize) => void;
+  /** Extra task parameters (observers, idle timeout, metrics...). */
+  taskParams?: PipelineTaskParams;
+  logger?: Logger;
+}
+
+/** The processors every call shape ends with. */
+export interface CallParts {
+  transcript: TranscriptCollector;
+  brain: BrainProcessor;
+  recorder: RecorderProcessor | undefined;
+  output: TransportOutput;
+  finalize: FinalizeProcessor;
+}
+
+function callParts(opts: CallBase, usage: () => Record<string, unknown>): CallParts {
+  const { session, runId, token, brain } = opts;
   const transcript = new TranscriptCollector(opts.onTranscript);
   const brainProc = new BrainProcessor(brain, {
     workflowTool: (nodeId, tool, args) => session.toolCall(runId, token, nodeId, tool, args),
@@ -99,28 +138,120 @@ export function buildS2sTask(opts: S2sTaskOptions): PipelineTask & { parts: S2sP
     session,
     runId,
     token,
-    usage: () => ({ ...realtime.usage, model: opts.model }),
+    usage,
     collectedVars: () => brain.collectedVars(),
     disposition: () => brainProc.disposition,
     recording: recorder ? () => recorder.wav() : undefined,
     transcript: () => transcript.lines,
     logger: opts.logger,
   });
-  const processors: FrameProcessor[] = [input, realtime, transcript, brainProc];
-  if (recorder) processors.push(recorder);
-  processors.push(output, finalize);
-  const task = new PipelineTask(new Pipeline(processors, `s2s-${runId}`), {
+  return { transcript, brain: brainProc, recorder, output, finalize };
+}
+
+/** `head`, then the recorder, output and finalize, as one task that finalizes once. */
+function assemble(
+  name: string,
+  head: FrameProcessor[],
+  call: CallParts,
+  opts: CallBase,
+  outRate: number,
+): PipelineTask {
+  const processors = [...head];
+  if (call.recorder) processors.push(call.recorder);
+  processors.push(call.output, call.finalize);
+  const task = new PipelineTask(new Pipeline(processors, name), {
     ...(opts.logger ? { logger: opts.logger } : {}),
     ...opts.taskParams,
     audioInSampleRate: 16000,
-    audioOutSampleRate: 24000,
+    audioOutSampleRate: outRate,
   });
   // A forced abort skips the stop hooks: finalize here too (it runs once).
   task.onFinished(async (reason) => {
-    const report = await finalize.finalize(reason);
+    const report = await call.finalize.finalize(reason);
     opts.onFinalized?.(report);
   });
+  return task;
+}
+
+/** Inputs of {@link buildCascadedTask}: the s2s seams, with three services for the model. */
+export interface CascadedTaskOptions extends CallBase {
+  stt: SttService;
+  llm: LlmService;
+  tts: TtsService;
+  /** Model names, for usage and metrics. */
+  models?: { stt?: string; llm?: string; tts?: string };
+  /** Voice activity in front of STT (default: the energy VAD, no model needed). */
+  vad?: VadAnalyzer;
+  vadParams?: VadParams;
+  /** When the caller starting to speak interrupts the bot (default `bot-speaking`). */
+  interruptions?: InterruptionMode;
+  /** Spoken by TTS as soon as the caller is connected. */
+  greeting?: string;
+  /** A user message that makes the model speak first (instead of, or after, the greeting). */
+  kickoff?: string;
+  /** Said when the language model fails (default a short apology). */
+  fallbackText?: string;
+}
+
+/** The processors of one cascaded call, for embedders that watch them. */
+export interface CascadedParts extends CallParts {
+  input: TransportInput;
+  vad: VadProcessor;
+  stt: SttProcessor;
+  user: UserContextAggregator;
+  llm: LlmProcessor;
+  assistant: AssistantContextAggregator;
+  tts: TtsProcessor;
+  context: LlmContext;
+}
+
+/**
+ * Assemble a cascaded call (speech-to-text, language model, text-to-speech) into a
+ * {@link PipelineTask}, with the same seams as {@link buildS2sTask}:
+ *
+ * ```
+ * TransportInput -> VadProcessor (turns, barge-in) -> SttProcessor -> UserContextAggregator
+ *   -> LlmProcessor -> AssistantContextAggregator -> TranscriptCollector -> BrainProcessor
+ *   -> TtsProcessor -> RecorderProcessor -> TransportOutput -> FinalizeProcessor
+ * ```
+ *
+ * @example
+ * ```ts
+ * const task = buildCascadedTask({ transport, stt, llm, tts, brain, session, runId, token });
+ * await task.run();
+ * ```
+ */
+export function buildCascadedTask(
+  opts: CascadedTaskOptions,
+): PipelineTask & { parts: CascadedParts } {
+  const { brain } = opts;
+  const models = opts.models ?? {};
+  const context = createLlmContext(brain.systemPrompt(), brain.tools());
+  if (opts.kickoff) context.messages.push({ role: "user", content: opts.kickoff });
+  const input = new TransportInput(opts.transport);
+  const vad = new VadProcessor(opts.vad ?? new EnergyVad({ params: opts.vadParams }), {
+    ...(opts.vadParams ? { params: opts.vadParams } : {}),
+    turnStrategy: new DefaultTurnStrategy({ interruptions: opts.interruptions }),
+  });
+  const stt = new SttProcessor(opts.stt, { model: models.stt });
+  const user = new UserContextAggregator(context);
+  const llm = new LlmProcessor(opts.llm, context, {
+    model: models.llm,
+    runOnConnect: opts.kickoff !== undefined && opts.kickoff !== "",
+    ...(opts.fallbackText !== undefined ? { fallbackText: opts.fallbackText } : {}),
+  });
+  const assistant = new AssistantContextAggregator(context);
+  const tts = new TtsProcessor(opts.tts, { model: models.tts });
+  const call = callParts(opts, () => ({
+    ...llm.usage,
+    ttsCharacters: tts.characters,
+    ...(models.llm ? { model: models.llm } : {}),
+  }));
+  const head: FrameProcessor[] = [input, vad, stt, user];
+  if (opts.greeting) head.push(new GreetingProcessor(opts.greeting, context));
+  head.push(llm, assistant, call.transcript, call.brain, tts);
+  const task = assemble(`cascaded-${opts.runId}`, head, call, opts, opts.tts.sampleRate());
   return Object.assign(task, {
-    parts: { input, realtime, transcript, brain: brainProc, recorder, output, finalize },
+    parts: { input, vad, stt, user, llm, assistant, tts, context, ...call },
   });
 }

@@ -228,6 +228,10 @@ export interface SttService {
   /** Feed audio; returns any transcription frames ready now. */
   runStt(audio: AudioFrame): Promise<Frame[]>;
   setMuted(muted: boolean): void;
+  /** Segmented (batch) services: the user started speaking; begin a segment with pre-roll. */
+  speechStarted?(): void;
+  /** Segmented services: the user stopped speaking; transcribe the segment. */
+  speechStopped?(): Promise<Frame[]>;
   stop?(): Promise<void>;
 }
 

@@ -112,19 +112,21 @@ Deno.test({
       const page = ctx.pages()[0] ?? await ctx.newPage();
       await page.goto(`http://127.0.0.1:${server.addr.port}/`);
       assert.equal(await page.textContent("#conn-text"), "Not connected");
-      await page.getByRole("button", { name: "Start call" }).click();
-      await page.waitForFunction("flowcat.state === 'connected'", null, { timeout: 20_000 });
-      await until(() => app.calls.active === 1, 5000, "call running on the server");
-      const run = app.sessions.active()[0];
-      assert.equal(run.origin, "browser");
-
+      let run = await startCall(page, app, "Start call");
       // The greeting (espeak-ng) and the echo of the caller's turn reach the page.
-      await page.waitForFunction(
-        "flowcat.transcript.some((l) => l.role === 'user') && " +
-          "flowcat.transcript.filter((l) => l.role === 'bot').length >= 2",
-        null,
-        { timeout: 30_000 },
-      );
+      let seen = await waitForEcho(page);
+      if (seen !== undefined) {
+        // Seen rarely on loaded CI machines and never reproduced locally; keep the evidence and
+        // try one more call, so a slow Chromium does not fail the suite but a broken path does.
+        console.warn(`playground: no greeting+echo in ${ECHO_WAIT_MS} ms; page saw ${seen}`);
+        await page.getByRole("button", { name: "Hang up" }).click();
+        await until(() => app.calls.active === 0, 10_000, "first call gone");
+        run = await startCall(page, app, "Call again");
+        seen = await waitForEcho(page);
+        if (seen !== undefined) {
+          throw new Error(`no greeting+echo in two calls; page saw ${seen}`);
+        }
+      }
       const bot = await page.locator(".line.bot .text").allTextContents();
       assert.match(bot[0], /Flowcat echo agent/);
       assert.ok(bot.some((t) => /^\(echoing \d/.test(t)), JSON.stringify(bot));
@@ -164,6 +166,42 @@ Deno.test({
     }
   },
 });
+
+const ECHO_WAIT_MS = 30_000;
+
+/** Click the call button, wait for the media to connect and the call to run on the server. */
+async function startCall(
+  page: import("playwright-core").Page,
+  app: Awaited<ReturnType<typeof createAgentServer>>,
+  button: string,
+) {
+  await page.getByRole("button", { name: button }).click();
+  await page.waitForFunction("flowcat.state === 'connected'", null, { timeout: 20_000 });
+  await until(() => app.calls.active === 1, 5000, "call running on the server");
+  const run = app.sessions.active().at(-1)!;
+  assert.equal(run.origin, "browser");
+  return run;
+}
+
+/** Wait for the greeting and one echoed turn; undefined when seen, else what the page saw. */
+async function waitForEcho(page: import("playwright-core").Page): Promise<string | undefined> {
+  try {
+    await page.waitForFunction(
+      "flowcat.transcript.some((l) => l.role === 'user') && " +
+        "flowcat.transcript.filter((l) => l.role === 'bot').length >= 2",
+      null,
+      { timeout: ECHO_WAIT_MS },
+    );
+    return undefined;
+  } catch {
+    return String(
+      await page.evaluate(
+        "JSON.stringify({state: flowcat.state, channel: flowcat.channelState, " +
+          "transcript: flowcat.transcript, counters: flowcat.counters, error: flowcat.error})",
+      ).catch(() => "(page gone)"),
+    );
+  }
+}
 
 /** Remember the given environment variables; the returned function puts them back. */
 function saveEnv(...names: string[]): () => void {

@@ -73,10 +73,15 @@ export class BrainProcessor extends FrameProcessor {
 
   async #decide(call: FunctionCall, link: Link): Promise<void> {
     if (this.#ended) return;
-    const result = (value: unknown) =>
+    const result = (value: unknown, runLlm?: false) =>
       link.push(
         makeFrame("FunctionCallResult", {
-          result: { toolCallId: call.toolCallId, functionName: call.functionName, result: value },
+          result: {
+            toolCallId: call.toolCallId,
+            functionName: call.functionName,
+            result: value,
+            ...(runLlm === false ? { runLlm } : {}),
+          },
         }),
         "upstream",
       );
@@ -119,7 +124,8 @@ export class BrainProcessor extends FrameProcessor {
       case "end": {
         this.#ended = true;
         this.disposition = action.disposition;
-        result({ ok: true, ended: true });
+        // The call is over: a language model must not start another reply.
+        result({ ok: true, ended: true }, false);
         if (action.say) link.pushDown(makeFrame("TtsSpeak", { text: action.say }));
         link.push(
           makeFrame("End", {

@@ -1,6 +1,7 @@
 /**
  * The built-in processors: transport in/out, realtime model, brain, transcript and finalize,
- * voice activity and turn-taking, recorder, noise filter.
+ * voice activity and turn-taking, recorder, noise filter, and the cascaded services
+ * (speech-to-text, language model, text-to-speech, context aggregation, greeting).
  * @module
  */
 export * from "./transport.ts";
@@ -11,3 +12,8 @@ export * from "./vad.ts";
 export * from "./turn.ts";
 export * from "./recorder.ts";
 export * from "./noise_filter.ts";
+export * from "./stt.ts";
+export * from "./llm.ts";
+export * from "./tts.ts";
+export * from "./context.ts";
+export * from "./greeting.ts";

@@ -11,6 +11,7 @@
 //   flowcat.node        last {type:"node"} id
 //   flowcat.transcript  [{role, text, final}] as shown
 //   flowcat.counters    {inboundPackets, inboundBytes, events}
+//   flowcat.channelState the events channel's readyState (null with no call)
 //   flowcat.start() / flowcat.hangup()
 
 const GATHER_TIMEOUT_MS = 3000;
@@ -271,6 +272,10 @@ globalThis.flowcat = {
   },
   get error() {
     return view.error;
+  },
+  /** The events channel's readyState, or null with no call. */
+  get channelState() {
+    return call?.channel.readyState ?? null;
   },
   start,
   hangup,

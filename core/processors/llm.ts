@@ -1,0 +1,225 @@
+/**
+ * LlmProcessor: drives a language model through the {@link LlmService} seam.
+ *
+ * Downstream in: LlmContext (the caller finished a turn) or LlmRun starts a reply over the
+ * shared context; the service's frames go downstream as they stream in (LlmResponseStart,
+ * LlmText..., FunctionCallsStarted, Metrics, LlmResponseEnd). Upstream in, from the brain:
+ * UpdateSettings (target `llm`) replaces the system prompt and tools; FunctionCallResult
+ * answers a call, and once every call of the reply is answered the model runs again (unless a
+ * result says `runLlm: false`).
+ *
+ * The reply streams off the frame path, so an Interruption (or a newer turn) aborts it at
+ * once through its AbortSignal instead of waiting for the model's current await. A failing
+ * model is not fatal: the error goes upstream and the bot says a fallback line.
+ * @module
+ */
+
+import { errorMessage } from "../errors.ts";
+import {
+  type Direction,
+  type Frame,
+  type LlmContext,
+  type LlmTokenUsage,
+  makeFrame,
+  type MetricsData,
+  type StartParams,
+  type StopReason,
+  type ToolDecl,
+} from "../frames.ts";
+import { FrameProcessor, type Link, type ProcessorSetup } from "../processor.ts";
+import type { LlmService } from "../seams.ts";
+import { setContextSystem } from "./context.ts";
+
+/** Options of an {@link LlmProcessor}. */
+export interface LlmProcessorOptions {
+  /** Model name for metrics and usage. */
+  model?: string;
+  /** Said when the model fails (default a short apology; "" for silence). */
+  fallbackText?: string;
+  /** Run the model once when the caller connects (it speaks first). */
+  runOnConnect?: boolean;
+  name?: string;
+}
+
+/** Token usage summed over a call. */
+export interface LlmUsage extends LlmTokenUsage {
+  model?: string;
+  turns: number;
+}
+
+const DEFAULT_FALLBACK = "Sorry, I am having trouble answering right now.";
+
+/** Runs a language model inside a pipeline. */
+export class LlmProcessor extends FrameProcessor {
+  readonly #llm: LlmService;
+  readonly #model: string | undefined;
+  readonly #fallback: string;
+  readonly #runOnConnect: boolean;
+  #context: LlmContext;
+  #current: AbortController | undefined;
+  #running: Promise<void> = Promise.resolve();
+  #awaitingResults = new Set<string>();
+  #rerun = false;
+  #stopped = false;
+  /** Usage summed over the call (for finalize). */
+  readonly usage: LlmUsage = { promptTokens: 0, completionTokens: 0, totalTokens: 0, turns: 0 };
+
+  /** Wrap `llm`, answering over `context`. */
+  constructor(llm: LlmService, context: LlmContext, options: LlmProcessorOptions = {}) {
+    super(options.name ?? "LlmProcessor");
+    this.#llm = llm;
+    this.#context = context;
+    this.#model = options.model;
+    this.#fallback = options.fallbackText ?? DEFAULT_FALLBACK;
+    this.#runOnConnect = options.runOnConnect ?? false;
+    if (options.model !== undefined) this.usage.model = options.model;
+  }
+
+  /** True while a reply streams. */
+  get generating(): boolean {
+    return this.#current !== undefined;
+  }
+
+  /** Starts the service; a service that cannot start makes the call fail (fatal). */
+  override async start(_s: ProcessorSetup, params: StartParams, link: Link): Promise<void> {
+    try {
+      await this.#llm.start(params);
+      this.#llm.setTools(this.#context.tools);
+    } catch (err) {
+      link.pushError(`${this.#llm.name()}: failed to start: ${errorMessage(err)}`, true);
+    }
+  }
+
+  /** Starts replies; applies the brain's moves. */
+  override processFrame(frame: Frame, dir: Direction, link: Link): void {
+    if (dir === "downstream") {
+      if (frame.kind === "LlmContext") {
+        this.#context = frame.context;
+        return this.#generate(link);
+      }
+      if (frame.kind === "LlmRun") return this.#generate(link);
+      link.push(frame, dir);
+      if (frame.kind === "ClientConnected" && this.#runOnConnect) this.#generate(link);
+      return;
+    }
+    if (frame.kind === "UpdateSettings" && frame.target === "llm") {
+      const s = frame.settings;
+      const prompt = typeof s.systemPrompt === "string" ? s.systemPrompt : undefined;
+      const tools = Array.isArray(s.tools) ? (s.tools as ToolDecl[]) : this.#context.tools;
+      setContextSystem(this.#context, prompt ?? systemOf(this.#context), tools);
+      this.#llm.setTools(tools);
+    } else if (frame.kind === "FunctionCallResult") {
+      const r = frame.result;
+      this.#awaitingResults.delete(r.toolCallId);
+      if (r.runLlm !== false) this.#rerun = true;
+      if (this.#awaitingResults.size === 0 && this.#rerun) {
+        this.#rerun = false;
+        this.#generate(link);
+      }
+      return;
+    }
+    link.push(frame, dir);
+  }
+
+  /** Aborts the reply in flight (out of band: the model's pending read is cancelled). */
+  override onInterruption(): void {
+    this.#abort();
+  }
+
+  /** Aborts any reply and stops the service. */
+  override async stop(_reason: StopReason): Promise<void> {
+    this.#stopped = true;
+    this.#abort();
+    await this.#running;
+    try {
+      await this.#llm.stop?.();
+    } catch { /* stopping a broken model is not news */ }
+  }
+
+  /** Usage metrics and TTFB are reported when the task enables them. */
+  override canGenerateMetrics(): boolean {
+    return true;
+  }
+
+  #abort(): void {
+    this.#current?.abort(new DOMException("interrupted", "AbortError"));
+    this.#current = undefined;
+    this.#awaitingResults.clear();
+    this.#rerun = false;
+  }
+
+  #generate(link: Link): void {
+    if (this.#stopped) return;
+    this.#abort();
+    const ctl = new AbortController();
+    this.#current = ctl;
+    const previous = this.#running;
+    this.#running = previous.then(() => this.#stream(ctl, link));
+  }
+
+  async #stream(ctl: AbortController, link: Link): Promise<void> {
+    if (ctl.signal.aborted) return;
+    const live = () => !ctl.signal.aborted && !this.#stopped;
+    let started = false;
+    let ended = false;
+    let first = true;
+    link.startTtfb();
+    link.startProcessing();
+    try {
+      for await (const frame of this.#llm.runLlm(this.#context, ctl.signal)) {
+        if (!live()) break;
+        switch (frame.kind) {
+          case "LlmResponseStart":
+            started = true;
+            break;
+          case "LlmText":
+            if (first) {
+              first = false;
+              link.stopTtfb(this.#model);
+            }
+            break;
+          case "FunctionCallsStarted":
+            for (const c of frame.calls) this.#awaitingResults.add(c.toolCallId);
+            break;
+          case "Metrics":
+            this.#addUsage(frame.data, link);
+            continue;
+          case "LlmResponseEnd":
+            ended = true;
+            break;
+        }
+        await link.writable();
+        if (!live()) break;
+        link.pushDown(frame);
+      }
+      if (live()) {
+        this.usage.turns++;
+        if (started && !ended) link.pushDown(makeFrame("LlmResponseEnd", {}));
+      }
+    } catch (err) {
+      if (!live()) return;
+      link.pushError(`${this.#llm.name()}: ${errorMessage(err)}`, false);
+      if (started && !ended) link.pushDown(makeFrame("LlmResponseEnd", {}));
+      if (this.#fallback) link.pushDown(makeFrame("TtsSpeak", { text: this.#fallback }));
+    } finally {
+      link.stopProcessing(this.#model);
+      if (this.#current === ctl) this.#current = undefined;
+    }
+  }
+
+  #addUsage(data: readonly MetricsData[], link: Link): void {
+    for (const d of data) {
+      if (d.type !== "llm_usage") continue;
+      const t = d.tokens;
+      this.usage.promptTokens += t.promptTokens;
+      this.usage.completionTokens += t.completionTokens;
+      this.usage.totalTokens += t.totalTokens;
+      link.reportLlmUsage(t, this.#model);
+    }
+  }
+}
+
+function systemOf(context: LlmContext): string {
+  const m = context.messages.find((m) => m.role === "system");
+  return m?.content ?? "";
+}

@@ -1,0 +1,118 @@
+/**
+ * SttProcessor: transcribes the caller through the {@link SttService} seam.
+ *
+ * Downstream in: InputAudio is forwarded, then fed to the service, and whatever transcription
+ * frames the service has ready (InterimTranscription, Transcription) follow it downstream.
+ * UserStartedSpeaking / UserStoppedSpeaking (from the VAD in front) open and close a segment
+ * on batch services (`speechStarted` / `speechStopped`), whose transcript arrives off the
+ * frame path so caller audio keeps flowing meanwhile. SttMute mutes the service.
+ *
+ * A failing service is not fatal: errors go upstream as Error frames, at most one per
+ * `errorEverySecs`, so a broken socket does not flood the pipeline fifty times a second.
+ * @module
+ */
+
+import { errorMessage } from "../errors.ts";
+import type { Direction, Frame, StartParams, StopReason } from "../frames.ts";
+import { FrameProcessor, type Link, type ProcessorSetup } from "../processor.ts";
+import type { SttService } from "../seams.ts";
+
+/** Options of an {@link SttProcessor}. */
+export interface SttProcessorOptions {
+  /** Model name for metrics. */
+  model?: string;
+  /** Report a failing service at most this often (default 5 s). */
+  errorEverySecs?: number;
+  name?: string;
+}
+
+/** Runs a speech-to-text service inside a pipeline. */
+export class SttProcessor extends FrameProcessor {
+  readonly #stt: SttService;
+  readonly #model: string | undefined;
+  readonly #errorEveryMs: number;
+  #lastErrorAt = -Infinity;
+  #segments: Promise<void> = Promise.resolve();
+  #awaitingFinal = false;
+
+  /** Wrap `stt`. */
+  constructor(stt: SttService, options: SttProcessorOptions = {}) {
+    super(options.name ?? "SttProcessor");
+    this.#stt = stt;
+    this.#model = options.model;
+    this.#errorEveryMs = (options.errorEverySecs ?? 5) * 1000;
+  }
+
+  /** Starts the service; one that cannot start makes the call fail (fatal). */
+  override async start(_s: ProcessorSetup, params: StartParams, link: Link): Promise<void> {
+    try {
+      await this.#stt.start(params);
+    } catch (err) {
+      link.pushError(`${this.#stt.name()}: failed to start: ${errorMessage(err)}`, true);
+    }
+  }
+
+  /** Feeds audio and turn edges to the service; pushes its transcriptions. */
+  override async processFrame(frame: Frame, dir: Direction, link: Link): Promise<void> {
+    link.push(frame, dir);
+    if (dir !== "downstream") return;
+    switch (frame.kind) {
+      case "InputAudio":
+        try {
+          this.#emit(await this.#stt.runStt(frame.audio), link);
+        } catch (err) {
+          this.#fail(err, link);
+        }
+        return;
+      case "UserStartedSpeaking":
+        this.#stt.speechStarted?.();
+        return;
+      case "UserStoppedSpeaking": {
+        // Time from the end of the caller's speech to its final transcript.
+        link.startTtfb();
+        this.#awaitingFinal = true;
+        const stopped = this.#stt.speechStopped?.();
+        if (stopped === undefined) return;
+        this.#segments = this.#segments.then(() =>
+          stopped.then((frames) => this.#emit(frames, link), (err) => this.#fail(err, link))
+        );
+        return;
+      }
+      case "SttMute":
+        this.#stt.setMuted(frame.mute);
+        return;
+    }
+  }
+
+  /** Waits (bounded) for a segment still being transcribed, then stops the service. */
+  override async stop(_reason: StopReason): Promise<void> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([this.#segments, new Promise((r) => (timer = setTimeout(r, 3000)))]);
+    clearTimeout(timer);
+    try {
+      await this.#stt.stop?.();
+    } catch { /* stopping a broken service is not news */ }
+  }
+
+  /** TTFB is reported when the task enables metrics. */
+  override canGenerateMetrics(): boolean {
+    return true;
+  }
+
+  #emit(frames: readonly Frame[], link: Link): void {
+    for (const f of frames) {
+      if (f.kind === "Transcription" && this.#awaitingFinal) {
+        this.#awaitingFinal = false;
+        link.stopTtfb(this.#model);
+      }
+      link.pushDown(f);
+    }
+  }
+
+  #fail(err: unknown, link: Link): void {
+    const now = performance.now();
+    if (now - this.#lastErrorAt < this.#errorEveryMs) return;
+    this.#lastErrorAt = now;
+    link.pushError(`${this.#stt.name()}: ${errorMessage(err)}`, false);
+  }
+}

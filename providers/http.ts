@@ -1,0 +1,203 @@
+/**
+ * HTTP pieces every cascaded provider client shares: a fetch with a deadline and bounded
+ * retries, provider errors that name the provider and never echo a secret, and a
+ * Server-Sent-Events reader for streaming responses.
+ *
+ * @example
+ * ```ts
+ * import { providerFetch, readSse } from "./http.ts";
+ * const res = await providerFetch("openai", "https://api.openai.com/v1/chat/completions", {
+ *   method: "POST", headers: { authorization: `Bearer ${key}` }, body,
+ * });
+ * for await (const ev of readSse(res.body!)) console.log(ev.event, ev.data);
+ * ```
+ * @module
+ */
+
+import { FlowcatError } from "../core/errors.ts";
+
+/** Options of {@link providerFetch}. */
+export interface ProviderFetchOptions {
+  /** Deadline for the response headers, in ms (default 15000). The body may stream longer. */
+  timeoutMs?: number;
+  /** Extra attempts on 408/429/5xx or a network error (default 2; 0 for none). */
+  retries?: number;
+  /** First backoff in ms, doubled each attempt, capped at 4 s (default 250). */
+  backoffMs?: number;
+  /** Aborts the request (and any backoff wait) at once. */
+  signal?: AbortSignal;
+  /** The fetch to use (tests; default the global one). */
+  fetch?: typeof fetch;
+}
+
+const RETRY_STATUS = new Set([408, 429, 500, 502, 503, 504]);
+const MAX_BODY_IN_ERROR = 300;
+
+/**
+ * `fetch` for a provider call: a deadline on the headers, retries with exponential backoff
+ * (honouring `Retry-After` up to 10 s) on 408/429/5xx and network errors, and a
+ * {@link FlowcatError} naming `provider` for any other non-2xx answer.
+ * An abort through `opts.signal` rethrows the abort (`DOMException` "AbortError").
+ */
+export async function providerFetch(
+  provider: string,
+  url: string | URL,
+  init: RequestInit,
+  opts: ProviderFetchOptions = {},
+): Promise<Response> {
+  const retries = opts.retries ?? 2;
+  const doFetch = opts.fetch ?? fetch;
+  let delay = opts.backoffMs ?? 250;
+  for (let attempt = 0;; attempt++) {
+    opts.signal?.throwIfAborted();
+    const deadline = AbortSignal.timeout(opts.timeoutMs ?? 15000);
+    const signal = opts.signal ? AbortSignal.any([opts.signal, deadline]) : deadline;
+    let res: Response;
+    try {
+      res = await doFetch(url, { ...init, signal });
+    } catch (err) {
+      if (opts.signal?.aborted) throw opts.signal.reason ?? err;
+      const timedOut = deadline.aborted;
+      if (attempt < retries && replayable(init)) {
+        await sleep(delay, opts.signal);
+        delay = Math.min(delay * 2, 4000);
+        continue;
+      }
+      throw new FlowcatError(
+        timedOut ? "timeout" : "closed",
+        timedOut
+          ? `${provider}: no answer within ${opts.timeoutMs ?? 15000} ms`
+          : `${provider}: request failed: ${err instanceof Error ? err.message : String(err)}`,
+        { cause: err },
+      );
+    }
+    if (res.ok) return res;
+    if (RETRY_STATUS.has(res.status) && attempt < retries && replayable(init)) {
+      const wait = retryAfterMs(res.headers.get("retry-after")) ?? delay;
+      await res.body?.cancel().catch(() => {});
+      await sleep(Math.min(wait, 10_000), opts.signal);
+      delay = Math.min(delay * 2, 4000);
+      continue;
+    }
+    throw await providerHttpError(provider, res);
+  }
+}
+
+/** A request body that can be sent again (a stream cannot). */
+function replayable(init: RequestInit): boolean {
+  return !(init.body instanceof ReadableStream);
+}
+
+/** Milliseconds from a `Retry-After` header (seconds or HTTP date), if present and sane. */
+export function retryAfterMs(header: string | null): number | undefined {
+  if (header === null) return undefined;
+  const secs = Number(header);
+  if (Number.isFinite(secs) && secs >= 0) return secs * 1000;
+  const at = Date.parse(header);
+  return Number.isFinite(at) ? Math.max(0, at - Date.now()) : undefined;
+}
+
+/**
+ * The {@link FlowcatError} for a non-2xx provider answer: `auth` for 401/403, `timeout` for
+ * 408/504, else `protocol`; the message holds the status and the start of the body (providers
+ * put the reason there; they never echo the key back).
+ */
+export async function providerHttpError(provider: string, res: Response): Promise<FlowcatError> {
+  let detail = "";
+  try {
+    detail = (await res.text()).replace(/\s+/g, " ").trim();
+  } catch { /* no body */ }
+  if (detail.length > MAX_BODY_IN_ERROR) detail = `${detail.slice(0, MAX_BODY_IN_ERROR)}…`;
+  const kind = res.status === 401 || res.status === 403
+    ? "auth"
+    : res.status === 408 || res.status === 504
+    ? "timeout"
+    : "protocol";
+  return new FlowcatError(
+    kind,
+    `${provider}: HTTP ${res.status}${detail ? `: ${detail}` : ""}`,
+  );
+}
+
+/** Wait `ms`, or reject with the abort reason as soon as `signal` aborts. */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const t = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(t);
+      reject(signal!.reason);
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+/** One Server-Sent Event. `event` is absent for the default "message" type. */
+export interface SseEvent {
+  event?: string;
+  data: string;
+  id?: string;
+}
+
+/**
+ * Server-Sent Events from a response body (the WHATWG event-stream format: `data:` lines joined
+ * with "\n", blank line dispatches, `:` comments ignored, CR/LF/CRLF line ends). Stops reading
+ * (and cancels the body) when the consumer breaks out or `signal` aborts.
+ */
+export async function* readSse(
+  body: ReadableStream<Uint8Array>,
+  signal?: AbortSignal,
+): AsyncGenerator<SseEvent> {
+  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  const onAbort = () => reader.cancel().catch(() => {});
+  signal?.addEventListener("abort", onAbort, { once: true });
+  let buf = "";
+  let data: string[] = [];
+  let event: string | undefined;
+  let id: string | undefined;
+  try {
+    while (true) {
+      if (signal?.aborted) return;
+      const { value, done } = await reader.read();
+      if (done) break;
+      buf += value;
+      let nl: number;
+      while ((nl = buf.search(/\r\n|\r|\n/)) >= 0) {
+        // A lone CR at the end of the chunk may be half of a CRLF: wait for more.
+        if (buf[nl] === "\r" && nl === buf.length - 1) break;
+        const line = buf.slice(0, nl);
+        buf = buf.slice(buf[nl] === "\r" && buf[nl + 1] === "\n" ? nl + 2 : nl + 1);
+        if (line === "") {
+          if (data.length > 0) {
+            const ev: SseEvent = { data: data.join("\n") };
+            if (event !== undefined) ev.event = event;
+            if (id !== undefined) ev.id = id;
+            yield ev;
+          }
+          data = [];
+          event = undefined;
+          continue;
+        }
+        if (line.startsWith(":")) continue;
+        const colon = line.indexOf(":");
+        const field = colon < 0 ? line : line.slice(0, colon);
+        let value = colon < 0 ? "" : line.slice(colon + 1);
+        if (value.startsWith(" ")) value = value.slice(1);
+        if (field === "data") data.push(value);
+        else if (field === "event") event = value;
+        else if (field === "id") id = value;
+      }
+    }
+    if (data.length > 0) {
+      const ev: SseEvent = { data: data.join("\n") };
+      if (event !== undefined) ev.event = event;
+      yield ev;
+    }
+  } finally {
+    signal?.removeEventListener("abort", onAbort);
+    await reader.cancel().catch(() => {});
+  }
+}

@@ -1,0 +1,434 @@
+/**
+ * Cartesia (Sonic) streaming text-to-speech over one multiplexed WebSocket.
+ *
+ * Wire facts (checked against docs.cartesia.ai: the TTS WebSocket reference
+ * https://docs.cartesia.ai/2024-11-13/api-reference/tts/websocket, API conventions
+ * https://docs.cartesia.ai/use-the-api/api-conventions, and the versions listed on
+ * https://docs.cartesia.ai/api-reference/voice-changer/sse):
+ * - URL `wss://api.cartesia.ai/tts/websocket`; the API version goes in the `cartesia_version`
+ *   query parameter (it "takes precedence" over the `Cartesia-Version` header). Valid versions:
+ *   2024-06-10, 2024-11-13, 2025-04-16, 2026-03-01; 2026-03-01 is the newest (GET / reports it)
+ *   and pipecat's Cartesia client sends this same request shape with it.
+ * - Auth: the reference lists an `X-API-Key` header for the socket, with `?api_key=` as the
+ *   browser fallback "instead of the X-API-Key header". Deno can send headers, so the key goes
+ *   in the header and never into the URL (URLs end up in proxy logs).
+ * - Request `{model_id, transcript, voice:{mode:"id", id}, language, context_id,
+ *   output_format:{container:"raw", encoding:"pcm_s16le", sample_rate}, continue:false}`;
+ *   cancel `{context_id, cancel:true}`.
+ * - Responses carry the `context_id`: `{type:"chunk", data: base64, done:false}`,
+ *   `{type:"done", done:true}`, `{type:"error", error, status_code, done:true}`, plus
+ *   `timestamps` / `flush_done` (ignored here).
+ * - Cartesia recommends "many generations over a single WebSocket", a context per generation,
+ *   and opening the socket before the first one; so {@link CartesiaTts.start} dials it and
+ *   each {@link CartesiaTts.runTts} is one context. A dropped socket (Cartesia closes idle ones)
+ *   is redialled by the next call.
+ * - Default model `sonic-3` (stable; `sonic-2-2025-03-07` is being retired and Cartesia steers
+ *   users to Sonic 3 / 3.5, see docs.cartesia.ai/build-with-cartesia/tts-models/older-models);
+ *   default voice Katie `f786b574-daa5-4673-aa0c-cbe3e8534c02`, which Cartesia recommends for
+ *   voice agents.
+ *
+ * @example
+ * ```ts
+ * import { createCartesiaTts } from "./cartesia.ts";
+ * const tts = createCartesiaTts({ provider: "cartesia", apiKey: key });
+ * await tts.start(params);
+ * for await (const frame of tts.runTts("Hello there.")) console.log(frame.kind);
+ * await tts.stop();
+ * ```
+ * @module
+ */
+
+import { bytesToInt16 } from "../../core/audio/pcm.ts";
+import { FlowcatError, type FlowcatErrorKind } from "../../core/errors.ts";
+import { type Frame, makeFrame, type StartParams, ttsAudio } from "../../core/frames.ts";
+import type { TtsService } from "../../core/seams.ts";
+import type { ServiceOptions } from "../service_options.ts";
+
+/** Default API root. */
+export const CARTESIA_DEFAULT_BASE_URL = "wss://api.cartesia.ai";
+/** API version sent as `cartesia_version`. */
+export const CARTESIA_DEFAULT_VERSION = "2026-03-01";
+/** Default model. */
+export const CARTESIA_DEFAULT_MODEL = "sonic-3";
+/** Default voice: Katie, recommended by Cartesia for voice agents. */
+export const CARTESIA_DEFAULT_VOICE = "f786b574-daa5-4673-aa0c-cbe3e8534c02";
+/** Default output rate. */
+export const CARTESIA_DEFAULT_SAMPLE_RATE = 24000;
+/** Rates Cartesia's raw container accepts. */
+export const CARTESIA_PCM_RATES: readonly number[] = [8000, 16000, 22050, 24000, 44100, 48000];
+
+const CLOSE_WAIT_MS = 1000;
+
+/** What the socket listener hands to the context it concerns. */
+type ContextEvent =
+  | { type: "message"; msg: Record<string, unknown> }
+  | { type: "closed"; code: number; reason: string };
+
+/** The Cartesia WebSocket text-to-speech service: one socket, one context per utterance. */
+export class CartesiaTts implements TtsService {
+  readonly #name: string;
+  readonly #apiKey: string;
+  readonly #url: string;
+  readonly #model: string;
+  readonly #voice: string;
+  readonly #rate: number;
+  readonly #language: string;
+  readonly #timeoutMs: number;
+  readonly #generationConfig?: Record<string, unknown>;
+  readonly #contexts = new Map<string, Mailbox<ContextEvent>>();
+  #ws: WebSocket | undefined;
+  #connecting: Promise<WebSocket> | undefined;
+
+  /** Make the service; a missing key or an unusable rate is a config error here. */
+  constructor(opts: ServiceOptions) {
+    this.#name = opts.provider;
+    if (!opts.apiKey) throw new FlowcatError("config", `${this.#name}: apiKey is required`);
+    this.#apiKey = opts.apiKey;
+    const o = opts.options ?? {};
+    const version = typeof o.cartesia_version === "string"
+      ? o.cartesia_version
+      : CARTESIA_DEFAULT_VERSION;
+    const root = wsRoot(opts.baseUrl ?? CARTESIA_DEFAULT_BASE_URL);
+    this.#url = `${root}/tts/websocket?${new URLSearchParams({ cartesia_version: version })}`;
+    this.#model = opts.model ?? CARTESIA_DEFAULT_MODEL;
+    this.#voice = opts.voice ?? CARTESIA_DEFAULT_VOICE;
+    const rate = o.sample_rate ?? o.sampleRate ?? CARTESIA_DEFAULT_SAMPLE_RATE;
+    if (typeof rate !== "number" || !CARTESIA_PCM_RATES.includes(rate)) {
+      throw new FlowcatError(
+        "config",
+        `${this.#name}: sample rate must be one of ${CARTESIA_PCM_RATES.join(", ")}`,
+      );
+    }
+    this.#rate = rate;
+    // Cartesia takes ISO 639-1 codes (`en`, `de`), not full BCP-47 tags.
+    this.#language = (opts.language ?? "en").split("-")[0].toLowerCase();
+    this.#timeoutMs = opts.timeoutMs ?? 15_000;
+    if (isObject(o.generation_config)) this.#generationConfig = o.generation_config;
+  }
+
+  /** Provider name (as configured). */
+  name(): string {
+    return this.#name;
+  }
+
+  /** Rate of the audio {@link runTts} yields (`output_format.sample_rate`). */
+  sampleRate(): number {
+    return this.#rate;
+  }
+
+  /** The handshake URL (the key is not in it). */
+  url(): string {
+    return this.#url;
+  }
+
+  /** Dial the socket now so the first utterance does not pay for it; a refused key throws. */
+  async start(_params: StartParams): Promise<void> {
+    await this.#socket();
+  }
+
+  /** Close the socket; utterances in flight end with a `closed` error. Idempotent. */
+  async stop(): Promise<void> {
+    await this.#connecting?.catch(() => undefined);
+    const ws = this.#ws;
+    this.#ws = undefined;
+    if (ws) await closeSocket(ws);
+  }
+
+  /**
+   * TtsStarted, TtsAudio chunks as they arrive, a `tts_usage` Metrics frame, TtsStopped, on a
+   * fresh context of the shared socket. Aborting `signal` sends `{context_id, cancel:true}` and
+   * ends the stream at once (no TtsStopped); so does a consumer that stops iterating early.
+   */
+  async *runTts(text: string, signal?: AbortSignal): AsyncGenerator<Frame> {
+    if (signal?.aborted) return;
+    const contextId = crypto.randomUUID();
+    if (text.trim() === "") {
+      yield makeFrame("TtsStarted", { contextId });
+      yield makeFrame("TtsStopped", { contextId });
+      return;
+    }
+    const ws = await raceAbort(this.#socket(), signal);
+    if (!ws) return;
+    if (ws.readyState !== WebSocket.OPEN) throw this.#closedError(1006, "");
+    const events = new Mailbox<ContextEvent>();
+    this.#contexts.set(contextId, events);
+    const onAbort = () => events.poke();
+    signal?.addEventListener("abort", onAbort);
+    const pcm = new PcmJoiner();
+    let ended = false;
+    try {
+      ws.send(JSON.stringify(this.#request(text, contextId)));
+      yield makeFrame("TtsStarted", { contextId });
+      while (!ended) {
+        const ev = await events.next();
+        if (signal?.aborted) return;
+        if (!ev) continue;
+        if (ev.type === "closed") {
+          ended = true;
+          throw this.#closedError(ev.code, ev.reason);
+        }
+        const msg = ev.msg;
+        if (msg.type === "error" || typeof msg.error === "string") {
+          ended = true; // an error ends the context server-side (`done: true`)
+          throw this.#serverError(msg);
+        }
+        if (msg.type === "chunk" && typeof msg.data === "string" && msg.data) {
+          const samples = pcm.push(decodeBase64(this.#name, msg.data));
+          if (samples) yield ttsAudio({ pcm: samples, sampleRate: this.#rate, numChannels: 1 }, contextId);
+        }
+        if (msg.type === "done" || msg.done === true) ended = true;
+      }
+      yield makeFrame("Metrics", {
+        data: [{
+          type: "tts_usage",
+          processor: this.#name,
+          model: this.#model,
+          characters: text.length,
+        }],
+      });
+      yield makeFrame("TtsStopped", { contextId });
+    } finally {
+      signal?.removeEventListener("abort", onAbort);
+      this.#contexts.delete(contextId);
+      if (!ended && ws.readyState === WebSocket.OPEN) {
+        // Stop generation (and billing) for a context nobody will play.
+        ws.send(JSON.stringify({ context_id: contextId, cancel: true }));
+      }
+    }
+  }
+
+  #request(text: string, contextId: string): Record<string, unknown> {
+    const req: Record<string, unknown> = {
+      context_id: contextId,
+      model_id: this.#model,
+      transcript: text,
+      voice: { mode: "id", id: this.#voice },
+      output_format: { container: "raw", encoding: "pcm_s16le", sample_rate: this.#rate },
+      language: this.#language,
+      continue: false,
+    };
+    if (this.#generationConfig) req.generation_config = this.#generationConfig;
+    return req;
+  }
+
+  /** The open socket, dialling it once for all concurrent callers. */
+  #socket(): Promise<WebSocket> {
+    if (this.#ws?.readyState === WebSocket.OPEN) return Promise.resolve(this.#ws);
+    this.#connecting ??= openSocket(this.#url, { "X-API-Key": this.#apiKey }, {
+      provider: this.#name,
+      timeoutMs: this.#timeoutMs,
+    }).then((ws) => {
+      this.#attach(ws);
+      return ws;
+    }).finally(() => (this.#connecting = undefined));
+    return this.#connecting;
+  }
+
+  /** Route each server message to its context; a close fails every context in flight. */
+  #attach(ws: WebSocket): void {
+    this.#ws = ws;
+    ws.addEventListener("message", (e) => {
+      const msg = parseJson(e.data);
+      if (!msg) return;
+      const id = msg.context_id;
+      if (typeof id === "string" && id) {
+        this.#contexts.get(id)?.push({ type: "message", msg });
+      } else if (msg.type === "error") {
+        // An error without a context concerns the whole connection.
+        for (const box of this.#contexts.values()) box.push({ type: "message", msg });
+      }
+    });
+    ws.addEventListener("close", (e) => {
+      if (this.#ws === ws) this.#ws = undefined;
+      for (const box of this.#contexts.values()) {
+        box.push({ type: "closed", code: e.code, reason: e.reason });
+      }
+    });
+  }
+
+  #serverError(msg: Record<string, unknown>): FlowcatError {
+    const text = typeof msg.error === "string" && msg.error ? msg.error : "unknown error";
+    const status = typeof msg.status_code === "number" ? msg.status_code : undefined;
+    const kind: FlowcatErrorKind = status === 401 || status === 403 ? "auth" : "other";
+    const where = status ? ` (status ${status})` : "";
+    return new FlowcatError(kind, `${this.#name}: ${redact(text, this.#apiKey)}${where}`);
+  }
+
+  #closedError(code: number, reason: string): FlowcatError {
+    const why = reason ? `: ${redact(reason, this.#apiKey).slice(0, 300)}` : "";
+    return new FlowcatError(
+      "closed",
+      `${this.#name}: socket closed before the audio ended (code ${code})${why}`,
+    );
+  }
+}
+
+/** Make a {@link CartesiaTts}. */
+export const createCartesiaTts = (opts: ServiceOptions): CartesiaTts => new CartesiaTts(opts);
+
+/** `p`, or `undefined` as soon as `signal` aborts (the work behind `p` goes on). */
+function raceAbort<T>(p: Promise<T>, signal?: AbortSignal): Promise<T | undefined> {
+  if (!signal) return p;
+  return new Promise((resolve, reject) => {
+    const onAbort = () => resolve(undefined);
+    signal.addEventListener("abort", onAbort, { once: true });
+    p.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
+}
+
+// ---------------------------------------------------------------- socket plumbing
+// Same helpers as providers/tts/elevenlabs.ts (kept per file until a shared module exists).
+
+/** Options of {@link openSocket}. */
+interface OpenOptions {
+  provider: string;
+  timeoutMs: number;
+}
+
+/**
+ * Open a WebSocket with request headers (a Deno extension) and wait until it is open. A refused
+ * handshake says its HTTP status in Deno's error event; 401/403 become `auth` errors. The URL
+ * and headers never go into an error message.
+ */
+function openSocket(
+  url: string,
+  headers: Record<string, string>,
+  opts: OpenOptions,
+): Promise<WebSocket> {
+  return new Promise((resolve, reject) => {
+    let ws: WebSocket;
+    try {
+      ws = new WebSocket(url, { headers } as unknown as string[]);
+    } catch (err) {
+      reject(new FlowcatError("config", `${opts.provider}: bad WebSocket URL`, { cause: err }));
+      return;
+    }
+    ws.binaryType = "arraybuffer";
+    let settled = false;
+    let handshakeError = "";
+    const finish = (err?: FlowcatError) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      ws.removeEventListener("open", onOpen);
+      ws.removeEventListener("error", onError);
+      ws.removeEventListener("close", onClose);
+      if (!err) return resolve(ws);
+      // Wait for the close so no half-open socket outlives the call (Deno cancels at once).
+      closeSocket(ws).then(() => reject(err));
+    };
+    const onOpen = () => finish();
+    const onError = (e: Event) => {
+      handshakeError = (e as ErrorEvent).message ?? "";
+    };
+    const onClose = () => {
+      const status = Number(/status code:? (\d{3})/i.exec(handshakeError)?.[1] ?? 0);
+      finish(
+        status === 401 || status === 403
+          ? new FlowcatError("auth", `${opts.provider}: API key rejected (HTTP ${status})`)
+          : new FlowcatError(
+            "closed",
+            `${opts.provider}: could not connect${status ? ` (HTTP ${status})` : ""}`,
+          ),
+      );
+    };
+    const timer = setTimeout(
+      () => finish(new FlowcatError("timeout", `${opts.provider}: connect timed out after ${opts.timeoutMs} ms`)),
+      opts.timeoutMs,
+    );
+    ws.addEventListener("open", onOpen);
+    ws.addEventListener("error", onError);
+    ws.addEventListener("close", onClose);
+  });
+}
+
+/** Close `ws` (code 1000) and wait for the close event, at most {@link CLOSE_WAIT_MS}. */
+function closeSocket(ws: WebSocket): Promise<void> {
+  if (ws.readyState === WebSocket.CLOSED) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+    const timer = setTimeout(done, CLOSE_WAIT_MS);
+    ws.addEventListener("close", done, { once: true });
+    try {
+      ws.close(1000);
+    } catch { /* already closing */ }
+  });
+}
+
+/** Unbounded FIFO one reader awaits; `poke()` wakes the reader with nothing (abort). */
+class Mailbox<T> {
+  #items: T[] = [];
+  #wake: (() => void) | undefined;
+
+  push(item: T): void {
+    this.#items.push(item);
+    this.poke();
+  }
+
+  poke(): void {
+    const wake = this.#wake;
+    this.#wake = undefined;
+    wake?.();
+  }
+
+  async next(): Promise<T | undefined> {
+    if (this.#items.length === 0) await new Promise<void>((r) => (this.#wake = r));
+    return this.#items.shift();
+  }
+}
+
+/** Base64 chunks to whole 16-bit samples; an odd trailing byte waits for the next chunk. */
+class PcmJoiner {
+  #carry: number | undefined;
+
+  push(bytes: Uint8Array): Int16Array | undefined {
+    let buf = bytes;
+    if (this.#carry !== undefined) {
+      buf = new Uint8Array(bytes.length + 1);
+      buf[0] = this.#carry;
+      buf.set(bytes, 1);
+    }
+    this.#carry = buf.length % 2 ? buf[buf.length - 1] : undefined;
+    return buf.length >= 2 ? bytesToInt16(buf) : undefined;
+  }
+}
+
+function decodeBase64(provider: string, b64: string): Uint8Array {
+  try {
+    return Uint8Array.fromBase64(b64);
+  } catch {
+    throw new FlowcatError("protocol", `${provider}: audio chunk is not valid base64`);
+  }
+}
+
+function parseJson(data: unknown): Record<string, unknown> | undefined {
+  const text = typeof data === "string"
+    ? data
+    : data instanceof ArrayBuffer
+    ? new TextDecoder().decode(data)
+    : undefined;
+  if (text === undefined) return undefined;
+  try {
+    const value = JSON.parse(text);
+    return isObject(value) ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** `https://` roots become `wss://` (configs often hold the HTTP root); no trailing slash. */
+function wsRoot(base: string): string {
+  return base.replace(/^http(s?):\/\//i, "ws$1://").replace(/\/+$/, "");
+}
+
+/** A server text with the key blanked, in case a proxy echoes it. */
+function redact(text: string, key: string): string {
+  return key ? text.split(key).join("***") : text;
+}

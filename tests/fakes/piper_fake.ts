@@ -1,0 +1,176 @@
+/**
+ * A local fake of Piper's HTTP server (`python3 -m piper.http_server`) for tests.
+ *
+ * Wire facts it copies, per generation (from OHF-Voice/piper1-gpl src/piper/http_server.py
+ * at tags v1.3.0 and v1.5.0, and rhasspy/piper src/python_run/piper/http_server.py):
+ * - `synthesize` (piper-tts >= 1.5): `POST /synthesize` with JSON `{text, voice?, speaker?,
+ *   speaker_id?, length_scale?, noise_scale?, noise_w_scale?}`; `GET /` is a web page;
+ * - `root` (piper-tts 1.3 - 1.4): the same JSON posted to `/`;
+ * - `legacy` (rhasspy/piper): `POST /` with the text as the raw body, or `GET /?text=`.
+ * The answer is a whole WAV file (Python's `wave` module: 44-byte header, 16-bit mono at
+ * the voice's rate); empty text raises in Flask, which answers 500 with an HTML page.
+ *
+ * The fake answers a tone at {@link PiperFake.sampleRate}, so tests can check decoding and
+ * resampling. Listens on 127.0.0.1, ephemeral port.
+ *
+ * @example
+ * ```ts
+ * const fake = new PiperFake({ api: "synthesize", sampleRate: 16000 });
+ * await fake.start();
+ * const tts = createPiperTts({ provider: "piper", baseUrl: fake.baseUrl });
+ * await fake.close();
+ * ```
+ * @module
+ */
+
+import { encodeWav } from "../../core/audio/wav.ts";
+import { sine } from "../../core/audio/pcm.ts";
+
+/** Which Piper server generation the fake imitates. */
+export type PiperFakeApi = "synthesize" | "root" | "legacy";
+
+/** One request as received. */
+export interface PiperRequestSeen {
+  method: string;
+  path: string;
+  /** Request headers, names lower-case. */
+  headers: Record<string, string>;
+  /** Parsed JSON body, or the raw text. */
+  body: Record<string, unknown> | string;
+}
+
+/** Options of the fake. */
+export interface PiperFakeOptions {
+  api?: PiperFakeApi;
+  /** Rate of the voice (of the WAV answered); default 22050. */
+  sampleRate?: number;
+  /** Seconds of audio per answer; default 0.5. */
+  seconds?: number;
+}
+
+const INTERNAL_ERROR_PAGE = "<!doctype html>\n<html lang=en>\n<title>500 Internal Server Error" +
+  "</title>\n<h1>Internal Server Error</h1>\n<p>The server encountered an internal error and was " +
+  "unable to complete your request.</p>\n";
+
+/** The fake server. */
+export class PiperFake {
+  /** Every request, in order. */
+  readonly requests: PiperRequestSeen[] = [];
+  /** Rate of the WAV answered. */
+  readonly sampleRate: number;
+  /** Statuses to answer the next requests with instead of audio (consumed in order). */
+  readonly failures: number[] = [];
+  /** Hold each answer this long (ms) before sending it. */
+  delayMs = 0;
+  /** Raw bytes to answer instead of a WAV (a broken server). */
+  rawAnswer: Uint8Array | undefined;
+  /** How many requests the client abandoned while the fake was still holding them. */
+  clientsGone = 0;
+  /** Samples of the last WAV answered. */
+  lastPcm: Int16Array = new Int16Array(0);
+
+  readonly #api: PiperFakeApi;
+  readonly #seconds: number;
+  #server: Deno.HttpServer<Deno.NetAddr> | undefined;
+  readonly #timers = new Set<ReturnType<typeof setTimeout>>();
+
+  /** Make the fake; call {@link start}. */
+  constructor(opts: PiperFakeOptions = {}) {
+    this.#api = opts.api ?? "synthesize";
+    this.sampleRate = opts.sampleRate ?? 22050;
+    this.#seconds = opts.seconds ?? 0.5;
+  }
+
+  /** Start listening. */
+  start(): Promise<void> {
+    this.#server = Deno.serve(
+      { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+      (req) => this.#handle(req),
+    );
+    return Promise.resolve();
+  }
+
+  /** Root to give the client as `baseUrl`. */
+  get baseUrl(): string {
+    if (!this.#server) throw new Error("fake not started");
+    return `http://127.0.0.1:${this.#server.addr.port}`;
+  }
+
+  /** Stop the server and pending timers. */
+  async close(): Promise<void> {
+    for (const t of this.#timers) clearTimeout(t);
+    this.#timers.clear();
+    await this.#server?.shutdown();
+  }
+
+  async #handle(req: Request): Promise<Response> {
+    const url = new URL(req.url);
+    const headers: Record<string, string> = {};
+    req.headers.forEach((v, k) => (headers[k] = v));
+    const raw = req.method === "POST" ? await req.text() : "";
+    let body: Record<string, unknown> | string = raw;
+    try {
+      body = JSON.parse(raw);
+    } catch { /* recorded raw */ }
+    this.requests.push({ method: req.method, path: url.pathname, headers, body });
+    const text = this.#textOf(req.method, url, body);
+    if (text === undefined) return new Response("<h1>Not Found</h1>", { status: 404 });
+    if (this.delayMs > 0) {
+      const held = await this.#hold(req.signal);
+      if (!held) return new Response(null, { status: 499 });
+    }
+    const failure = this.failures.shift();
+    if (failure !== undefined || text.trim() === "") {
+      return new Response(INTERNAL_ERROR_PAGE, {
+        status: failure ?? 500,
+        headers: { "content-type": "text/html; charset=utf-8" },
+      });
+    }
+    if (this.rawAnswer) return new Response(this.rawAnswer);
+    this.lastPcm = sine({
+      freq: 440,
+      sampleRate: this.sampleRate,
+      samples: Math.round(this.sampleRate * this.#seconds),
+      amplitude: 8000,
+    });
+    return new Response(encodeWav(this.lastPcm, this.sampleRate), {
+      headers: { "content-type": "audio/wav" },
+    });
+  }
+
+  /** The text to speak if the request matches this generation's route, else undefined. */
+  #textOf(method: string, url: URL, body: Record<string, unknown> | string): string | undefined {
+    const json = typeof body === "object" && body !== null ? body : undefined;
+    switch (this.#api) {
+      case "synthesize":
+        if (method !== "POST" || url.pathname !== "/synthesize") return undefined;
+        return String(json?.text ?? "");
+      case "root":
+        if (method !== "POST" || url.pathname !== "/") return undefined;
+        return String(json?.text ?? "");
+      case "legacy":
+        if (url.pathname !== "/") return undefined;
+        if (method === "GET") return url.searchParams.get("text") ?? "";
+        return method === "POST" ? (typeof body === "string" ? body : JSON.stringify(body)) : undefined;
+    }
+  }
+
+  /** Wait {@link delayMs}; false (and counted) if the client disconnected meanwhile. */
+  #hold(signal: AbortSignal): Promise<boolean> {
+    return new Promise((resolve) => {
+      const t = setTimeout(() => {
+        this.#timers.delete(t);
+        signal.removeEventListener("abort", onAbort);
+        resolve(true);
+      }, this.delayMs);
+      this.#timers.add(t);
+      const onAbort = () => {
+        clearTimeout(t);
+        this.#timers.delete(t);
+        this.clientsGone++;
+        resolve(false);
+      };
+      signal.addEventListener("abort", onAbort, { once: true });
+    });
+  }
+}
