@@ -30,12 +30,13 @@ export interface ProviderFetchOptions {
   fetch?: typeof fetch;
 }
 
-const RETRY_STATUS = new Set([408, 429, 500, 502, 503, 504]);
+// 529: Anthropic's "overloaded".
+const RETRY_STATUS = new Set([408, 429, 500, 502, 503, 504, 529]);
 const MAX_BODY_IN_ERROR = 300;
 
 /**
  * `fetch` for a provider call: a deadline on the headers, retries with exponential backoff
- * (honouring `Retry-After` up to 10 s) on 408/429/5xx and network errors, and a
+ * (honouring `Retry-After` up to 10 s) on 408/429/5xx/529 and network errors, and a
  * {@link FlowcatError} naming `provider` for any other non-2xx answer.
  * An abort through `opts.signal` rethrows the abort (`DOMException` "AbortError").
  */
@@ -48,16 +49,25 @@ export async function providerFetch(
   const retries = opts.retries ?? 2;
   const doFetch = opts.fetch ?? fetch;
   let delay = opts.backoffMs ?? 250;
+  const timeoutMs = opts.timeoutMs ?? 15000;
   for (let attempt = 0;; attempt++) {
     opts.signal?.throwIfAborted();
-    const deadline = AbortSignal.timeout(opts.timeoutMs ?? 15000);
-    const signal = opts.signal ? AbortSignal.any([opts.signal, deadline]) : deadline;
+    // The deadline covers the headers only: a fetch signal also aborts the body, and a streamed
+    // answer (speech, SSE) may rightly take longer. The caller's signal covers both.
+    const ctl = new AbortController();
+    let timedOut = false;
+    const deadline = setTimeout(() => {
+      timedOut = true;
+      ctl.abort(new DOMException("deadline", "TimeoutError"));
+    }, timeoutMs);
+    const forward = () => ctl.abort(opts.signal?.reason);
+    opts.signal?.addEventListener("abort", forward, { once: true });
     let res: Response;
     try {
-      res = await doFetch(url, { ...init, signal });
+      res = await doFetch(url, { ...init, signal: ctl.signal });
     } catch (err) {
+      opts.signal?.removeEventListener("abort", forward);
       if (opts.signal?.aborted) throw opts.signal.reason ?? err;
-      const timedOut = deadline.aborted;
       if (attempt < retries && replayable(init)) {
         await sleep(delay, opts.signal);
         delay = Math.min(delay * 2, 4000);
@@ -66,10 +76,12 @@ export async function providerFetch(
       throw new FlowcatError(
         timedOut ? "timeout" : "closed",
         timedOut
-          ? `${provider}: no answer within ${opts.timeoutMs ?? 15000} ms`
+          ? `${provider}: no answer within ${timeoutMs} ms`
           : `${provider}: request failed: ${err instanceof Error ? err.message : String(err)}`,
         { cause: err },
       );
+    } finally {
+      clearTimeout(deadline);
     }
     if (res.ok) return res;
     if (RETRY_STATUS.has(res.status) && attempt < retries && replayable(init)) {
@@ -144,7 +156,8 @@ export interface SseEvent {
 
 /**
  * Server-Sent Events from a response body (the WHATWG event-stream format: `data:` lines joined
- * with "\n", blank line dispatches, `:` comments ignored, CR/LF/CRLF line ends). Stops reading
+ * with "\n", blank line dispatches, `:` comments ignored, CR/LF/CRLF line ends, the last `id`
+ * carried over to later events). Stops reading
  * (and cancels the body) when the consumer breaks out or `signal` aborts.
  */
 export async function* readSse(
@@ -191,11 +204,7 @@ export async function* readSse(
         else if (field === "id") id = value;
       }
     }
-    if (data.length > 0) {
-      const ev: SseEvent = { data: data.join("\n") };
-      if (event !== undefined) ev.event = event;
-      yield ev;
-    }
+    // As the spec says: an event the stream ended in the middle of is not dispatched.
   } finally {
     signal?.removeEventListener("abort", onAbort);
     await reader.cancel().catch(() => {});

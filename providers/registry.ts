@@ -10,6 +10,7 @@
 
 import type { Logger } from "../core/log.ts";
 import type { RealtimeLlm } from "../core/seams.ts";
+import { serviceProviders } from "./service_registry.ts";
 
 /** Kinds of provider a pipeline uses. */
 export type ProviderKind = "realtime" | "stt" | "llm" | "tts";
@@ -78,7 +79,7 @@ export const REALTIME_PROVIDERS: Readonly<Record<string, RealtimeProviderInfo>> 
 
 /** Every provider of `kind`, by name. */
 export function providersOfKind(kind: ProviderKind): Readonly<Record<string, ProviderInfo>> {
-  return kind === "realtime" ? REALTIME_PROVIDERS : {};
+  return kind === "realtime" ? REALTIME_PROVIDERS : serviceProviders(kind);
 }
 
 /**

@@ -17,6 +17,7 @@ import type { RealtimeFactory } from "../providers/registry.ts";
 import { CallManager, type EnvGet } from "./calls.ts";
 import type { AgentServerConfig } from "./config.ts";
 import { carrierDialer, type OutboundDialer, type SipDialFn } from "./outbound.ts";
+import type { ServiceFactory, ServiceKind } from "../providers/service_registry.ts";
 import { router } from "./router.ts";
 import { type SipTrunk, startSipTrunk } from "./sip_trunk.ts";
 import { agentRoutes } from "./routes.ts";
@@ -29,6 +30,8 @@ export interface AgentServerOptions {
   logger: Logger;
   /** Replaces the registry's realtime factory (tests). */
   realtimeFactory?: RealtimeFactory;
+  /** Replaces registry factories of cascaded services (tests). */
+  serviceFactories?: { [K in ServiceKind]?: ServiceFactory<K> };
   /** Places SIP calls for `POST /calls`; default: the config's SIP trunk. */
   sipDial?: SipDialFn;
   /** Address the SIP trunk binds (default 0.0.0.0). */
@@ -50,10 +53,10 @@ export interface AgentServer {
   close(): Promise<void>;
 }
 
-/** Build the server (loads the realtime provider; throws a config error for a missing key). */
+/** Build the server (loads the providers; throws a config error for a missing key). */
 export async function createAgentServer(opts: AgentServerOptions): Promise<AgentServer> {
   const { config, env, logger } = opts;
-  const provider = config.providers.realtime?.name ?? "none";
+  const provider = config.providers.realtime?.name ?? config.providers.llm?.name ?? "none";
   const brainConfig = config.agent.kind === "remote" ? config.agent.brainConfig : {};
   const sessions = new MemorySessionSource({
     provider,
@@ -66,6 +69,7 @@ export async function createAgentServer(opts: AgentServerOptions): Promise<Agent
     env,
     logger,
     ...(opts.realtimeFactory ? { realtimeFactory: opts.realtimeFactory } : {}),
+    ...(opts.serviceFactories ? { serviceFactories: opts.serviceFactories } : {}),
   });
   const sipCfg = config.telephony.sip;
   const sip = sipCfg === undefined || opts.sipDial !== undefined ? undefined : await startSipTrunk({

@@ -1,35 +1,29 @@
 /**
- * CallManager: turns a media leg (browser, carrier WebSocket, SIP) into a running
- * speech-to-speech call for the agent server, and keeps the server's bounds: at most
+ * CallManager: turns a media leg (browser, carrier WebSocket, SIP) into a running call
+ * (speech-to-speech or cascaded, see server/call_shapes.ts) for the agent server, and keeps the server's bounds: at most
  * `limits.max_calls` at once, each at most `limits.max_call_seconds`, and a graceful drain
  * (no new calls; running calls get `drain_seconds` to finish, then are cancelled).
  *
- * Per call it builds a fresh brain (the config's graph, or the remote brain) and a fresh
- * realtime client from the registry, with the provider key the server read at start.
+ * Per call it builds a fresh brain (the config's graph, or the remote brain) and fresh
+ * provider clients from the registries, with the provider keys the server read at start.
  * @module
  */
 
 import { GraphBrain } from "../core/agent/graph_brain.ts";
 import { interpolate } from "../core/agent/interpolate.ts";
 import { RemoteBrain } from "../core/agent/remote_brain.ts";
-import { buildS2sTask } from "../core/builders.ts";
 import { errorMessage, FlowcatError } from "../core/errors.ts";
 import type { Logger } from "../core/log.ts";
 import type { TranscriptLine } from "../core/processors/finalize.ts";
 import type { AgentBrain, Finalize, MediaTransport } from "../core/seams.ts";
 import type { PipelineTask } from "../core/task.ts";
-import {
-  providerKeyEnv,
-  REALTIME_PROVIDERS,
-  type RealtimeFactory,
-  type RealtimeProviderOptions,
-} from "../providers/registry.ts";
-import { realtimeEnvSettings, type RealtimeFamily } from "../providers/realtime/env.ts";
+import type { RealtimeFactory } from "../providers/registry.ts";
+import type { ServiceFactory, ServiceKind } from "../providers/service_registry.ts";
+import { type CallShape, type EnvGet, loadCallShape } from "./call_shapes.ts";
 import type { AgentServerConfig } from "./config.ts";
 import type { MemorySessionSource, RunRecord } from "./session_store.ts";
 
-/** Reads one environment variable (injectable for tests). */
-export type EnvGet = (name: string) => string | undefined;
+export type { EnvGet } from "./call_shapes.ts";
 
 /** Live view of a call, for the browser playground. */
 export interface CallWatcher {
@@ -45,6 +39,8 @@ export interface CallManagerOptions {
   logger: Logger;
   /** Replaces the registry's factory (tests). */
   realtimeFactory?: RealtimeFactory;
+  /** Replaces registry factories of cascaded services (tests). */
+  serviceFactories?: { [K in ServiceKind]?: ServiceFactory<K> };
 }
 
 /** Runs the server's calls. */
@@ -52,57 +48,22 @@ export class CallManager {
   readonly #cfg: AgentServerConfig;
   readonly #sessions: MemorySessionSource;
   readonly #log: Logger;
-  readonly #factory: RealtimeFactory;
-  readonly #providerOpts: RealtimeProviderOptions;
-  readonly #family: RealtimeFamily;
+  readonly #shape: CallShape;
   readonly #env: EnvGet;
   readonly #tasks = new Map<number, { task: PipelineTask; done: Promise<void> }>();
   #draining = false;
 
-  private constructor(
-    opts: CallManagerOptions,
-    factory: RealtimeFactory,
-    providerOpts: RealtimeProviderOptions,
-  ) {
+  private constructor(opts: CallManagerOptions, shape: CallShape) {
     this.#cfg = opts.config;
     this.#sessions = opts.sessions;
     this.#log = opts.logger;
     this.#env = opts.env;
-    this.#factory = factory;
-    this.#providerOpts = providerOpts;
-    this.#family = opts.config.providers.realtime?.name === "openai" ? "openai" : "gemini";
+    this.#shape = shape;
   }
 
-  /** Load the configured realtime provider and read its key once. */
+  /** Load the configured pipeline's providers and read their keys once. */
   static async create(opts: CallManagerOptions): Promise<CallManager> {
-    const p = opts.config.providers.realtime;
-    if (opts.config.pipeline !== "s2s" || p === undefined) {
-      throw new FlowcatError(
-        "config",
-        "pipeline: only `s2s` is served so far (the cascaded shape is not wired into the server yet)",
-      );
-    }
-    const info = REALTIME_PROVIDERS[p.name];
-    if (info === undefined) {
-      throw new FlowcatError("config", `providers.realtime.name: unknown provider "${p.name}"`);
-    }
-    const factory = opts.realtimeFactory ?? await info.load();
-    const providerOpts: RealtimeProviderOptions = {
-      options: { ...p.options },
-      logger: opts.logger,
-    };
-    if (p.model !== undefined) providerOpts.model = p.model;
-    if (p.voice !== undefined) providerOpts.voice = p.voice;
-    if (p.url !== undefined) providerOpts.url = p.url;
-    if (info.needsKey) {
-      const name = providerKeyEnv(p.name);
-      const key = opts.env(name);
-      if (key === undefined || key === "") {
-        throw new FlowcatError("config", `${name} is not set (the key for provider ${p.name})`);
-      }
-      providerOpts.apiKey = key;
-    }
-    return new CallManager(opts, factory, providerOpts);
+    return new CallManager(opts, await loadCallShape(opts));
   }
 
   /** Calls running now. */
@@ -147,26 +108,15 @@ export class CallManager {
       await transport.close?.();
       return undefined;
     }
-    const settings = realtimeEnvSettings(this.#family, this.#env, (l) => this.#log.warn(l));
-    const greeting = this.#greeting(brain);
-    const opts: RealtimeProviderOptions = { ...this.#providerOpts };
-    opts.options = { ...opts.options };
-    if (greeting !== undefined) opts.options.greeting = greeting;
-    const realtime = this.#factory(opts);
     let report: Finalize | undefined;
-    const task = buildS2sTask({
+    const greeting = this.#greeting(brain);
+    const task = this.#shape.build({
       transport,
-      realtime,
       brain,
       session: this.#sessions,
       runId: run.runId,
       token: run.token,
-      model: this.#providerOpts.model ?? this.#cfg.providers.realtime!.name,
-      kickoff: greeting === undefined
-        ? "The caller has joined. Greet them as your instructions say."
-        : `The caller has joined. Start by saying: "${greeting}"`,
-      voice: this.#providerOpts.voice ?? settings.voice,
-      vad: settings.vad,
+      ...(greeting !== undefined ? { greeting } : {}),
       record: this.#cfg.recording.enabled,
       onTranscript: watch.onTranscript,
       onFinalized: (r) => {
@@ -218,7 +168,7 @@ export class CallManager {
       const token = this.#env(a.tokenEnv);
       if (token) headers.authorization = `Bearer ${token}`;
     }
-    return await RemoteBrain.connect(a.url, a.brainConfig, this.#cfg.providers.realtime!.name, {
+    return await RemoteBrain.connect(a.url, a.brainConfig, this.#shape.provider, {
       timeoutMs: a.timeoutMs,
       logger: this.#log,
       headers,

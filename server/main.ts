@@ -158,7 +158,8 @@ export async function main(args: string[]): Promise<number> {
   try {
     app = await createAgentServer({ config, env: envGet, logger });
   } catch (e) {
-    if (e instanceof FlowcatError && e.kind === "config") {
+    // A user mistake (bad config, missing key, provider not yet wired) is one line, no trace.
+    if (e instanceof FlowcatError && (e.kind === "config" || e.kind === "not_wired")) {
       err(`flowcat: ${e.message}`);
       return 2;
     }
@@ -175,7 +176,9 @@ export async function main(args: string[]): Promise<number> {
   }
   const addr = await ready.promise;
   const shown = addr.hostname.includes(":") ? `[${addr.hostname}]` : addr.hostname;
-  const rt = config.providers.realtime?.name ?? config.pipeline;
+  const p = config.providers;
+  const rt = p.realtime?.name ??
+    `cascaded: ${p.stt?.name} -> ${p.llm?.name} -> ${p.tts?.name}`;
   console.log(`Flowcat agent server on http://${shown}:${addr.port}/ (model: ${rt})`);
   if (config.playground.enabled) {
     console.log(`  playground: open http://${shown}:${addr.port}/ and press Call`);

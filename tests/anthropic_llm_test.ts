@@ -10,7 +10,7 @@ import {
   createAnthropicLlm,
 } from "../providers/llm/anthropic.ts";
 import type { ServiceOptions } from "../providers/service_options.ts";
-import { AnthropicFake, anthropicError, anthropicStream } from "./fakes/anthropic_fake.ts";
+import { anthropicError, AnthropicFake, anthropicStream } from "./fakes/anthropic_fake.ts";
 import { until } from "./_core_helpers.ts";
 
 const WEATHER: ToolDecl = {
@@ -104,7 +104,11 @@ Deno.test("anthropic: request path, auth headers and body with system, tools, to
           ],
         },
       ],
-      tools: [{ name: "get_weather", description: "Weather for a city", input_schema: WEATHER.params }],
+      tools: [{
+        name: "get_weather",
+        description: "Weather for a city",
+        input_schema: WEATHER.params,
+      }],
       temperature: 0.3,
       stream: true,
     });
@@ -113,7 +117,11 @@ Deno.test("anthropic: request path, auth headers and body with system, tools, to
 
 Deno.test("anthropic: model, max_tokens and setTools; context tools win", async () => {
   await withFake(async (fake, opts) => {
-    const llm = createAnthropicLlm({ ...opts, model: "claude-sonnet-x", options: { max_tokens: 200 } });
+    const llm = createAnthropicLlm({
+      ...opts,
+      model: "claude-sonnet-x",
+      options: { max_tokens: 200 },
+    });
     const other: ToolDecl = { name: "hang_up", description: "End the call", params: {} };
     llm.setTools([other]);
     await collect(llm.runLlm(HELLO));
@@ -150,14 +158,23 @@ Deno.test("anthropic: text streams in order between start and end, usage as Metr
       "Metrics",
       "LlmResponseEnd",
     ]);
-    assert.deepEqual(frames.flatMap((f) => f.kind === "LlmText" ? [f.text] : []), ["Hel", "lo", " there"]);
+    assert.deepEqual(frames.flatMap((f) => f.kind === "LlmText" ? [f.text] : []), [
+      "Hel",
+      "lo",
+      " there",
+    ]);
     const metrics = frames.find((f) => f.kind === "Metrics");
     assert.ok(metrics?.kind === "Metrics");
     assert.deepEqual(metrics.data, [{
       type: "llm_usage",
       processor: "anthropic",
       model: ANTHROPIC_DEFAULT_MODEL,
-      tokens: { promptTokens: 130, completionTokens: 7, totalTokens: 137, cacheReadInputTokens: 100 },
+      tokens: {
+        promptTokens: 130,
+        completionTokens: 7,
+        totalTokens: 137,
+        cacheReadInputTokens: 100,
+      },
     }]);
   });
 });
@@ -195,14 +212,16 @@ Deno.test("anthropic: malformed tool input JSON is a protocol error", async () =
     fake.reply({ events: anthropicStream({ tools: [{ id: "t", name: "f", json: ['{"a":'] }] }) });
     const err = await rejectsWith(collect(createAnthropicLlm(opts).runLlm(HELLO)));
     assert.equal(err.kind, "protocol");
-    assert.match(err.message, /^anthropic: tool f/);
+    assert.match(err.message, /^anthropic: tool f: bad input JSON/);
   });
 });
 
 Deno.test("anthropic: 401 is an auth error naming the provider, without the key", async () => {
   await withFake(async (fake, opts) => {
     const key = "sk-ant-WRONG-secret-42";
-    const err = await rejectsWith(collect(createAnthropicLlm({ ...opts, apiKey: key }).runLlm(HELLO)));
+    const err = await rejectsWith(
+      collect(createAnthropicLlm({ ...opts, apiKey: key }).runLlm(HELLO)),
+    );
     assert.equal(err.kind, "auth");
     assert.match(err.message, /^anthropic: HTTP 401/);
     assert.ok(!err.message.includes(key));
@@ -212,7 +231,10 @@ Deno.test("anthropic: 401 is an auth error naming the provider, without the key"
 
 Deno.test("anthropic: 403 is auth; a body echoing the key is redacted", async () => {
   await withFake(async (fake, opts) => {
-    fake.reply({ status: 403, body: anthropicError("permission_error", `key ${fake.apiKey} lacks access`) });
+    fake.reply({
+      status: 403,
+      body: anthropicError("permission_error", `key ${fake.apiKey} lacks access`),
+    });
     const err = await rejectsWith(collect(createAnthropicLlm(opts).runLlm(HELLO)));
     assert.equal(err.kind, "auth");
     assert.ok(!err.message.includes(fake.apiKey), err.message);
@@ -224,7 +246,11 @@ Deno.test("anthropic: 529 overloaded and 503 are retried", async () => {
   await withFake(async (fake, opts) => {
     fake.reply(
       { status: 529, body: anthropicError("overloaded_error", "Overloaded") },
-      { status: 503, body: anthropicError("api_error", "unavailable"), headers: { "retry-after": "0" } },
+      {
+        status: 503,
+        body: anthropicError("api_error", "unavailable"),
+        headers: { "retry-after": "0" },
+      },
       { events: anthropicStream({ text: ["ok"] }) },
     );
     const frames = await collect(createAnthropicLlm(opts).runLlm(HELLO));
@@ -301,7 +327,11 @@ Deno.test("anthropic: message mapping drops orphan tool results and empty text",
     { role: "user", content: "" },
     { role: "user", content: "hi" },
     { role: "tool", toolCallId: "gone", content: "x" },
-    { role: "assistant", content: "", toolCalls: [{ toolCallId: "t1", functionName: "f", arguments: {} }] },
+    {
+      role: "assistant",
+      content: "",
+      toolCalls: [{ toolCallId: "t1", functionName: "f", arguments: {} }],
+    },
     { role: "tool", toolCallId: "t1", content: "done" },
   ], (id) => orphans.push(id));
   assert.equal(system, "");
@@ -335,7 +365,12 @@ Deno.test("anthropic: a reply streaming longer than timeoutMs is not cut", async
   await withFake(async (fake, opts) => {
     fake.reply({ events: anthropicStream({ text: ["a", "b", "c", "d"] }), gapMs: 60 });
     const frames = await collect(createAnthropicLlm({ ...opts, timeoutMs: 200 }).runLlm(HELLO));
-    assert.deepEqual(frames.flatMap((f) => f.kind === "LlmText" ? [f.text] : []), ["a", "b", "c", "d"]);
+    assert.deepEqual(frames.flatMap((f) => f.kind === "LlmText" ? [f.text] : []), [
+      "a",
+      "b",
+      "c",
+      "d",
+    ]);
   });
 });
 

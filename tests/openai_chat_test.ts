@@ -523,3 +523,28 @@ Deno.test("parseChatCompletionStream: usage from Groq's x_groq and no [DONE] aft
     { type: "usage", tokens: { promptTokens: 5, completionTokens: 2, totalTokens: 7 } },
   ]);
 });
+
+Deno.test("parseChatCompletionStream: usage repeated on every chunk (xAI, NVIDIA) keeps the largest", async () => {
+  const withUsage = (text: string, prompt: number, completion: number) =>
+    JSON.stringify({
+      ...JSON.parse(textChunk(text)),
+      usage: {
+        prompt_tokens: prompt,
+        completion_tokens: completion,
+        total_tokens: prompt + completion,
+      },
+    });
+  async function* events() {
+    yield { data: withUsage("a", 9, 1) };
+    // Some servers count the prompt only on the first chunk.
+    yield { data: withUsage("b", 0, 2) };
+    yield { data: finishChunk("stop") };
+    yield { data: "[DONE]" };
+  }
+  const out = [];
+  for await (const ev of parseChatCompletionStream("xai", events())) out.push(ev);
+  assert.deepEqual(out.at(-1), {
+    type: "usage",
+    tokens: { promptTokens: 9, completionTokens: 2, totalTokens: 11 },
+  });
+});

@@ -1,7 +1,7 @@
 /** Tests of the OpenAI-compatible speech client (providers/tts/openai_tts.ts) against a fake. */
 
 import assert from "node:assert/strict";
-import { createOpenAITts, PcmAssembler } from "../providers/tts/openai_tts.ts";
+import { createOpenAITts, OPENAI_TTS_PRESETS, PcmAssembler } from "../providers/tts/openai_tts.ts";
 import { FlowcatError } from "../core/errors.ts";
 import type { Frame } from "../core/frames.ts";
 import { int16ToBytes, sine } from "../core/audio/pcm.ts";
@@ -131,7 +131,12 @@ Deno.test("openai tts: streamed PCM with odd chunk boundaries arrives whole, in 
     assert.equal(metrics.kind, "Metrics");
     if (metrics.kind === "Metrics") {
       assert.deepEqual(metrics.data, [
-        { type: "tts_usage", processor: "openai", model: "gpt-4o-mini-tts", characters: text.length },
+        {
+          type: "tts_usage",
+          processor: "openai",
+          model: "gpt-4o-mini-tts",
+          characters: text.length,
+        },
       ]);
     }
   }));
@@ -193,9 +198,12 @@ Deno.test("openai tts: abort mid-stream ends the iterator and drops the connecti
     const tts = createOpenAITts({ provider: "openai", apiKey: "k", baseUrl: fake.baseUrl });
     const ac = new AbortController();
     const t0 = performance.now();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    // Abort while the client sits in the body read waiting for the second chunk.
     const frames = await collect(tts.runTts("A long answer", ac.signal), (f) => {
-      if (f.kind === "TtsAudio") ac.abort();
+      if (f.kind === "TtsAudio") timer = setTimeout(() => ac.abort(), 100);
     });
+    clearTimeout(timer);
     // The next chunk was 5 s away: ending well before it shows the read was cancelled.
     assert.ok(performance.now() - t0 < 4000, "the iterator waited for the next chunk");
     assert.deepEqual(frames.map((f) => f.kind), ["TtsStarted", "TtsAudio"]);
@@ -236,14 +244,18 @@ Deno.test("openai tts: wav format is decoded while streaming and resampled to th
     const pcm48 = sine({ freq: 500, sampleRate: 48000, samples: 4800, amplitude: 8000 });
     const wav = encodeWav(pcm48, 48000);
     new DataView(wav.buffer).setUint32(40, 0xffffffff, true);
-    fake.replies.push({ chunks: cut(wav, [7, 30, 1001, 2001]), delayMs: 5, contentType: "audio/wav" });
+    fake.replies.push({
+      chunks: cut(wav, [7, 30, 1001, 2001]),
+      delayMs: 5,
+      contentType: "audio/wav",
+    });
     const tts = createOpenAITts({
       provider: "groq",
       apiKey: "k",
       baseUrl: fake.baseUrl,
       model: "canopylabs/orpheus-v1-english",
       voice: "autumn",
-      options: { response_format: "wav" },
+      options: { sample_rate: 24000 },
     });
     const frames = await collect(tts.runTts("Wave"));
     assert.equal((fake.requests[0].body as Record<string, unknown>).response_format, "wav");
@@ -296,4 +308,64 @@ Deno.test("openai tts: bad options fail at construction with a config error", ()
   }
   const custom = createOpenAITts({ provider: "kokoro", options: { sample_rate: 16000 } });
   assert.equal(custom.sampleRate(), 16000);
+});
+
+Deno.test("openai tts: known provider names bring their base URL, model, voice and format", async () => {
+  const seen: { url: string; body: Record<string, unknown> }[] = [];
+  const fakeFetch: typeof fetch = (input, init) => {
+    seen.push({ url: String(input), body: JSON.parse(String(init?.body)) });
+    return Promise.resolve(new Response(new Uint8Array(0)));
+  };
+  const expect: Record<string, [string, string, string, string, number]> = {
+    openai: ["https://api.openai.com/v1/audio/speech", "gpt-4o-mini-tts", "alloy", "pcm", 24000],
+    kokoro: ["http://127.0.0.1:8880/v1/audio/speech", "kokoro", "af_bella", "pcm", 24000],
+    speaches: [
+      "http://127.0.0.1:8000/v1/audio/speech",
+      "speaches-ai/Kokoro-82M-v1.0-ONNX",
+      "af_heart",
+      "pcm",
+      24000,
+    ],
+    groq: [
+      "https://api.groq.com/openai/v1/audio/speech",
+      "canopylabs/orpheus-v1-english",
+      "autumn",
+      "wav",
+      48000,
+    ],
+    deepinfra: [
+      "https://api.deepinfra.com/v1/openai/audio/speech",
+      "hexgrad/Kokoro-82M",
+      "af_bella",
+      "wav",
+      24000,
+    ],
+  };
+  assert.deepEqual(Object.keys(OPENAI_TTS_PRESETS).sort(), Object.keys(expect).sort());
+  for (const [provider, [url, model, voice, format, rate]] of Object.entries(expect)) {
+    const tts = createOpenAITts({ provider, fetch: fakeFetch });
+    assert.equal(tts.sampleRate(), rate, provider);
+    // An empty WAV body is an error; only the request matters here.
+    await collect(tts.runTts("x")).catch(() => {});
+    const req = seen.at(-1)!;
+    assert.equal(req.url, url);
+    assert.deepEqual(req.body, { model, input: "x", voice, response_format: format });
+  }
+  const own = createOpenAITts({
+    provider: "groq",
+    baseUrl: "http://127.0.0.1:1/x",
+    model: "m",
+    voice: "v",
+    fetch: fakeFetch,
+    options: { response_format: "pcm", sample_rate: 24000 },
+  });
+  assert.equal(own.sampleRate(), 24000);
+  await collect(own.runTts("y"));
+  assert.equal(seen.at(-1)!.url, "http://127.0.0.1:1/x/audio/speech");
+  assert.deepEqual(seen.at(-1)!.body, {
+    model: "m",
+    input: "y",
+    voice: "v",
+    response_format: "pcm",
+  });
 });

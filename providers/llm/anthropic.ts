@@ -37,7 +37,7 @@ import {
 } from "../../core/frames.ts";
 import type { LlmService } from "../../core/seams.ts";
 import { type Logger, silentLogger } from "../../core/log.ts";
-import { providerFetch, readSse, sleep } from "../http.ts";
+import { providerFetch, readSse } from "../http.ts";
 import type { ServiceOptions } from "../service_options.ts";
 
 /** API root used when the options give none. */
@@ -55,11 +55,6 @@ export const ANTHROPIC_DEFAULT_MAX_TOKENS = 1024;
 /** The user line sent in front of a conversation the bot opens (the API needs one). */
 export const CONVERSATION_START = "(The call has started.)";
 
-// 529 (overloaded) is Anthropic's own status; providers/http.ts does not retry it, so it is
-// retried here with the same backoff shape.
-const OVERLOADED_STATUS = 529;
-const OVERLOADED_RETRIES = 2;
-const OVERLOADED_BACKOFF_MS = 250;
 // Sampling options passed through unchanged when the config sets them.
 const PASSTHROUGH_OPTIONS = ["temperature", "top_p", "top_k", "stop_sequences"] as const;
 
@@ -114,7 +109,12 @@ export function anthropicMessages(
         const blocks: AnthropicBlock[] = m.content ? [{ type: "text", text: m.content }] : [];
         for (const c of m.toolCalls ?? []) {
           knownCalls.add(c.toolCallId);
-          blocks.push({ type: "tool_use", id: c.toolCallId, name: c.functionName, input: c.arguments });
+          blocks.push({
+            type: "tool_use",
+            id: c.toolCallId,
+            name: c.functionName,
+            input: c.arguments,
+          });
         }
         push("assistant", blocks);
         break;
@@ -173,11 +173,11 @@ export class AnthropicLlm implements LlmService {
     this.#model = opts.model || ANTHROPIC_DEFAULT_MODEL;
     this.#options = opts.options ?? {};
     this.#timeoutMs = opts.timeoutMs;
-    this.#fetch = headerDeadlineOnly(opts.fetch ?? fetch);
+    this.#fetch = opts.fetch ?? fetch;
     this.#log = opts.logger ?? silentLogger;
     const maxTokens = this.#options.max_tokens;
     if (maxTokens !== undefined && (!Number.isInteger(maxTokens) || (maxTokens as number) < 1)) {
-      throw new FlowcatError("config", `${this.#provider}: options.max_tokens must be an integer >= 1`);
+      throw new FlowcatError("config", `${this.#provider}: options.max_tokens must be >= 1`);
     }
   }
 
@@ -234,10 +234,17 @@ export class AnthropicLlm implements LlmService {
         const block = data.content_block as Record<string, unknown> | undefined;
         const index = data.index as number;
         if (block?.type === "tool_use") {
-          blocks.set(index, { type: "tool_use", id: String(block.id), name: String(block.name), json: "" });
+          blocks.set(index, {
+            type: "tool_use",
+            id: String(block.id),
+            name: String(block.name),
+            json: "",
+          });
         } else if (block?.type === "text") {
           blocks.set(index, { type: "text" });
-          if (typeof block.text === "string" && block.text) yield makeFrame("LlmText", { text: block.text });
+          if (typeof block.text === "string" && block.text) {
+            yield makeFrame("LlmText", { text: block.text });
+          }
         }
       } else if (type === "content_block_delta") {
         const delta = data.delta as Record<string, unknown> | undefined;
@@ -275,7 +282,7 @@ export class AnthropicLlm implements LlmService {
     yield makeFrame("LlmResponseEnd", {});
   }
 
-  /** POST with providerFetch's retries, plus retries on 529 (overloaded). */
+  /** POST with providerFetch's deadline and retries (529 "overloaded" included). */
   async #post(body: string, signal: AbortSignal | undefined): Promise<Response> {
     const headers: Record<string, string> = {
       "content-type": "application/json",
@@ -283,24 +290,14 @@ export class AnthropicLlm implements LlmService {
       accept: "text/event-stream",
     };
     if (this.#apiKey) headers["x-api-key"] = this.#apiKey;
-    let delay = OVERLOADED_BACKOFF_MS;
-    for (let attempt = 0;; attempt++) {
-      try {
-        return await providerFetch(this.#provider, this.#url, { method: "POST", headers, body }, {
-          timeoutMs: this.#timeoutMs,
-          signal,
-          fetch: this.#fetch,
-        });
-      } catch (err) {
-        const overloaded = err instanceof FlowcatError &&
-          err.message.startsWith(`${this.#provider}: HTTP ${OVERLOADED_STATUS}`);
-        if (overloaded && attempt < OVERLOADED_RETRIES) {
-          await sleep(delay, signal);
-          delay *= 2;
-          continue;
-        }
-        throw withoutSecret(err, this.#apiKey);
-      }
+    try {
+      return await providerFetch(this.#provider, this.#url, { method: "POST", headers, body }, {
+        timeoutMs: this.#timeoutMs,
+        signal,
+        fetch: this.#fetch,
+      });
+    } catch (err) {
+      throw withoutSecret(err, this.#apiKey);
     }
   }
 
@@ -316,23 +313,21 @@ export class AnthropicLlm implements LlmService {
     const e = (data.error ?? {}) as { type?: unknown; message?: unknown };
     const type = typeof e.type === "string" ? e.type : "error";
     const msg = typeof e.message === "string" ? e.message : "stream error";
-    const kind = type === "authentication_error" || type === "permission_error" ? "auth" : "protocol";
-    return withoutSecret(new FlowcatError(kind, `${this.#provider}: ${type}: ${msg}`), this.#apiKey);
+    const auth = type === "authentication_error" || type === "permission_error";
+    const err = new FlowcatError(auth ? "auth" : "protocol", `${this.#provider}: ${type}: ${msg}`);
+    return withoutSecret(err, this.#apiKey);
   }
 
   #toCall(block: { id: string; name: string; json: string }): FunctionCall {
-    let args: unknown = {};
-    if (block.json.trim()) {
-      try {
-        args = JSON.parse(block.json);
-      } catch {
-        throw new FlowcatError("protocol", `${this.#provider}: tool ${block.name}: malformed input JSON`);
-      }
-    }
+    let args: unknown;
+    try {
+      args = block.json.trim() ? JSON.parse(block.json) : {};
+    } catch { /* reported below */ }
     if (!args || typeof args !== "object" || Array.isArray(args)) {
-      throw new FlowcatError("protocol", `${this.#provider}: tool ${block.name}: input is not an object`);
+      throw new FlowcatError("protocol", `${this.#provider}: tool ${block.name}: bad input JSON`);
     }
-    return { toolCallId: block.id, functionName: block.name, arguments: args as Record<string, unknown> };
+    const input = args as Record<string, unknown>;
+    return { toolCallId: block.id, functionName: block.name, arguments: input };
   }
 }
 
@@ -361,27 +356,6 @@ function usageTokens(u: AnthropicUsage): LlmTokenUsage | undefined {
 function withoutSecret<E>(err: E, secret: string | undefined): E | FlowcatError {
   if (!secret || !(err instanceof FlowcatError) || !err.message.includes(secret)) return err;
   return new FlowcatError(err.kind, err.message.replaceAll(secret, "[redacted]"));
-}
-
-/**
- * A fetch whose response body outlives providerFetch's deadline. providerFetch hands fetch a
- * signal that fires at its header deadline, and an aborted fetch signal also kills the body,
- * so a reply streaming longer than `timeoutMs` would be cut. Here that signal only guards the
- * wait for headers; afterwards the caller's signal stops the body through readSse.
- */
-function headerDeadlineOnly(base: typeof fetch): typeof fetch {
-  return async (input, init) => {
-    const outer = init?.signal;
-    const inner = new AbortController();
-    const relay = () => inner.abort(outer?.reason);
-    if (outer?.aborted) relay();
-    else outer?.addEventListener("abort", relay, { once: true });
-    try {
-      return await base(input, { ...init, signal: inner.signal });
-    } finally {
-      outer?.removeEventListener("abort", relay);
-    }
-  };
 }
 
 /** Make an Anthropic Messages API client from service options. */

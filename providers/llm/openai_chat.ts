@@ -8,14 +8,9 @@
  * @example
  * ```ts
  * import { createOpenAIChatLlm } from "./openai_chat.ts";
- * const llm = createOpenAIChatLlm({
- *   provider: "groq",
- *   apiKey: key,
- *   baseUrl: "https://api.groq.com/openai/v1",
- *   model: "llama-3.3-70b-versatile",
- * });
- * for await (const frame of llm.runLlm({ messages: [{ role: "user", content: "hi" }], tools: [] })) {
- *   if (frame.kind === "LlmText") console.log(frame.text);
+ * const llm = createOpenAIChatLlm({ provider: "groq", apiKey: key, baseUrl: GROQ_URL });
+ * for await (const f of llm.runLlm({ messages: [{ role: "user", content: "hi" }], tools: [] })) {
+ *   if (f.kind === "LlmText") console.log(f.text);
  * }
  * ```
  * @module
@@ -42,11 +37,9 @@ export const OPENAI_CHAT_DEFAULT_BASE_URL = "https://api.openai.com/v1";
 export const OPENAI_CHAT_DEFAULT_MODEL = "gpt-4o-mini";
 
 /** A tool call inside an assistant message, as the wire spells it. */
-export interface OpenAIChatToolCall {
-  id: string;
-  type: "function";
-  function: { name: string; arguments: string };
-}
+export type OpenAIChatToolCall = { id: string; type: "function"; function: OpenAIChatFunction };
+/** The function part of a tool call: arguments as a JSON string. */
+export type OpenAIChatFunction = { name: string; arguments: string };
 
 /** One chat message, as the wire spells it. */
 export type OpenAIChatMessage =
@@ -68,16 +61,8 @@ export type ChatStreamEvent =
   | { type: "usage"; tokens: LlmTokenUsage };
 
 // Sampling options copied from `ServiceOptions.options` into the request when present.
-const SAMPLING_OPTIONS = [
-  "temperature",
-  "top_p",
-  "max_tokens",
-  "max_completion_tokens",
-  "frequency_penalty",
-  "presence_penalty",
-  "seed",
-  "stop",
-] as const;
+const SAMPLING_OPTIONS = ["temperature", "top_p", "max_tokens", "max_completion_tokens"]
+  .concat(["frequency_penalty", "presence_penalty", "seed", "stop"]);
 const MAX_DETAIL = 300;
 
 type Json = Record<string, unknown>;
@@ -172,7 +157,7 @@ export async function* parseChatCompletionStream(
     }
     if (!isObject(chunk)) continue;
     if (chunk.error !== undefined && chunk.error !== null) throw streamError(provider, chunk.error);
-    usage = readUsage(chunk) ?? usage;
+    usage = maxUsage(usage, readUsage(chunk));
     const choice = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined;
     if (!isObject(choice)) continue;
     const delta = isObject(choice.delta) ? choice.delta : {};
@@ -188,11 +173,7 @@ export async function* parseChatCompletionStream(
   if (usage !== undefined) yield { type: "usage", tokens: usage };
 }
 
-interface PartialCall {
-  id: string;
-  name: string;
-  args: string[];
-}
+type PartialCall = { id: string; name: string; args: string[] };
 
 /** Joins streamed tool-call fragments (keyed by `index`) into whole calls. */
 class ToolCallAssembler {
@@ -212,7 +193,7 @@ class ToolCallAssembler {
       const fn = isObject(d.function) ? d.function : {};
       let call = this.#atIndex.get(index);
       // Ollama numbers every call of a parallel batch 0 and tells them apart only by id.
-      if (call === undefined) {
+      if (call === undefined || (id !== undefined && call.id !== "" && call.id !== id)) {
         call = { id: "", name: "", args: [] };
         this.#atIndex.set(index, call);
         this.#calls.push(call);
@@ -233,16 +214,12 @@ class ToolCallAssembler {
       let args: unknown;
       try {
         args = text === "" ? {} : JSON.parse(text);
-      } catch {
-        throw new FlowcatError(
-          "protocol",
-          `${this.#provider}: tool call ${c.name} arguments are not JSON`,
-        );
-      }
+      } catch { /* reported below */ }
       if (!isObject(args)) {
+        const what = args === undefined ? "JSON" : "a JSON object";
         throw new FlowcatError(
           "protocol",
-          `${this.#provider}: tool call ${c.name} arguments are not a JSON object`,
+          `${this.#provider}: tool call ${c.name} arguments are not ${what}`,
         );
       }
       return { toolCallId: c.id || `call_${i}`, functionName: c.name, arguments: args };
@@ -259,6 +236,7 @@ function readUsage(chunk: Json): LlmTokenUsage | undefined {
     : undefined;
   if (u === undefined) return undefined;
   const num = (v: unknown) => (typeof v === "number" && Number.isFinite(v) ? v : undefined);
+  const detail = (o: unknown, k: string) => (isObject(o) ? num(o[k]) : undefined);
   const promptTokens = num(u.prompt_tokens) ?? 0;
   const completionTokens = num(u.completion_tokens) ?? 0;
   const tokens: LlmTokenUsage = {
@@ -266,15 +244,22 @@ function readUsage(chunk: Json): LlmTokenUsage | undefined {
     completionTokens,
     totalTokens: num(u.total_tokens) ?? promptTokens + completionTokens,
   };
-  const cached = isObject(u.prompt_tokens_details)
-    ? num(u.prompt_tokens_details.cached_tokens)
-    : undefined;
+  const cached = detail(u.prompt_tokens_details, "cached_tokens");
   if (cached !== undefined) tokens.cacheReadInputTokens = cached;
-  const reasoning = isObject(u.completion_tokens_details)
-    ? num(u.completion_tokens_details.reasoning_tokens)
-    : undefined;
+  const reasoning = detail(u.completion_tokens_details, "reasoning_tokens");
   if (reasoning !== undefined) tokens.reasoningTokens = reasoning;
   return tokens;
+}
+
+/** Field-wise max: xAI, Perplexity and NVIDIA repeat a growing usage on many chunks. */
+function maxUsage(a: LlmTokenUsage | undefined, b: LlmTokenUsage | undefined) {
+  if (a === undefined || b === undefined) return b ?? a;
+  const out = { ...a, ...b };
+  for (const k of Object.keys(out) as (keyof LlmTokenUsage)[]) {
+    out[k] = Math.max(a[k] ?? 0, b[k] ?? 0);
+  }
+  out.totalTokens = Math.max(out.totalTokens, out.promptTokens + out.completionTokens);
+  return out;
 }
 
 /** The error for an in-stream `{"error": {...}}` chunk. */
@@ -308,24 +293,18 @@ function headersOnlySignal(base: typeof fetch): typeof fetch {
 /** Aborts `signal` when no stream data arrives for `ms`; paused while the consumer holds a frame. */
 class IdleDeadline {
   readonly #ctl = new AbortController();
-  readonly #ms: number;
+  readonly signal: AbortSignal = this.#ctl.signal;
   #timer: ReturnType<typeof setTimeout> | undefined;
   fired = false;
 
-  constructor(ms: number) {
-    this.#ms = ms;
-  }
-
-  get signal(): AbortSignal {
-    return this.#ctl.signal;
-  }
+  constructor(readonly ms: number) {}
 
   arm(): void {
     clearTimeout(this.#timer);
     this.#timer = setTimeout(() => {
       this.fired = true;
       this.#ctl.abort();
-    }, this.#ms);
+    }, this.ms);
   }
 
   pause(): void {
@@ -353,9 +332,8 @@ export class OpenAIChatLlm implements LlmService {
   /** A client for `opts.provider` at `opts.baseUrl` (default OpenAI) with `opts.model`. */
   constructor(opts: ServiceOptions) {
     this.#opts = opts;
-    this.#url = `${
-      (opts.baseUrl ?? OPENAI_CHAT_DEFAULT_BASE_URL).replace(/\/+$/, "")
-    }/chat/completions`;
+    const root = (opts.baseUrl ?? OPENAI_CHAT_DEFAULT_BASE_URL).replace(/\/+$/, "");
+    this.#url = `${root}/chat/completions`;
     this.#model = opts.model ?? OPENAI_CHAT_DEFAULT_MODEL;
     this.#logger = opts.logger ?? silentLogger;
   }
@@ -418,14 +396,8 @@ export class OpenAIChatLlm implements LlmService {
         if (ev.type === "text") yield makeFrame("LlmText", { text: ev.text });
         else if (ev.type === "calls") yield makeFrame("FunctionCallsStarted", { calls: ev.calls });
         else {
-          yield makeFrame("Metrics", {
-            data: [{
-              type: "llm_usage",
-              processor: provider,
-              model: this.#model,
-              tokens: ev.tokens,
-            }],
-          });
+          const usage = { type: "llm_usage" as const, processor: provider, model: this.#model };
+          yield makeFrame("Metrics", { data: [{ ...usage, tokens: ev.tokens }] });
         }
       }
     } catch (err) {

@@ -160,6 +160,8 @@ export class CartesiaTts implements TtsService {
       ws.send(JSON.stringify(this.#request(text, contextId)));
       yield makeFrame("TtsStarted", { contextId });
       while (!ended) {
+        // Checked before waiting too: an abort while suspended at a yield finds no waiter.
+        if (signal?.aborted) return;
         const ev = await events.next();
         if (signal?.aborted) return;
         if (!ev) continue;

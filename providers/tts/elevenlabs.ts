@@ -154,6 +154,8 @@ export class ElevenLabsTts implements TtsService {
       ws.send(JSON.stringify({ text: "" }));
       yield makeFrame("TtsStarted", { contextId });
       while (true) {
+        // Checked before waiting too: an abort while suspended at a yield finds no waiter.
+        if (signal?.aborted) return;
         const ev = await events.next();
         if (signal?.aborted) return;
         if (!ev) continue;

@@ -39,53 +39,66 @@ export const OPENAI_TTS_SAMPLE_RATE = 24000;
 /** Audio formats this client can decode. */
 export type OpenAITtsFormat = "pcm" | "wav";
 
+/** Defaults of a provider that rides on this client; explicit options win. */
+export interface OpenAITtsPreset {
+  baseUrl: string;
+  model: string;
+  voice: string;
+  /** Environment variable the operator's key lives in (none for local servers). */
+  keyEnv?: string;
+  format: OpenAITtsFormat;
+  sampleRate: number;
+}
+
+/**
+ * Known providers, by name. Sources: OpenAI API reference; Kokoro-FastAPI README (port 8880,
+ * model "kokoro"); speaches docs/usage/text-to-speech.md (port 8000, pcm and `sample_rate`
+ * accepted); Groq via pipecat/livekit/jambonz docs (Orpheus, WAV only, 48 kHz); DeepInfra via
+ * client code calling /v1/openai/audio/speech (its `pcm` support is unverified, so WAV).
+ */
+export const OPENAI_TTS_PRESETS: Readonly<Record<string, OpenAITtsPreset>> = {
+  openai: {
+    baseUrl: OPENAI_TTS_BASE_URL,
+    model: OPENAI_TTS_DEFAULT_MODEL,
+    voice: OPENAI_TTS_DEFAULT_VOICE,
+    keyEnv: "OPENAI_API_KEY",
+    format: "pcm",
+    sampleRate: OPENAI_TTS_SAMPLE_RATE,
+  },
+  kokoro: {
+    baseUrl: "http://127.0.0.1:8880/v1",
+    model: "kokoro",
+    voice: "af_bella",
+    format: "pcm",
+    sampleRate: 24000,
+  },
+  speaches: {
+    baseUrl: "http://127.0.0.1:8000/v1",
+    model: "speaches-ai/Kokoro-82M-v1.0-ONNX",
+    voice: "af_heart",
+    format: "pcm",
+    sampleRate: 24000,
+  },
+  groq: {
+    baseUrl: "https://api.groq.com/openai/v1",
+    model: "canopylabs/orpheus-v1-english",
+    voice: "autumn",
+    keyEnv: "GROQ_API_KEY",
+    format: "wav",
+    sampleRate: 48000,
+  },
+  deepinfra: {
+    baseUrl: "https://api.deepinfra.com/v1/openai",
+    model: "hexgrad/Kokoro-82M",
+    voice: "af_bella",
+    keyEnv: "DEEPINFRA_API_KEY",
+    format: "wav",
+    sampleRate: 24000,
+  },
+};
+
 /** A WAV header never needs more than this before its `data` chunk; beyond it is garbage. */
 const MAX_WAV_HEADER = 64 * 1024;
-
-/**
- * A fetch whose `init.signal` governs only the wait for the response headers.
- * `providerFetch` passes its header deadline as the fetch signal, and a fetch signal also
- * aborts the body: a reply streaming longer than `timeoutMs` would be cut off. Cancelling the
- * body on the caller's abort is left to the reader ({@link readBody}).
- */
-export function headerDeadlineFetch(base: typeof fetch = fetch): typeof fetch {
-  return async (input, init) => {
-    const inner = new AbortController();
-    const outer = init?.signal;
-    const onAbort = () => inner.abort(outer?.reason);
-    if (outer?.aborted) onAbort();
-    outer?.addEventListener("abort", onAbort, { once: true });
-    try {
-      return await base(input, { ...init, signal: inner.signal });
-    } finally {
-      outer?.removeEventListener("abort", onAbort);
-    }
-  };
-}
-
-/**
- * The chunks of a response body as they arrive. An abort through `signal` cancels the body at
- * once (the connection closes) and ends the iteration; so does the consumer breaking out.
- */
-export async function* readBody(
-  body: ReadableStream<Uint8Array> | null,
-  signal?: AbortSignal,
-): AsyncGenerator<Uint8Array> {
-  if (!body) return;
-  const reader = body.getReader();
-  const onAbort = () => void reader.cancel().catch(() => {});
-  signal?.addEventListener("abort", onAbort, { once: true });
-  try {
-    while (!signal?.aborted) {
-      const { value, done } = await reader.read();
-      if (done || signal?.aborted) return;
-      if (value.length > 0) yield value;
-    }
-  } finally {
-    signal?.removeEventListener("abort", onAbort);
-    await reader.cancel().catch(() => {});
-  }
-}
 
 /** Bytes of 16-bit little-endian PCM to whole samples, carrying an odd byte to the next push. */
 export class PcmAssembler {
@@ -203,7 +216,9 @@ export function positiveOption(
 ): number | undefined {
   const v = options[key];
   if (v === undefined) return undefined;
-  if (typeof v !== "number" || !(v > 0) || !Number.isFinite(v) || (integer && !Number.isInteger(v))) {
+  if (
+    typeof v !== "number" || !(v > 0) || !Number.isFinite(v) || (integer && !Number.isInteger(v))
+  ) {
     throw new FlowcatError(
       "config",
       `${provider}: options.${key} must be a positive ${integer ? "integer" : "number"}`,
@@ -226,8 +241,9 @@ export class OpenAITts implements TtsService {
   readonly #fetch: typeof fetch;
 
   /**
-   * Options: `baseUrl` (default OpenAI's), `apiKey` (sent as a Bearer token; none for local
-   * servers), `model`, `voice`, and in `options`: `response_format` ("pcm" | "wav"),
+   * Options: `baseUrl`, `model`, `voice` (defaults from {@link OPENAI_TTS_PRESETS} for a known
+   * provider name, else OpenAI's), `apiKey` (sent as a Bearer token; none for local servers),
+   * and in `options`: `response_format` ("pcm" | "wav"),
    * `sample_rate` (rate of the frames yielded; for "pcm" it must be what the server sends),
    * `speed`, `instructions`, `extra_body` (more request fields, e.g. Speaches' `sample_rate`).
    * Bad options throw a `config` {@link FlowcatError} here, so a bad config fails at startup.
@@ -235,17 +251,20 @@ export class OpenAITts implements TtsService {
   constructor(opts: ServiceOptions) {
     const p = opts.provider;
     const o = opts.options ?? {};
+    const preset = Object.hasOwn(OPENAI_TTS_PRESETS, p) ? OPENAI_TTS_PRESETS[p] : undefined;
     this.#provider = p;
-    this.#url = `${(opts.baseUrl ?? OPENAI_TTS_BASE_URL).replace(/\/+$/, "")}/audio/speech`;
+    const base = opts.baseUrl ?? preset?.baseUrl ?? OPENAI_TTS_BASE_URL;
+    this.#url = `${base.replace(/\/+$/, "")}/audio/speech`;
     this.#apiKey = opts.apiKey || undefined;
-    this.#model = opts.model ?? OPENAI_TTS_DEFAULT_MODEL;
-    this.#voice = opts.voice ?? OPENAI_TTS_DEFAULT_VOICE;
-    const format = o.response_format ?? "pcm";
+    this.#model = opts.model ?? preset?.model ?? OPENAI_TTS_DEFAULT_MODEL;
+    this.#voice = opts.voice ?? preset?.voice ?? OPENAI_TTS_DEFAULT_VOICE;
+    const format = o.response_format ?? preset?.format ?? "pcm";
     if (format !== "pcm" && format !== "wav") {
       throw new FlowcatError("config", `${p}: options.response_format must be "pcm" or "wav"`);
     }
     this.#format = format;
-    this.#rate = positiveOption(p, o, "sample_rate", true) ?? OPENAI_TTS_SAMPLE_RATE;
+    this.#rate = positiveOption(p, o, "sample_rate", true) ?? preset?.sampleRate ??
+      OPENAI_TTS_SAMPLE_RATE;
     const extra = o.extra_body ?? {};
     if (typeof extra !== "object" || extra === null || Array.isArray(extra)) {
       throw new FlowcatError("config", `${p}: options.extra_body must be an object`);
@@ -268,7 +287,7 @@ export class OpenAITts implements TtsService {
     return this.#provider;
   }
 
-  /** Rate of the TtsAudio frames (24000 unless `options.sample_rate` says otherwise). */
+  /** Rate of the TtsAudio frames: `options.sample_rate`, else the preset's, else 24000. */
   sampleRate(): number {
     return this.#rate;
   }
@@ -305,7 +324,7 @@ export class OpenAITts implements TtsService {
       res = await providerFetch(this.#provider, this.#url, { method: "POST", headers, body }, {
         timeoutMs: this.#timeoutMs,
         signal,
-        fetch: headerDeadlineFetch(this.#fetch),
+        fetch: this.#fetch,
       });
     } catch (err) {
       if (signal?.aborted) return;
@@ -314,8 +333,10 @@ export class OpenAITts implements TtsService {
     const decode = this.#format === "wav"
       ? new WavStreamDecoder(this.#provider, this.#rate)
       : new PcmAssembler();
+    // `signal` also aborts the body read (providerFetch hands it to fetch), and leaving the
+    // loop early cancels the body.
     try {
-      for await (const bytes of readBody(res.body, signal)) {
+      for await (const bytes of res.body ?? []) {
         const pcm = decode.push(bytes);
         if (pcm.length > 0) {
           yield ttsAudio({ pcm, sampleRate: this.#rate, numChannels: 1 }, contextId);
@@ -335,9 +356,6 @@ export class OpenAITts implements TtsService {
     yield ttsUsageFrame(this.#provider, this.#model, text.length);
     yield makeFrame("TtsStopped", { contextId });
   }
-
-  /** Nothing to close. */
-  async stop(): Promise<void> {}
 }
 
 /** Make an {@link OpenAITts}. */

@@ -35,7 +35,7 @@ import { Resampler } from "../../core/audio/resample.ts";
 import { decodeWav } from "../../core/audio/wav.ts";
 import { providerFetch } from "../http.ts";
 import type { ServiceOptions } from "../service_options.ts";
-import { headerDeadlineFetch, positiveOption, readBody, ttsUsageFrame } from "./openai_tts.ts";
+import { positiveOption, ttsUsageFrame } from "./openai_tts.ts";
 
 /** Where `python3 -m piper.http_server` listens by default. */
 export const PIPER_BASE_URL = "http://127.0.0.1:5000";
@@ -158,9 +158,10 @@ export class PiperTts implements TtsService {
       const res = await providerFetch(this.#provider, url, init, {
         timeoutMs: this.#timeoutMs,
         signal,
-        fetch: headerDeadlineFetch(this.#fetch),
+        fetch: this.#fetch,
       });
-      wav = await readAll(readBody(res.body, signal));
+      // `signal` also aborts this read: providerFetch hands it to fetch.
+      wav = new Uint8Array(await res.arrayBuffer());
     } catch (err) {
       if (signal?.aborted) return;
       if (err instanceof FlowcatError) throw err;
@@ -206,26 +207,6 @@ export class PiperTts implements TtsService {
     if (audio.sampleRate === this.#rate) return audio.pcm;
     return new Resampler(audio.sampleRate, this.#rate).process(audio.pcm);
   }
-
-  /** Nothing to close. */
-  async stop(): Promise<void> {}
-}
-
-/** All chunks of a body, joined. */
-async function readAll(chunks: AsyncIterable<Uint8Array>): Promise<Uint8Array> {
-  const parts: Uint8Array[] = [];
-  let total = 0;
-  for await (const c of chunks) {
-    parts.push(c);
-    total += c.length;
-  }
-  const out = new Uint8Array(total);
-  let at = 0;
-  for (const c of parts) {
-    out.set(c, at);
-    at += c.length;
-  }
-  return out;
 }
 
 /** Make a {@link PiperTts}. */

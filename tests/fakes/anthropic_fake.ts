@@ -63,7 +63,8 @@ export interface StreamScript {
 /** The event sequence the real API streams for a message with this content. */
 export function anthropicStream(s: StreamScript): SseEventSpec[] {
   const ev: SseEventSpec[] = [];
-  const add = (event: string, data: Record<string, unknown>) => ev.push({ event, data: { type: event, ...data } });
+  const add = (event: string, data: Record<string, unknown>) =>
+    ev.push({ event, data: { type: event, ...data } });
   add("message_start", {
     message: {
       id: "msg_fake",
@@ -85,7 +86,9 @@ export function anthropicStream(s: StreamScript): SseEventSpec[] {
   if (s.text) {
     add("content_block_start", { index, content_block: { type: "text", text: "" } });
     add("ping", {});
-    for (const t of s.text) add("content_block_delta", { index, delta: { type: "text_delta", text: t } });
+    for (const t of s.text) {
+      add("content_block_delta", { index, delta: { type: "text_delta", text: t } });
+    }
     add("content_block_stop", { index });
     index++;
   }
@@ -102,7 +105,10 @@ export function anthropicStream(s: StreamScript): SseEventSpec[] {
     index++;
   }
   add("message_delta", {
-    delta: { stop_reason: s.stopReason ?? (s.tools?.length ? "tool_use" : "end_turn"), stop_sequence: null },
+    delta: {
+      stop_reason: s.stopReason ?? (s.tools?.length ? "tool_use" : "end_turn"),
+      stop_sequence: null,
+    },
     usage: { output_tokens: s.outputTokens ?? 15 },
   });
   add("message_stop", {});
@@ -163,7 +169,10 @@ export class AnthropicFake {
       return json(401, anthropicError("authentication_error", "invalid x-api-key"));
     }
     if (!req.headers.get("anthropic-version")) {
-      return json(400, anthropicError("invalid_request_error", "anthropic-version: header is required"));
+      return json(
+        400,
+        anthropicError("invalid_request_error", "anthropic-version: header is required"),
+      );
     }
     const invalid = body ? validate(body) : "body: not JSON";
     if (invalid) return json(400, anthropicError("invalid_request_error", invalid));
@@ -230,18 +239,26 @@ function validate(body: Record<string, unknown>): string | undefined {
   if (typeof body.model !== "string") return "model: Field required";
   if (typeof body.max_tokens !== "number") return "max_tokens: Field required";
   const messages = body.messages;
-  if (!Array.isArray(messages) || messages.length === 0) return "messages: at least one message is required";
+  if (!Array.isArray(messages) || messages.length === 0) {
+    return "messages: at least one message is required";
+  }
   let prevRole = "";
   let prevToolUses = new Set<string>();
   for (const [i, m] of messages.entries()) {
-    if (m.role !== "user" && m.role !== "assistant") return `messages.${i}.role: must be user or assistant`;
-    if (i === 0 && m.role !== "user") return "messages: first message must use the \"user\" role";
-    if (m.role === prevRole) return "messages: roles must alternate between \"user\" and \"assistant\"";
+    if (m.role !== "user" && m.role !== "assistant") {
+      return `messages.${i}.role: must be user or assistant`;
+    }
+    if (i === 0 && m.role !== "user") return 'messages: first message must use the "user" role';
+    if (m.role === prevRole) return 'messages: roles must alternate between "user" and "assistant"';
     const blocks = typeof m.content === "string" ? [{ type: "text", text: m.content }] : m.content;
-    if (!Array.isArray(blocks) || blocks.length === 0) return `messages.${i}: content must be non-empty`;
+    if (!Array.isArray(blocks) || blocks.length === 0) {
+      return `messages.${i}: content must be non-empty`;
+    }
     const toolUses = new Set<string>();
     for (const b of blocks) {
-      if (b.type === "text" && !b.text) return `messages.${i}: text content blocks must be non-empty`;
+      if (b.type === "text" && !b.text) {
+        return `messages.${i}: text content blocks must be non-empty`;
+      }
       if (b.type === "tool_use") toolUses.add(b.id);
       if (b.type === "tool_result" && !prevToolUses.has(b.tool_use_id)) {
         return `messages.${i}: unexpected \`tool_use_id\` found in \`tool_result\` blocks: ${b.tool_use_id}`;

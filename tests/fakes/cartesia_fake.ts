@@ -119,7 +119,7 @@ export class CartesiaFake {
       return Response.json({ error: "Invalid API key" }, { status: 401 });
     }
     const { socket, response } = Deno.upgradeWebSocket(req);
-    const conn: CartesiaConnection = { url, headers: req.headers, messages: [] };
+    const conn: CartesiaConnection = { url, headers: new Headers(req.headers), messages: [] };
     this.connections.push(conn);
     this.#sockets.push(socket);
     this.#closed.push(

@@ -114,7 +114,7 @@ export class ElevenLabsFake {
       );
     }
     const { socket, response } = Deno.upgradeWebSocket(req);
-    const conn: ElevenLabsConnection = { url, headers: req.headers, messages: [] };
+    const conn: ElevenLabsConnection = { url, headers: new Headers(req.headers), messages: [] };
     this.connections.push(conn);
     this.#sockets.push(socket);
     this.#closed.push(

@@ -99,7 +99,11 @@ export class OpenAITtsFake {
     } catch { /* recorded raw */ }
     this.requests.push({ method: req.method, path: url.pathname, headers, body });
     if (req.method !== "POST" || url.pathname !== "/v1/audio/speech") {
-      return errorResponse(404, `Invalid URL (${req.method} ${url.pathname})`, "invalid_request_error");
+      return errorResponse(
+        404,
+        `Invalid URL (${req.method} ${url.pathname})`,
+        "invalid_request_error",
+      );
     }
     if (this.apiKey !== undefined) {
       const given = (headers.authorization ?? "").replace(/^Bearer /, "");
@@ -109,7 +113,12 @@ export class OpenAITtsFake {
     }
     const reply = this.replies.shift() ?? this.defaultReply;
     if ("status" in reply) {
-      return errorResponse(reply.status, reply.message ?? "scripted failure", "server_error", reply.headers);
+      return errorResponse(
+        reply.status,
+        reply.message ?? "scripted failure",
+        "server_error",
+        reply.headers,
+      );
     }
     return new Response(this.#stream(reply.chunks, reply.delayMs ?? 0), {
       headers: { "content-type": reply.contentType ?? "audio/pcm" },

@@ -60,11 +60,11 @@ export class PiperFake {
   readonly sampleRate: number;
   /** Statuses to answer the next requests with instead of audio (consumed in order). */
   readonly failures: number[] = [];
-  /** Hold each answer this long (ms) before sending it. */
+  /** Hold each WAV body this long (ms) after the headers. */
   delayMs = 0;
   /** Raw bytes to answer instead of a WAV (a broken server). */
   rawAnswer: Uint8Array | undefined;
-  /** How many requests the client abandoned while the fake was still holding them. */
+  /** How many held answers the client abandoned before they were sent. */
   clientsGone = 0;
   /** Samples of the last WAV answered. */
   lastPcm: Int16Array = new Int16Array(0);
@@ -115,10 +115,6 @@ export class PiperFake {
     this.requests.push({ method: req.method, path: url.pathname, headers, body });
     const text = this.#textOf(req.method, url, body);
     if (text === undefined) return new Response("<h1>Not Found</h1>", { status: 404 });
-    if (this.delayMs > 0) {
-      const held = await this.#hold(req.signal);
-      if (!held) return new Response(null, { status: 499 });
-    }
     const failure = this.failures.shift();
     if (failure !== undefined || text.trim() === "") {
       return new Response(INTERNAL_ERROR_PAGE, {
@@ -126,16 +122,16 @@ export class PiperFake {
         headers: { "content-type": "text/html; charset=utf-8" },
       });
     }
-    if (this.rawAnswer) return new Response(this.rawAnswer);
+    if (this.rawAnswer) return new Response(this.rawAnswer.slice().buffer);
     this.lastPcm = sine({
       freq: 440,
       sampleRate: this.sampleRate,
       samples: Math.round(this.sampleRate * this.#seconds),
       amplitude: 8000,
     });
-    return new Response(encodeWav(this.lastPcm, this.sampleRate), {
-      headers: { "content-type": "audio/wav" },
-    });
+    const wav = encodeWav(this.lastPcm, this.sampleRate);
+    const answer = this.delayMs > 0 ? this.#held(wav) : wav.buffer as ArrayBuffer;
+    return new Response(answer, { headers: { "content-type": "audio/wav" } });
   }
 
   /** The text to speak if the request matches this generation's route, else undefined. */
@@ -151,26 +147,34 @@ export class PiperFake {
       case "legacy":
         if (url.pathname !== "/") return undefined;
         if (method === "GET") return url.searchParams.get("text") ?? "";
-        return method === "POST" ? (typeof body === "string" ? body : JSON.stringify(body)) : undefined;
+        return method === "POST"
+          ? (typeof body === "string" ? body : JSON.stringify(body))
+          : undefined;
     }
   }
 
-  /** Wait {@link delayMs}; false (and counted) if the client disconnected meanwhile. */
-  #hold(signal: AbortSignal): Promise<boolean> {
-    return new Promise((resolve) => {
-      const t = setTimeout(() => {
-        this.#timers.delete(t);
-        signal.removeEventListener("abort", onAbort);
-        resolve(true);
-      }, this.delayMs);
-      this.#timers.add(t);
-      const onAbort = () => {
-        clearTimeout(t);
-        this.#timers.delete(t);
+  /**
+   * The WAV sent {@link delayMs} after the headers. (Piper really holds the headers until
+   * synthesis is done, but seeing a client leave before answering needs `request.signal`,
+   * which Deno.serve flags with a legacy-behaviour warning; a held body shows the same
+   * cancellation through the stream's `cancel`.)
+   */
+  #held(wav: Uint8Array): ReadableStream<Uint8Array> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    return new ReadableStream<Uint8Array>({
+      start: (ctl) => {
+        timer = setTimeout(() => {
+          this.#timers.delete(timer!);
+          ctl.enqueue(wav);
+          ctl.close();
+        }, this.delayMs);
+        this.#timers.add(timer);
+      },
+      cancel: () => {
+        clearTimeout(timer);
+        this.#timers.delete(timer!);
         this.clientsGone++;
-        resolve(false);
-      };
-      signal.addEventListener("abort", onAbort, { once: true });
+      },
     });
   }
 }

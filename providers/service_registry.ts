@@ -1,0 +1,316 @@
+/**
+ * The cascaded providers (speech-to-text, language model, text-to-speech) by name, as the
+ * agent server's config names them. Most are thin wrappers (W) over a few protocol families
+ * (D): a wrapper changes only the base URL, the key variable and the default model. A
+ * family's module is imported only when a config names one of its providers.
+ *
+ * Providers the seed counts but Flowcat does not speak yet are listed too, so a config naming
+ * one fails at start with `FlowcatError("<provider>: not yet wired")` instead of "unknown".
+ * docs/providers.md is this table in prose.
+ * @module
+ */
+
+import { FlowcatError } from "../core/errors.ts";
+import type { LlmService, SttService, TtsService } from "../core/seams.ts";
+import type { ProviderInfo } from "./registry.ts";
+import type { ServiceOptions } from "./service_options.ts";
+
+/** A cascaded provider kind. */
+export type ServiceKind = "stt" | "llm" | "tts";
+
+/** The service each kind makes. */
+export interface ServiceOf {
+  stt: SttService;
+  llm: LlmService;
+  tts: TtsService;
+}
+
+/** Makes one service per call. */
+export type ServiceFactory<K extends ServiceKind> = (opts: ServiceOptions) => ServiceOf[K];
+
+/** A registered cascaded provider. */
+export interface ServiceProviderInfo<K extends ServiceKind = ServiceKind> extends ProviderInfo {
+  kind: K;
+  /** The protocol family (D) it speaks; its own name when it is one. */
+  family: string;
+  /** False for providers declared but not implemented. */
+  wired: boolean;
+  /** API root; the family's default when absent. */
+  baseUrl?: string;
+  defaultModel?: string;
+  defaultVoice?: string;
+  /** Options the wrapper always passes (e.g. the whisper.cpp dialect). */
+  options?: Record<string, unknown>;
+  load(): Promise<ServiceFactory<K>>;
+}
+
+type Loader<K extends ServiceKind> = () => Promise<ServiceFactory<K>>;
+
+// ---------------------------------------------------------------- families (D)
+
+const openaiChat: Loader<"llm"> = () =>
+  import("./llm/openai_chat.ts").then((m) => m.createOpenAIChatLlm);
+const anthropic: Loader<"llm"> = () =>
+  import("./llm/anthropic.ts").then((m) => m.createAnthropicLlm);
+const geminiLlm: Loader<"llm"> = () => import("./llm/gemini.ts").then((m) => m.createGeminiLlm);
+const whisperHttp: Loader<"stt"> = () =>
+  import("./stt/whisper_http.ts").then((m) => m.createWhisperHttpStt);
+const deepgram: Loader<"stt"> = () =>
+  import("./stt/deepgram.ts").then((m) => m.createDeepgramStt);
+const openaiTts: Loader<"tts"> = () =>
+  import("./tts/openai_tts.ts").then((m) => m.createOpenAITts);
+const piper: Loader<"tts"> = () => import("./tts/piper_http.ts").then((m) => m.createPiperTts);
+const elevenlabs: Loader<"tts"> = () =>
+  import("./tts/elevenlabs.ts").then((m) => m.createElevenLabsTts);
+const cartesia: Loader<"tts"> = () =>
+  import("./tts/cartesia.ts").then((m) => m.createCartesiaTts);
+const espeak: Loader<"tts"> = () =>
+  import("./tts/espeak.ts").then((m) => (o: ServiceOptions) => {
+    const rate = o.options?.sample_rate;
+    return m.createEspeakTts({
+      ...(o.voice ? { voice: o.voice } : {}),
+      ...(typeof rate === "number" ? { sampleRate: rate } : {}),
+      ...(typeof o.options?.rate === "number" ? { rate: o.options.rate } : {}),
+    });
+  });
+
+/** The loader of a provider that is declared but not implemented. */
+function notWired<K extends ServiceKind>(name: string): Loader<K> {
+  return () => Promise.reject(FlowcatError.notWired(name));
+}
+
+/** Everything but the kind, loader and name, which {@link table} fills in. */
+type Row<K extends ServiceKind> = [
+  family: string,
+  load: Loader<K> | "not wired",
+  info: {
+    host?: string;
+    baseUrl?: string;
+    model?: string;
+    voice?: string;
+    local?: boolean;
+    options?: Record<string, unknown>;
+    description: string;
+  },
+];
+
+function table<K extends ServiceKind>(
+  kind: K,
+  rows: Record<string, Row<K>>,
+): Readonly<Record<string, ServiceProviderInfo<K>>> {
+  const out: Record<string, ServiceProviderInfo<K>> = {};
+  for (const [name, [family, load, i]] of Object.entries(rows)) {
+    const host = i.host ?? (i.baseUrl?.startsWith("https://") ? new URL(i.baseUrl).host : undefined);
+    out[name] = {
+      name,
+      kind,
+      family,
+      wired: load !== "not wired",
+      hosts: host ? [host.includes(":") ? host : `${host}:443`] : [],
+      needsKey: i.local !== true,
+      description: i.description,
+      ...(i.baseUrl ? { baseUrl: i.baseUrl } : {}),
+      ...(i.model ? { defaultModel: i.model } : {}),
+      ...(i.voice ? { defaultVoice: i.voice } : {}),
+      ...(i.options ? { options: i.options } : {}),
+      load: load === "not wired" ? notWired<K>(name) : load,
+    };
+  }
+  return Object.freeze(out);
+}
+
+// ---------------------------------------------------------------- speech to text
+
+/** Speech-to-text providers by name. */
+export const STT_PROVIDERS = table("stt", {
+  openai: ["whisper-http", whisperHttp, {
+    baseUrl: "https://api.openai.com/v1",
+    model: "whisper-1",
+    description: "OpenAI transcription (Whisper)",
+  }],
+  groq: ["whisper-http", whisperHttp, {
+    baseUrl: "https://api.groq.com/openai/v1",
+    model: "whisper-large-v3-turbo",
+    description: "Groq Whisper",
+  }],
+  together: ["whisper-http", whisperHttp, {
+    baseUrl: "https://api.together.ai/v1",
+    model: "openai/whisper-large-v3",
+    description: "Together AI Whisper",
+  }],
+  fireworks: ["whisper-http", whisperHttp, {
+    baseUrl: "https://audio-prod.us-virginia-1.direct.fireworks.ai/v1",
+    model: "whisper-v3",
+    description: "Fireworks Whisper",
+  }],
+  speaches: ["whisper-http", whisperHttp, {
+    baseUrl: "http://127.0.0.1:8000/v1",
+    model: "Systran/faster-whisper-small",
+    local: true,
+    description: "local: speaches / faster-whisper-server",
+  }],
+  "whisper.cpp": ["whisper-http", whisperHttp, {
+    baseUrl: "http://127.0.0.1:8080",
+    local: true,
+    options: { dialect: "whisper.cpp" },
+    description: "local: whisper.cpp server (/inference)",
+  }],
+  deepgram: ["deepgram", deepgram, {
+    host: "api.deepgram.com",
+    model: "nova-3",
+    description: "Deepgram streaming (WebSocket)",
+  }],
+  assemblyai: ["assemblyai", "not wired", {
+    host: "streaming.assemblyai.com",
+    description: "AssemblyAI streaming",
+  }],
+  azure: ["azure", "not wired", { description: "Azure Speech" }],
+  aws: ["aws", "not wired", { description: "Amazon Transcribe streaming" }],
+  google: ["google", "not wired", { description: "Google Cloud Speech (gRPC)" }],
+  speechmatics: ["speechmatics", "not wired", { description: "Speechmatics realtime" }],
+  gladia: ["gladia", "not wired", { description: "Gladia live" }],
+  soniox: ["soniox", "not wired", { description: "Soniox streaming" }],
+  riva: ["riva", "not wired", { description: "NVIDIA Riva (gRPC)" }],
+  cartesia: ["cartesia-stt", "not wired", { description: "Cartesia ink" }],
+  elevenlabs: ["elevenlabs-stt", "not wired", { description: "ElevenLabs Scribe" }],
+});
+
+// ---------------------------------------------------------------- language models
+
+const chat = (
+  baseUrl: string,
+  model: string,
+  description: string,
+  local = false,
+): Row<"llm"> => ["openai-chat", openaiChat, { baseUrl, model, description, local }];
+
+/** Language-model providers by name. */
+export const LLM_PROVIDERS = table("llm", {
+  openai: chat("https://api.openai.com/v1", "gpt-4o-mini", "OpenAI chat completions"),
+  groq: chat("https://api.groq.com/openai/v1", "llama-3.3-70b-versatile", "Groq"),
+  together: chat(
+    "https://api.together.xyz/v1",
+    "meta-llama/Llama-3.3-70B-Instruct-Turbo",
+    "Together AI",
+  ),
+  fireworks: chat(
+    "https://api.fireworks.ai/inference/v1",
+    "accounts/fireworks/models/llama-v3p3-70b-instruct",
+    "Fireworks AI",
+  ),
+  deepseek: chat("https://api.deepseek.com/v1", "deepseek-chat", "DeepSeek"),
+  mistral: chat("https://api.mistral.ai/v1", "mistral-small-latest", "Mistral"),
+  openrouter: chat("https://openrouter.ai/api/v1", "openai/gpt-4o-mini", "OpenRouter"),
+  perplexity: chat("https://api.perplexity.ai", "sonar", "Perplexity"),
+  xai: chat("https://api.x.ai/v1", "grok-3-mini", "xAI Grok"),
+  cerebras: chat("https://api.cerebras.ai/v1", "llama-3.3-70b", "Cerebras"),
+  nvidia: chat(
+    "https://integrate.api.nvidia.com/v1",
+    "meta/llama-3.3-70b-instruct",
+    "NVIDIA NIM",
+  ),
+  sambanova: chat(
+    "https://api.sambanova.ai/v1",
+    "Meta-Llama-3.3-70B-Instruct",
+    "SambaNova",
+  ),
+  qwen: chat(
+    "https://dashscope-intl.aliyuncs.com/compatible-mode/v1",
+    "qwen-plus",
+    "Alibaba Qwen (DashScope)",
+  ),
+  ollama: chat("http://127.0.0.1:11434/v1", "llama3.2", "local: Ollama", true),
+  llamacpp: chat("http://127.0.0.1:8080/v1", "default", "local: llama.cpp server", true),
+  vllm: chat("http://127.0.0.1:8000/v1", "default", "local: vLLM", true),
+  lmstudio: chat("http://127.0.0.1:1234/v1", "default", "local: LM Studio", true),
+  anthropic: ["anthropic", anthropic, {
+    baseUrl: "https://api.anthropic.com",
+    model: "claude-haiku-4-5",
+    description: "Anthropic Messages",
+  }],
+  gemini: ["gemini", geminiLlm, {
+    baseUrl: "https://generativelanguage.googleapis.com",
+    model: "gemini-3.5-flash",
+    description: "Google Gemini generateContent",
+  }],
+  azure: ["azure-openai", "not wired", { description: "Azure OpenAI (deployment URLs)" }],
+  bedrock: ["bedrock", "not wired", { description: "AWS Bedrock (SigV4)" }],
+  vertex: ["vertex", "not wired", { description: "Google Vertex AI (OAuth)" }],
+});
+
+// ---------------------------------------------------------------- text to speech
+
+/** Text-to-speech providers by name. */
+export const TTS_PROVIDERS = table("tts", {
+  espeak: ["espeak", espeak, {
+    local: true,
+    description: "local: eSpeak NG (wasm, in process)",
+  }],
+  piper: ["piper", piper, {
+    baseUrl: "http://127.0.0.1:5000",
+    local: true,
+    description: "local: Piper HTTP server",
+  }],
+  kokoro: ["openai-tts", openaiTts, {
+    baseUrl: "http://127.0.0.1:8880/v1",
+    model: "kokoro",
+    voice: "af_bella",
+    local: true,
+    description: "local: Kokoro-FastAPI (OpenAI-compatible speech)",
+  }],
+  openai: ["openai-tts", openaiTts, {
+    baseUrl: "https://api.openai.com/v1",
+    model: "gpt-4o-mini-tts",
+    voice: "alloy",
+    description: "OpenAI speech",
+  }],
+  speaches: ["openai-tts", openaiTts, {
+    baseUrl: "http://127.0.0.1:8000/v1",
+    model: "speaches-ai/Kokoro-82M-v1.0-ONNX",
+    voice: "af_heart",
+    local: true,
+    description: "local: speaches (OpenAI-compatible speech)",
+  }],
+  groq: ["openai-tts", openaiTts, {
+    baseUrl: "https://api.groq.com/openai/v1",
+    model: "canopylabs/orpheus-v1-english",
+    voice: "autumn",
+    options: { response_format: "wav", sample_rate: 48000 },
+    description: "Groq speech (Orpheus; WAV)",
+  }],
+  deepinfra: ["openai-tts", openaiTts, {
+    baseUrl: "https://api.deepinfra.com/v1/openai",
+    model: "hexgrad/Kokoro-82M",
+    voice: "af_bella",
+    options: { response_format: "wav", sample_rate: 24000 },
+    description: "DeepInfra speech (Kokoro; WAV)",
+  }],
+  elevenlabs: ["elevenlabs", elevenlabs, {
+    host: "api.elevenlabs.io",
+    model: "eleven_flash_v2_5",
+    description: "ElevenLabs stream-input (WebSocket)",
+  }],
+  cartesia: ["cartesia", cartesia, {
+    host: "api.cartesia.ai",
+    model: "sonic-2",
+    description: "Cartesia (WebSocket)",
+  }],
+  deepgram: ["deepgram-tts", "not wired", { description: "Deepgram Aura" }],
+  azure: ["azure", "not wired", { description: "Azure Speech" }],
+  aws: ["aws", "not wired", { description: "Amazon Polly" }],
+  google: ["google", "not wired", { description: "Google Cloud TTS" }],
+  playht: ["playht", "not wired", { description: "PlayHT" }],
+  rime: ["rime", "not wired", { description: "Rime" }],
+  lmnt: ["lmnt", "not wired", { description: "LMNT" }],
+  neuphonic: ["neuphonic", "not wired", { description: "Neuphonic" }],
+  fish: ["fish", "not wired", { description: "Fish Audio" }],
+  hume: ["hume", "not wired", { description: "Hume Octave" }],
+});
+
+/** The providers of one cascaded kind, by name. */
+export function serviceProviders<K extends ServiceKind>(
+  kind: K,
+): Readonly<Record<string, ServiceProviderInfo<K>>> {
+  const t = kind === "stt" ? STT_PROVIDERS : kind === "llm" ? LLM_PROVIDERS : TTS_PROVIDERS;
+  return t as unknown as Readonly<Record<string, ServiceProviderInfo<K>>>;
+}

@@ -1,0 +1,168 @@
+/**
+ * The two call shapes the agent server runs, loaded once at start from the config:
+ * speech-to-speech (one realtime provider) and cascaded (speech-to-text, language model,
+ * text-to-speech). Loading resolves the providers in the registries, imports their modules
+ * and reads their keys, so a missing key or an unwired provider stops the server at start
+ * with one clear line instead of failing the first call.
+ * @module
+ */
+
+import { buildCascadedTask, buildS2sTask, type CallBase } from "../core/builders.ts";
+import { FlowcatError } from "../core/errors.ts";
+import type { Logger } from "../core/log.ts";
+import type { PipelineTask } from "../core/task.ts";
+import {
+  providerKeyEnv,
+  REALTIME_PROVIDERS,
+  type RealtimeFactory,
+  type RealtimeProviderOptions,
+} from "../providers/registry.ts";
+import { realtimeEnvSettings } from "../providers/realtime/env.ts";
+import type { ServiceOptions } from "../providers/service_options.ts";
+import {
+  type ServiceFactory,
+  type ServiceKind,
+  type ServiceOf,
+  serviceProviders,
+} from "../providers/service_registry.ts";
+import type { ProviderConfig } from "./config_types.ts";
+import type { AgentServerConfig } from "./config.ts";
+
+/** Reads one environment variable (injectable for tests). */
+export type EnvGet = (name: string) => string | undefined;
+
+/** What a call needs beyond the shape: the leg, brain, run and watchers. */
+export type CallInputs = CallBase & { greeting?: string };
+
+/** A loaded call shape. */
+export interface CallShape {
+  /** Provider name a remote brain is told (`provider` in `POST /session`). */
+  provider: string;
+  /** Assemble one call. */
+  build(inputs: CallInputs): PipelineTask;
+}
+
+/** Options of {@link loadCallShape}. */
+export interface LoadShapeOptions {
+  config: AgentServerConfig;
+  env: EnvGet;
+  logger: Logger;
+  /** Replaces the registry's realtime factory (tests). */
+  realtimeFactory?: RealtimeFactory;
+  /** Replaces registry factories of cascaded services (tests). */
+  serviceFactories?: { [K in ServiceKind]?: ServiceFactory<K> };
+}
+
+/** Load the shape the config's `pipeline` names. */
+export function loadCallShape(opts: LoadShapeOptions): Promise<CallShape> {
+  return opts.config.pipeline === "cascaded" ? loadCascaded(opts) : loadS2s(opts);
+}
+
+function readKey(env: EnvGet, provider: string, kind: string): string {
+  const name = providerKeyEnv(provider);
+  const key = env(name);
+  if (key === undefined || key === "") {
+    throw new FlowcatError("config", `${name} is not set (the key for ${kind} provider ${provider})`);
+  }
+  return key;
+}
+
+async function loadS2s(opts: LoadShapeOptions): Promise<CallShape> {
+  const { config, env, logger } = opts;
+  const p = config.providers.realtime;
+  if (p === undefined) throw new FlowcatError("config", "pipeline s2s needs providers.realtime");
+  const info = REALTIME_PROVIDERS[p.name];
+  if (info === undefined) {
+    throw new FlowcatError("config", `providers.realtime.name: unknown provider "${p.name}"`);
+  }
+  const factory = opts.realtimeFactory ?? await info.load();
+  const base: RealtimeProviderOptions = { options: { ...p.options }, logger };
+  if (p.model !== undefined) base.model = p.model;
+  if (p.voice !== undefined) base.voice = p.voice;
+  if (p.url !== undefined) base.url = p.url;
+  if (info.needsKey) base.apiKey = readKey(env, p.name, "realtime");
+  const family = p.name === "openai" ? "openai" : "gemini";
+  return {
+    provider: p.name,
+    build(inputs) {
+      const settings = realtimeEnvSettings(family, env, (l) => logger.warn(l));
+      const o: RealtimeProviderOptions = { ...base, options: { ...base.options } };
+      if (inputs.greeting !== undefined) o.options!.greeting = inputs.greeting;
+      return buildS2sTask({
+        ...inputs,
+        realtime: factory(o),
+        model: base.model ?? p.name,
+        kickoff: inputs.greeting === undefined
+          ? "The caller has joined. Greet them as your instructions say."
+          : `The caller has joined. Start by saying: "${inputs.greeting}"`,
+        voice: base.voice ?? settings.voice,
+        vad: settings.vad,
+      });
+    },
+  };
+}
+
+/** A loaded cascaded service: its factory and the options every call gets. */
+interface LoadedService<K extends ServiceKind> {
+  make: () => ServiceOf[K];
+  model?: string;
+}
+
+async function loadService<K extends ServiceKind>(
+  kind: K,
+  p: ProviderConfig | undefined,
+  opts: LoadShapeOptions,
+): Promise<LoadedService<K>> {
+  if (p === undefined) {
+    throw new FlowcatError("config", `pipeline cascaded needs providers.${kind}`);
+  }
+  const info = serviceProviders(kind)[p.name];
+  if (info === undefined) {
+    throw new FlowcatError("config", `providers.${kind}.name: unknown provider "${p.name}"`);
+  }
+  const factory = opts.serviceFactories?.[kind] ?? await info.load();
+  const so: ServiceOptions = {
+    provider: p.name,
+    options: { ...info.options, ...p.options },
+    logger: opts.logger,
+  };
+  const baseUrl = p.url ?? info.baseUrl;
+  if (baseUrl !== undefined) so.baseUrl = baseUrl;
+  const model = p.model ?? info.defaultModel;
+  if (model !== undefined) so.model = model;
+  const voice = p.voice ?? info.defaultVoice;
+  if (voice !== undefined) so.voice = voice;
+  if (p.language !== undefined) so.language = p.language;
+  // A local provider behind an operator's proxy may still want a key: pass it when set.
+  if (info.needsKey) so.apiKey = readKey(opts.env, p.name, kind);
+  else {
+    const key = opts.env(providerKeyEnv(p.name));
+    if (key) so.apiKey = key;
+  }
+  // Construct one now: a bad option fails at start, not on the first call.
+  factory(so);
+  return { make: () => factory(so), ...(model !== undefined ? { model } : {}) };
+}
+
+async function loadCascaded(opts: LoadShapeOptions): Promise<CallShape> {
+  const { providers } = opts.config;
+  const stt = await loadService("stt", providers.stt, opts);
+  const llm = await loadService("llm", providers.llm, opts);
+  const tts = await loadService("tts", providers.tts, opts);
+  return {
+    provider: providers.llm!.name,
+    build(inputs) {
+      const { greeting, ...call } = inputs;
+      return buildCascadedTask({
+        ...call,
+        stt: stt.make(),
+        llm: llm.make(),
+        tts: tts.make(),
+        models: { stt: stt.model, llm: llm.model, tts: tts.model },
+        ...(greeting !== undefined
+          ? { greeting }
+          : { kickoff: "The caller has joined. Greet them as your instructions say." }),
+      });
+    },
+  };
+}
