@@ -55,15 +55,12 @@ const anthropic: Loader<"llm"> = () =>
 const geminiLlm: Loader<"llm"> = () => import("./llm/gemini.ts").then((m) => m.createGeminiLlm);
 const whisperHttp: Loader<"stt"> = () =>
   import("./stt/whisper_http.ts").then((m) => m.createWhisperHttpStt);
-const deepgram: Loader<"stt"> = () =>
-  import("./stt/deepgram.ts").then((m) => m.createDeepgramStt);
-const openaiTts: Loader<"tts"> = () =>
-  import("./tts/openai_tts.ts").then((m) => m.createOpenAITts);
+const deepgram: Loader<"stt"> = () => import("./stt/deepgram.ts").then((m) => m.createDeepgramStt);
+const openaiTts: Loader<"tts"> = () => import("./tts/openai_tts.ts").then((m) => m.createOpenAITts);
 const piper: Loader<"tts"> = () => import("./tts/piper_http.ts").then((m) => m.createPiperTts);
 const elevenlabs: Loader<"tts"> = () =>
   import("./tts/elevenlabs.ts").then((m) => m.createElevenLabsTts);
-const cartesia: Loader<"tts"> = () =>
-  import("./tts/cartesia.ts").then((m) => m.createCartesiaTts);
+const cartesia: Loader<"tts"> = () => import("./tts/cartesia.ts").then((m) => m.createCartesiaTts);
 const espeak: Loader<"tts"> = () =>
   import("./tts/espeak.ts").then((m) => (o: ServiceOptions) => {
     const rate = o.options?.sample_rate;
@@ -100,7 +97,8 @@ function table<K extends ServiceKind>(
 ): Readonly<Record<string, ServiceProviderInfo<K>>> {
   const out: Record<string, ServiceProviderInfo<K>> = {};
   for (const [name, [family, load, i]] of Object.entries(rows)) {
-    const host = i.host ?? (i.baseUrl?.startsWith("https://") ? new URL(i.baseUrl).host : undefined);
+    const host = i.host ??
+      (i.baseUrl?.startsWith("https://") ? new URL(i.baseUrl).host : undefined);
     out[name] = {
       name,
       kind,
@@ -179,10 +177,11 @@ export const STT_PROVIDERS = table("stt", {
 
 const chat = (
   baseUrl: string,
-  model: string,
+  model: string | undefined,
   description: string,
-  local = false,
-): Row<"llm"> => ["openai-chat", openaiChat, { baseUrl, model, description, local }];
+  extra: { local?: boolean; options?: Record<string, unknown> } = {},
+): Row<"llm"> => ["openai-chat", openaiChat, { baseUrl, model, description, ...extra }];
+const local = { local: true };
 
 /** Language-model providers by name. */
 export const LLM_PROVIDERS = table("llm", {
@@ -199,11 +198,14 @@ export const LLM_PROVIDERS = table("llm", {
     "Fireworks AI",
   ),
   deepseek: chat("https://api.deepseek.com/v1", "deepseek-chat", "DeepSeek"),
-  mistral: chat("https://api.mistral.ai/v1", "mistral-small-latest", "Mistral"),
+  // Mistral refuses `stream_options` (HTTP 422).
+  mistral: chat("https://api.mistral.ai/v1", "mistral-small-latest", "Mistral", {
+    options: { stream_usage: false },
+  }),
   openrouter: chat("https://openrouter.ai/api/v1", "openai/gpt-4o-mini", "OpenRouter"),
   perplexity: chat("https://api.perplexity.ai", "sonar", "Perplexity"),
   xai: chat("https://api.x.ai/v1", "grok-3-mini", "xAI Grok"),
-  cerebras: chat("https://api.cerebras.ai/v1", "llama-3.3-70b", "Cerebras"),
+  cerebras: chat("https://api.cerebras.ai/v1", "gpt-oss-120b", "Cerebras"),
   nvidia: chat(
     "https://integrate.api.nvidia.com/v1",
     "meta/llama-3.3-70b-instruct",
@@ -219,10 +221,12 @@ export const LLM_PROVIDERS = table("llm", {
     "qwen-plus",
     "Alibaba Qwen (DashScope)",
   ),
-  ollama: chat("http://127.0.0.1:11434/v1", "llama3.2", "local: Ollama", true),
-  llamacpp: chat("http://127.0.0.1:8080/v1", "default", "local: llama.cpp server", true),
-  vllm: chat("http://127.0.0.1:8000/v1", "default", "local: vLLM", true),
-  lmstudio: chat("http://127.0.0.1:1234/v1", "default", "local: LM Studio", true),
+  ollama: chat("http://127.0.0.1:11434/v1", "llama3.2", "local: Ollama", local),
+  // llama-server serves one model and ignores the name.
+  llamacpp: chat("http://127.0.0.1:8080/v1", "local", "local: llama.cpp server", local),
+  // These serve what the operator loaded: the config must name it (providers.llm.model).
+  vllm: chat("http://127.0.0.1:8000/v1", undefined, "local: vLLM (model required)", local),
+  lmstudio: chat("http://127.0.0.1:1234/v1", undefined, "local: LM Studio (model required)", local),
   anthropic: ["anthropic", anthropic, {
     baseUrl: "https://api.anthropic.com",
     model: "claude-haiku-4-5",

@@ -62,7 +62,10 @@ function readKey(env: EnvGet, provider: string, kind: string): string {
   const name = providerKeyEnv(provider);
   const key = env(name);
   if (key === undefined || key === "") {
-    throw new FlowcatError("config", `${name} is not set (the key for ${kind} provider ${provider})`);
+    throw new FlowcatError(
+      "config",
+      `${name} is not set (the key for ${kind} provider ${provider})`,
+    );
   }
   return key;
 }
@@ -130,6 +133,12 @@ async function loadService<K extends ServiceKind>(
   if (baseUrl !== undefined) so.baseUrl = baseUrl;
   const model = p.model ?? info.defaultModel;
   if (model !== undefined) so.model = model;
+  else if (kind === "llm") {
+    throw new FlowcatError(
+      "config",
+      `providers.llm.model: ${p.name} serves the model you loaded; name it (e.g. model: my-model)`,
+    );
+  }
   const voice = p.voice ?? info.defaultVoice;
   if (voice !== undefined) so.voice = voice;
   if (p.language !== undefined) so.language = p.language;

@@ -13,8 +13,8 @@ import {
   makeFrame,
   type SttService,
   type ToolDecl,
-  type TtsService,
   ttsAudio,
+  type TtsService,
 } from "../mod.ts";
 import { sleep } from "./_core_helpers.ts";
 

@@ -112,14 +112,18 @@ async function botFinished(call: TwilioCall, quietMs = 400, ms = 10_000): Promis
   await until(() => call.media().length > 0, ms, "bot audio");
   let last = -1;
   let since = performance.now();
-  await until(() => {
-    const n = call.media().length;
-    if (n !== last) {
-      last = n;
-      since = performance.now();
-    }
-    return performance.now() - since >= quietMs;
-  }, ms, "bot to finish speaking");
+  await until(
+    () => {
+      const n = call.media().length;
+      if (n !== last) {
+        last = n;
+        since = performance.now();
+      }
+      return performance.now() - since >= quietMs;
+    },
+    ms,
+    "bot to finish speaking",
+  );
 }
 
 const tone = (secs: number) =>

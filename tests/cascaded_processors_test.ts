@@ -8,8 +8,8 @@ import assert from "node:assert/strict";
 import {
   type AgentBrain,
   AssistantContextAggregator,
-  BrainProcessor,
   type BrainAction,
+  BrainProcessor,
   createLlmContext,
   type Frame,
   type FrameProcessor,

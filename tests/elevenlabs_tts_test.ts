@@ -68,8 +68,16 @@ async function withFake(
   }
 }
 
-function client(fake: ElevenLabsFake, extra: Partial<Parameters<typeof createElevenLabsTts>[0]> = {}) {
-  return createElevenLabsTts({ provider: "elevenlabs", apiKey: fake.key, baseUrl: fake.url, ...extra });
+function client(
+  fake: ElevenLabsFake,
+  extra: Partial<Parameters<typeof createElevenLabsTts>[0]> = {},
+) {
+  return createElevenLabsTts({
+    provider: "elevenlabs",
+    apiKey: fake.key,
+    baseUrl: fake.url,
+    ...extra,
+  });
 }
 
 Deno.test("elevenlabs: handshake carries voice, model, pcm format and the key in xi-api-key", async () => {
@@ -99,7 +107,10 @@ Deno.test("elevenlabs: voice, model, language and a 16 kHz output_format follow 
     assert.equal(tts.sampleRate(), 16000);
     const frames = await collect(tts.runTts("Hallo."));
     const conn = fake.connections[0];
-    assert.equal(conn.url.pathname, `/v1/text-to-speech/${encodeURIComponent("voice/ü")}/stream-input`);
+    assert.equal(
+      conn.url.pathname,
+      `/v1/text-to-speech/${encodeURIComponent("voice/ü")}/stream-input`,
+    );
     assert.equal(conn.url.searchParams.get("model_id"), "eleven_turbo_v2_5");
     assert.equal(conn.url.searchParams.get("output_format"), "pcm_16000");
     assert.equal(conn.url.searchParams.get("language_code"), "de");
@@ -110,7 +121,9 @@ Deno.test("elevenlabs: voice, model, language and a 16 kHz output_format follow 
 
 Deno.test("elevenlabs: the fake receives init, text with flush, then the end-of-input message", async () => {
   await withFake(new ElevenLabsFake({ audio: [rampBytes(8)] }), async (fake) => {
-    const tts = client(fake, { options: { voice_settings: { stability: 0.4, similarity_boost: 0.8 } } });
+    const tts = client(fake, {
+      options: { voice_settings: { stability: 0.4, similarity_boost: 0.8 } },
+    });
     await collect(tts.runTts("  Good morning, caller.  "));
     assert.deepEqual(fake.connections[0].messages, [
       { text: " ", voice_settings: { stability: 0.4, similarity_boost: 0.8 } },
@@ -229,12 +242,20 @@ Deno.test("elevenlabs: a handshake that never completes times out", async () => 
 });
 
 Deno.test("elevenlabs: config errors are caught at construction; empty text dials nothing", async () => {
-  assert.throws(() => new ElevenLabsTts({ provider: "elevenlabs" }), /elevenlabs: apiKey is required/);
   assert.throws(
-    () => new ElevenLabsTts({ provider: "elevenlabs", apiKey: "k", options: { sample_rate: 12345 } }),
+    () => new ElevenLabsTts({ provider: "elevenlabs" }),
+    /elevenlabs: apiKey is required/,
+  );
+  assert.throws(
+    () =>
+      new ElevenLabsTts({ provider: "elevenlabs", apiKey: "k", options: { sample_rate: 12345 } }),
     (err: unknown) => err instanceof FlowcatError && err.kind === "config",
   );
-  const tts = new ElevenLabsTts({ provider: "elevenlabs", apiKey: "k", baseUrl: "https://eu.example" });
+  const tts = new ElevenLabsTts({
+    provider: "elevenlabs",
+    apiKey: "k",
+    baseUrl: "https://eu.example",
+  });
   assert.match(tts.url(), /^wss:\/\/eu\.example\/v1\/text-to-speech\//);
   const frames = await collect(tts.runTts("   "));
   assert.deepEqual(frames.map((f) => f.kind), ["TtsStarted", "TtsStopped"]);

@@ -29,7 +29,7 @@ function streamOf(chunks: string[], gapMs = 0): ReadableStream<Uint8Array> {
 Deno.test("readSse: events split across chunks, CRLF, comments, multi-line data, unfinished tail", async () => {
   const body = streamOf([
     ": comment\r\n",
-    "event: delta\r\ndata: {\"a\"",
+    'event: delta\r\ndata: {"a"',
     ":1}\r\n\r",
     "\ndata: line one\ndata: line two\nid: 7\n\n",
     "data:no-space\n\n",
@@ -99,7 +99,9 @@ Deno.test("providerFetch: no headers within the deadline is a timeout error", as
   try {
     await assert.rejects(
       providerFetch("acme", s.url, {}, { timeoutMs: 50, retries: 0 }),
-      (err) => err instanceof FlowcatError && err.kind === "timeout" && /acme: no answer/.test(err.message),
+      (err) =>
+        err instanceof FlowcatError && err.kind === "timeout" &&
+        /acme: no answer/.test(err.message),
     );
   } finally {
     await new Promise((r) => setTimeout(r, 400));

@@ -156,14 +156,10 @@ Deno.test("config: unknown provider names get did-you-mean from the registry", a
   at(far, "providers.realtime.name", "expected one of: echo, gemini, openai");
   const cascade = await problems(`agent: { graph: graph.yaml }
 pipeline: cascaded
-providers: { stt: { name: deepgram }, llm: { name: openai }, tts: { name: cartesia } }`);
-  at(
-    cascade,
-    "providers.stt.name",
-    'unknown provider "deepgram" (no stt providers are available yet)',
-  );
-  at(cascade, "providers.llm.name", "no llm providers");
-  at(cascade, "providers.tts.name", "no tts providers");
+providers: { stt: { name: dipgram }, llm: { name: olama }, tts: { name: cartesia } }`);
+  at(cascade, "providers.stt.name", 'unknown provider "dipgram" (did you mean "deepgram"?)');
+  at(cascade, "providers.llm.name", 'unknown provider "olama" (did you mean "ollama"?)');
+  assert.equal(cascade.length, 2, "cartesia is a known tts provider");
 });
 
 Deno.test("config: wrong types and out-of-range values name the field", async () => {

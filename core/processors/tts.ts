@@ -14,7 +14,13 @@
  */
 
 import { errorMessage } from "../errors.ts";
-import { type Direction, type Frame, makeFrame, type StartParams, type StopReason } from "../frames.ts";
+import {
+  type Direction,
+  type Frame,
+  makeFrame,
+  type StartParams,
+  type StopReason,
+} from "../frames.ts";
 import { FrameProcessor, type Link, type ProcessorSetup } from "../processor.ts";
 import type { TtsService } from "../seams.ts";
 import { SentenceSplitter } from "../sentences.ts";
@@ -70,11 +76,11 @@ export class TtsProcessor extends FrameProcessor {
           this.#whole = "";
           break;
         case "LlmText":
-          if (this.#split) for (const s of this.#splitter.push(frame.text)) this.#say(s, link);
+          if (this.#split) { for (const s of this.#splitter.push(frame.text)) this.#say(s, link); }
           else this.#whole += frame.text;
           return;
         case "LlmResponseEnd":
-          if (this.#split) for (const s of this.#splitter.flush()) this.#say(s, link);
+          if (this.#split) { for (const s of this.#splitter.flush()) this.#say(s, link); }
           else if (this.#whole.trim()) this.#say(this.#whole.trim(), link);
           this.#whole = "";
           break;

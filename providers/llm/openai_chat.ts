@@ -270,26 +270,6 @@ function streamError(provider: string, error: unknown): FlowcatError {
   return new FlowcatError("protocol", `${provider}: stream error: ${message.slice(0, MAX_DETAIL)}`);
 }
 
-/**
- * A fetch whose abort signal guards only the wait for the headers. providerFetch hands fetch a
- * signal carrying its header deadline, and fetch keeps that signal on the body, so a stream
- * running past the deadline would die mid-answer. The body is stopped through readSse instead.
- */
-function headersOnlySignal(base: typeof fetch): typeof fetch {
-  return async (input, init) => {
-    const ctl = new AbortController();
-    const outer = init?.signal ?? undefined;
-    const relay = () => ctl.abort(outer?.reason);
-    if (outer?.aborted) relay();
-    outer?.addEventListener("abort", relay, { once: true });
-    try {
-      return await base(input, { ...init, signal: ctl.signal });
-    } finally {
-      outer?.removeEventListener("abort", relay);
-    }
-  };
-}
-
 /** Aborts `signal` when no stream data arrives for `ms`; paused while the consumer holds a frame. */
 class IdleDeadline {
   readonly #ctl = new AbortController();
@@ -374,7 +354,7 @@ export class OpenAIChatLlm implements LlmService {
         provider,
         this.#url,
         { method: "POST", headers, body: JSON.stringify(body) },
-        { timeoutMs, signal, fetch: headersOnlySignal(this.#opts.fetch ?? fetch) },
+        { timeoutMs, signal, ...(this.#opts.fetch ? { fetch: this.#opts.fetch } : {}) },
       );
     } catch (err) {
       if (signal?.aborted) return;

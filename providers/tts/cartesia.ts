@@ -1,31 +1,25 @@
 /**
  * Cartesia (Sonic) streaming text-to-speech over one multiplexed WebSocket.
  *
- * Wire facts (checked against docs.cartesia.ai: the TTS WebSocket reference
+ * Wire facts, from docs.cartesia.ai (TTS WebSocket reference
  * https://docs.cartesia.ai/2024-11-13/api-reference/tts/websocket, API conventions
- * https://docs.cartesia.ai/use-the-api/api-conventions, and the versions listed on
- * https://docs.cartesia.ai/api-reference/voice-changer/sse):
- * - URL `wss://api.cartesia.ai/tts/websocket`; the API version goes in the `cartesia_version`
- *   query parameter (it "takes precedence" over the `Cartesia-Version` header). Valid versions:
- *   2024-06-10, 2024-11-13, 2025-04-16, 2026-03-01; 2026-03-01 is the newest (GET / reports it)
- *   and pipecat's Cartesia client sends this same request shape with it.
- * - Auth: the reference lists an `X-API-Key` header for the socket, with `?api_key=` as the
- *   browser fallback "instead of the X-API-Key header". Deno can send headers, so the key goes
- *   in the header and never into the URL (URLs end up in proxy logs).
- * - Request `{model_id, transcript, voice:{mode:"id", id}, language, context_id,
- *   output_format:{container:"raw", encoding:"pcm_s16le", sample_rate}, continue:false}`;
- *   cancel `{context_id, cancel:true}`.
- * - Responses carry the `context_id`: `{type:"chunk", data: base64, done:false}`,
- *   `{type:"done", done:true}`, `{type:"error", error, status_code, done:true}`, plus
- *   `timestamps` / `flush_done` (ignored here).
- * - Cartesia recommends "many generations over a single WebSocket", a context per generation,
- *   and opening the socket before the first one; so {@link CartesiaTts.start} dials it and
- *   each {@link CartesiaTts.runTts} is one context. A dropped socket (Cartesia closes idle ones)
- *   is redialled by the next call.
- * - Default model `sonic-3` (stable; `sonic-2-2025-03-07` is being retired and Cartesia steers
- *   users to Sonic 3 / 3.5, see docs.cartesia.ai/build-with-cartesia/tts-models/older-models);
- *   default voice Katie `f786b574-daa5-4673-aa0c-cbe3e8534c02`, which Cartesia recommends for
- *   voice agents.
+ * https://docs.cartesia.ai/use-the-api/api-conventions):
+ * - `wss://api.cartesia.ai/tts/websocket?cartesia_version=...` (the query "takes precedence"
+ *   over the `Cartesia-Version` header). Versions: 2024-06-10, 2024-11-13, 2025-04-16 and the
+ *   newest, 2026-03-01 (listed on /api-reference/voice-changer/sse; pipecat sends this same
+ *   request shape with 2026-03-01).
+ * - Auth: an `X-API-Key` header on the handshake; `?api_key=` exists only "instead of the
+ *   X-API-Key header" for browsers. The header keeps the key out of URLs (proxy logs).
+ * - Request `{context_id, model_id, transcript, voice:{mode:"id", id}, language, continue:false,
+ *   output_format:{container:"raw", encoding:"pcm_s16le", sample_rate}}`; cancel
+ *   `{context_id, cancel:true}`. Responses carry `context_id`: `chunk` (base64 `data`), `done`,
+ *   `error` (`error`, `status_code`), and `timestamps` / `flush_done` (ignored).
+ * - Cartesia advises "many generations over a single WebSocket", a context each, dialled
+ *   before the first: {@link CartesiaTts.start} dials, each `runTts` is one context, and a
+ *   dropped socket (idle ones are closed) is redialled by the next call.
+ * - Default model `sonic-3`: `sonic-2-2025-03-07` is being retired and Cartesia steers users
+ *   to Sonic 3 / 3.5 (/build-with-cartesia/tts-models/older-models). Default voice Katie
+ *   `f786b574-daa5-4673-aa0c-cbe3e8534c02`, recommended there for voice agents.
  *
  * @example
  * ```ts
@@ -176,7 +170,9 @@ export class CartesiaTts implements TtsService {
         }
         if (msg.type === "chunk" && typeof msg.data === "string" && msg.data) {
           const samples = pcm.push(decodeBase64(this.#name, msg.data));
-          if (samples) yield ttsAudio({ pcm: samples, sampleRate: this.#rate, numChannels: 1 }, contextId);
+          if (samples) {
+            yield ttsAudio({ pcm: samples, sampleRate: this.#rate, numChannels: 1 }, contextId);
+          }
         }
         if (msg.type === "done" || msg.done === true) ended = true;
       }
@@ -279,31 +275,25 @@ function raceAbort<T>(p: Promise<T>, signal?: AbortSignal): Promise<T | undefine
 }
 
 // ---------------------------------------------------------------- socket plumbing
-// Same helpers as providers/tts/elevenlabs.ts (kept per file until a shared module exists).
-
-/** Options of {@link openSocket}. */
-interface OpenOptions {
-  provider: string;
-  timeoutMs: number;
-}
+// The same helpers live in providers/tts/{elevenlabs,cartesia}.ts until a shared module exists.
 
 /**
- * Open a WebSocket with request headers (a Deno extension) and wait until it is open. A refused
- * handshake says its HTTP status in Deno's error event; 401/403 become `auth` errors. The URL
- * and headers never go into an error message.
+ * Open a WebSocket with request headers (a Deno extension) and wait until it is open. Deno's
+ * error event for a refused handshake holds "Invalid status code: 401"; 401/403 become `auth`
+ * errors. The URL and headers never go into an error message.
  */
 function openSocket(
   url: string,
   headers: Record<string, string>,
-  opts: OpenOptions,
+  opts: { provider: string; timeoutMs: number; signal?: AbortSignal },
 ): Promise<WebSocket> {
+  const { provider, timeoutMs, signal } = opts;
   return new Promise((resolve, reject) => {
     let ws: WebSocket;
     try {
       ws = new WebSocket(url, { headers } as unknown as string[]);
     } catch (err) {
-      reject(new FlowcatError("config", `${opts.provider}: bad WebSocket URL`, { cause: err }));
-      return;
+      return reject(new FlowcatError("config", `${provider}: bad WebSocket URL`, { cause: err }));
     }
     ws.binaryType = "arraybuffer";
     let settled = false;
@@ -312,48 +302,41 @@ function openSocket(
       if (settled) return;
       settled = true;
       clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
       ws.removeEventListener("open", onOpen);
       ws.removeEventListener("error", onError);
       ws.removeEventListener("close", onClose);
-      if (!err) return resolve(ws);
-      // Wait for the close so no half-open socket outlives the call (Deno cancels at once).
-      closeSocket(ws).then(() => reject(err));
+      // On failure wait for the close, so no half-open socket outlives the call.
+      if (err) closeSocket(ws).then(() => reject(err));
+      else resolve(ws);
     };
     const onOpen = () => finish();
-    const onError = (e: Event) => {
-      handshakeError = (e as ErrorEvent).message ?? "";
-    };
+    const onError = (e: Event) => void (handshakeError = (e as ErrorEvent).message ?? "");
     const onClose = () => {
       const status = Number(/status code:? (\d{3})/i.exec(handshakeError)?.[1] ?? 0);
+      const http = status ? ` (HTTP ${status})` : "";
       finish(
         status === 401 || status === 403
-          ? new FlowcatError("auth", `${opts.provider}: API key rejected (HTTP ${status})`)
-          : new FlowcatError(
-            "closed",
-            `${opts.provider}: could not connect${status ? ` (HTTP ${status})` : ""}`,
-          ),
+          ? new FlowcatError("auth", `${provider}: API key rejected${http}`)
+          : new FlowcatError("closed", `${provider}: could not connect${http}`),
       );
     };
-    const timer = setTimeout(
-      () => finish(new FlowcatError("timeout", `${opts.provider}: connect timed out after ${opts.timeoutMs} ms`)),
-      opts.timeoutMs,
-    );
+    const onAbort = () => finish(new FlowcatError("closed", `${provider}: connect aborted`));
+    const timeout = `${provider}: connect timed out after ${timeoutMs} ms`;
+    const timer = setTimeout(() => finish(new FlowcatError("timeout", timeout)), timeoutMs);
     ws.addEventListener("open", onOpen);
     ws.addEventListener("error", onError);
     ws.addEventListener("close", onClose);
+    signal?.addEventListener("abort", onAbort);
   });
 }
 
-/** Close `ws` (code 1000) and wait for the close event, at most {@link CLOSE_WAIT_MS}. */
+/** Close `ws` (code 1000) and wait for its close event, at most {@link CLOSE_WAIT_MS}. */
 function closeSocket(ws: WebSocket): Promise<void> {
   if (ws.readyState === WebSocket.CLOSED) return Promise.resolve();
   return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      resolve();
-    };
-    const timer = setTimeout(done, CLOSE_WAIT_MS);
-    ws.addEventListener("close", done, { once: true });
+    const timer = setTimeout(resolve, CLOSE_WAIT_MS);
+    ws.addEventListener("close", () => (clearTimeout(timer), resolve()), { once: true });
     try {
       ws.close(1000);
     } catch { /* already closing */ }
@@ -406,14 +389,10 @@ function decodeBase64(provider: string, b64: string): Uint8Array {
   }
 }
 
+/** A JSON object from a text or binary message; `undefined` for anything else. */
 function parseJson(data: unknown): Record<string, unknown> | undefined {
-  const text = typeof data === "string"
-    ? data
-    : data instanceof ArrayBuffer
-    ? new TextDecoder().decode(data)
-    : undefined;
-  if (text === undefined) return undefined;
   try {
+    const text = data instanceof ArrayBuffer ? new TextDecoder().decode(data) : String(data);
     const value = JSON.parse(text);
     return isObject(value) ? value : undefined;
   } catch {

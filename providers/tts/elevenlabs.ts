@@ -167,7 +167,9 @@ export class ElevenLabsTts implements TtsService {
         }
         if (typeof msg.audio === "string" && msg.audio) {
           const samples = pcm.push(decodeBase64(this.#name, msg.audio));
-          if (samples) yield ttsAudio({ pcm: samples, sampleRate: this.#rate, numChannels: 1 }, contextId);
+          if (samples) {
+            yield ttsAudio({ pcm: samples, sampleRate: this.#rate, numChannels: 1 }, contextId);
+          }
         }
         if (msg.isFinal === true) break;
       }
@@ -201,8 +203,13 @@ export class ElevenLabsTts implements TtsService {
 
   #closedError(code: number, reason: string): FlowcatError {
     const why = reason ? `: ${redact(reason, this.#apiKey).slice(0, 300)}` : "";
-    const kind: FlowcatErrorKind = /api.?key|auth|unauthori[sz]ed/i.test(reason) ? "auth" : "closed";
-    return new FlowcatError(kind, `${this.#name}: socket closed before the audio ended (code ${code})${why}`);
+    const kind: FlowcatErrorKind = /api.?key|auth|unauthori[sz]ed/i.test(reason)
+      ? "auth"
+      : "closed";
+    return new FlowcatError(
+      kind,
+      `${this.#name}: socket closed before the audio ended (code ${code})${why}`,
+    );
   }
 }
 
@@ -219,38 +226,34 @@ function pickRate(provider: string, options: Record<string, unknown> | undefined
   if (typeof rate !== "number" || !ELEVENLABS_PCM_RATES.includes(rate)) {
     throw new FlowcatError(
       "config",
-      `${provider}: sample rate must be one of ${ELEVENLABS_PCM_RATES.join(", ")} (raw PCM output formats)`,
+      `${provider}: sample rate must be one of ${
+        ELEVENLABS_PCM_RATES.join(", ")
+      } (raw PCM output formats)`,
     );
   }
   return rate;
 }
 
 // ---------------------------------------------------------------- socket plumbing
-
-/** Options of {@link openSocket}. */
-interface OpenOptions {
-  provider: string;
-  timeoutMs: number;
-  signal?: AbortSignal;
-}
+// The same helpers live in providers/tts/{elevenlabs,cartesia}.ts until a shared module exists.
 
 /**
- * Open a WebSocket with request headers (a Deno extension) and wait until it is open. A refused
- * handshake says its HTTP status in Deno's error event; 401/403 become `auth` errors. The URL
- * and headers never go into an error message.
+ * Open a WebSocket with request headers (a Deno extension) and wait until it is open. Deno's
+ * error event for a refused handshake holds "Invalid status code: 401"; 401/403 become `auth`
+ * errors. The URL and headers never go into an error message.
  */
 function openSocket(
   url: string,
   headers: Record<string, string>,
-  opts: OpenOptions,
+  opts: { provider: string; timeoutMs: number; signal?: AbortSignal },
 ): Promise<WebSocket> {
+  const { provider, timeoutMs, signal } = opts;
   return new Promise((resolve, reject) => {
     let ws: WebSocket;
     try {
       ws = new WebSocket(url, { headers } as unknown as string[]);
     } catch (err) {
-      reject(new FlowcatError("config", `${opts.provider}: bad WebSocket URL`, { cause: err }));
-      return;
+      return reject(new FlowcatError("config", `${provider}: bad WebSocket URL`, { cause: err }));
     }
     ws.binaryType = "arraybuffer";
     let settled = false;
@@ -259,51 +262,41 @@ function openSocket(
       if (settled) return;
       settled = true;
       clearTimeout(timer);
-      opts.signal?.removeEventListener("abort", onAbort);
+      signal?.removeEventListener("abort", onAbort);
       ws.removeEventListener("open", onOpen);
       ws.removeEventListener("error", onError);
       ws.removeEventListener("close", onClose);
-      if (!err) return resolve(ws);
-      // Wait for the close so no half-open socket outlives the call (Deno cancels at once).
-      closeSocket(ws).then(() => reject(err));
+      // On failure wait for the close, so no half-open socket outlives the call.
+      if (err) closeSocket(ws).then(() => reject(err));
+      else resolve(ws);
     };
     const onOpen = () => finish();
-    const onError = (e: Event) => {
-      handshakeError = (e as ErrorEvent).message ?? "";
-    };
+    const onError = (e: Event) => void (handshakeError = (e as ErrorEvent).message ?? "");
     const onClose = () => {
       const status = Number(/status code:? (\d{3})/i.exec(handshakeError)?.[1] ?? 0);
+      const http = status ? ` (HTTP ${status})` : "";
       finish(
         status === 401 || status === 403
-          ? new FlowcatError("auth", `${opts.provider}: API key rejected (HTTP ${status})`)
-          : new FlowcatError(
-            "closed",
-            `${opts.provider}: could not connect${status ? ` (HTTP ${status})` : ""}`,
-          ),
+          ? new FlowcatError("auth", `${provider}: API key rejected${http}`)
+          : new FlowcatError("closed", `${provider}: could not connect${http}`),
       );
     };
-    const onAbort = () => finish(new FlowcatError("closed", `${opts.provider}: connect aborted`));
-    const timer = setTimeout(
-      () => finish(new FlowcatError("timeout", `${opts.provider}: connect timed out after ${opts.timeoutMs} ms`)),
-      opts.timeoutMs,
-    );
+    const onAbort = () => finish(new FlowcatError("closed", `${provider}: connect aborted`));
+    const timeout = `${provider}: connect timed out after ${timeoutMs} ms`;
+    const timer = setTimeout(() => finish(new FlowcatError("timeout", timeout)), timeoutMs);
     ws.addEventListener("open", onOpen);
     ws.addEventListener("error", onError);
     ws.addEventListener("close", onClose);
-    opts.signal?.addEventListener("abort", onAbort);
+    signal?.addEventListener("abort", onAbort);
   });
 }
 
-/** Close `ws` (code 1000) and wait for the close event, at most {@link CLOSE_WAIT_MS}. */
+/** Close `ws` (code 1000) and wait for its close event, at most {@link CLOSE_WAIT_MS}. */
 function closeSocket(ws: WebSocket): Promise<void> {
   if (ws.readyState === WebSocket.CLOSED) return Promise.resolve();
   return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      resolve();
-    };
-    const timer = setTimeout(done, CLOSE_WAIT_MS);
-    ws.addEventListener("close", done, { once: true });
+    const timer = setTimeout(resolve, CLOSE_WAIT_MS);
+    ws.addEventListener("close", () => (clearTimeout(timer), resolve()), { once: true });
     try {
       ws.close(1000);
     } catch { /* already closing */ }
@@ -356,14 +349,10 @@ function decodeBase64(provider: string, b64: string): Uint8Array {
   }
 }
 
+/** A JSON object from a text or binary message; `undefined` for anything else. */
 function parseJson(data: unknown): Record<string, unknown> | undefined {
-  const text = typeof data === "string"
-    ? data
-    : data instanceof ArrayBuffer
-    ? new TextDecoder().decode(data)
-    : undefined;
-  if (text === undefined) return undefined;
   try {
+    const text = data instanceof ArrayBuffer ? new TextDecoder().decode(data) : String(data);
     const value = JSON.parse(text);
     return isObject(value) ? value : undefined;
   } catch {

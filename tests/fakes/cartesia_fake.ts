@@ -118,8 +118,10 @@ export class CartesiaFake {
       this.refused.push(401);
       return Response.json({ error: "Invalid API key" }, { status: 401 });
     }
+    // Copied before the upgrade: the request's headers are unreadable after it.
+    const headers = new Headers(req.headers);
     const { socket, response } = Deno.upgradeWebSocket(req);
-    const conn: CartesiaConnection = { url, headers: new Headers(req.headers), messages: [] };
+    const conn: CartesiaConnection = { url, headers, messages: [] };
     this.connections.push(conn);
     this.#sockets.push(socket);
     this.#closed.push(
@@ -139,7 +141,9 @@ export class CartesiaFake {
     try {
       msg = JSON.parse(String(data));
     } catch {
-      socket.send(JSON.stringify({ type: "error", done: true, error: "bad json", status_code: 400 }));
+      socket.send(
+        JSON.stringify({ type: "error", done: true, error: "bad json", status_code: 400 }),
+      );
       return;
     }
     conn.messages.push(msg);
@@ -158,7 +162,15 @@ export class CartesiaFake {
     }
     const chunks = this.mode === "normal" ? this.audio : this.audio.slice(0, 1);
     for (const bytes of chunks) {
-      socket.send(JSON.stringify({ type: "chunk", data: bytes.toBase64(), done: false, step_time: 12, ...base }));
+      socket.send(
+        JSON.stringify({
+          type: "chunk",
+          data: bytes.toBase64(),
+          done: false,
+          step_time: 12,
+          ...base,
+        }),
+      );
     }
     if (this.mode === "normal") socket.send(JSON.stringify({ type: "done", done: true, ...base }));
     if (this.mode === "drop") socket.close(1011, "internal error");

@@ -113,8 +113,10 @@ export class ElevenLabsFake {
         { status: 401 },
       );
     }
+    // Copied before the upgrade: the request's headers are unreadable after it.
+    const headers = new Headers(req.headers);
     const { socket, response } = Deno.upgradeWebSocket(req);
-    const conn: ElevenLabsConnection = { url, headers: new Headers(req.headers), messages: [] };
+    const conn: ElevenLabsConnection = { url, headers, messages: [] };
     this.connections.push(conn);
     this.#sockets.push(socket);
     this.#closed.push(
@@ -148,7 +150,9 @@ export class ElevenLabsFake {
       return;
     }
     if (this.mode === "error") {
-      socket.send(JSON.stringify({ message: this.errorMessage, error: "invalid_request", code: 1008 }));
+      socket.send(
+        JSON.stringify({ message: this.errorMessage, error: "invalid_request", code: 1008 }),
+      );
       socket.close(1008, this.errorMessage);
       return;
     }
