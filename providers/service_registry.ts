@@ -296,7 +296,7 @@ export const TTS_PROVIDERS = table("tts", {
   }],
   cartesia: ["cartesia", cartesia, {
     host: "api.cartesia.ai",
-    model: "sonic-2",
+    model: "sonic-3",
     description: "Cartesia (WebSocket)",
   }],
   deepgram: ["deepgram-tts", "not wired", { description: "Deepgram Aura" }],

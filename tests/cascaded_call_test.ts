@@ -6,8 +6,6 @@
  */
 
 import assert from "node:assert/strict";
-import { GraphBrain } from "../core/agent/graph_brain.ts";
-import { parseGraphSpec } from "../core/agent/graph_spec.ts";
 import { rms, sine } from "../core/audio/pcm.ts";
 import { buildCascadedTask, type CascadedParts } from "../core/builders.ts";
 import { silentLogger } from "../core/log.ts";
@@ -17,6 +15,7 @@ import { createWhisperHttpStt } from "../providers/stt/whisper_http.ts";
 import { createEspeakTts } from "../providers/tts/espeak.ts";
 import { MemorySessionSource } from "../server/session_store.ts";
 import { sleep, until } from "./_core_helpers.ts";
+import { movingOnBrain } from "./_graph_fixture.ts";
 import { type TwilioCall, twilioCall } from "./_twilio_client.ts";
 import {
   finishChunk,
@@ -27,30 +26,6 @@ import {
   usageChunk,
 } from "./fakes/openai_chat_fake.ts";
 import { WhisperHttpFake } from "./fakes/whisper_http_fake.ts";
-
-const GRAPH = `
-version: 1
-start: hello
-nodes:
-  - id: hello
-    prompt: Greet the caller.
-    transitions:
-      - name: go_on
-        description: Move on.
-        target: second
-        say: Moving on.
-  - id: second
-    prompt: Second step, talk to {{who}}.
-    transitions:
-      - name: finish
-        description: Wrap up.
-        target: done
-  - id: done
-    prompt: Say goodbye.
-    terminal: true
-variables:
-  who: "Sam"
-`;
 
 interface Harness {
   call: TwilioCall;
@@ -63,8 +38,6 @@ interface Harness {
 }
 
 async function harness(): Promise<Harness> {
-  const spec = parseGraphSpec(GRAPH);
-  if (!spec.ok) throw new Error(JSON.stringify(spec.problems));
   const llm = new OpenAIChatFake();
   const stt = new WhisperHttpFake();
   await stt.start();
@@ -79,7 +52,7 @@ async function harness(): Promise<Harness> {
       llm: createOpenAIChatLlm({ provider: "ollama", baseUrl: llm.baseUrl, model: "llama3.2" }),
       tts: createEspeakTts(),
       models: { llm: "llama3.2" },
-      brain: new GraphBrain(spec.spec),
+      brain: movingOnBrain(),
       session: sessions,
       runId: run.runId,
       token: run.token,

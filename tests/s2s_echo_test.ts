@@ -4,8 +4,6 @@
  */
 import assert from "node:assert/strict";
 import { buildS2sTask } from "../core/builders.ts";
-import { GraphBrain } from "../core/agent/graph_brain.ts";
-import { parseGraphSpec } from "../core/agent/graph_spec.ts";
 import { rms, sine } from "../core/audio/pcm.ts";
 import { silentLogger } from "../core/log.ts";
 import type { Finalize } from "../core/seams.ts";
@@ -13,36 +11,7 @@ import { EchoRealtime } from "../providers/realtime/echo.ts";
 import { MemorySessionSource } from "../server/session_store.ts";
 import { type TwilioCall, twilioCall } from "./_twilio_client.ts";
 import { sleep, until } from "./_core_helpers.ts";
-
-const GRAPH = `
-version: 1
-start: hello
-nodes:
-  - id: hello
-    prompt: Greet the caller.
-    transitions:
-      - name: go_on
-        description: Move on.
-        target: second
-        say: Moving on.
-  - id: second
-    prompt: Second step, talk to {{who}}.
-    transitions:
-      - name: finish
-        description: Wrap up.
-        target: done
-  - id: done
-    prompt: Say goodbye.
-    terminal: true
-variables:
-  who: "Sam"
-`;
-
-function brain(): GraphBrain {
-  const r = parseGraphSpec(GRAPH);
-  if (!r.ok) throw new Error(JSON.stringify(r.problems));
-  return new GraphBrain(r.spec);
-}
+import { movingOnBrain } from "./_graph_fixture.ts";
 
 interface Harness {
   call: TwilioCall;
@@ -60,7 +29,7 @@ async function harness(): Promise<Harness> {
     const task = buildS2sTask({
       transport,
       realtime: echo,
-      brain: brain(),
+      brain: movingOnBrain(),
       session: sessions,
       runId: run.runId,
       token: run.token,

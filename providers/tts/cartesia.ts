@@ -32,11 +32,21 @@
  * @module
  */
 
-import { bytesToInt16 } from "../../core/audio/pcm.ts";
 import { FlowcatError, type FlowcatErrorKind } from "../../core/errors.ts";
 import { type Frame, makeFrame, type StartParams, ttsAudio } from "../../core/frames.ts";
 import type { TtsService } from "../../core/seams.ts";
 import type { ServiceOptions } from "../service_options.ts";
+import {
+  closeSocket,
+  decodeBase64,
+  isJsonObject,
+  Mailbox,
+  openSocket,
+  parseJsonMessage,
+  PcmJoiner,
+  redact,
+  wsRoot,
+} from "../ws_client.ts";
 
 /** Default API root. */
 export const CARTESIA_DEFAULT_BASE_URL = "wss://api.cartesia.ai";
@@ -50,8 +60,6 @@ export const CARTESIA_DEFAULT_VOICE = "f786b574-daa5-4673-aa0c-cbe3e8534c02";
 export const CARTESIA_DEFAULT_SAMPLE_RATE = 24000;
 /** Rates Cartesia's raw container accepts. */
 export const CARTESIA_PCM_RATES: readonly number[] = [8000, 16000, 22050, 24000, 44100, 48000];
-
-const CLOSE_WAIT_MS = 1000;
 
 /** What the socket listener hands to the context it concerns. */
 type ContextEvent =
@@ -97,7 +105,7 @@ export class CartesiaTts implements TtsService {
     // Cartesia takes ISO 639-1 codes (`en`, `de`), not full BCP-47 tags.
     this.#language = (opts.language ?? "en").split("-")[0].toLowerCase();
     this.#timeoutMs = opts.timeoutMs ?? 15_000;
-    if (isObject(o.generation_config)) this.#generationConfig = o.generation_config;
+    if (isJsonObject(o.generation_config)) this.#generationConfig = o.generation_config;
   }
 
   /** Provider name (as configured). */
@@ -226,7 +234,7 @@ export class CartesiaTts implements TtsService {
   #attach(ws: WebSocket): void {
     this.#ws = ws;
     ws.addEventListener("message", (e) => {
-      const msg = parseJson(e.data);
+      const msg = parseJsonMessage(e.data);
       if (!msg) return;
       const id = msg.context_id;
       if (typeof id === "string" && id) {
@@ -272,144 +280,4 @@ function raceAbort<T>(p: Promise<T>, signal?: AbortSignal): Promise<T | undefine
     signal.addEventListener("abort", onAbort, { once: true });
     p.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
   });
-}
-
-// ---------------------------------------------------------------- socket plumbing
-// The same helpers live in providers/tts/{elevenlabs,cartesia}.ts until a shared module exists.
-
-/**
- * Open a WebSocket with request headers (a Deno extension) and wait until it is open. Deno's
- * error event for a refused handshake holds "Invalid status code: 401"; 401/403 become `auth`
- * errors. The URL and headers never go into an error message.
- */
-function openSocket(
-  url: string,
-  headers: Record<string, string>,
-  opts: { provider: string; timeoutMs: number; signal?: AbortSignal },
-): Promise<WebSocket> {
-  const { provider, timeoutMs, signal } = opts;
-  return new Promise((resolve, reject) => {
-    let ws: WebSocket;
-    try {
-      ws = new WebSocket(url, { headers } as unknown as string[]);
-    } catch (err) {
-      return reject(new FlowcatError("config", `${provider}: bad WebSocket URL`, { cause: err }));
-    }
-    ws.binaryType = "arraybuffer";
-    let settled = false;
-    let handshakeError = "";
-    const finish = (err?: FlowcatError) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", onAbort);
-      ws.removeEventListener("open", onOpen);
-      ws.removeEventListener("error", onError);
-      ws.removeEventListener("close", onClose);
-      // On failure wait for the close, so no half-open socket outlives the call.
-      if (err) closeSocket(ws).then(() => reject(err));
-      else resolve(ws);
-    };
-    const onOpen = () => finish();
-    const onError = (e: Event) => void (handshakeError = (e as ErrorEvent).message ?? "");
-    const onClose = () => {
-      const status = Number(/status code:? (\d{3})/i.exec(handshakeError)?.[1] ?? 0);
-      const http = status ? ` (HTTP ${status})` : "";
-      finish(
-        status === 401 || status === 403
-          ? new FlowcatError("auth", `${provider}: API key rejected${http}`)
-          : new FlowcatError("closed", `${provider}: could not connect${http}`),
-      );
-    };
-    const onAbort = () => finish(new FlowcatError("closed", `${provider}: connect aborted`));
-    const timeout = `${provider}: connect timed out after ${timeoutMs} ms`;
-    const timer = setTimeout(() => finish(new FlowcatError("timeout", timeout)), timeoutMs);
-    ws.addEventListener("open", onOpen);
-    ws.addEventListener("error", onError);
-    ws.addEventListener("close", onClose);
-    signal?.addEventListener("abort", onAbort);
-  });
-}
-
-/** Close `ws` (code 1000) and wait for its close event, at most {@link CLOSE_WAIT_MS}. */
-function closeSocket(ws: WebSocket): Promise<void> {
-  if (ws.readyState === WebSocket.CLOSED) return Promise.resolve();
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, CLOSE_WAIT_MS);
-    ws.addEventListener("close", () => (clearTimeout(timer), resolve()), { once: true });
-    try {
-      ws.close(1000);
-    } catch { /* already closing */ }
-  });
-}
-
-/** Unbounded FIFO one reader awaits; `poke()` wakes the reader with nothing (abort). */
-class Mailbox<T> {
-  #items: T[] = [];
-  #wake: (() => void) | undefined;
-
-  push(item: T): void {
-    this.#items.push(item);
-    this.poke();
-  }
-
-  poke(): void {
-    const wake = this.#wake;
-    this.#wake = undefined;
-    wake?.();
-  }
-
-  async next(): Promise<T | undefined> {
-    if (this.#items.length === 0) await new Promise<void>((r) => (this.#wake = r));
-    return this.#items.shift();
-  }
-}
-
-/** Base64 chunks to whole 16-bit samples; an odd trailing byte waits for the next chunk. */
-class PcmJoiner {
-  #carry: number | undefined;
-
-  push(bytes: Uint8Array): Int16Array | undefined {
-    let buf = bytes;
-    if (this.#carry !== undefined) {
-      buf = new Uint8Array(bytes.length + 1);
-      buf[0] = this.#carry;
-      buf.set(bytes, 1);
-    }
-    this.#carry = buf.length % 2 ? buf[buf.length - 1] : undefined;
-    return buf.length >= 2 ? bytesToInt16(buf) : undefined;
-  }
-}
-
-function decodeBase64(provider: string, b64: string): Uint8Array {
-  try {
-    return Uint8Array.fromBase64(b64);
-  } catch {
-    throw new FlowcatError("protocol", `${provider}: audio chunk is not valid base64`);
-  }
-}
-
-/** A JSON object from a text or binary message; `undefined` for anything else. */
-function parseJson(data: unknown): Record<string, unknown> | undefined {
-  try {
-    const text = data instanceof ArrayBuffer ? new TextDecoder().decode(data) : String(data);
-    const value = JSON.parse(text);
-    return isObject(value) ? value : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-/** `https://` roots become `wss://` (configs often hold the HTTP root); no trailing slash. */
-function wsRoot(base: string): string {
-  return base.replace(/^http(s?):\/\//i, "ws$1://").replace(/\/+$/, "");
-}
-
-/** A server text with the key blanked, in case a proxy echoes it. */
-function redact(text: string, key: string): string {
-  return key ? text.split(key).join("***") : text;
 }

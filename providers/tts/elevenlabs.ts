@@ -32,11 +32,21 @@
  * @module
  */
 
-import { bytesToInt16 } from "../../core/audio/pcm.ts";
 import { FlowcatError, type FlowcatErrorKind } from "../../core/errors.ts";
 import { type Frame, makeFrame, type StartParams, ttsAudio } from "../../core/frames.ts";
 import type { TtsService } from "../../core/seams.ts";
 import type { ServiceOptions } from "../service_options.ts";
+import {
+  closeSocket,
+  decodeBase64,
+  isJsonObject,
+  Mailbox,
+  openSocket,
+  parseJsonMessage,
+  PcmJoiner,
+  redact,
+  wsRoot,
+} from "../ws_client.ts";
 
 /** Default API root. */
 export const ELEVENLABS_DEFAULT_BASE_URL = "wss://api.elevenlabs.io";
@@ -48,8 +58,6 @@ export const ELEVENLABS_DEFAULT_VOICE = "21m00Tcm4TlvDq8ikWAM";
 export const ELEVENLABS_DEFAULT_SAMPLE_RATE = 24000;
 /** Rates with a raw PCM `output_format` (`pcm_<rate>`). */
 export const ELEVENLABS_PCM_RATES: readonly number[] = [8000, 16000, 22050, 24000, 44100];
-
-const CLOSE_WAIT_MS = 1000;
 
 /** One event from the socket, queued for the generator. */
 type SocketEvent =
@@ -83,8 +91,8 @@ export class ElevenLabsTts implements TtsService {
     this.#timeoutMs = opts.timeoutMs ?? 15_000;
     const o = opts.options ?? {};
     this.#firstMessage = { text: " " };
-    if (isObject(o.voice_settings)) this.#firstMessage.voice_settings = o.voice_settings;
-    if (isObject(o.generation_config)) this.#firstMessage.generation_config = o.generation_config;
+    if (isJsonObject(o.voice_settings)) this.#firstMessage.voice_settings = o.voice_settings;
+    if (isJsonObject(o.generation_config)) this.#firstMessage.generation_config = o.generation_config;
   }
 
   /** Provider name (as configured). */
@@ -160,7 +168,7 @@ export class ElevenLabsTts implements TtsService {
         if (signal?.aborted) return;
         if (!ev) continue;
         if (ev.type === "closed") throw this.#closedError(ev.code, ev.reason);
-        const msg = parseJson(ev.data);
+        const msg = parseJsonMessage(ev.data);
         if (!msg) throw new FlowcatError("protocol", `${this.#name}: unreadable server message`);
         if (typeof msg.error === "string" || (typeof msg.message === "string" && !msg.audio)) {
           throw this.#serverError(msg);
@@ -232,144 +240,4 @@ function pickRate(provider: string, options: Record<string, unknown> | undefined
     );
   }
   return rate;
-}
-
-// ---------------------------------------------------------------- socket plumbing
-// The same helpers live in providers/tts/{elevenlabs,cartesia}.ts until a shared module exists.
-
-/**
- * Open a WebSocket with request headers (a Deno extension) and wait until it is open. Deno's
- * error event for a refused handshake holds "Invalid status code: 401"; 401/403 become `auth`
- * errors. The URL and headers never go into an error message.
- */
-function openSocket(
-  url: string,
-  headers: Record<string, string>,
-  opts: { provider: string; timeoutMs: number; signal?: AbortSignal },
-): Promise<WebSocket> {
-  const { provider, timeoutMs, signal } = opts;
-  return new Promise((resolve, reject) => {
-    let ws: WebSocket;
-    try {
-      ws = new WebSocket(url, { headers } as unknown as string[]);
-    } catch (err) {
-      return reject(new FlowcatError("config", `${provider}: bad WebSocket URL`, { cause: err }));
-    }
-    ws.binaryType = "arraybuffer";
-    let settled = false;
-    let handshakeError = "";
-    const finish = (err?: FlowcatError) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", onAbort);
-      ws.removeEventListener("open", onOpen);
-      ws.removeEventListener("error", onError);
-      ws.removeEventListener("close", onClose);
-      // On failure wait for the close, so no half-open socket outlives the call.
-      if (err) closeSocket(ws).then(() => reject(err));
-      else resolve(ws);
-    };
-    const onOpen = () => finish();
-    const onError = (e: Event) => void (handshakeError = (e as ErrorEvent).message ?? "");
-    const onClose = () => {
-      const status = Number(/status code:? (\d{3})/i.exec(handshakeError)?.[1] ?? 0);
-      const http = status ? ` (HTTP ${status})` : "";
-      finish(
-        status === 401 || status === 403
-          ? new FlowcatError("auth", `${provider}: API key rejected${http}`)
-          : new FlowcatError("closed", `${provider}: could not connect${http}`),
-      );
-    };
-    const onAbort = () => finish(new FlowcatError("closed", `${provider}: connect aborted`));
-    const timeout = `${provider}: connect timed out after ${timeoutMs} ms`;
-    const timer = setTimeout(() => finish(new FlowcatError("timeout", timeout)), timeoutMs);
-    ws.addEventListener("open", onOpen);
-    ws.addEventListener("error", onError);
-    ws.addEventListener("close", onClose);
-    signal?.addEventListener("abort", onAbort);
-  });
-}
-
-/** Close `ws` (code 1000) and wait for its close event, at most {@link CLOSE_WAIT_MS}. */
-function closeSocket(ws: WebSocket): Promise<void> {
-  if (ws.readyState === WebSocket.CLOSED) return Promise.resolve();
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, CLOSE_WAIT_MS);
-    ws.addEventListener("close", () => (clearTimeout(timer), resolve()), { once: true });
-    try {
-      ws.close(1000);
-    } catch { /* already closing */ }
-  });
-}
-
-/** Unbounded FIFO one reader awaits; `poke()` wakes the reader with nothing (abort). */
-class Mailbox<T> {
-  #items: T[] = [];
-  #wake: (() => void) | undefined;
-
-  push(item: T): void {
-    this.#items.push(item);
-    this.poke();
-  }
-
-  poke(): void {
-    const wake = this.#wake;
-    this.#wake = undefined;
-    wake?.();
-  }
-
-  async next(): Promise<T | undefined> {
-    if (this.#items.length === 0) await new Promise<void>((r) => (this.#wake = r));
-    return this.#items.shift();
-  }
-}
-
-/** Base64 chunks to whole 16-bit samples; an odd trailing byte waits for the next chunk. */
-class PcmJoiner {
-  #carry: number | undefined;
-
-  push(bytes: Uint8Array): Int16Array | undefined {
-    let buf = bytes;
-    if (this.#carry !== undefined) {
-      buf = new Uint8Array(bytes.length + 1);
-      buf[0] = this.#carry;
-      buf.set(bytes, 1);
-    }
-    this.#carry = buf.length % 2 ? buf[buf.length - 1] : undefined;
-    return buf.length >= 2 ? bytesToInt16(buf) : undefined;
-  }
-}
-
-function decodeBase64(provider: string, b64: string): Uint8Array {
-  try {
-    return Uint8Array.fromBase64(b64);
-  } catch {
-    throw new FlowcatError("protocol", `${provider}: audio chunk is not valid base64`);
-  }
-}
-
-/** A JSON object from a text or binary message; `undefined` for anything else. */
-function parseJson(data: unknown): Record<string, unknown> | undefined {
-  try {
-    const text = data instanceof ArrayBuffer ? new TextDecoder().decode(data) : String(data);
-    const value = JSON.parse(text);
-    return isObject(value) ? value : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-/** `https://` roots become `wss://` (configs often hold the HTTP root); no trailing slash. */
-function wsRoot(base: string): string {
-  return base.replace(/^http(s?):\/\//i, "ws$1://").replace(/\/+$/, "");
-}
-
-/** A server text with the key blanked, in case a proxy echoes it. */
-function redact(text: string, key: string): string {
-  return key ? text.split(key).join("***") : text;
 }

@@ -1,0 +1,36 @@
+/** A three-node graph shared by the call tests: hello -(go_on, says "Moving on.")-> second -> done. */
+
+import { GraphBrain } from "../core/agent/graph_brain.ts";
+import { parseGraphSpec } from "../core/agent/graph_spec.ts";
+
+/** The graph spec text. */
+export const MOVING_ON_GRAPH = `
+version: 1
+start: hello
+nodes:
+  - id: hello
+    prompt: Greet the caller.
+    transitions:
+      - name: go_on
+        description: Move on.
+        target: second
+        say: Moving on.
+  - id: second
+    prompt: Second step, talk to {{who}}.
+    transitions:
+      - name: finish
+        description: Wrap up.
+        target: done
+  - id: done
+    prompt: Say goodbye.
+    terminal: true
+variables:
+  who: "Sam"
+`;
+
+/** A fresh brain on {@link MOVING_ON_GRAPH}. */
+export function movingOnBrain(): GraphBrain {
+  const r = parseGraphSpec(MOVING_ON_GRAPH);
+  if (!r.ok) throw new Error(JSON.stringify(r.problems));
+  return new GraphBrain(r.spec);
+}
