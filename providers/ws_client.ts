@@ -1,13 +1,12 @@
 /**
  * WebSocket plumbing the streaming provider clients share (ElevenLabs and Cartesia TTS,
  * Deepgram STT): a dial that reports a refused key as an `auth` error, a close that waits for
- * the peer, a one-reader mailbox for socket events, base64 PCM joining and JSON message
- * decoding. Realtime (speech-to-speech) clients have their own in providers/realtime/_shared.ts;
- * message text decoding is reused from there.
+ * the peer, a one-reader mailbox for socket events, base64 audio and JSON message decoding.
+ * Realtime (speech-to-speech) clients have their own dial in providers/realtime/_shared.ts
+ * (it has no abort signal and no auth status); its message text decoding is reused here.
  * @module
  */
 
-import { bytesToInt16 } from "../core/audio/pcm.ts";
 import { FlowcatError } from "../core/errors.ts";
 import { messageText } from "./realtime/_shared.ts";
 
@@ -115,23 +114,6 @@ export class Mailbox<T> {
   async next(): Promise<T | undefined> {
     if (this.#items.length === 0) await new Promise<void>((r) => (this.#wake = r));
     return this.#items.shift();
-  }
-}
-
-/** Byte chunks to whole 16-bit samples; an odd trailing byte waits for the next chunk. */
-export class PcmJoiner {
-  #carry: number | undefined;
-
-  /** The whole samples `bytes` completes (with any carried byte); `undefined` when none. */
-  push(bytes: Uint8Array): Int16Array | undefined {
-    let buf = bytes;
-    if (this.#carry !== undefined) {
-      buf = new Uint8Array(bytes.length + 1);
-      buf[0] = this.#carry;
-      buf.set(bytes, 1);
-    }
-    this.#carry = buf.length % 2 ? buf[buf.length - 1] : undefined;
-    return buf.length >= 2 ? bytesToInt16(buf) : undefined;
   }
 }
 

@@ -31,6 +31,8 @@ import type { SttService } from "../../core/seams.ts";
 import { int16ToBytes } from "../../core/audio/pcm.ts";
 import { Resampler } from "../../core/audio/resample.ts";
 import type { ServiceOptions } from "../service_options.ts";
+import { messageText } from "../realtime/_shared.ts";
+import { closeSocket, openSocket } from "../ws_client.ts";
 import {
   DEEPGRAM_DEFAULT_URL,
   DEEPGRAM_SAMPLE_RATE,
@@ -45,12 +47,8 @@ export { DEEPGRAM_DEFAULT_MODEL, DEEPGRAM_SAMPLE_RATE } from "./deepgram_wire.ts
 
 /** Audio held while a dropped socket is reopened: 2 s of 16 kHz 16-bit mono. */
 const BACKLOG_MAX_BYTES = DEEPGRAM_SAMPLE_RATE * 2 * 2;
-/** How long stop() waits for the server to finish the close handshake. */
-const CLOSE_WAIT_MS = 1000;
 
 type State = "idle" | "open" | "reconnecting" | "failed" | "stopped";
-
-const utf8 = new TextDecoder();
 
 /** Deepgram live transcription client; one instance per call. */
 export class DeepgramStt implements SttService {
@@ -60,8 +58,8 @@ export class DeepgramStt implements SttService {
   readonly #joiner: UtteranceJoiner;
   #state: State = "idle";
   #ws: WebSocket | undefined;
-  /** Close promises of every socket this client opened, until each has closed. */
-  readonly #closing = new Map<WebSocket, Promise<void>>();
+  /** Every socket this client opened, until each has closed. */
+  readonly #sockets = new Set<WebSocket>();
   #dialing: Promise<unknown> | undefined;
   #queue: Frame[] = [];
   #error: FlowcatError | undefined;
@@ -146,18 +144,8 @@ export class DeepgramStt implements SttService {
     this.#sendText({ type: "CloseStream" });
     this.#stopped.abort();
     await this.#dialing?.catch(() => {});
-    for (const ws of this.#closing.keys()) {
-      try {
-        ws.close(1000);
-      } catch { /* already closing */ }
-    }
-    // A server that never answers the close must not hold stop() forever.
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    await Promise.race([
-      Promise.allSettled([...this.#closing.values()]),
-      new Promise((r) => (timer = setTimeout(r, CLOSE_WAIT_MS))),
-    ]);
-    clearTimeout(timer);
+    // closeSocket gives up on a server that never answers the close, so stop() cannot hang.
+    await Promise.all([...this.#sockets].map((ws) => closeSocket(ws)));
     this.#ws = undefined;
     this.#backlog = [];
   }
@@ -174,8 +162,8 @@ export class DeepgramStt implements SttService {
       signal: this.#stopped.signal,
     });
     const tracked = dialing.then((ws) => {
-      this.#closing.set(ws, new Promise((r) => ws.addEventListener("close", () => r())));
-      ws.addEventListener("close", () => this.#closing.delete(ws));
+      this.#sockets.add(ws);
+      ws.addEventListener("close", () => this.#sockets.delete(ws));
       return ws;
     });
     this.#dialing = tracked;
@@ -235,11 +223,7 @@ export class DeepgramStt implements SttService {
   }
 
   #onMessage(data: unknown): void {
-    const text = typeof data === "string"
-      ? data
-      : data instanceof ArrayBuffer
-      ? utf8.decode(new Uint8Array(data))
-      : undefined;
+    const text = messageText(data);
     if (text === undefined) return;
     const msg = parseDeepgramMessage(text);
     if (msg.type === "error") {
@@ -292,73 +276,6 @@ export class DeepgramStt implements SttService {
     if (!this.#audioSinceTick) this.#sendText({ type: "KeepAlive" });
     this.#audioSinceTick = false;
   }
-}
-
-/**
- * Open a WebSocket with request headers (Deno's extension) and wait until it is open or
- * `timeoutMs` passes. Deno reports a refused upgrade as an ErrorEvent whose message holds
- * "Invalid status code: 401"; that status picks the error kind. Neither the URL nor the
- * headers go into an error (the key is in a header).
- */
-function openSocket(
-  url: string,
-  headers: Record<string, string>,
-  how: { timeoutMs: number; provider: string; signal: AbortSignal },
-): Promise<WebSocket> {
-  const { timeoutMs, provider, signal } = how;
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) {
-      reject(new FlowcatError("closed", `${provider}: stopped`));
-      return;
-    }
-    let ws: WebSocket;
-    try {
-      ws = new WebSocket(url, { headers } as unknown as string[]);
-    } catch (err) {
-      reject(new FlowcatError("config", `${provider}: bad WebSocket URL`, { cause: err }));
-      return;
-    }
-    ws.binaryType = "arraybuffer";
-    const giveUp = (err: FlowcatError) => {
-      cleanup();
-      try {
-        ws.close();
-      } catch { /* already closing */ }
-      reject(err);
-    };
-    const timer = setTimeout(
-      () => giveUp(new FlowcatError("timeout", `${provider}: connect timed out (${timeoutMs} ms)`)),
-      timeoutMs,
-    );
-    const onAbort = () => giveUp(new FlowcatError("closed", `${provider}: stopped`));
-    const onOpen = () => {
-      cleanup();
-      resolve(ws);
-    };
-    const onFail = (ev: Event) => {
-      cleanup();
-      const detail = ev instanceof ErrorEvent ? ev.message : "";
-      const status = Number(/status code:?\s*(\d{3})/i.exec(detail)?.[1] ?? 0);
-      if (status === 401 || status === 403) {
-        reject(new FlowcatError("auth", `${provider}: authentication failed (HTTP ${status})`));
-      } else if (status > 0) {
-        reject(new FlowcatError("closed", `${provider}: handshake refused (HTTP ${status})`));
-      } else {
-        reject(new FlowcatError("closed", `${provider}: could not connect`));
-      }
-    };
-    const cleanup = () => {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", onAbort);
-      ws.removeEventListener("open", onOpen);
-      ws.removeEventListener("error", onFail);
-      ws.removeEventListener("close", onFail);
-    };
-    ws.addEventListener("open", onOpen);
-    ws.addEventListener("error", onFail);
-    ws.addEventListener("close", onFail);
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
 }
 
 /** Factory for the server's provider registry: a Deepgram live STT client. */

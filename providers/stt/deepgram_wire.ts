@@ -20,6 +20,7 @@
 import { FlowcatError } from "../../core/errors.ts";
 import { type Frame, makeFrame } from "../../core/frames.ts";
 import type { ServiceOptions } from "../service_options.ts";
+import { wsRoot } from "../ws_client.ts";
 
 /** Deepgram's WebSocket root. */
 export const DEEPGRAM_DEFAULT_URL = "wss://api.deepgram.com";
@@ -81,8 +82,7 @@ export function deepgramTuning(options: Record<string, unknown> = {}): DeepgramT
 
 /** The `/v1/listen` URL: `opts.baseUrl` (ws, wss, http or https root) or Deepgram's own. */
 export function deepgramListenUrl(opts: ServiceOptions, tuning: DeepgramTuning): string {
-  let root = (opts.baseUrl ?? DEEPGRAM_DEFAULT_URL).replace(/\/+$/, "");
-  root = root.replace(/^http(s?):\/\//i, "ws$1://");
+  const root = wsRoot(opts.baseUrl ?? DEEPGRAM_DEFAULT_URL);
   const path = root.endsWith("/v1/listen") ? "" : root.endsWith("/v1") ? "/listen" : "/v1/listen";
   let url: URL;
   try {

@@ -43,10 +43,10 @@ import {
   Mailbox,
   openSocket,
   parseJsonMessage,
-  PcmJoiner,
   redact,
   wsRoot,
 } from "../ws_client.ts";
+import { PcmAssembler, ttsUsageFrame } from "./openai_tts.ts";
 
 /** Default API root. */
 export const CARTESIA_DEFAULT_BASE_URL = "wss://api.cartesia.ai";
@@ -156,7 +156,7 @@ export class CartesiaTts implements TtsService {
     this.#contexts.set(contextId, events);
     const onAbort = () => events.poke();
     signal?.addEventListener("abort", onAbort);
-    const pcm = new PcmJoiner();
+    const pcm = new PcmAssembler();
     let ended = false;
     try {
       ws.send(JSON.stringify(this.#request(text, contextId)));
@@ -178,20 +178,13 @@ export class CartesiaTts implements TtsService {
         }
         if (msg.type === "chunk" && typeof msg.data === "string" && msg.data) {
           const samples = pcm.push(decodeBase64(this.#name, msg.data));
-          if (samples) {
+          if (samples.length) {
             yield ttsAudio({ pcm: samples, sampleRate: this.#rate, numChannels: 1 }, contextId);
           }
         }
         if (msg.type === "done" || msg.done === true) ended = true;
       }
-      yield makeFrame("Metrics", {
-        data: [{
-          type: "tts_usage",
-          processor: this.#name,
-          model: this.#model,
-          characters: text.length,
-        }],
-      });
+      yield ttsUsageFrame(this.#name, this.#model, text.length);
       yield makeFrame("TtsStopped", { contextId });
     } finally {
       signal?.removeEventListener("abort", onAbort);

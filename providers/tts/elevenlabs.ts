@@ -43,10 +43,10 @@ import {
   Mailbox,
   openSocket,
   parseJsonMessage,
-  PcmJoiner,
   redact,
   wsRoot,
 } from "../ws_client.ts";
+import { PcmAssembler, ttsUsageFrame } from "./openai_tts.ts";
 
 /** Default API root. */
 export const ELEVENLABS_DEFAULT_BASE_URL = "wss://api.elevenlabs.io";
@@ -92,7 +92,9 @@ export class ElevenLabsTts implements TtsService {
     const o = opts.options ?? {};
     this.#firstMessage = { text: " " };
     if (isJsonObject(o.voice_settings)) this.#firstMessage.voice_settings = o.voice_settings;
-    if (isJsonObject(o.generation_config)) this.#firstMessage.generation_config = o.generation_config;
+    if (isJsonObject(o.generation_config)) {
+      this.#firstMessage.generation_config = o.generation_config;
+    }
   }
 
   /** Provider name (as configured). */
@@ -154,7 +156,7 @@ export class ElevenLabsTts implements TtsService {
     });
     const onAbort = () => events.poke();
     signal?.addEventListener("abort", onAbort);
-    const pcm = new PcmJoiner();
+    const pcm = new PcmAssembler();
     try {
       ws.send(JSON.stringify(this.#firstMessage));
       // The API wants every text chunk to end with a space; flush generates it all right away.
@@ -175,20 +177,13 @@ export class ElevenLabsTts implements TtsService {
         }
         if (typeof msg.audio === "string" && msg.audio) {
           const samples = pcm.push(decodeBase64(this.#name, msg.audio));
-          if (samples) {
+          if (samples.length) {
             yield ttsAudio({ pcm: samples, sampleRate: this.#rate, numChannels: 1 }, contextId);
           }
         }
         if (msg.isFinal === true) break;
       }
-      yield makeFrame("Metrics", {
-        data: [{
-          type: "tts_usage",
-          processor: this.#name,
-          model: this.#model,
-          characters: text.length,
-        }],
-      });
+      yield ttsUsageFrame(this.#name, this.#model, text.length);
       yield makeFrame("TtsStopped", { contextId });
     } finally {
       signal?.removeEventListener("abort", onAbort);
