@@ -103,8 +103,9 @@ export function parseServerArgs(args: string[]): ServerArgs {
 
 /** Extra reads the implementation needs beyond the config's own files. */
 export function implementationReads(config: AgentServerConfig): string[] {
-  const rt = config.providers.realtime;
-  return rt?.name === "echo" && rt.options.tts !== "none" ? [ESPEAK_WASM] : [];
+  const { realtime: rt, tts } = config.providers;
+  const espeak = (rt?.name === "echo" && rt.options.tts !== "none") || tts?.name === "espeak";
+  return espeak ? [ESPEAK_WASM] : [];
 }
 
 function envGet(name: string): string | undefined {

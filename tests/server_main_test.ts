@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { loadConfig } from "../server/config.ts";
-import { implementationReads } from "../server/main.ts";
+import { ESPEAK_WASM, implementationReads } from "../server/main.ts";
 import { permissionFlags } from "../server/permissions.ts";
 
 const dec = new TextDecoder();
@@ -101,4 +101,15 @@ Deno.test("server main: runs under exactly its printed flags, serves, drains on 
   assert.equal(status.code, 0, err);
   assert.match(text, /stopped/);
   assert.doesNotMatch(err, /PermissionDenied|NotCapable|Requires/, err);
+});
+
+Deno.test("server main: the eSpeak wasm is in the printed reads whenever a config speaks with it", async () => {
+  const local = await loadConfig("examples/cascaded_local.yaml");
+  assert.ok(local.ok);
+  assert.deepEqual(implementationReads(local.config), [ESPEAK_WASM]);
+  const echo = await loadConfig("examples/agent.yaml");
+  assert.ok(echo.ok);
+  assert.deepEqual(implementationReads(echo.config), [ESPEAK_WASM]);
+  // The wasm the reads name is the one the engine loads.
+  assert.ok(Deno.statSync(ESPEAK_WASM).isFile);
 });
