@@ -17,6 +17,7 @@ import type { Logger } from "../core/log.ts";
 import type { TranscriptLine } from "../core/processors/finalize.ts";
 import type { AgentBrain, Finalize, MediaTransport } from "../core/seams.ts";
 import type { PipelineTask } from "../core/task.ts";
+import { settlesWithin } from "../core/wait.ts";
 import type { RealtimeFactory } from "../providers/registry.ts";
 import type { ServiceFactory, ServiceKind } from "../providers/service_registry.ts";
 import { type CallShape, type EnvGet, loadCallShape } from "./call_shapes.ts";
@@ -148,13 +149,7 @@ export class CallManager {
   async drain(ms = this.#cfg.limits.drainSeconds * 1000): Promise<void> {
     this.#draining = true;
     const all = () => Promise.all([...this.#tasks.values()].map((t) => t.done));
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const timedOut = await Promise.race([
-      all().then(() => false),
-      new Promise<boolean>((r) => (timer = setTimeout(() => r(true), ms))),
-    ]);
-    clearTimeout(timer);
-    if (timedOut) {
+    if (!(await settlesWithin(all(), ms))) {
       for (const t of this.#tasks.values()) t.task.cancel("server shutting down");
       await all();
     }

@@ -32,6 +32,7 @@ import {
 } from "../frames.ts";
 import { FrameProcessor, type Link, type ProcessorSetup } from "../processor.ts";
 import type { RealtimeEvent, RealtimeLlm, RealtimeSetup } from "../seams.ts";
+import { settlesWithin } from "../wait.ts";
 
 /** Options of a {@link RealtimeProcessor}. */
 export interface RealtimeProcessorOptions {
@@ -152,9 +153,7 @@ export class RealtimeProcessor extends FrameProcessor {
       await this.#llm.close();
     } catch { /* closing a broken model is not news */ }
     if (this.#reader === undefined) return;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    await Promise.race([this.#reader, new Promise((r) => (timer = setTimeout(r, 1000)))]);
-    clearTimeout(timer);
+    await settlesWithin(this.#reader, 1000);
   }
 
   #sendAudio(pcm: Int16Array, rate: number, link: Link): void {

@@ -16,6 +16,7 @@ import { errorMessage } from "../errors.ts";
 import type { Direction, Frame, StartParams, StopReason } from "../frames.ts";
 import { FrameProcessor, type Link, type ProcessorSetup } from "../processor.ts";
 import type { SttService } from "../seams.ts";
+import { settlesWithin } from "../wait.ts";
 
 /** Options of an {@link SttProcessor}. */
 export interface SttProcessorOptions {
@@ -86,9 +87,7 @@ export class SttProcessor extends FrameProcessor {
 
   /** Waits (bounded) for a segment still being transcribed, then stops the service. */
   override async stop(_reason: StopReason): Promise<void> {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    await Promise.race([this.#segments, new Promise((r) => (timer = setTimeout(r, 3000)))]);
-    clearTimeout(timer);
+    await settlesWithin(this.#segments, 3000);
     try {
       await this.#stt.stop?.();
     } catch { /* stopping a broken service is not news */ }

@@ -24,6 +24,7 @@ import {
 import { FrameProcessor, type Link, type ProcessorSetup } from "../processor.ts";
 import type { TtsService } from "../seams.ts";
 import { SentenceSplitter } from "../sentences.ts";
+import { settlesWithin } from "../wait.ts";
 
 /** Options of a {@link TtsProcessor}. */
 export interface TtsProcessorOptions {
@@ -103,9 +104,9 @@ export class TtsProcessor extends FrameProcessor {
 
   /** End: finish what is queued (bounded); Stop/Cancel: abort. Then stop the service. */
   override async stop(reason: StopReason): Promise<void> {
-    if (reason.kind === "end") await within(this.#queue, this.#drainMs);
+    if (reason.kind === "end") await settlesWithin(this.#queue, this.#drainMs);
     this.#ctl.abort(new DOMException("stopped", "AbortError"));
-    await within(this.#queue, 2000);
+    await settlesWithin(this.#queue, 2000);
     try {
       await this.#tts.stop?.();
     } catch { /* stopping a broken service is not news */ }
@@ -146,11 +147,4 @@ export class TtsProcessor extends FrameProcessor {
       if (!stopped) link.pushDown(makeFrame("TtsStopped", {}));
     }
   }
-}
-
-/** Wait for `p`, but no longer than `ms`. */
-async function within(p: Promise<unknown>, ms: number): Promise<void> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  await Promise.race([p, new Promise((r) => (timer = setTimeout(r, ms)))]);
-  clearTimeout(timer);
 }

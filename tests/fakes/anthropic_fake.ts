@@ -16,6 +16,8 @@
  * @module
  */
 
+import { pacedStream } from "./_paced_stream.ts";
+
 /** A request the fake received. */
 export interface RecordedRequest {
   method: string;
@@ -124,7 +126,7 @@ export class AnthropicFake {
   /** SSE streams the client abandoned before the fake finished them. */
   cancelledStreams = 0;
   readonly #replies: FakeReply[] = [];
-  readonly #open = new Set<{ stop(): void }>();
+  readonly #open = new Set<() => void>();
   readonly #abort = new AbortController();
   #server: Deno.HttpServer<Deno.NetAddr> | undefined;
 
@@ -149,7 +151,7 @@ export class AnthropicFake {
 
   /** Stop every open stream and the server. */
   async close(): Promise<void> {
-    for (const s of this.#open) s.stop();
+    for (const stop of this.#open) stop();
     this.#abort.abort();
     await this.#server?.finished;
   }
@@ -182,46 +184,17 @@ export class AnthropicFake {
   }
 
   #stream(reply: Extract<FakeReply, { events: unknown }>): Response {
-    const enc = new TextEncoder();
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    let done = false;
-    let ctl: ReadableStreamDefaultController<Uint8Array>;
-    const handle = {
-      stop: () => {
-        if (done) return;
-        done = true;
-        clearTimeout(timer);
-        try {
-          ctl.close();
-        } catch { /* already closed */ }
-      },
-    };
-    const events = [...reply.events];
-    const pump = () => {
-      if (done) return;
-      const e = events.shift();
-      if (!e) {
-        if (reply.hang) return;
-        this.#open.delete(handle);
-        return handle.stop();
-      }
-      ctl.enqueue(enc.encode(`event: ${e.event}\ndata: ${JSON.stringify(e.data)}\n\n`));
-      timer = setTimeout(pump, reply.gapMs ?? 0);
-    };
-    const stream = new ReadableStream<Uint8Array>({
-      start: (c) => {
-        ctl = c;
-        this.#open.add(handle);
-        pump();
-      },
-      cancel: () => {
-        if (!done) this.cancelledStreams++;
-        done = true;
-        clearTimeout(timer);
-        this.#open.delete(handle);
-      },
+    const frames = reply.events.map((e) =>
+      `event: ${e.event}\ndata: ${JSON.stringify(e.data)}\n\n`
+    );
+    const paced = pacedStream(frames, {
+      gapMs: reply.gapMs,
+      hold: reply.hang,
+      onCancel: () => this.cancelledStreams++,
+      onDone: () => this.#open.delete(paced.stop),
     });
-    return new Response(stream, {
+    this.#open.add(paced.stop);
+    return new Response(paced.body, {
       headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" },
     });
   }

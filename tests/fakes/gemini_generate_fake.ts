@@ -18,6 +18,8 @@
  * @module
  */
 
+import { pacedStream } from "./_paced_stream.ts";
+
 /** A request the fake received. */
 export interface RecordedRequest {
   method: string;
@@ -185,41 +187,15 @@ export class GeminiGenerateFake {
   }
 
   #stream(reply: Extract<FakeReply, { chunks: unknown }>): Response {
-    const enc = new TextEncoder();
-    const chunks = [...reply.chunks];
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    let done = false;
-    let ctl: ReadableStreamDefaultController<Uint8Array>;
-    const stop = () => {
-      if (done) return;
-      done = true;
-      clearTimeout(timer);
-      this.#open.delete(stop);
-      try {
-        ctl.close();
-      } catch { /* already closed */ }
-    };
-    const pump = () => {
-      if (done) return;
-      const c = chunks.shift();
-      if (!c) return reply.hang ? undefined : stop();
-      ctl.enqueue(enc.encode(`data: ${JSON.stringify(c)}\r\n\r\n`));
-      timer = setTimeout(pump, reply.gapMs ?? 0);
-    };
-    const stream = new ReadableStream<Uint8Array>({
-      start: (c) => {
-        ctl = c;
-        this.#open.add(stop);
-        pump();
-      },
-      cancel: () => {
-        if (!done) this.cancelledStreams++;
-        done = true;
-        clearTimeout(timer);
-        this.#open.delete(stop);
-      },
+    const frames = reply.chunks.map((c) => `data: ${JSON.stringify(c)}\r\n\r\n`);
+    const paced = pacedStream(frames, {
+      gapMs: reply.gapMs,
+      hold: reply.hang,
+      onCancel: () => this.cancelledStreams++,
+      onDone: () => this.#open.delete(paced.stop),
     });
-    return new Response(stream, { headers: { "content-type": "text/event-stream" } });
+    this.#open.add(paced.stop);
+    return new Response(paced.body, { headers: { "content-type": "text/event-stream" } });
   }
 }
 

@@ -18,6 +18,8 @@
  * @module
  */
 
+import { pacedStream } from "./_paced_stream.ts";
+
 /** One request as the fake saw it. */
 export interface RecordedRequest {
   method: string;
@@ -186,33 +188,15 @@ export class OpenAIChatFake {
   }
 
   #stream(reply: Extract<FakeReply, { kind: "stream" }>): Response {
-    const enc = new TextEncoder();
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    let finished = false;
-    const stream = new ReadableStream<Uint8Array>({
-      start: (ctl) => {
-        let i = 0;
-        const step = () => {
-          if (finished) return;
-          if (i < reply.events.length) {
-            ctl.enqueue(enc.encode(`data: ${reply.events[i++]}\n\n`));
-            timer = setTimeout(step, reply.gapMs ?? 0);
-          } else if (!reply.hold) {
-            finished = true;
-            ctl.close();
-          }
-        };
-        step();
-      },
-      cancel: () => {
-        clearTimeout(timer);
-        if (finished) return;
-        finished = true;
+    const paced = pacedStream(reply.events.map((e) => `data: ${e}\n\n`), {
+      gapMs: reply.gapMs,
+      hold: reply.hold,
+      onCancel: () => {
         this.dropped++;
         for (const wake of this.#waiters.splice(0)) wake();
       },
     });
-    return new Response(stream, {
+    return new Response(paced.body, {
       headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" },
     });
   }
