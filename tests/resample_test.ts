@@ -192,3 +192,46 @@ Deno.test("resample: reset forgets history", () => {
   r.reset();
   assert.deepEqual(r.process(x), first);
 });
+
+Deno.test("resample: centered transition keeps the passband, halves the taps, and stays exact across frames", () => {
+  for (const [inRate, outRate] of [[8000, 16000], [8000, 24000], [16000, 24000], [24000, 8000]]) {
+    const strict = new Resampler(inRate, outRate);
+    const centered = new Resampler(inRate, outRate, { transition: "centered" });
+    assert.ok(
+      centered.tapsPerOutput <= Math.ceil(strict.tapsPerOutput / 2) + 1,
+      `${inRate}->${outRate}: ${centered.tapsPerOutput} taps vs ${strict.tapsPerOutput}`,
+    );
+    const lower = Math.min(inRate, outRate);
+    for (const f of [300, 1000, 0.85 * lower / 2]) {
+      const input = sine({ freq: f, sampleRate: inRate, samples: inRate / 5, amplitude: 12000 });
+      const r = new Resampler(inRate, outRate, { transition: "centered" });
+      const gain = db(rms(steady(r.process(input), r)) / (12000 / Math.SQRT2));
+      assert.ok(Math.abs(gain) <= 0.5, `${inRate}->${outRate} ${f} Hz: ${gain.toFixed(3)} dB`);
+    }
+    const input = testSignal(inRate, 0.5);
+    const whole = new Resampler(inRate, outRate, { transition: "centered" }).process(input);
+    const r = new Resampler(inRate, outRate, { transition: "centered" });
+    const parts: number[] = [];
+    for (let i = 0; i < input.length; i += inRate / 50) {
+      for (const v of r.process(input.subarray(i, i + inRate / 50))) parts.push(v);
+    }
+    assert.deepEqual(Int16Array.from(parts), whole);
+  }
+});
+
+Deno.test("resample: centered 8k -> 16k images beyond 4.6 kHz are attenuated by >= 50 dB", () => {
+  const r = new Resampler(8000, 16000, { transition: "centered" });
+  const f = 1000;
+  const out = steady(
+    r.process(sine({ freq: f, sampleRate: 8000, samples: 1600, amplitude: 16000 })),
+    r,
+  );
+  const image = db(toneAmplitude(out, 8000 - f, 16000) / 16000);
+  assert.ok(image <= -50, `image at ${image.toFixed(1)} dB`);
+  // One of the two phases is the single centre tap: every other output is a scaled input.
+  const impulse = new Int16Array(64);
+  impulse[10] = 16000;
+  const resp = new Resampler(8000, 16000, { transition: "centered" }).process(impulse);
+  const nonzero = Array.from(resp).filter((v) => v !== 0).length;
+  assert.ok(nonzero <= 40, `impulse response has ${nonzero} non-zero samples`);
+});

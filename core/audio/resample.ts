@@ -35,6 +35,15 @@ export interface ResamplerOptions {
   passband?: number;
   /** Attenuation in dB reached at the lower Nyquist frequency and beyond; default 60. */
   stopbandDb?: number;
+  /**
+   * Where the transition band lies. `"strict"` (default): between the passband edge and the
+   * lower Nyquist frequency, so nothing above Nyquist survives. `"centered"`: symmetric around
+   * the lower Nyquist frequency (a half-band / Nyquist-M filter): half the taps, and for integer
+   * interpolation one phase in `up` is a single tap; aliases and images land only in the
+   * transition band above the passband edge. Right for band-limited telephony audio (G.711
+   * carries 300-3,400 Hz), not for full-band music.
+   */
+  transition?: "strict" | "centered";
 }
 
 /** Default passband edge (fraction of the lower Nyquist frequency). */
@@ -46,8 +55,13 @@ const MAX_FACTOR = 2048;
 interface Bank {
   /** `taps` coefficients per phase, phase-major, reversed for a forward dot product. */
   readonly coeffs: Float64Array;
+  /** Per phase, the first tap that is not zero (a Nyquist-M filter has whole zero phases). */
+  readonly first: Int32Array;
+  /** Per phase, one past the last tap that is not zero. */
+  readonly last: Int32Array;
   readonly taps: number;
-  readonly length: number;
+  /** Centre of the linear-phase prototype, in working-rate samples (its group delay). */
+  readonly center: number;
 }
 
 const banks = new Map<string, Bank>();
@@ -79,37 +93,64 @@ function kaiserBeta(db: number): number {
  * Kaiser-windowed sinc prototype for up/down at `inRate`, split into `up` phases. The taps are
  * scaled so that each phase has unity DC gain on average (the zero stuffing loses a factor up).
  */
-function designBank(up: number, down: number, inRate: number, pass: number, db: number): Bank {
-  const key = `${up}/${down}/${pass}/${db}`;
+function designBank(
+  up: number,
+  down: number,
+  inRate: number,
+  pass: number,
+  db: number,
+  centered: boolean,
+): Bank {
+  const key = `${up}/${down}/${pass}/${db}/${centered}`;
   const cached = banks.get(key);
   if (cached) return cached;
   const work = up * inRate;
   const nyq = Math.min(inRate, (inRate * up) / down) / 2;
   const fPass = pass * nyq;
-  const fStop = nyq;
+  const fStop = centered ? 2 * nyq - fPass : nyq;
   const dw = (2 * Math.PI * (fStop - fPass)) / work;
   const minLen = Math.ceil((db - 7.95) / (2.285 * dw)) + 1;
   const taps = Math.max(1, Math.ceil(minLen / up));
   const length = taps * up;
+  // A centered design puts the sinc's zeros on every up-th tap from the centre; an odd
+  // prototype (the last stored tap left zero) centres it on a tap, so that one phase is
+  // exactly the single centre tap.
+  const proto = centered && length % 2 === 0 ? length - 1 : length;
   const fc = (fPass + fStop) / 2 / work; // cycles per working-rate sample
   const beta = kaiserBeta(db);
   const i0b = besselI0(beta);
-  const center = (length - 1) / 2;
+  const center = (proto - 1) / 2;
   const h = new Float64Array(length);
   let sum = 0;
-  for (let n = 0; n < length; n++) {
+  for (let n = 0; n < proto; n++) {
     const x = n - center;
     const sinc = x === 0 ? 2 * fc : Math.sin(2 * Math.PI * fc * x) / (Math.PI * x);
-    const r = length > 1 ? (2 * x) / (length - 1) : 0;
+    const r = proto > 1 ? (2 * x) / (proto - 1) : 0;
     const w = besselI0(beta * Math.sqrt(Math.max(0, 1 - r * r))) / i0b;
     h[n] = sinc * w;
     sum += h[n];
   }
   const coeffs = new Float64Array(length);
+  let peak = 0;
   for (let p = 0; p < up; p++) {
-    for (let j = 0; j < taps; j++) coeffs[p * taps + j] = (h[p + (taps - 1 - j) * up] * up) / sum;
+    for (let j = 0; j < taps; j++) {
+      const c = (h[p + (taps - 1 - j) * up] * up) / sum;
+      coeffs[p * taps + j] = c;
+      peak = Math.max(peak, Math.abs(c));
+    }
   }
-  const bank = { coeffs, taps, length };
+  // Taps below 1e-9 of the peak (sinc zeros, -180 dB) are skipped, not multiplied.
+  const first = new Int32Array(up);
+  const last = new Int32Array(up);
+  for (let p = 0; p < up; p++) {
+    let a = 0;
+    let b = taps;
+    while (a < b && Math.abs(coeffs[p * taps + a]) < peak * 1e-9) a++;
+    while (b > a && Math.abs(coeffs[p * taps + b - 1]) < peak * 1e-9) b--;
+    first[p] = a;
+    last[p] = b;
+  }
+  const bank = { coeffs, first, last, taps, center };
   banks.set(key, bank);
   return bank;
 }
@@ -167,7 +208,7 @@ export class Resampler {
     }
     this.#bank = this.up === 1 && this.down === 1
       ? undefined
-      : designBank(this.up, this.down, inRate, pass, db);
+      : designBank(this.up, this.down, inRate, pass, db, opts.transition === "centered");
     this.#buf = new Float64Array((this.#bank?.taps ?? 1) - 1 + 960);
   }
 
@@ -178,7 +219,7 @@ export class Resampler {
 
   /** Group delay of the filter, in output samples (the latency this resampler adds). */
   delay(): number {
-    return this.#bank ? (this.#bank.length - 1) / 2 / this.down : 0;
+    return this.#bank ? this.#bank.center / this.down : 0;
   }
 
   /** How many samples the next {@link process} call returns for `inputSamples` samples. */
@@ -210,7 +251,7 @@ export class Resampler {
       if (dst !== pcm && out) dst.set(pcm);
       return out ? dst.subarray(0, n) : pcm;
     }
-    const { coeffs, taps } = bank;
+    const { coeffs, first, last, taps } = bank;
     const hist = taps - 1;
     const len = pcm.length;
     if (this.#buf.length < hist + len) {
@@ -223,15 +264,28 @@ export class Resampler {
     const up = this.up;
     const down = this.down;
     let t = this.#t;
+    // Output o needs input floor(t / up) as its newest tap and phase t mod up; both are
+    // stepped instead of divided.
+    let x = Math.floor(t / up);
+    let phase = t - x * up;
+    const stepX = Math.floor(down / up);
+    const stepPhase = down - stepX * up;
     for (let o = 0; o < n; o++) {
-      // Output o needs input floor(t / up) as its newest tap and phase t mod up.
-      const x = Math.floor(t / up);
-      const c = (t - x * up) * taps;
+      const c = phase * taps;
       let acc = 0;
-      for (let j = 0; j < taps; j++) acc += coeffs[c + j] * buf[x + j];
-      dst[o] = Math.max(-32768, Math.min(32767, Math.round(acc)));
-      t += down;
+      const end = c + last[phase];
+      for (let k = c + first[phase], b = x + first[phase]; k < end; k++, b++) {
+        acc += coeffs[k] * buf[b];
+      }
+      dst[o] = acc >= 32767 ? 32767 : acc <= -32768 ? -32768 : Math.round(acc);
+      x += stepX;
+      phase += stepPhase;
+      if (phase >= up) {
+        phase -= up;
+        x++;
+      }
     }
+    t = x * up + phase;
     this.#t = t - len * up;
     buf.copyWithin(0, len, len + hist);
     return n === dst.length ? dst : dst.subarray(0, n);
