@@ -1,6 +1,10 @@
 /**
- * Flowcat core: frames, processors, pipelines, tasks, seams, audio and agent.
- * Providers, carriers and transports are separate entry points (see deno.json "exports").
+ * Flowcat core: frames, processors, pipelines, tasks, seams, builders and the pure audio toolkit.
+ * It loads no npm package, no provider, no network client: everything that does is a separate
+ * entry point (see deno.json "exports"): the agent kit (`./agent`: graph spec, GraphBrain,
+ * RemoteBrain), Silero (`./audio/silero`), RNNoise (`./audio/rnnoise`), the noise filter
+ * (`./processors/noise-filter`), providers, carriers and transports. See docs/decisions.md,
+ * "The root entry point loads no npm package".
  * @module
  */
 export * from "./core/frames.ts";
@@ -15,7 +19,6 @@ export * from "./core/task.ts";
 export * from "./core/runner.ts";
 export * from "./core/observers.ts";
 export * from "./core/metrics.ts";
-export * from "./core/agent/mod.ts";
 export * from "./core/audio/mod.ts";
 export * from "./core/processors/mod.ts";
 export * from "./core/builders.ts";

@@ -13,7 +13,7 @@
  * ```
  *
  * Options: `--calls` (comma list), `--duration` (s per point), `--workers` (comma list of
- * server process counts), `--no-trace` (no server-side latency split), `--no-up` (do not
+ * worker-thread counts of the one server process, as `deno task start --workers`), `--no-trace` (no server-side latency split), `--no-up` (do not
  * continue past the list while healthy), `--profile N|auto` (one extra point at N calls, or
  * the largest carried without loss, with a CPU profile), `--reuseport-probe`, `--out` (JSON path; the SVG
  * goes beside it), `--no-write`; `--replot file.json` redraws the SVG of a saved result.
@@ -92,7 +92,7 @@ const METHOD: Record<string, string> = {
     "generator with performance.now(); each call's first 50 frames are warm-up (not sampled)",
   lost: "frames sent minus media messages received within 3 s after sending stopped",
   cpu: "process.cpuUsage() (user + system) in each server over the sending window and the " +
-    "drain, summed over server processes; 100% = one core",
+    "drain, of the server process (all its threads); 100% = one core",
   idle_memory: "calls open (start sent, no audio) on server processes that carried no " +
     "audio yet, forced GC (--expose-gc); marginal cost of the second half of the N calls: " +
     "heapUsed, external (typed-array stores) and RSS deltas divided by N/2",
@@ -162,7 +162,7 @@ export async function runCapacityBench(opts: CapacityOptions = {}): Promise<Capa
     let saturated: number | null = null;
     for (let i = 0; i < pending.length; i++) {
       const n = pending[i];
-      log(`capacity: ${n} calls on ${workers} server process(es), ${durationS} s...`);
+      log(`capacity: ${n} calls on ${workers} worker thread(s), ${durationS} s...`);
       const p = await measurePoint({ ...common, calls: n, workers });
       result.points.push(p);
       log(describe(p));

@@ -64,6 +64,8 @@ export interface SpawnOptions {
   /** 0 for an ephemeral port. */
   port?: number;
   reusePort?: boolean;
+  /** Worker threads sharing the port inside the child (default 1: the main thread serves). */
+  threads?: number;
   /** Directory for a `--cpu-prof` profile, written when the child exits. */
   cpuProfDir?: string;
   /** Install the server-side latency split (bench/capacity_trace.ts). */
@@ -126,6 +128,7 @@ export async function spawnServer(opts: SpawnOptions): Promise<ServerChild> {
     "--port",
     String(opts.port ?? 0),
     ...(opts.reusePort ? ["--reuse-port"] : []),
+    ...(opts.threads && opts.threads > 1 ? ["--threads", String(opts.threads)] : []),
     ...(opts.trace ? ["--trace", `--trace-warmup=${opts.traceWarmupFrames ?? 50}`] : []),
   ];
   const child = new Deno.Command("deno", {

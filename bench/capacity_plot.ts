@@ -1,7 +1,7 @@
 /**
  * The capacity plot as a standalone SVG (no dependencies): end-to-end p99 (solid) and p50
  * (dashed) per-frame latency, and the server pipeline's p99 (dotted, squares), against
- * concurrent calls; both axes logarithmic, one colour per server process count, with the 5 ms
+ * concurrent calls; both axes logarithmic, one colour per worker-thread count, with the 5 ms
  * health limit and the specification's 0.61 ms target drawn in.
  * @module
  */
@@ -122,7 +122,7 @@ export function capacitySvg(points: readonly CapacityPoint[], machine: MachineIn
         const cx = sx(p.calls);
         const cy = sy(value(p));
         const fill = p.healthy ? colour : "white";
-        const title = `<title>${p.calls} calls, ${w} process(es): ${key} ${value(p)} ms, ` +
+        const title = `<title>${p.calls} calls, ${w} worker thread(s): ${key} ${value(p)} ms, ` +
           `lost ${p.frames_lost}</title>`;
         parts.push(
           key === "pipeline p99"
@@ -132,7 +132,7 @@ export function capacitySvg(points: readonly CapacityPoint[], machine: MachineIn
               `${title}</circle>`,
         );
       }
-      legend(colour, dash, `${text}, ${w} process${w === 1 ? "" : "es"}`);
+      legend(colour, dash, `${text}, ${w} worker${w === 1 ? "" : "s"}`);
     }
   });
   legend("#444", "", "hollow: unhealthy point", false);

@@ -20,7 +20,7 @@ import { type LatencySummary, summarizeMs } from "./capacity_stats.ts";
 /** Options of {@link measurePoint}. */
 export interface PointOptions {
   calls: number;
-  /** Server processes, one port each; calls are spread round-robin. */
+  /** Worker threads in the one server process, sharing one port (`--workers`). */
   workers: number;
   durationS: number;
   configPath: string;
@@ -60,7 +60,7 @@ export interface CapacityPoint {
   /** Inside each server process: leg -> output transport, and the playout-clock wait. */
   server_split: ChildTrace[];
   server: {
-    /** Sum over the server processes; 100 = one core busy. */
+    /** The server process, all threads; 100 = one core busy. */
     cpu_percent: number;
     rss_bytes_max: number;
     rss_bytes_before_calls: number;
@@ -120,21 +120,22 @@ async function warmUp(children: readonly ServerChild[], n: number, open: number)
   }
 }
 
-/** Measure one point (N calls on K server processes). */
+/** Measure one point (N calls on one server process with K worker threads). */
 export async function measurePoint(o: PointOptions): Promise<CapacityPoint> {
   const log = o.log ?? (() => {});
   const children: ServerChild[] = [];
   try {
-    for (let w = 0; w < o.workers; w++) {
-      children.push(
-        await spawnServer({
-          configPath: o.configPath,
-          trace: o.trace !== false,
-          traceWarmupFrames: o.warmupFrames ?? 50,
-          ...(w === 0 && o.cpuProfDir ? { cpuProfDir: o.cpuProfDir } : {}),
-        }),
-      );
-    }
+    // One process, as in production: with workers > 1 its threads share one port and the
+    // kernel spreads the calls (the split trace sees only the main thread, so it is off).
+    children.push(
+      await spawnServer({
+        configPath: o.configPath,
+        trace: o.trace !== false && o.workers === 1,
+        traceWarmupFrames: o.warmupFrames ?? 50,
+        threads: o.workers,
+        ...(o.cpuProfDir ? { cpuProfDir: o.cpuProfDir } : {}),
+      }),
+    );
     // Idle memory first, on processes that have carried no audio yet (RSS never shrinks), and
     // as the marginal cost of the second half of the calls (the first half pays one-time costs:
     // lazily compiled code, inline caches, pools).
@@ -185,7 +186,9 @@ export async function measurePoint(o: PointOptions): Promise<CapacityPoint> {
     await sampling;
     const cpu1 = await sampleAll(children);
     const self1 = selfSample();
-    const traces = o.trace === false ? [] : await Promise.all(children.map((c) => c.trace()));
+    const traces = o.trace === false || o.workers > 1
+      ? []
+      : await Promise.all(children.map((c) => c.trace()));
     await closeCalls(calls);
 
     const latency = summarizeMs(run.latencyMs);

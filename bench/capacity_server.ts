@@ -4,6 +4,9 @@
  * point has no business offering:
  *
  * - `--reuse-port`: listen with SO_REUSEPORT, so several processes can share one port;
+ * - `--threads N`: serve from N worker threads on one port (`server/workers.ts`, as
+ *   `deno task start --workers N`); then `stats` sums the workers' heaps and active calls,
+ *   timers are not counted and `trace` is empty;
  * - a stdin control channel, one command a line, answered with one JSON line on stdout:
  *   `stats` (forced GC when `--v8-flags=--expose-gc`, then heap, RSS, live timers and active
  *   calls), `sample` (CPU seconds and RSS, no GC), `untrack` (stop counting timers), `exit`
@@ -67,6 +70,7 @@ const { values } = parseArgs({
     "reuse-port": { type: "boolean", default: false },
     trace: { type: "boolean", default: false },
     "trace-warmup": { type: "string", default: "50" },
+    threads: { type: "string", default: "1" },
   },
 });
 if (values.config === undefined) {
@@ -94,20 +98,32 @@ const env = (name: string): string | undefined => {
     return undefined;
   }
 };
-const app = await createAgentServer({
+const threads = Number(values.threads);
+const { startWorkers } = await import("../server/workers.ts");
+const pool = threads > 1
+  ? await startWorkers({
+    configPath: values.config,
+    host: "127.0.0.1",
+    port: Number(values.port),
+    count: threads,
+  })
+  : undefined;
+const app = pool ? undefined : await createAgentServer({
   config: loaded.config,
   env,
   logger: consoleLogger("warn", "flowcat"),
 });
 const ready = Promise.withResolvers<Deno.NetAddr>();
-const server = Deno.serve({
+const server = app === undefined ? undefined : Deno.serve({
   hostname: "127.0.0.1",
   port: Number(values.port),
   reusePort: values["reuse-port"],
   onListen: ready.resolve,
 }, app.handler);
-const addr = await ready.promise;
-console.log(`Flowcat capacity server on http://127.0.0.1:${addr.port}/ (pid ${Deno.pid})`);
+const port = pool?.port ?? (await ready.promise).port;
+console.log(
+  `Flowcat capacity server on http://127.0.0.1:${port}/ (pid ${Deno.pid}, ${threads} thread(s))`,
+);
 
 function settleGc(): Promise<void> {
   const gc = (globalThis as { gc?: () => void }).gc;
@@ -123,13 +139,15 @@ async function answer(cmd: string): Promise<boolean> {
   if (cmd === "stats") {
     await settleGc();
     const m = Deno.memoryUsage();
+    const ws = pool ? await pool.stats() : [];
+    const sum = (f: (s: (typeof ws)[number]) => number) => ws.reduce((a, s) => a + f(s), 0);
     console.log(JSON.stringify({
       stats: {
-        heapUsed: m.heapUsed,
+        heapUsed: m.heapUsed + sum((s) => s.heapUsed),
         rss: m.rss,
-        external: m.external,
+        external: m.external + sum((s) => s.external),
         liveTimers: live.size,
-        activeCalls: app.calls.active,
+        activeCalls: app?.calls.active ?? sum((s) => s.activeCalls),
         gc: typeof (globalThis as { gc?: unknown }).gc === "function",
       },
     }));
@@ -163,6 +181,9 @@ outer: for await (const chunk of lines) {
   }
 }
 // Calls still open are cut off: the benchmark has closed its sockets by now.
-await Promise.race([server.shutdown(), new Promise((r) => realSetTimeout(r, 2000))]);
+await Promise.race([
+  server?.shutdown() ?? pool?.drain(),
+  new Promise((r) => realSetTimeout(r, 2000)),
+]);
 console.log(JSON.stringify({ exited: true }));
 Deno.exit(0);

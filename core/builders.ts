@@ -52,18 +52,23 @@ import { PipelineTask, type PipelineTaskParams } from "./task.ts";
 
 /** Inputs of {@link buildS2sTask}. */
 export interface S2sTaskOptions extends CallBase {
+  /** The speech-to-speech model client. */
   realtime: RealtimeLlm;
   /** Model name, for usage and metrics. */
   model: string;
   /** Text that makes the model speak first (default: none; the model waits for the caller). */
   kickoff?: string;
+  /** Provider voice name; the provider's default when left out. */
   voice?: string;
+  /** Server-side voice-activity tuning; provider defaults when left out. */
   vad?: RealtimeVadSettings;
 }
 
 /** The processors of one speech-to-speech call, for embedders that watch them. */
 export interface S2sParts extends CallParts {
+  /** Reads the caller's audio from the transport into the pipeline. */
   input: TransportInput;
+  /** Runs the realtime model and relays its audio, text and tool calls. */
   realtime: RealtimeProcessor;
 }
 
@@ -101,10 +106,15 @@ export function buildS2sTask(opts: S2sTaskOptions): PipelineTask & { parts: S2sP
 
 /** What every call shape is given. */
 export interface CallBase {
+  /** The call's media leg (carrier WebSocket, SIP/RTP, WebRTC). */
   transport: MediaTransport;
+  /** Conversation logic consulted on tool calls. */
   brain: AgentBrain;
+  /** The embedder's control plane the call is resolved from and reported to. */
   session: SessionSource;
+  /** Id of the call run in the control plane. */
   runId: number;
+  /** Token that authenticates the run to the control plane. */
   token: string;
   /** Record the call as WAV and upload it on finalize (default true). */
   record?: boolean;
@@ -114,15 +124,21 @@ export interface CallBase {
   onFinalized?: (report: Finalize) => void;
   /** Extra task parameters (observers, idle timeout, metrics...). */
   taskParams?: PipelineTaskParams;
+  /** Logger for the call (default: the task's own). */
   logger?: Logger;
 }
 
 /** The processors every call shape ends with. */
 export interface CallParts {
+  /** Collects the transcript and node moves of the call. */
   transcript: TranscriptCollector;
+  /** Runs the brain on tool calls and applies its decisions. */
   brain: BrainProcessor;
+  /** Records the call audio; `undefined` when recording is off. */
   recorder: RecorderProcessor | undefined;
+  /** Sends the bot's audio to the transport. */
   output: TransportOutput;
+  /** Reports usage, variables and artifacts when the call ends. */
   finalize: FinalizeProcessor;
 }
 
@@ -175,13 +191,17 @@ function assemble(
 
 /** Inputs of {@link buildCascadedTask}: the s2s seams, with three services for the model. */
 export interface CascadedTaskOptions extends CallBase {
+  /** Speech-to-text service. */
   stt: SttService;
+  /** Language-model service. */
   llm: LlmService;
+  /** Text-to-speech service. */
   tts: TtsService;
   /** Model names, for usage and metrics. */
   models?: { stt?: string; llm?: string; tts?: string };
   /** Voice activity in front of STT (default: the energy VAD, no model needed). */
   vad?: VadAnalyzer;
+  /** Start/stop thresholds of the VAD; the defaults when left out. */
   vadParams?: VadParams;
   /** When the caller starting to speak interrupts the bot (default `bot-speaking`). */
   interruptions?: InterruptionMode;
@@ -195,13 +215,21 @@ export interface CascadedTaskOptions extends CallBase {
 
 /** The processors of one cascaded call, for embedders that watch them. */
 export interface CascadedParts extends CallParts {
+  /** Reads the caller's audio from the transport into the pipeline. */
   input: TransportInput;
+  /** Detects when the caller speaks. */
   vad: VadProcessor;
+  /** Transcribes the caller's speech. */
   stt: SttProcessor;
+  /** Adds the caller's transcribed turns to the context. */
   user: UserContextAggregator;
+  /** Runs the language model on the context. */
   llm: LlmProcessor;
+  /** Adds the bot's replies and tool calls to the context. */
   assistant: AssistantContextAggregator;
+  /** Speaks the model's replies. */
   tts: TtsProcessor;
+  /** The conversation context shared by the aggregators and the model. */
   context: LlmContext;
 }
 

@@ -38,11 +38,17 @@ export function audioFrame(pcm: Int16Array, sampleRate: number, numChannels = 1)
 
 /** Parameters every processor receives with Start. */
 export interface StartParams {
+  /** Sample rate of audio entering the pipeline (the transport's input rate). */
   audioInSampleRate: number;
+  /** Sample rate the pipeline's output audio is produced at. */
   audioOutSampleRate: number;
+  /** Whether processors report time-to-first-byte and processing metrics. */
   enableMetrics: boolean;
+  /** Whether services report usage metrics (tokens, characters). */
   enableUsageMetrics: boolean;
+  /** Whether tracing spans are recorded. */
   enableTracing: boolean;
+  /** Report time-to-first-byte only for the first response of a service, not every one. */
   reportOnlyInitialTtfb: boolean;
 }
 
@@ -73,7 +79,9 @@ export type Language = string;
 
 /** A tool declaration offered to a model. */
 export interface ToolDecl {
+  /** Tool name the model calls. */
   name: string;
+  /** What the tool does, shown to the model. */
   description: string;
   /** JSON-schema parameters object. */
   params: Record<string, unknown>;
@@ -81,15 +89,21 @@ export interface ToolDecl {
 
 /** A function (tool) call requested by a model. */
 export interface FunctionCall {
+  /** Id the model gave this call; its result must carry the same id. */
   toolCallId: string;
+  /** Name of the tool called. */
   functionName: string;
+  /** Arguments the model gave, parsed from JSON. */
   arguments: Record<string, unknown>;
 }
 
 /** The result of a function call, sent back to the model. */
 export interface FunctionCallResult {
+  /** Id of the call this result answers. */
   toolCallId: string;
+  /** Name of the tool called. */
   functionName: string;
+  /** Whatever the tool returned (serialised to JSON for the model). */
   result: unknown;
   /** Whether the model should run again after this result (default true). */
   runLlm?: boolean;
@@ -104,7 +118,9 @@ export type LlmMessage =
 
 /** Conversation context shared by the aggregators and the language model. */
 export interface LlmContext {
+  /** The messages so far, oldest first. */
   messages: LlmMessage[];
+  /** Tools the model may call. */
   tools: ToolDecl[];
 }
 
@@ -143,17 +159,25 @@ export type VadState = "quiet" | "starting" | "speaking" | "stopping";
 
 /** Output of a turn analyzer. */
 export interface TurnPrediction {
+  /** Whether the user is predicted to have finished their turn. */
   isComplete: boolean;
+  /** Confidence of the prediction (0..1). */
   probability: number;
 }
 
 /** Token usage of one language-model call. */
 export interface LlmTokenUsage {
+  /** Tokens in the prompt. */
   promptTokens: number;
+  /** Tokens in the completion. */
   completionTokens: number;
+  /** Prompt plus completion tokens. */
   totalTokens: number;
+  /** Prompt tokens read from the provider's cache, when reported. */
   cacheReadInputTokens?: number;
+  /** Prompt tokens written to the provider's cache, when reported. */
   cacheCreationInputTokens?: number;
+  /** Tokens spent on hidden reasoning, when reported. */
   reasoningTokens?: number;
 }
 
@@ -193,69 +217,75 @@ export interface FrameMeta {
   broadcastSiblingId?: number;
   /** Free-form extra data. */
   extra?: Record<string, unknown>;
+  /** Name of the transport the frame came in on, when it came from one. */
   transportSource?: string;
+  /** Name of the transport the frame is meant for, when it targets one. */
   transportDestination?: string;
 }
 
-type F<K extends string, P = unknown> = FrameMeta & { readonly kind: K } & P;
+/** A frame of kind `K` carrying the payload fields `P`, plus the {@link FrameMeta} of every frame. */
+export type FrameWith<K extends string, P = unknown> = FrameMeta & { readonly kind: K } & P;
 
 /** System frames: jump the queue, survive interruption. */
 export type SystemFrame =
-  | F<"Start", { params: StartParams }>
-  | F<"Cancel", { reason?: string }>
-  | F<"Error", { message: string; fatal: boolean; processor?: string }>
-  | F<"Interruption">
-  | F<"InputAudio", { audio: AudioFrame }>
-  | F<"UserAudio", { audio: AudioFrame; userId: string }>
-  | F<"InputText", { text: string }>
-  | F<"InputDtmf", { key: KeypadEntry }>
-  | F<"UserStartedSpeaking">
-  | F<"UserStoppedSpeaking">
-  | F<"UserSpeaking">
-  | F<"BotStartedSpeaking">
-  | F<"BotStoppedSpeaking">
-  | F<"BotSpeaking">
-  | F<"VadUserStartedSpeaking", { startSecs: number }>
-  | F<"VadUserStoppedSpeaking", { stopSecs: number }>
-  | F<"SttMute", { mute: boolean }>
-  | F<"Metrics", { data: MetricsData[] }>
-  | F<"TransportMessage", { payload: unknown; urgent: boolean }>
-  | F<"ClientConnected">
-  | F<"BotConnected">
-  | F<"FunctionCallsStarted", { calls: FunctionCall[] }>
-  | F<"FunctionCallInProgress", { call: FunctionCall; cancelOnInterruption: boolean }>
-  | F<"FunctionCallCancel", { functionName: string; toolCallId: string }>;
+  | FrameWith<"Start", { params: StartParams }>
+  | FrameWith<"Cancel", { reason?: string }>
+  | FrameWith<"Error", { message: string; fatal: boolean; processor?: string }>
+  | FrameWith<"Interruption">
+  | FrameWith<"InputAudio", { audio: AudioFrame }>
+  | FrameWith<"UserAudio", { audio: AudioFrame; userId: string }>
+  | FrameWith<"InputText", { text: string }>
+  | FrameWith<"InputDtmf", { key: KeypadEntry }>
+  | FrameWith<"UserStartedSpeaking">
+  | FrameWith<"UserStoppedSpeaking">
+  | FrameWith<"UserSpeaking">
+  | FrameWith<"BotStartedSpeaking">
+  | FrameWith<"BotStoppedSpeaking">
+  | FrameWith<"BotSpeaking">
+  | FrameWith<"VadUserStartedSpeaking", { startSecs: number }>
+  | FrameWith<"VadUserStoppedSpeaking", { stopSecs: number }>
+  | FrameWith<"SttMute", { mute: boolean }>
+  | FrameWith<"Metrics", { data: MetricsData[] }>
+  | FrameWith<"TransportMessage", { payload: unknown; urgent: boolean }>
+  | FrameWith<"ClientConnected">
+  | FrameWith<"BotConnected">
+  | FrameWith<"FunctionCallsStarted", { calls: FunctionCall[] }>
+  | FrameWith<"FunctionCallInProgress", { call: FunctionCall; cancelOnInterruption: boolean }>
+  | FrameWith<"FunctionCallCancel", { functionName: string; toolCallId: string }>;
 
 /** Data frames: ordered, dropped on interruption. */
 export type DataFrame =
-  | F<"OutputAudio", { audio: AudioFrame }>
-  | F<"TtsAudio", { audio: AudioFrame; contextId?: string }>
-  | F<"Text", { text: string }>
-  | F<"LlmText", { text: string }>
-  | F<"Transcription", { text: string; userId: string; language?: Language; final: boolean }>
-  | F<"InterimTranscription", { text: string; userId: string; language?: Language }>
-  | F<"TtsSpeak", { text: string; appendToContext?: boolean }>
-  | F<"TtsText", { text: string; contextId?: string }>
-  | F<"FunctionCallResult", { result: FunctionCallResult }>
-  | F<"LlmRun">
-  | F<"LlmContext", { context: LlmContext }>
-  | F<"OutputDtmf", { keys: KeypadEntry[] }>;
+  | FrameWith<"OutputAudio", { audio: AudioFrame }>
+  | FrameWith<"TtsAudio", { audio: AudioFrame; contextId?: string }>
+  | FrameWith<"Text", { text: string }>
+  | FrameWith<"LlmText", { text: string }>
+  | FrameWith<
+    "Transcription",
+    { text: string; userId: string; language?: Language; final: boolean }
+  >
+  | FrameWith<"InterimTranscription", { text: string; userId: string; language?: Language }>
+  | FrameWith<"TtsSpeak", { text: string; appendToContext?: boolean }>
+  | FrameWith<"TtsText", { text: string; contextId?: string }>
+  | FrameWith<"FunctionCallResult", { result: FunctionCallResult }>
+  | FrameWith<"LlmRun">
+  | FrameWith<"LlmContext", { context: LlmContext }>
+  | FrameWith<"OutputDtmf", { keys: KeypadEntry[] }>;
 
 /** Control frames: ordered. */
 export type ControlFrame =
-  | F<"End", { reason?: string }>
-  | F<"Stop">
-  | F<"LlmResponseStart">
-  | F<"LlmResponseEnd">
-  | F<"TtsStarted", { contextId?: string }>
-  | F<"TtsStopped", { contextId?: string }>
-  | F<"UpdateSettings", { target: ServiceKind; settings: Record<string, unknown> }>
-  | F<"SpeechControlParams", { vad?: VadParams; turn?: TurnParams }>
-  | F<"Heartbeat", { timestampNs: number }>
-  | F<"OutputTransportReady">;
+  | FrameWith<"End", { reason?: string }>
+  | FrameWith<"Stop">
+  | FrameWith<"LlmResponseStart">
+  | FrameWith<"LlmResponseEnd">
+  | FrameWith<"TtsStarted", { contextId?: string }>
+  | FrameWith<"TtsStopped", { contextId?: string }>
+  | FrameWith<"UpdateSettings", { target: ServiceKind; settings: Record<string, unknown> }>
+  | FrameWith<"SpeechControlParams", { vad?: VadParams; turn?: TurnParams }>
+  | FrameWith<"Heartbeat", { timestampNs: number }>
+  | FrameWith<"OutputTransportReady">;
 
 /** A custom (extension) frame; unknown ones are forwarded unchanged. */
-export type CustomFrame = F<"Custom", { custom: CustomPayload }>;
+export type CustomFrame = FrameWith<"Custom", { custom: CustomPayload }>;
 
 /** Every frame. */
 export type Frame = SystemFrame | DataFrame | ControlFrame | CustomFrame;
@@ -413,7 +443,9 @@ export function frameName(frame: Frame): string {
 
 /** Frame plus the direction it travels (what observers and sinks see). */
 export interface Envelope {
+  /** The frame itself. */
   readonly frame: Frame;
+  /** Which way the frame travels through the pipeline. */
   readonly direction: Direction;
 }
 

@@ -9,9 +9,13 @@ export type LogLevel = "debug" | "info" | "warn" | "error" | "silent";
 
 /** A structured logger. */
 export interface Logger {
+  /** Log a detail useful when debugging. */
   debug(message: string, fields?: Record<string, unknown>): void;
+  /** Log a normal event. */
   info(message: string, fields?: Record<string, unknown>): void;
+  /** Log something unexpected that the call survives. */
   warn(message: string, fields?: Record<string, unknown>): void;
+  /** Log a failure. */
   error(message: string, fields?: Record<string, unknown>): void;
 }
 
@@ -58,8 +62,11 @@ export const silentLogger: Logger = Object.freeze({
 
 /** Record of one captured log line (tests). */
 export interface LogRecord {
+  /** Severity of the line. */
   level: Exclude<LogLevel, "silent">;
+  /** The message. */
   message: string;
+  /** Structured fields logged with the message. */
   fields?: Record<string, unknown>;
 }
 

@@ -12,9 +12,13 @@ export type { LlmTokenUsage, MetricsData } from "./frames.ts";
 
 /** Options of a {@link MetricsTracker}. */
 export interface MetricsOptions {
+  /** Name of the processor the metrics are reported for. */
   processor: string;
+  /** Whether time-to-first-byte and processing times are reported. */
   enableMetrics: boolean;
+  /** Whether usage (tokens, characters) is reported. */
   enableUsageMetrics: boolean;
+  /** Report time-to-first-byte only for the first response, not every one. */
   reportOnlyInitialTtfb: boolean;
   /** Monotonic clock in nanoseconds. */
   clock: () => number;

@@ -11,25 +11,37 @@ import type { Direction, Frame, FrameKind } from "./frames.ts";
 
 /** A processor is about to handle a frame. */
 export interface FrameEvent {
+  /** Name of the processor. */
   readonly processor: string;
+  /** The frame. */
   readonly frame: Frame;
+  /** Which way the frame travels. */
   readonly direction: Direction;
+  /** Pipeline-clock time of the event, in nanoseconds. */
   readonly timestampNs: number;
 }
 
 /** A frame was pushed from one processor to another. */
 export interface FramePushEvent {
+  /** Name of the processor that pushed the frame. */
   readonly source: string;
+  /** Name of the processor that receives it. */
   readonly destination: string;
+  /** The frame. */
   readonly frame: Frame;
+  /** Which way the frame travels. */
   readonly direction: Direction;
+  /** Pipeline-clock time of the push, in nanoseconds. */
   readonly timestampNs: number;
 }
 
 /** Observer hooks; implement any subset. */
 export interface Observer {
+  /** A processor is about to handle a frame. */
   onProcess?(event: FrameEvent): void;
+  /** A frame was pushed between two processors. */
   onPush?(event: FramePushEvent): void;
+  /** The pipeline started (the Start frame reached the end). */
   onPipelineStarted?(): void;
 }
 
@@ -81,7 +93,9 @@ class SeenIds {
 export interface Turn {
   /** 1-based turn number. */
   readonly number: number;
+  /** Pipeline-clock time the turn started, in nanoseconds. */
   readonly startNs: number;
+  /** Pipeline-clock time the turn ended, in nanoseconds; unset while it is still going. */
   endNs?: number;
   /** True when the user spoke over the bot and ended this turn early. */
   interrupted: boolean;
@@ -96,8 +110,9 @@ export interface Turn {
 export class TurnTrackingObserver implements Observer {
   /** Completed and current turns, oldest first. */
   readonly turns: Turn[] = [];
-  /** Called when a turn starts or ends. */
+  /** Called when a turn starts. */
   onTurnStarted?: (turn: Turn) => void;
+  /** Called when a turn ends. */
   onTurnEnded?: (turn: Turn) => void;
   #seen = new SeenIds();
   #current: Turn | undefined;

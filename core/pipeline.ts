@@ -60,7 +60,9 @@ interface Segment {
 
 /** Result of {@link wirePipeline}. */
 export interface Wiring {
+  /** Where frames enter the wired chain (the first processor). */
   head: FrameTarget;
+  /** Where frames leave the wired chain (the last processor). */
   tail: FrameTarget;
   /** Every leaf processor's runtime, source side first. */
   runtimes: ProcessorRuntime[];

@@ -30,8 +30,11 @@ export interface ProcessorSetup {
   observer: Observer | undefined;
   /** Aborted when the task is cancelled past its cancel timeout (forced abort). */
   cancel: AbortSignal;
+  /** Whether the processor reports time-to-first-byte and processing metrics. */
   enableMetrics: boolean;
+  /** Whether the processor reports usage metrics. */
   enableUsageMetrics: boolean;
+  /** Logger of the task the processor runs in. */
   logger: Logger;
 }
 

@@ -22,6 +22,7 @@ export interface PipelineRunnerOptions {
   handleSigint?: boolean;
   /** Cancel all tasks on SIGTERM (default true). */
   handleSigterm?: boolean;
+  /** Logger for signal handling and task failures (default: console at `info`). */
   logger?: Logger;
 }
 

@@ -63,8 +63,11 @@ export type WsOut = string | Uint8Array;
 export interface MediaSocket {
   /** Next message; `undefined` when closed. */
   recv(): Promise<WsIn | undefined>;
+  /** Send a text message. */
   sendText(text: string): Promise<void>;
+  /** Send a binary message. */
   sendBinary(bytes: Uint8Array): Promise<void>;
+  /** Close the socket; idempotent. */
   close?(): Promise<void>;
 }
 
@@ -106,20 +109,27 @@ export interface MediaSerializer {
 
 /** Server-side voice-activity settings for a realtime model. */
 export interface RealtimeVadSettings {
+  /** When the model decides speech started (provider value, e.g. `START_SENSITIVITY_LOW`). */
   startSensitivity?: string;
+  /** When the model decides speech ended (provider value, e.g. `END_SENSITIVITY_HIGH`). */
   endSensitivity?: string;
+  /** Audio kept from before detected speech start, in milliseconds. */
   prefixPaddingMs?: number;
+  /** Silence that ends the user's turn, in milliseconds. */
   silenceDurationMs?: number;
 }
 
 /** What a realtime model is connected with. */
 export interface RealtimeSetup {
+  /** Instructions the model starts with (the brain's current node prompt). */
   systemPrompt: string;
+  /** Tools the model may call. */
   tools: ToolDecl[];
   /** Provider voice name. */
   voice?: string;
   /** Text that starts the conversation (the model speaks first). */
   kickoff?: string;
+  /** Server-side voice-activity tuning; provider defaults when left out. */
   vad?: RealtimeVadSettings;
 }
 
@@ -136,13 +146,17 @@ export type RealtimeEvent =
 
 /** A speech-to-speech model client. */
 export interface RealtimeLlm {
+  /** Open the session with the given prompt, tools and voice. */
   connect(setup: RealtimeSetup): Promise<void>;
   /** 16 kHz PCM in. */
   sendAudio(audio: AudioChunk): void | Promise<void>;
+  /** Replace the system prompt and tools mid-call (after a brain transition). */
   updateSystem(prompt: string, tools: ToolDecl[]): Promise<void>;
+  /** Answer the model's tool call `id` with `result`. */
   sendToolResult(id: string, result: unknown): Promise<void>;
   /** Next event; `undefined` once closed. */
   nextEvent(): Promise<RealtimeEvent | undefined>;
+  /** Close the session; idempotent. */
   close(): Promise<void>;
   /**
    * Optional: have the model say `text` now (a brain transition's `say`). Without it the line
@@ -163,12 +177,17 @@ export type BrainAction =
 
 /** Conversation decision logic, consulted between turns (never per audio frame). */
 export interface AgentBrain {
+  /** Prompt of the current node. */
   systemPrompt(): string;
+  /** Tools offered on the current node. */
   tools(): ToolDecl[];
+  /** Id of the current node. */
   currentNodeId(): string;
   /** Decide on a model tool call. A remote brain answers asynchronously. */
   onToolCall(name: string, args: Record<string, unknown>): BrainAction | Promise<BrainAction>;
+  /** Whether the conversation reached a terminal node. */
   isFinished(): boolean;
+  /** Variables collected so far. */
   collectedVars(): Record<string, unknown>;
 }
 
@@ -176,18 +195,25 @@ export interface AgentBrain {
 
 /** A call resolved by the embedder's control plane. */
 export interface ResolvedCall {
+  /** Name of the realtime provider the call runs on, such as `gemini`. */
   provider: string;
   /** Opaque to the core: graph spec, runtime options, seed variables. */
   brainConfig: Record<string, unknown>;
+  /** Whether the call already finished (it must not be run again). */
   isCompleted: boolean;
 }
 
 /** What is reported when a call ends. */
 export interface Finalize {
+  /** Usage counters of the call (tokens, durations) for billing and metrics. */
   usage: Record<string, unknown>;
+  /** Variables the brain collected during the call. */
   collectedVars: Record<string, unknown>;
+  /** Where the call recording was uploaded, if it was. */
   recordingUrl?: string;
+  /** Where the call transcript was uploaded, if it was. */
   transcriptUrl?: string;
+  /** Call outcome, such as the terminal node's disposition. */
   disposition?: string;
 }
 
@@ -197,6 +223,7 @@ export interface UploadTarget {
   uploadUrl: string;
   /** URL the artifact is reachable at afterwards (goes into {@link Finalize}). */
   publicUrl: string;
+  /** Extra headers the PUT must carry (e.g. a content signature). */
   headers?: Record<string, string>;
 }
 
@@ -205,11 +232,17 @@ export type ArtifactKind = "recording" | "transcript";
 
 /** The embedder's control plane. */
 export interface SessionSource {
+  /** Look up the call `runId`, authenticated by its `token`. */
   resolve(runId: number, token: string): Promise<ResolvedCall>;
+  /** Report that the call ended, with its usage, variables and artifacts. */
   complete(runId: number, token: string, finalize: Finalize): Promise<void>;
+  /** Get where to upload an artifact of the call. */
   artifactUploadUrl(runId: number, token: string, kind: ArtifactKind): Promise<UploadTarget>;
+  /** PUT `bytes` to an upload URL from {@link SessionSource.artifactUploadUrl}. */
   putBytes(url: string, bytes: Uint8Array, contentType: string): Promise<void>;
+  /** Workflow tools the embedder offers on node `nodeId`, beyond the graph's own. */
   nodeTools(runId: number, token: string, nodeId: string): Promise<ToolDecl[]>;
+  /** Run an embedder-side workflow tool; returns the result given to the model. */
   toolCall(
     runId: number,
     token: string,
@@ -223,35 +256,47 @@ export interface SessionSource {
 
 /** Speech-to-text service. */
 export interface SttService {
+  /** Service name, used in logs and metrics. */
   name(): string;
+  /** Open the service (connections, models) for a call. */
   start(params: StartParams): Promise<void>;
   /** Feed audio; returns any transcription frames ready now. */
   runStt(audio: AudioFrame): Promise<Frame[]>;
+  /** Ignore incoming audio while muted (an `SttMute` frame toggles it). */
   setMuted(muted: boolean): void;
   /** Segmented (batch) services: the user started speaking; begin a segment with pre-roll. */
   speechStarted?(): void;
   /** Segmented services: the user stopped speaking; transcribe the segment. */
   speechStopped?(): Promise<Frame[]>;
+  /** Close the service; idempotent. */
   stop?(): Promise<void>;
 }
 
 /** Text-to-speech service. */
 export interface TtsService {
+  /** Service name, used in logs and metrics. */
   name(): string;
+  /** Sample rate of the audio the service produces. */
   sampleRate(): number;
+  /** Open the service (connections, voices) for a call. */
   start(params: StartParams): Promise<void>;
   /** TtsStarted, TtsAudio..., TtsStopped. Aborting `signal` stops synthesis mid-flight. */
   runTts(text: string, signal?: AbortSignal): AsyncIterable<Frame>;
+  /** Close the service; idempotent. */
   stop?(): Promise<void>;
 }
 
 /** Language-model service. */
 export interface LlmService {
+  /** Service name, used in logs and metrics. */
   name(): string;
+  /** Open the service for a call. */
   start(params: StartParams): Promise<void>;
   /** LlmResponseStart, LlmText..., optional FunctionCallsStarted, LlmResponseEnd. */
   runLlm(context: LlmContext, signal?: AbortSignal): AsyncIterable<Frame>;
+  /** Set the tools the model may call from the next request on. */
   setTools(tools: ToolDecl[]): void;
+  /** Close the service; idempotent. */
   stop?(): Promise<void>;
 }
 
@@ -259,13 +304,18 @@ export interface LlmService {
 
 /** Voice-activity analyzer. Model-backed ones may answer asynchronously. */
 export interface VadAnalyzer {
+  /** Sample rate the analyzer expects its input at. */
   sampleRate(): number;
+  /** Classify one audio frame as speech or not. */
   analyze(audio: AudioFrame): VadState | Promise<VadState>;
+  /** Change the start/stop thresholds and timings. */
   setParams(params: VadParams): void;
 }
 
 /** End-of-turn analyzer. */
 export interface TurnAnalyzer {
+  /** Predict whether the user finished their turn, given audio and the VAD state. */
   analyzeTurn(audio: AudioFrame, vad: VadState): TurnPrediction | Promise<TurnPrediction>;
+  /** Change the end-of-turn thresholds. */
   setParams(params: TurnParams): void;
 }

@@ -67,7 +67,9 @@ export interface PipelineTaskParams {
 }
 
 /** Defaults of {@link PipelineTaskParams}. */
-export const DEFAULT_TASK_PARAMS = Object.freeze({
+export const DEFAULT_TASK_PARAMS: Readonly<
+  Required<Omit<PipelineTaskParams, "observers" | "logger">>
+> = Object.freeze({
   audioInSampleRate: 16000,
   audioOutSampleRate: 24000,
   enableMetrics: false,
@@ -84,11 +86,15 @@ export const DEFAULT_TASK_PARAMS = Object.freeze({
   channelCapacity: DEFAULT_CHANNEL_CAPACITY,
 });
 
-type Hook<A extends unknown[]> = (...args: A) => void | Promise<void>;
+/**
+ * A task lifecycle callback with arguments `A`. A throw or rejection is logged, never fatal;
+ * onFinished callbacks are awaited in turn, the others run without blocking the task.
+ */
+export type TaskHook<A extends unknown[]> = (...args: A) => void | Promise<void>;
 
 interface KindHook {
   kinds: ReadonlySet<FrameKind>;
-  fn: Hook<[Frame]>;
+  fn: TaskHook<[Frame]>;
 }
 
 const NEVER_FULL = { isFull: () => false, waitWritable: () => Promise.resolve() };
@@ -116,11 +122,11 @@ export class PipelineTask {
   #heartbeatWarned = false;
   #lastActivityNs = 0;
 
-  readonly #onStarted: Hook<[]>[] = [];
-  readonly #onFinished: Hook<[StopReason]>[] = [];
-  readonly #onError: Hook<[string, boolean, string | undefined]>[] = [];
-  readonly #onIdle: Hook<[]>[] = [];
-  readonly #onHeartbeatTimeout: Hook<[number]>[] = [];
+  readonly #onStarted: TaskHook<[]>[] = [];
+  readonly #onFinished: TaskHook<[StopReason]>[] = [];
+  readonly #onError: TaskHook<[string, boolean, string | undefined]>[] = [];
+  readonly #onIdle: TaskHook<[]>[] = [];
+  readonly #onHeartbeatTimeout: TaskHook<[number]>[] = [];
   readonly #reachedDown: KindHook[] = [];
   readonly #reachedUp: KindHook[] = [];
 
@@ -142,31 +148,31 @@ export class PipelineTask {
   // ------------------------------------------------------------------ hooks
 
   /** Start reached the sink: every processor ran its start hook. */
-  onStarted(fn: Hook<[]>): void {
+  onStarted(fn: TaskHook<[]>): void {
     this.#onStarted.push(fn);
   }
   /** The task ended (after run's work is done). */
-  onFinished(fn: Hook<[StopReason]>): void {
+  onFinished(fn: TaskHook<[StopReason]>): void {
     this.#onFinished.push(fn);
   }
   /** An Error frame reached either end of the pipeline. */
-  onError(fn: Hook<[message: string, fatal: boolean, processor: string | undefined]>): void {
+  onError(fn: TaskHook<[message: string, fatal: boolean, processor: string | undefined]>): void {
     this.#onError.push(fn);
   }
   /** No activity frame within the idle timeout. */
-  onIdleTimeout(fn: Hook<[]>): void {
+  onIdleTimeout(fn: TaskHook<[]>): void {
     this.#onIdle.push(fn);
   }
   /** No heartbeat reached the sink within the monitor window (argument: seconds since last). */
-  onHeartbeatTimeout(fn: Hook<[seconds: number]>): void {
+  onHeartbeatTimeout(fn: TaskHook<[seconds: number]>): void {
     this.#onHeartbeatTimeout.push(fn);
   }
   /** A frame of one of `kinds` reached the sink. */
-  onFrameReachedDownstream(kinds: readonly FrameKind[], fn: Hook<[Frame]>): void {
+  onFrameReachedDownstream(kinds: readonly FrameKind[], fn: TaskHook<[Frame]>): void {
     this.#reachedDown.push({ kinds: new Set(kinds), fn });
   }
   /** A frame of one of `kinds` reached the source (travelling upstream). */
-  onFrameReachedUpstream(kinds: readonly FrameKind[], fn: Hook<[Frame]>): void {
+  onFrameReachedUpstream(kinds: readonly FrameKind[], fn: TaskHook<[Frame]>): void {
     this.#reachedUp.push({ kinds: new Set(kinds), fn });
   }
 
@@ -395,7 +401,7 @@ export class PipelineTask {
     for (const h of hooks) if (h.kinds.has(frame.kind)) void this.#call("frame", h.fn, frame);
   }
 
-  async #call<A extends unknown[]>(what: string, fn: Hook<A>, ...args: A): Promise<void> {
+  async #call<A extends unknown[]>(what: string, fn: TaskHook<A>, ...args: A): Promise<void> {
     try {
       await fn(...args);
     } catch (err) {

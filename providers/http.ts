@@ -149,8 +149,11 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 
 /** One Server-Sent Event. `event` is absent for the default "message" type. */
 export interface SseEvent {
+  /** Event type from the `event:` field. */
   event?: string;
+  /** The `data:` lines, joined with newlines. */
   data: string;
+  /** Event id from the `id:` field. */
   id?: string;
 }
 

@@ -12,6 +12,16 @@ import type { Logger } from "../core/log.ts";
 import type { RealtimeLlm } from "../core/seams.ts";
 import { serviceProviders } from "./service_registry.ts";
 
+// The cascaded-service types, so an embedder passing its own service factories needs only this
+// entry point.
+export type {
+  ServiceFactory,
+  ServiceKind,
+  ServiceOf,
+  ServiceProviderInfo,
+} from "./service_registry.ts";
+export type { ServiceOptions } from "./service_options.ts";
+
 /** Kinds of provider a pipeline uses. */
 export type ProviderKind = "realtime" | "stt" | "llm" | "tts";
 
@@ -19,12 +29,15 @@ export type ProviderKind = "realtime" | "stt" | "llm" | "tts";
 export interface RealtimeProviderOptions {
   /** Credential; absent for local providers. Never logged. */
   apiKey?: string;
+  /** Model id; the provider's default when left out. */
   model?: string;
+  /** Voice name; the provider's default when left out. */
   voice?: string;
   /** Override the provider's endpoint (tests, proxies, compatible providers). */
   url?: string;
   /** Provider-specific options from the config. */
   options?: Record<string, unknown>;
+  /** Logger for the client (default silent). */
   logger?: Logger;
 }
 
@@ -33,7 +46,9 @@ export type RealtimeFactory = (opts: RealtimeProviderOptions) => RealtimeLlm;
 
 /** A registered provider. */
 export interface ProviderInfo {
+  /** Name the config selects the provider by. */
   name: string;
+  /** What the provider does in a pipeline. */
   kind: ProviderKind;
   /** `host:port` pairs the provider dials (for `--allow-net`); empty for local providers. */
   hosts: readonly string[];
@@ -45,7 +60,9 @@ export interface ProviderInfo {
 
 /** A realtime provider with its lazy factory. */
 export interface RealtimeProviderInfo extends ProviderInfo {
+  /** Always `realtime`. */
   kind: "realtime";
+  /** Import the provider's module and return its factory (loaded only when used). */
   load(): Promise<RealtimeFactory>;
 }
 

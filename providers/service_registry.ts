@@ -20,8 +20,11 @@ export type ServiceKind = "stt" | "llm" | "tts";
 
 /** The service each kind makes. */
 export interface ServiceOf {
+  /** A speech-to-text service. */
   stt: SttService;
+  /** A language-model service. */
   llm: LlmService;
+  /** A text-to-speech service. */
   tts: TtsService;
 }
 
@@ -30,6 +33,7 @@ export type ServiceFactory<K extends ServiceKind> = (opts: ServiceOptions) => Se
 
 /** A registered cascaded provider. */
 export interface ServiceProviderInfo<K extends ServiceKind = ServiceKind> extends ProviderInfo {
+  /** What the provider does in a pipeline. */
   kind: K;
   /** The protocol family (D) it speaks; its own name when it is one. */
   family: string;
@@ -37,10 +41,13 @@ export interface ServiceProviderInfo<K extends ServiceKind = ServiceKind> extend
   wired: boolean;
   /** API root; the family's default when absent. */
   baseUrl?: string;
+  /** Model used when the config names none; the family's default when absent. */
   defaultModel?: string;
+  /** Voice used when the config names none; the family's default when absent. */
   defaultVoice?: string;
   /** Options the wrapper always passes (e.g. the whisper.cpp dialect). */
   options?: Record<string, unknown>;
+  /** Import the family's module and return its factory (loaded only when used). */
   load(): Promise<ServiceFactory<K>>;
 }
 

@@ -14,19 +14,45 @@
 import type { Logger } from "../core/log.ts";
 import type { WebRtcAnswerOptions } from "../transports/webrtc.ts";
 import type { RealtimeFactory } from "../providers/registry.ts";
-import { CallManager, type EnvGet } from "./calls.ts";
+import { CallManager, type CallWatcher, type EnvGet } from "./calls.ts";
 import type { AgentServerConfig } from "./config.ts";
-import { carrierDialer, type OutboundDialer, type SipDialFn } from "./outbound.ts";
+import {
+  carrierDialer,
+  type DialRequest,
+  type DialResult,
+  type OutboundDialer,
+  type SipDialFn,
+} from "./outbound.ts";
 import type { ServiceFactory, ServiceKind } from "../providers/service_registry.ts";
 import { router } from "./router.ts";
 import { type SipTrunk, startSipTrunk } from "./sip_trunk.ts";
 import { agentRoutes } from "./routes.ts";
-import { MemorySessionSource } from "./session_store.ts";
+import {
+  MemorySessionSource,
+  type RunOrigin,
+  type RunRecord,
+  type SessionCluster,
+} from "./session_store.ts";
+
+export type {
+  CallManager,
+  CallWatcher,
+  EnvGet,
+  MemorySessionSource,
+  RunOrigin,
+  RunRecord,
+  SessionCluster,
+};
+export type { DialRequest, DialResult, OutboundDialer, SipDialFn, SipTrunk };
+export type { ServiceFactory, ServiceKind };
 
 /** Options of {@link createAgentServer}. */
 export interface AgentServerOptions {
+  /** Validated server config (see `server/config.ts`). */
   config: AgentServerConfig;
+  /** Reads environment variables (provider keys, carrier secrets, the API token). */
   env: EnvGet;
+  /** Where the server and its calls log. */
   logger: Logger;
   /** Replaces the registry's realtime factory (tests). */
   realtimeFactory?: RealtimeFactory;
@@ -40,12 +66,17 @@ export interface AgentServerOptions {
   dialer?: OutboundDialer;
   /** WebRTC answer options for the playground (ICE mode, extra host addresses). */
   webrtc?: Omit<WebRtcAnswerOptions, "logger">;
+  /** Set on each worker when several share one port (see `server/workers.ts`). */
+  cluster?: SessionCluster;
 }
 
 /** A running agent server's parts. */
 export interface AgentServer {
+  /** The `Deno.serve` handler serving every route. */
   handler: (req: Request, info?: Deno.ServeHandlerInfo) => Promise<Response>;
+  /** Runs calls and counts the live ones. */
   calls: CallManager;
+  /** The runs (calls) the server knows about, with tokens and artifacts. */
   sessions: MemorySessionSource;
   /** The SIP trunk, when the config has one. */
   sip: SipTrunk | undefined;
@@ -53,7 +84,18 @@ export interface AgentServer {
   close(): Promise<void>;
 }
 
-/** Build the server (loads the providers; throws a config error for a missing key). */
+/**
+ * Build the server (loads the providers; throws a config error for a missing key).
+ *
+ * @example
+ * ```ts
+ * const loaded = await loadConfig("flowcat.yaml");
+ * if (!loaded.ok) throw new Error(formatConfigProblems(loaded.problems));
+ * const env = (name: string) => Deno.env.get(name);
+ * const app = await createAgentServer({ config: loaded.config, env, logger });
+ * Deno.serve({ port: loaded.config.server.port }, app.handler);
+ * ```
+ */
 export async function createAgentServer(opts: AgentServerOptions): Promise<AgentServer> {
   const { config, env, logger } = opts;
   const provider = config.providers.realtime?.name ?? config.providers.llm?.name ?? "none";
@@ -62,6 +104,7 @@ export async function createAgentServer(opts: AgentServerOptions): Promise<Agent
     provider,
     brainConfig,
     ...(config.recording.enabled ? { artifactDir: config.recording.dir } : {}),
+    ...(opts.cluster ? { cluster: opts.cluster } : {}),
   });
   const calls = await CallManager.create({
     config,

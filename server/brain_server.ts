@@ -43,14 +43,19 @@ import { consoleLogger, type Logger, silentLogger } from "../core/log.ts";
 
 /** A reply before it becomes a Response: status and JSON body. */
 export interface Reply {
+  /** HTTP status code. */
   status: number;
+  /** Body, sent as JSON. */
   body: unknown;
+  /** Extra response headers (Content-Type is always JSON). */
   headers?: Record<string, string>;
 }
 
 /** The JSON error body every non-2xx reply carries. */
 export interface ErrorBody {
+  /** What went wrong, one line. */
   error: string;
+  /** Problems found, each with its path (`nodes[2].id`; empty for the root) and message. */
   issues: { path: string; message: string }[];
 }
 
@@ -231,6 +236,7 @@ export function createBrainHandler(
 
 /** Options of {@link serveBrain}. */
 export interface ServeBrainOptions extends BrainHandlerOptions {
+  /** The graph spec to serve. */
   spec: GraphSpec;
   /** Default {@link BRAIN_PORT}; 0 picks a free port. */
   port?: number;
@@ -276,7 +282,9 @@ routes: POST /session, POST /tool-call, GET /health (see docs/remote-brain.md)`;
 
 /** Where {@link main} writes. */
 export interface MainIo {
+  /** Print a line to standard output. */
   out(line: string): void;
+  /** Print a line to standard error. */
   err(line: string): void;
 }
 

@@ -28,7 +28,9 @@ export type { EnvGet } from "./call_shapes.ts";
 
 /** Live view of a call, for the browser playground. */
 export interface CallWatcher {
+  /** A new transcript line of the call (caller, agent or node change). */
   onTranscript?(line: TranscriptLine): void;
+  /** The call ended; `report` is its finalize report. */
   onFinalized?(report: Finalize): void;
 }
 
@@ -146,7 +148,7 @@ export class CallManager {
   }
 
   /** Stop taking calls; let running ones finish for `ms`, then cancel them and wait. */
-  async drain(ms = this.#cfg.limits.drainSeconds * 1000): Promise<void> {
+  async drain(ms: number = this.#cfg.limits.drainSeconds * 1000): Promise<void> {
     this.#draining = true;
     const all = () => Promise.all([...this.#tasks.values()].map((t) => t.done));
     if (!(await settlesWithin(all(), ms))) {

@@ -29,6 +29,7 @@ import { describeType, suggestionHint } from "./config_suggest.ts";
 import { type AgentServerConfig, resolveFrom, toServerConfig } from "./config_types.ts";
 
 export type * from "./config_types.ts";
+export type * from "./config_document.ts";
 export { checkEnv, type EnvRequirement, requiredEnv } from "./config_env.ts";
 export { DEFAULT_HOST, DEFAULT_PORT, PIPELINE_KINDS } from "./config_schema.ts";
 export type { Problem };

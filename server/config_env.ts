@@ -15,6 +15,7 @@ export const LOG_ENV = "FLOWCAT_LOG";
 
 /** One environment variable the server reads. */
 export interface EnvRequirement {
+  /** Variable name, e.g. `GEMINI_API_KEY`. */
   name: string;
   /** Why it is read, for messages and docs. */
   why: string;

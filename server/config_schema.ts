@@ -12,6 +12,7 @@ import { isE164 } from "../telephony/security.ts";
 import { parseHostPort, parseUri } from "../telephony/sip/uri.ts";
 import { VARIABLE_NAME_RE } from "../core/agent/interpolate.ts";
 import { describeType, shown, suggestionHint } from "./config_suggest.ts";
+import type { ConfigDocument } from "./config_document.ts";
 
 /** Pipeline shapes: one speech-to-speech model, or speech-to-text + language model + speech. */
 export const PIPELINE_KINDS = ["s2s", "cascaded"] as const;
@@ -201,8 +202,13 @@ export const configSchema = z.strictObject({
   playground: playgroundSchema.prefault({}),
 });
 
-/** The config document after schema validation (snake_case, defaults filled in). */
-export type ConfigDocument = z.output<typeof configSchema>;
+export type { ConfigDocument };
+
+/** True when `A` and `B` are the same type, not merely assignable to each other. */
+type Same<A, B> = (<T>() => T extends A ? 1 : 2) extends (<T>() => T extends B ? 1 : 2) ? true
+  : false;
+// The hand-written ConfigDocument must stay exactly what the schema outputs.
+const _documentMatchesSchema: Same<ConfigDocument, z.output<typeof configSchema>> = true;
 
 /** Keys allowed in each object of the document, by dotted path (for "did you mean"). */
 export const KNOWN_KEYS: Readonly<Record<string, readonly string[]>> = Object.freeze({

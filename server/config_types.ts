@@ -9,7 +9,7 @@ import { isAbsolute, join, normalize } from "node:path";
 import { FlowcatError } from "../core/errors.ts";
 import type { GraphSpec } from "../core/agent/graph_spec.ts";
 import type { CarrierName } from "../telephony/serializers/mod.ts";
-import type { ConfigDocument } from "./config_schema.ts";
+import type { ConfigDocument } from "./config_document.ts";
 
 /** Pipeline shape: one speech-to-speech model, or STT + LLM + TTS. */
 export type PipelineKind = "s2s" | "cascaded";
@@ -18,6 +18,7 @@ export type PipelineKind = "s2s" | "cascaded";
 export interface ProviderConfig {
   /** Registry name, e.g. `gemini`. Its key is read from `<NAME>_API_KEY`. */
   name: string;
+  /** Model id; absent uses the provider's default. */
   model?: string;
   /** Voice (realtime and tts providers). */
   voice?: string;
@@ -31,14 +32,19 @@ export interface ProviderConfig {
 
 /** The providers the pipeline uses: `realtime` for s2s; `stt`, `llm`, `tts` for cascaded. */
 export interface ProvidersConfig {
+  /** Speech-to-speech provider (s2s pipeline). */
   realtime?: ProviderConfig;
+  /** Speech-to-text provider (cascaded pipeline). */
   stt?: ProviderConfig;
+  /** Language-model provider (cascaded pipeline). */
   llm?: ProviderConfig;
+  /** Text-to-speech provider (cascaded pipeline). */
   tts?: ProviderConfig;
 }
 
 /** A local graph agent. */
 export interface GraphAgentConfig {
+  /** Discriminant: a local graph agent. */
   kind: "graph";
   /** The graph file as resolved (relative to the working directory); absent when inline. */
   graphFile?: string;
@@ -52,10 +58,13 @@ export interface GraphAgentConfig {
 
 /** A remote brain reached over the remote-brain HTTP contract. */
 export interface RemoteAgentConfig {
+  /** Discriminant: a remote brain. */
   kind: "remote";
+  /** Base URL of the remote brain, e.g. `http://127.0.0.1:8080`. */
   url: string;
   /** Sent as `brain_config` in `POST /session`; opaque to the server. */
   brainConfig: Record<string, unknown>;
+  /** Time allowed for each brain request, body included, ms. */
   timeoutMs: number;
   /** Environment variable holding a bearer token for the brain, if it wants one. */
   tokenEnv?: string;
@@ -70,14 +79,19 @@ export type AgentConfig = GraphAgentConfig | RemoteAgentConfig;
 export interface SipTrunkConfig {
   /** Registrar or proxy SIP URI. */
   server: string;
+  /** SIP auth username. */
   login: string;
   /** Environment variable holding the trunk password. */
   passwordEnv: string;
   /** E.164 number used as the From user on outbound calls. */
   callerId: string;
+  /** IPv4 address advertised in Via, Contact and SDP (NAT); absent uses the bound address. */
   publicIp?: string;
+  /** Local SIP signalling port (UDP). */
   sipPort: number;
+  /** First (even) RTP port probed. */
   rtpPortBase: number;
+  /** Number of even RTP ports probed (caps concurrent SIP calls). */
   rtpPortTries: number;
   /** Hosts the trunk signals and sends media from (`--allow-net`); `*` for any. */
   allowHosts: string[];
@@ -87,14 +101,17 @@ export interface SipTrunkConfig {
 export interface TelephonyConfig {
   /** Public base URL used in answer documents (no trailing slash). */
   publicUrl?: string;
+  /** Carriers whose webhooks and media WebSockets are accepted, in config order. */
   carriers: CarrierName[];
   /** Environment variable per carrier holding its webhook signing secret. */
   webhookSecretsEnv: Partial<Record<CarrierName, string>>;
+  /** The SIP trunk, when configured. */
   sip?: SipTrunkConfig;
 }
 
 /** Call recordings and transcripts. */
 export interface RecordingConfig {
+  /** When true, each call leaves a WAV recording and a transcript JSON in `dir`. */
   enabled: boolean;
   /** Directory, resolved against the config file's directory. */
   dir: string;
@@ -102,15 +119,21 @@ export interface RecordingConfig {
 
 /** Server-wide bounds. */
 export interface LimitsConfig {
+  /** Concurrent calls; new calls over it are refused. */
   maxCalls: number;
+  /** A call is ended after this long, seconds. */
   maxCallSeconds: number;
+  /** Largest HTTP request body, bytes; larger bodies get 413. */
   maxBodyBytes: number;
+  /** On shutdown, running calls get this long to finish before they are cancelled, seconds. */
   drainSeconds: number;
 }
 
 /** Where the HTTP server listens (the CLI's --host/--port override it). */
 export interface ListenConfig {
+  /** Listening address, e.g. `127.0.0.1` or `0.0.0.0`. */
   host: string;
+  /** Listening port (0 picks a free one). */
   port: number;
 }
 
@@ -122,6 +145,7 @@ export interface ApiConfig {
 
 /** The browser playground (`GET /`, `POST /webrtc/offer`). */
 export interface PlaygroundConfig {
+  /** Whether the playground is served. */
   enabled: boolean;
   /** Extra hosts WebRTC media may be sent to (browsers on other machines); `*` for any. */
   mediaHosts: string[];
@@ -133,14 +157,23 @@ export interface AgentServerConfig {
   configFile?: string;
   /** Directory relative paths in the file were resolved against. */
   baseDir: string;
+  /** The brain: a local graph or a remote brain. */
   agent: AgentConfig;
+  /** Pipeline shape. */
   pipeline: PipelineKind;
+  /** The pipeline's providers. */
   providers: ProvidersConfig;
+  /** Carriers, webhook secrets and the SIP trunk. */
   telephony: TelephonyConfig;
+  /** Per-call recordings and transcripts. */
   recording: RecordingConfig;
+  /** Server-wide bounds. */
   limits: LimitsConfig;
+  /** Where the HTTP server listens. */
   server: ListenConfig;
+  /** The control API. */
   api: ApiConfig;
+  /** The browser playground. */
   playground: PlaygroundConfig;
 }
 

@@ -20,6 +20,7 @@ import { createAgentServer } from "./app.ts";
 import { checkEnv, formatConfigProblems, loadConfig } from "./config.ts";
 import type { AgentServerConfig } from "./config.ts";
 import { permissionCommand } from "./permissions.ts";
+import { parseWorkerCount, startWorkers } from "./workers.ts";
 
 /** Config used when `--config` is not given. */
 export const DEFAULT_CONFIG = "examples/agent.yaml";
@@ -37,6 +38,7 @@ Options:
   --port <n>             listen port (default: the config's server.port, 6210)
   --host <addr>          listen address (default: the config's server.host, 127.0.0.1)
   --public-url <url>     public https origin carriers reach (for answer documents)
+  --workers <n|auto>     serve from n threads sharing the port (auto: one per core; default 1)
   --print-permissions    print the least-privilege deno command for this config and exit
   -h, --help             this text
 
@@ -50,6 +52,8 @@ export interface ServerArgs {
   port?: number;
   host?: string;
   publicUrl?: string;
+  /** Worker threads sharing the port (1: serve on the main thread). */
+  workers: number;
   printPermissions: boolean;
   help: boolean;
 }
@@ -65,6 +69,7 @@ export function parseServerArgs(args: string[]): ServerArgs {
         port: { type: "string" },
         host: { type: "string" },
         "public-url": { type: "string" },
+        workers: { type: "string" },
         "print-permissions": { type: "boolean", default: false },
         help: { type: "boolean", short: "h", default: false },
       },
@@ -76,6 +81,7 @@ export function parseServerArgs(args: string[]): ServerArgs {
   }
   const out: ServerArgs = {
     config: v.config ?? DEFAULT_CONFIG,
+    workers: v.workers === undefined ? 1 : parseWorkerCount(v.workers),
     printPermissions: v["print-permissions"] ?? false,
     help: v.help ?? false,
   };
@@ -153,6 +159,7 @@ export async function main(args: string[]): Promise<number> {
     err(formatConfigProblems(envProblems, a.config));
     return 2;
   }
+  if (a.workers > 1) return await serveOnWorkers(a, config);
   const level = envGet("FLOWCAT_LOG");
   const logger: Logger = consoleLogger(isLogLevel(level) ? level : "info", "flowcat");
   let app;
@@ -176,26 +183,58 @@ export async function main(args: string[]): Promise<number> {
     return 1;
   }
   const addr = await ready.promise;
-  const shown = addr.hostname.includes(":") ? `[${addr.hostname}]` : addr.hostname;
-  const p = config.providers;
-  const rt = p.realtime?.name ??
-    `cascaded: ${p.stt?.name} -> ${p.llm?.name} -> ${p.tts?.name}`;
-  console.log(`Flowcat agent server on http://${shown}:${addr.port}/ (model: ${rt})`);
-  if (config.playground.enabled) {
-    console.log(`  playground: open http://${shown}:${addr.port}/ and press Call`);
-  }
-  const stop = Promise.withResolvers<string>();
-  const signals: Deno.Signal[] = Deno.build.os === "windows" ? ["SIGINT"] : ["SIGINT", "SIGTERM"];
-  const onSignal = (s: Deno.Signal) => () => stop.resolve(s);
-  const handlers = signals.map((s) => [s, onSignal(s)] as const);
-  for (const [s, h] of handlers) Deno.addSignalListener(s, h);
-  const signal = await stop.promise;
+  printBanner(config, addr.hostname, addr.port, "");
+  const signal = await stopSignal();
   console.log(`flowcat: ${signal}: draining ${app.calls.active} call(s)...`);
   await app.calls.drain();
   await server.shutdown();
   await app.close();
-  for (const [s, h] of handlers) Deno.removeSignalListener(s, h);
   console.log("flowcat: stopped");
+  return 0;
+}
+
+function printBanner(config: AgentServerConfig, host: string, port: number, note: string): void {
+  const shown = host.includes(":") ? `[${host}]` : host;
+  const p = config.providers;
+  const rt = p.realtime?.name ??
+    `cascaded: ${p.stt?.name} -> ${p.llm?.name} -> ${p.tts?.name}`;
+  console.log(`Flowcat agent server on http://${shown}:${port}/ (model: ${rt}${note})`);
+  if (config.playground.enabled) {
+    console.log(`  playground: open http://${shown}:${port}/ and press Call`);
+  }
+}
+
+/** Resolves with the first SIGINT / SIGTERM, then stops listening for them. */
+async function stopSignal(): Promise<string> {
+  const stop = Promise.withResolvers<string>();
+  const signals: Deno.Signal[] = Deno.build.os === "windows" ? ["SIGINT"] : ["SIGINT", "SIGTERM"];
+  const handlers = signals.map((s) => [s, () => stop.resolve(s)] as const);
+  for (const [s, h] of handlers) Deno.addSignalListener(s, h);
+  const signal = await stop.promise;
+  for (const [s, h] of handlers) Deno.removeSignalListener(s, h);
+  return signal;
+}
+
+async function serveOnWorkers(a: ServerArgs, config: AgentServerConfig): Promise<number> {
+  const { host, port } = config.server;
+  let pool;
+  try {
+    pool = await startWorkers({
+      configPath: a.config,
+      host,
+      port,
+      count: a.workers,
+      ...(a.publicUrl !== undefined ? { publicUrl: a.publicUrl } : {}),
+    });
+  } catch (e) {
+    console.error(`flowcat: ${errorMessage(e)}`);
+    return e instanceof FlowcatError && e.kind === "config" ? 2 : 1;
+  }
+  printBanner(config, host, pool.port, `; ${pool.count} workers on one port`);
+  const signal = await stopSignal();
+  console.log(`flowcat: ${signal}: draining the workers...`);
+  const drained = await pool.drain();
+  console.log(`flowcat: stopped (${drained} call(s) drained)`);
   return 0;
 }
 

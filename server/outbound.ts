@@ -28,13 +28,17 @@ export interface DialRequest {
 
 /** What `POST /calls` answers. */
 export interface DialResult {
+  /** The run created for the call (its answer URL and artifacts use it). */
   runId: number;
+  /** How the call was placed: `sip` or the carrier name. */
   via: string;
+  /** The carrier's call id; for SIP, `sip-run-<runId>` (the INVITE is still in flight). */
   callId?: string;
 }
 
 /** Places outbound calls. */
 export interface OutboundDialer {
+  /** Create a run and place the call; throws a `config` error when it cannot be placed. */
   dial(req: DialRequest): Promise<DialResult>;
 }
 
@@ -61,7 +65,7 @@ export function carrierDialer(opts: CarrierDialerOptions): OutboundDialer {
         (opts.sip ? "sip" : opts.carriers.find((c) => ORIGINATE_CARRIERS.includes(c)));
       if (via === "sip") {
         if (opts.sip === undefined) throw new FlowcatError("config", "no SIP trunk configured");
-        const run = opts.sessions.createRun("sip", { to: req.to });
+        const run = await opts.sessions.createRun("sip", { to: req.to });
         const placed = await opts.sip(req.to, run.runId);
         return { runId: run.runId, via, callId: placed.callId };
       }
@@ -75,7 +79,7 @@ export function carrierDialer(opts: CarrierDialerOptions): OutboundDialer {
         throw new FlowcatError("config", "no caller id configured for outbound carrier calls");
       }
       const creds = originateCredentialsFromEnv(via, opts.env);
-      const run = opts.sessions.createRun("outbound", { carrier: via, to: req.to });
+      const run = await opts.sessions.createRun("outbound", { carrier: via, to: req.to });
       const placed = await originateCall(
         via,
         { to: req.to, from: opts.callerId, answerUrl: req.answerUrl(via, run.runId) },

@@ -77,6 +77,7 @@ function health(ctx: ServerContext): Response {
     ok: !ctx.calls.draining,
     activeCalls: ctx.calls.active,
     draining: ctx.calls.draining,
+    ...(ctx.sessions.worker !== undefined ? { worker: ctx.sessions.worker } : {}),
   });
 }
 
@@ -106,7 +107,7 @@ async function webrtcOffer(ctx: ServerContext, _req: Request, c: RouteContext): 
     return jsonError(400, errorMessage(err));
   }
   const { session, answerSdp } = answer;
-  const run = ctx.sessions.createRun("browser");
+  const run = await ctx.sessions.createRun("browser");
   session.sendEvent({ type: "state", state: "listening", runId: run.runId });
   void ctx.calls.run(session, run, {
     onTranscript: (line) =>
@@ -177,7 +178,7 @@ async function carrierAnswer(
   } else {
     const refused = ctx.calls.refusal();
     if (refused !== undefined) return jsonError(503, refused);
-    run = ctx.sessions.createRun("carrier", { carrier });
+    run = await ctx.sessions.createRun("carrier", { carrier });
   }
   const origin = publicOrigin(ctx, req);
   const doc = answerDocument(carrier, {
@@ -191,7 +192,11 @@ async function carrierAnswer(
   return new Response(doc.body, { status: 200, headers: { "content-type": doc.contentType } });
 }
 
-function mediaSocket(ctx: ServerContext, req: Request, c: RouteContext): Response {
+async function mediaSocket(
+  ctx: ServerContext,
+  req: Request,
+  c: RouteContext,
+): Promise<Response> {
   const carrier = c.params.carrier;
   if (!enabledCarrier(ctx, carrier)) return jsonError(404, "unknown or disabled carrier");
   if (req.headers.get("upgrade")?.toLowerCase() !== "websocket") {
@@ -200,7 +205,8 @@ function mediaSocket(ctx: ServerContext, req: Request, c: RouteContext): Respons
   const runId = /^\d{1,15}$/.test(c.params.run) ? Number(c.params.run) : -1;
   const queryToken = c.url.searchParams.get("token");
   // A token in the query is checked before the upgrade: a bad one never gets a socket.
-  if (queryToken !== null && ctx.sessions.verify(runId, queryToken) === undefined) {
+  const adopt = { origin: "carrier" as const, carrier };
+  if (queryToken !== null && (await ctx.sessions.verify(runId, queryToken, adopt)) === undefined) {
     ctx.logger.warn("media socket refused: bad call token", { carrier, run: c.params.run });
     return jsonError(401, "bad call token");
   }
@@ -213,7 +219,7 @@ function mediaSocket(ctx: ServerContext, req: Request, c: RouteContext): Respons
     // message: nothing is resolved until it checks out.
     const start = await transport.waitForStart();
     const token = queryToken ?? start?.params?.token ?? "";
-    const run = start === undefined ? undefined : ctx.sessions.verify(runId, token);
+    const run = start === undefined ? undefined : await ctx.sessions.verify(runId, token, adopt);
     if (run === undefined || run.finalize !== undefined) {
       ctx.logger.warn("media socket closed: bad call token", { carrier, run: c.params.run });
       await transport.close();

@@ -18,20 +18,29 @@ import type {
   SessionSource,
   UploadTarget,
 } from "../core/seams.ts";
-import { createCallToken, timingSafeEqual } from "../telephony/security.ts";
+import {
+  createCallToken,
+  signCallToken,
+  timingSafeEqual,
+  verifyCallToken,
+} from "../telephony/security.ts";
 
 /** How a run started. */
 export type RunOrigin = "browser" | "carrier" | "sip" | "outbound";
 
 /** One call the server knows about. */
 export interface RunRecord {
+  /** Run id, unique within this server process (and across its workers). */
   runId: number;
+  /** Secret call token the carrier or browser presents for this run. */
   token: string;
+  /** How the run started. */
   origin: RunOrigin;
   /** Carrier name for carrier calls. */
   carrier?: string;
   /** Number dialled for outbound calls. */
   to?: string;
+  /** When the run was created, ms since the Unix epoch. */
   createdAt: number;
   /** Set once the call was completed. */
   finalize?: Finalize;
@@ -49,6 +58,25 @@ export interface MemorySessionOptions {
   artifactDir?: string;
   /** Completed runs kept for inspection (default 200); older ones are forgotten. */
   keepCompleted?: number;
+  /**
+   * Set when several workers share one listening port (`--workers`): call tokens are signed
+   * (HMAC-SHA256 over run id and expiry, {@link signCallToken}) with the secret all workers
+   * share, run ids are `k * count + index`, and a worker adopts a run another worker created
+   * when its token checks out.
+   */
+  cluster?: SessionCluster;
+}
+
+/** This worker's place among the workers sharing one port. */
+export interface SessionCluster {
+  /** Secret shared by every worker (at least 16 bytes), made fresh at each start. */
+  secret: Uint8Array;
+  /** This worker's index, 0-based. */
+  index: number;
+  /** How many workers there are. */
+  count: number;
+  /** Lifetime of a call token in seconds (default 3600). */
+  tokenTtlSeconds?: number;
 }
 
 const EXT: Record<ArtifactKind, string> = { recording: "wav", transcript: "json" };
@@ -62,26 +90,52 @@ export class MemorySessionSource implements SessionSource {
 
   /** A store for one server. */
   constructor(opts: MemorySessionOptions) {
+    const c = opts.cluster;
+    if (c !== undefined && !(Number.isInteger(c.index) && c.index >= 0 && c.index < c.count)) {
+      throw new FlowcatError("config", `session cluster index ${c.index} of ${c.count}`);
+    }
     this.#opts = opts;
   }
 
+  /** This worker's index when several share one port, else `undefined`. */
+  get worker(): number | undefined {
+    return this.#opts.cluster?.index;
+  }
+
   /** Create a run and its call token. */
-  createRun(origin: RunOrigin, meta: { carrier?: string; to?: string } = {}): RunRecord {
-    const rec: RunRecord = {
-      runId: this.#nextId++,
-      token: createCallToken(),
-      origin,
-      createdAt: Date.now(),
-      artifacts: {},
-      ...meta,
-    };
+  async createRun(
+    origin: RunOrigin,
+    meta: { carrier?: string; to?: string } = {},
+  ): Promise<RunRecord> {
+    const c = this.#opts.cluster;
+    const runId = c === undefined ? this.#nextId++ : this.#nextId++ * c.count + c.index;
+    const token = c === undefined
+      ? createCallToken()
+      : await signCallToken(c.secret, { runId, ttlSeconds: c.tokenTtlSeconds ?? 3600 });
+    const rec: RunRecord = { runId, token, origin, createdAt: Date.now(), artifacts: {}, ...meta };
     this.#runs.set(rec.runId, rec);
     return rec;
   }
 
-  /** The run when `token` is its token (constant-time compare), else `undefined`. */
-  verify(runId: number, token: string): RunRecord | undefined {
+  /**
+   * The run when `token` is its token (constant-time compare), else `undefined`. In a cluster,
+   * a run another worker created is adopted (as `adopt` describes it) when its signed token
+   * checks out.
+   */
+  async verify(
+    runId: number,
+    token: string,
+    adopt: { origin: RunOrigin; carrier?: string } = { origin: "carrier" },
+  ): Promise<RunRecord | undefined> {
     const rec = this.#runs.get(runId);
+    const c = this.#opts.cluster;
+    if (rec === undefined && c !== undefined && runId % c.count !== c.index) {
+      const verdict = await verifyCallToken(c.secret, token, { runId });
+      if (!verdict.ok) return undefined;
+      const adopted: RunRecord = { runId, token, createdAt: Date.now(), artifacts: {}, ...adopt };
+      this.#runs.set(runId, adopted);
+      return adopted;
+    }
     // Compare against a dummy for unknown runs too, so timing says nothing about which exist.
     const expected = rec?.token ?? "x".repeat(token.length || 1);
     return timingSafeEqual(expected, token) && rec !== undefined ? rec : undefined;
@@ -103,35 +157,38 @@ export class MemorySessionSource implements SessionSource {
   }
 
   /** Resolve a run; a wrong token is an auth error. */
-  resolve(runId: number, token: string): Promise<ResolvedCall> {
-    const rec = this.#check(runId, token);
-    return Promise.resolve({
+  async resolve(runId: number, token: string): Promise<ResolvedCall> {
+    const rec = await this.#check(runId, token);
+    return {
       provider: this.#opts.provider,
       brainConfig: { ...(this.#opts.brainConfig ?? {}) },
       isCompleted: rec.finalize !== undefined,
-    });
+    };
   }
 
   /** Record the finalize report (the first one wins). */
-  complete(runId: number, token: string, finalize: Finalize): Promise<void> {
-    const rec = this.#check(runId, token);
+  async complete(runId: number, token: string, finalize: Finalize): Promise<void> {
+    const rec = await this.#check(runId, token);
     rec.finalize ??= finalize;
     this.#forgetOld();
-    return Promise.resolve();
   }
 
   /**
    * Where an artifact goes: `artifact:<name>` (the bytes land in the artifact directory, or in
    * memory without one). The public URL is the file's path, or the same `artifact:` name.
    */
-  artifactUploadUrl(runId: number, token: string, kind: ArtifactKind): Promise<UploadTarget> {
-    this.#check(runId, token);
+  async artifactUploadUrl(
+    runId: number,
+    token: string,
+    kind: ArtifactKind,
+  ): Promise<UploadTarget> {
+    await this.#check(runId, token);
     const name = `run-${runId}-${kind}.${EXT[kind]}`;
     const dir = this.#opts.artifactDir;
-    return Promise.resolve({
+    return {
       uploadUrl: `artifact:${name}`,
       publicUrl: dir === undefined ? `artifact:${name}` : join(dir, name),
-    });
+    };
   }
 
   /** Store bytes at a URL this store handed out; anything else is refused. */
@@ -154,19 +211,19 @@ export class MemorySessionSource implements SessionSource {
   }
 
   /** The built-in server has no workflow tools beyond the graph's own. */
-  nodeTools(runId: number, token: string, _nodeId: string): Promise<ToolDecl[]> {
-    this.#check(runId, token);
-    return Promise.resolve([]);
+  async nodeTools(runId: number, token: string, _nodeId: string): Promise<ToolDecl[]> {
+    await this.#check(runId, token);
+    return [];
   }
 
   /** Workflow tools are an embedder's; the built-in store answers with an error result. */
-  toolCall(runId: number, token: string, _n: string, tool: string): Promise<string> {
-    this.#check(runId, token);
-    return Promise.resolve(JSON.stringify({ error: `no handler for workflow tool ${tool}` }));
+  async toolCall(runId: number, token: string, _n: string, tool: string): Promise<string> {
+    await this.#check(runId, token);
+    return JSON.stringify({ error: `no handler for workflow tool ${tool}` });
   }
 
-  #check(runId: number, token: string): RunRecord {
-    const rec = this.verify(runId, token);
+  async #check(runId: number, token: string): Promise<RunRecord> {
+    const rec = await this.verify(runId, token);
     if (rec === undefined) throw new FlowcatError("auth", "unknown run or bad call token");
     return rec;
   }

@@ -19,6 +19,7 @@ import type { MemorySessionSource } from "./session_store.ts";
 
 /** A running trunk. */
 export interface SipTrunk {
+  /** Send the INVITE for a run; resolves at once, the call runs when answered. */
   dial: SipDialFn;
   /** Un-register and close the sockets. */
   close(): Promise<void>;
@@ -66,7 +67,7 @@ export async function startSipTrunk(opts: SipTrunkOptions): Promise<SipTrunk> {
         invite.reject(refused === "server is draining" ? 503 : 486);
         continue;
       }
-      const run = sessions.createRun("sip");
+      const run = await sessions.createRun("sip");
       invite.answer().then(
         (call) => calls.run(call.transport, run),
         (err) => logger.warn("sip: answer failed", { runId: run.runId, err: errorMessage(err) }),

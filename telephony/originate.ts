@@ -34,13 +34,17 @@ export interface OriginateRequest {
 
 /** Twilio REST credentials. */
 export interface TwilioCredentials {
+  /** Account SID (`AC...`); the Basic auth user and part of the API path. */
   accountSid: string;
+  /** Auth token; the Basic auth password. */
   authToken: string;
 }
 
 /** SignalWire Compatibility API credentials. */
 export interface SignalWireCredentials {
+  /** Project id; the Basic auth user and part of the API path. */
   projectId: string;
+  /** API token; the Basic auth password. */
   apiToken: string;
   /** The Space host, e.g. `example.signalwire.com` (or its https URL). */
   spaceUrl: string;
@@ -48,13 +52,17 @@ export interface SignalWireCredentials {
 
 /** Telnyx credentials: API key and the TeXML application's connection id. */
 export interface TelnyxCredentials {
+  /** API key, sent as a Bearer token. */
   apiKey: string;
+  /** TeXML application (connection) id the call is placed through. */
   connectionId: string;
 }
 
 /** Plivo REST credentials. */
 export interface PlivoCredentials {
+  /** Auth ID; the Basic auth user and part of the API path. */
   authId: string;
+  /** Auth token; the Basic auth password. */
   authToken: string;
 }
 

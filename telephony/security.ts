@@ -166,8 +166,8 @@ export const DEFAULT_TOLERANCE_SECONDS = 300;
 /** Whether a signed Unix-seconds `timestamp` lies within `toleranceSeconds` of `nowMs`. */
 export function checkTimestamp(
   timestamp: string | number | null | undefined,
-  nowMs = Date.now(),
-  toleranceSeconds = DEFAULT_TOLERANCE_SECONDS,
+  nowMs: number = Date.now(),
+  toleranceSeconds: number = DEFAULT_TOLERANCE_SECONDS,
 ): Verdict {
   const t = typeof timestamp === "string" && /^\d{1,12}$/.test(timestamp)
     ? Number(timestamp)
@@ -352,7 +352,7 @@ export class ReplayGuard {
   }
 
   /** Record `key`; false when it was already seen inside the window (a replay). */
-  firstSeen(key: string, nowMs = Date.now()): boolean {
+  firstSeen(key: string, nowMs: number = Date.now()): boolean {
     for (const [k, expiry] of this.#seen) {
       if (expiry > nowMs && this.#seen.size < this.#maxEntries) break;
       this.#seen.delete(k);

@@ -13,6 +13,7 @@ import { checkTimestamp, hmac, timingSafeEqual, type Verdict } from "./security.
 export interface WebhookRequest {
   /** The full URL the carrier called (public scheme and host, path, query), not a proxy's. */
   url: string;
+  /** The request headers as received. */
   headers: Headers;
   /** The raw body bytes, exactly as received. */
   body: Uint8Array;
@@ -22,7 +23,9 @@ export interface WebhookRequest {
 
 /** A username and password pair (HTTP Basic). */
 export interface BasicCredentials {
+  /** The expected user name. */
   username: string;
+  /** The expected password. */
   password: string;
 }
 

@@ -24,7 +24,7 @@ export interface TwilioCall {
 }
 
 /** Open a server + Twilio client; the start message carries `token` as a custom parameter. */
-export async function twilioCall(
+export function twilioCall(
   onTransport: (t: WsMediaTransport) => void,
   token = "t",
 ): Promise<TwilioCall> {
@@ -33,7 +33,20 @@ export async function twilioCall(
     onTransport(new WsMediaTransport(socketFromWebSocket(socket), createTwilioSerializer()));
     return response;
   });
-  const ws = new WebSocket(`ws://127.0.0.1:${server.addr.port}/telephony/ws/twilio/1`);
+  const url = `ws://127.0.0.1:${server.addr.port}/telephony/ws/twilio/1`;
+  return twilioClient(url, token, () => server.shutdown());
+}
+
+/**
+ * Dial `url` as Twilio would: `connected`, then `start` with `token` as a custom parameter.
+ * `onClose` runs after the socket is closed by {@link TwilioCall.close}.
+ */
+export async function twilioClient(
+  url: string,
+  token: string,
+  onClose: () => Promise<void> = () => Promise.resolve(),
+): Promise<TwilioCall> {
+  const ws = new WebSocket(url);
   const client = socketFromWebSocket(ws);
   await client.opened;
   const got: Record<string, unknown>[] = [];
@@ -83,7 +96,7 @@ export async function twilioCall(
     hangup: () => send({ event: "stop", streamSid: "MZ1", stop: { callSid: "CA1" } }),
     close: async () => {
       ws.close();
-      await server.shutdown();
+      await onClose();
     },
   };
 }

@@ -32,7 +32,6 @@ Deno.test("audio mod: re-exports the toolkit", () => {
       "DtmfDetector",
       "dtmfTones",
       "EnergyVad",
-      "SileroVad",
       "VadStateMachine",
       "int16ToBytes",
       "mixSaturate",

@@ -42,7 +42,7 @@ async function harness(): Promise<Harness> {
   const stt = new WhisperHttpFake();
   await stt.start();
   const sessions = new MemorySessionSource({ provider: "openai" });
-  const run = sessions.createRun("carrier", { carrier: "twilio" });
+  const run = await sessions.createRun("carrier", { carrier: "twilio" });
   const finished = Promise.withResolvers<Finalize>();
   let parts: CascadedParts | undefined;
   const call = await twilioCall((transport) => {

@@ -22,7 +22,7 @@ interface Harness {
 
 async function harness(): Promise<Harness> {
   const sessions = new MemorySessionSource({ provider: "echo" });
-  const run = sessions.createRun("carrier", { carrier: "twilio" });
+  const run = await sessions.createRun("carrier", { carrier: "twilio" });
   const echo = new EchoRealtime({ greeting: "hi", vad: { stopSecs: 0.3 } });
   const finished = Promise.withResolvers<Finalize>();
   const call = await twilioCall((transport) => {

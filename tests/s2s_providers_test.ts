@@ -171,7 +171,7 @@ for (const makeDriver of [geminiDriver, openaiDriver]) {
   Deno.test(`s2s over Twilio framing with the ${driver.name} client against its fake`, async () => {
     await driver.start();
     const sessions = new MemorySessionSource({ provider: driver.name });
-    const run = sessions.createRun("carrier", { carrier: "twilio" });
+    const run = await sessions.createRun("carrier", { carrier: "twilio" });
     const finished = Promise.withResolvers<Finalize>();
     let completes = 0;
     const complete = sessions.complete.bind(sessions);

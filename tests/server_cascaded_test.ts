@@ -36,7 +36,7 @@ Deno.test("server cascaded: a call runs whisper-style STT, an OpenAI-style LLM a
   llm: { name: ollama, url: "${llm.baseUrl}", model: tiny }
   tts: { name: espeak }`);
   const app = await createAgentServer({ config, env: () => undefined, logger: silentLogger });
-  const run = app.sessions.createRun("carrier", { carrier: "twilio" });
+  const run = await app.sessions.createRun("carrier", { carrier: "twilio" });
   let report: Promise<unknown> | undefined;
   const call = await twilioCall((t) => (report = app.calls.run(t, run)), run.token);
   try {

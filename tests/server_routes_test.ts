@@ -135,7 +135,7 @@ Deno.test("server routes: answer webhook checks the signature and the carrier", 
 Deno.test("server routes: the media socket refuses a bad token before anything runs", async () => {
   const s = await start();
   try {
-    const run = s.app.sessions.createRun("carrier", { carrier: "twilio" });
+    const run = await s.app.sessions.createRun("carrier", { carrier: "twilio" });
     const wsUrl = s.base.replace("http", "ws");
     const res = await fetch(`${s.base}/telephony/ws/twilio/${run.runId}?token=wrong`, {
       headers: {

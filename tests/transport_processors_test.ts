@@ -92,7 +92,8 @@ Deno.test("input resamples 8 kHz to the task rate; output paces at real time; st
   // Echoed at the task's 16 kHz, chunked to 20 ms (320 samples), paced ~20 ms apart.
   assert.ok(leg.sent.every((s) => s.audio.sampleRate === 16000 && s.audio.pcm.length === 320));
   const span = leg.sent[11].at - leg.sent[0].at;
-  assert.ok(span >= 200 && span < 400, `12 chunks over ${span} ms`);
+  // The first chunks go out at once (40 ms lead), the rest as the far end plays.
+  assert.ok(span >= 160 && span < 400, `12 chunks over ${span} ms`);
   assert.deepEqual(edges.filter((e) => e !== "BotSpeaking"), [
     "BotStartedSpeaking",
     "BotStoppedSpeaking",

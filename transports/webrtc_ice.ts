@@ -10,8 +10,11 @@
 
 /** A STUN or TURN server, as in the browser's RTCIceServer. */
 export interface IceServer {
+  /** Server URL or URLs (`stun:host:port`, `turn:host:port?transport=udp`). */
   urls: string | string[];
+  /** TURN username. */
   username?: string;
+  /** TURN password. */
   credential?: string;
 }
 
@@ -26,17 +29,25 @@ export type IceMode = "loopback" | "interfaces" | { address: string };
 
 /** The subset of werift's peer configuration this module sets. */
 export interface IcePeerConfig {
+  /** STUN / TURN servers handed to werift. */
   iceServers: IceServer[];
+  /** Whether werift scans interfaces for IPv4 host candidates. */
   iceUseIpv4: boolean;
+  /** Whether werift scans interfaces for IPv6 host candidates (always false here). */
   iceUseIpv6: boolean;
+  /** Whether ICE-TCP candidates are gathered (always false here). */
   iceUseTcp: boolean;
+  /** Host addresses advertised besides the scanned ones. */
   iceAdditionalHostAddresses: string[] | undefined;
+  /** Address the UDP sockets bind to; undefined binds the wildcard. */
   iceInterfaceAddresses: { udp4?: string; udp6?: string } | undefined;
 }
 
 /** Deno permissions an {@link IceMode} needs: `net` null means unrestricted. */
 export interface IcePermissions {
+  /** Hosts `--allow-net` must grant; null means unrestricted network access is needed. */
   net: string[] | null;
+  /** `--allow-sys` names needed (e.g. `networkInterfaces`). */
   sys: string[];
 }
 

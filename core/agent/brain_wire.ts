@@ -8,52 +8,108 @@
 
 import { z } from "zod";
 import type { BrainAction, ToolDecl } from "../seams.ts";
+import type { Validator } from "./problems.ts";
 
 const jsonObject = z.record(z.string(), z.unknown());
 
-/** A tool declaration on the wire. Unknown extra fields are allowed and dropped. */
-export const wireToolSchema = z.object({
+const wireToolZod = z.object({
   name: z.string().min(1),
   description: z.string(),
   params: jsonObject,
 });
 
+/** A tool declaration on the wire. Unknown extra fields are allowed and dropped. */
+export const wireToolSchema: Validator<ToolDecl> = wireToolZod;
+
 /** Body of `POST /session`. */
-export const sessionRequestSchema = z.object({
+export interface SessionRequest {
+  /** The agent's brain configuration; opaque to the runtime, passed as the embedder gave it. */
+  brain_config: Record<string, unknown>;
+  /** Name of the realtime provider in use, such as `gemini`. */
+  provider: string;
+}
+
+/** Body of `POST /session`. */
+export const sessionRequestSchema: Validator<SessionRequest> = z.object({
   brain_config: jsonObject,
   provider: z.string(),
 });
-/** Body of `POST /session`. */
-export type SessionRequest = z.infer<typeof sessionRequestSchema>;
+
+/** Reply to `POST /session`: the first node of the conversation. */
+export interface SessionResponse {
+  /** System prompt of the first node. */
+  system_prompt: string;
+  /** Tools the model is offered on the first node. */
+  tools: ToolDecl[];
+  /** Id of the first node. */
+  node_id: string;
+  /** Variables collected so far (the declared defaults). */
+  collected_vars: Record<string, unknown>;
+}
 
 /** Reply to `POST /session`. */
-export const sessionResponseSchema = z.object({
+export const sessionResponseSchema: Validator<SessionResponse> = z.object({
   system_prompt: z.string(),
-  tools: z.array(wireToolSchema),
+  tools: z.array(wireToolZod),
   node_id: z.string().min(1),
   collected_vars: jsonObject,
 });
-/** Reply to `POST /session`. */
-export type SessionResponse = z.infer<typeof sessionResponseSchema>;
+
+/** Body of `POST /tool-call` (after defaults). */
+export interface ToolCallRequest {
+  /** Id of the node the call is on. */
+  node_id: string;
+  /** The tool the model called, with its arguments (`{}` when left out). */
+  tool: { name: string; args: Record<string, unknown> };
+  /** Variables collected so far (`{}` when left out). */
+  collected_vars: Record<string, unknown>;
+}
 
 /** Body of `POST /tool-call`. `args` and `collected_vars` default to `{}` when left out. */
-export const toolCallRequestSchema = z.object({
+export const toolCallRequestSchema: Validator<ToolCallRequest> = z.object({
   node_id: z.string().min(1),
   tool: z.object({ name: z.string().min(1), args: jsonObject.default({}) }),
   collected_vars: jsonObject.default({}),
 });
-/** Body of `POST /tool-call` (after defaults). */
-export type ToolCallRequest = z.output<typeof toolCallRequestSchema>;
 
-// Optional text fields accept null too: servers in other languages often write null for "absent".
+/**
+ * Reply to `POST /tool-call`: exactly one of transition, stay, end (by `action`). Optional
+ * text fields may be null: servers in other languages often write null for "absent".
+ */
+export type ToolCallResponse =
+  | {
+    action: "transition";
+    system_prompt: string;
+    tools: ToolDecl[];
+    say?: string | null;
+    node_id: string;
+    collected_vars: Record<string, unknown>;
+    finished?: boolean;
+  }
+  | {
+    action: "stay";
+    result?: unknown;
+    collected_vars?: Record<string, unknown>;
+    finished?: boolean;
+  }
+  | {
+    action: "end";
+    disposition?: string | null;
+    say?: string | null;
+    node_id?: string;
+    collected_vars?: Record<string, unknown>;
+    finished?: boolean;
+  };
+
+// Optional text fields accept null too (see ToolCallResponse).
 const optText = z.string().nullish();
 
 /** Reply to `POST /tool-call`: exactly one of transition, stay, end (by `action`). */
-export const toolCallResponseSchema = z.discriminatedUnion("action", [
+export const toolCallResponseSchema: Validator<ToolCallResponse> = z.discriminatedUnion("action", [
   z.object({
     action: z.literal("transition"),
     system_prompt: z.string(),
-    tools: z.array(wireToolSchema),
+    tools: z.array(wireToolZod),
     say: optText,
     node_id: z.string().min(1),
     collected_vars: jsonObject,
@@ -74,11 +130,9 @@ export const toolCallResponseSchema = z.discriminatedUnion("action", [
     finished: z.boolean().optional(),
   }),
 ]);
-/** Reply to `POST /tool-call`. */
-export type ToolCallResponse = z.infer<typeof toolCallResponseSchema>;
 
 /** Wire tool declarations to {@link ToolDecl}s (drops unknown fields). */
-export function toolsFromWire(tools: readonly z.infer<typeof wireToolSchema>[]): ToolDecl[] {
+export function toolsFromWire(tools: readonly ToolDecl[]): ToolDecl[] {
   return tools.map((t) => ({ name: t.name, description: t.description, params: t.params }));
 }
 

@@ -14,7 +14,7 @@
 
 import { z } from "zod";
 import { parse as parseYaml } from "yaml";
-import { type Problem, zodProblems } from "./problems.ts";
+import { type Problem, type Validator, zodProblems } from "./problems.ts";
 import { semanticProblems } from "./graph_checks.ts";
 import { VARIABLE_NAME_RE } from "./interpolate.ts";
 
@@ -81,8 +81,7 @@ const workflowToolSchema = z.strictObject({
   nodes: z.array(nodeId).optional(),
 });
 
-/** Zod schema of a graph spec (structure only; cross-references are checked separately). */
-export const graphSpecSchema = z.strictObject({
+const graphSpecZod = z.strictObject({
   version: z.literal(1).optional(),
   start: nodeId.optional(),
   variables: z.record(variableName, variableSchema).default({}),
@@ -90,18 +89,104 @@ export const graphSpecSchema = z.strictObject({
   workflow_tools: z.array(workflowToolSchema).default([]),
 });
 
+/** One collected value of a {@link GraphTransition}: a tool argument stored as a variable. */
+export interface GraphCollect {
+  /** Variable the value is stored in (and the tool argument's name). */
+  name: string;
+  /** JSON type the model must give; `string` when left out. */
+  type: "string" | "number" | "integer" | "boolean";
+  /** What the value means, shown to the model in the tool's parameters. */
+  description?: string;
+  /** Whether the model must give the value; true when left out. */
+  required: boolean;
+}
+
+/** One transition of a {@link GraphNode}: an edge offered to the model as a tool. */
+export interface GraphTransition {
+  /** Tool name the model calls to take this edge. */
+  name: string;
+  /** When to take the edge, shown to the model as the tool's description. */
+  description: string;
+  /** Id of the node the edge leads to. */
+  target: string;
+  /** Text spoken when the edge is taken, before the next node's prompt applies. */
+  say?: string;
+  /** Values the model must give as tool arguments when it takes the edge. */
+  collect: GraphCollect[];
+}
+
+/** One node of a {@link GraphSpec}: a prompt and the transitions out of it. */
+export interface GraphNode {
+  /** Unique id of the node, used by transition targets and `start`. */
+  id: string;
+  /** System prompt while the call is on this node (may use `{{variables}}`). */
+  prompt?: string;
+  /** Edges out of the node. */
+  transitions: GraphTransition[];
+  /** Whether reaching the node ends the call. */
+  terminal: boolean;
+  /** Call outcome recorded when the call ends on this node. */
+  disposition?: string;
+  /** Text spoken when the call reaches this node. */
+  say?: string;
+}
+
+/** One workflow tool of a {@link GraphSpec}: a tool that runs without changing node. */
+export interface GraphWorkflowTool {
+  /** Tool name the model calls. */
+  name: string;
+  /** What the tool does, shown to the model. */
+  description: string;
+  /** JSON-schema `object` of the tool's parameters. */
+  params: { type: "object"; [key: string]: unknown };
+  /** Ids of the nodes that offer the tool; every node when left out. */
+  nodes?: string[];
+}
+
 /** A validated graph spec, defaults filled in. Make one with {@link validateGraphSpec}. */
-export type GraphSpec = z.output<typeof graphSpecSchema>;
+export interface GraphSpec {
+  /** Spec format version; only 1 exists. */
+  version?: 1;
+  /** Id of the first node; the first listed node when left out. */
+  start?: string;
+  /** Declared variables with their default values and descriptions. */
+  variables: Record<string, { default?: unknown; description?: string }>;
+  /** The nodes of the graph (at least one). */
+  nodes: GraphNode[];
+  /** Tools offered on nodes without leaving them. */
+  workflow_tools: GraphWorkflowTool[];
+}
+
 /** What a graph spec document may look like before defaults are applied. */
-export type GraphSpecInput = z.input<typeof graphSpecSchema>;
-/** One node of a {@link GraphSpec}. */
-export type GraphNode = GraphSpec["nodes"][number];
-/** One transition of a {@link GraphNode}. */
-export type GraphTransition = GraphNode["transitions"][number];
-/** One collected value of a {@link GraphTransition}. */
-export type GraphCollect = GraphTransition["collect"][number];
-/** One workflow tool of a {@link GraphSpec}. */
-export type GraphWorkflowTool = GraphSpec["workflow_tools"][number];
+export interface GraphSpecInput {
+  /** Spec format version; only 1 exists. */
+  version?: 1;
+  /** Id of the first node; the first listed node when left out. */
+  start?: string;
+  /** Declared variables: a bare scalar is shorthand for `{default: <scalar>}`. */
+  variables?: Record<
+    string,
+    string | number | boolean | null | { default?: unknown; description?: string }
+  >;
+  /** The nodes of the graph (at least one); see {@link GraphNode} for the fields. */
+  nodes: (Omit<GraphNode, "transitions" | "terminal"> & {
+    transitions?: (Omit<GraphTransition, "collect"> & {
+      collect?: (Omit<GraphCollect, "type" | "required"> & Partial<GraphCollect>)[];
+    })[];
+    terminal?: boolean;
+  })[];
+  /** Tools offered on nodes without leaving them; see {@link GraphWorkflowTool}. */
+  workflow_tools?: (Omit<GraphWorkflowTool, "params"> & Partial<GraphWorkflowTool>)[];
+}
+
+/**
+ * Schema of a graph spec (structure only; cross-references are checked separately). A zod
+ * schema underneath; typed as a {@link Validator} so zod stays out of the public API.
+ */
+export const graphSpecSchema: Validator<GraphSpec> = graphSpecZod satisfies z.ZodType<
+  GraphSpec,
+  GraphSpecInput
+>;
 
 /** Outcome of validation: the spec, or every problem found. */
 export type GraphSpecResult =

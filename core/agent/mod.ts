@@ -18,7 +18,14 @@ export {
   templatePlaceholders,
   VARIABLE_NAME_RE,
 } from "./interpolate.ts";
-export { formatPath, formatProblems, type Problem, zodProblems } from "./problems.ts";
+export {
+  formatPath,
+  formatProblems,
+  type Problem,
+  type SchemaError,
+  type Validator,
+  zodProblems,
+} from "./problems.ts";
 export {
   END_CALL_TOOL,
   type GraphCollect,

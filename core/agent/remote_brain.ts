@@ -22,12 +22,11 @@
  * @module
  */
 
-import type { z } from "zod";
 import type { AgentBrain, ToolDecl } from "../seams.ts";
 import { errorMessage, FlowcatError } from "../errors.ts";
 import { readCapped } from "../read_capped.ts";
 import { type Logger, silentLogger } from "../log.ts";
-import { zodProblems } from "./problems.ts";
+import { type Validator, zodProblems } from "./problems.ts";
 import {
   actionFromWire,
   sessionResponseSchema,
@@ -221,13 +220,13 @@ function normalizeBase(baseUrl: string | URL): string {
   return url.origin + url.pathname.replace(/\/+$/, "");
 }
 
-async function postJson<S extends z.ZodType>(
+async function postJson<T>(
   base: string,
   path: string,
   body: unknown,
-  schema: S,
+  schema: Validator<T>,
   opts: { timeoutMs: number; headers: Record<string, string>; fetch: FetchLike },
-): Promise<z.output<S>> {
+): Promise<T> {
   const url = base + path;
   const where = `remote brain POST ${url}`;
   const ctl = new AbortController();

@@ -1,7 +1,8 @@
 /**
  * Audio toolkit: G.711, resampling, WAV, recording, DTMF (RFC 4733, Goertzel detection, tone
- * generation) and voice-activity detection (energy, Silero). All pure and synchronous except
- * Silero, which loads onnxruntime-web only when {@link SileroVad.create} is called.
+ * generation) and energy voice-activity detection. All pure and synchronous, and no npm package:
+ * Silero (onnxruntime-web) and RNNoise (wasm from npm) are their own entry points,
+ * `./audio/silero` (core/audio/vad_silero.ts) and `./audio/rnnoise` (core/audio/rnnoise.ts).
  *
  * @example
  * ```ts
@@ -78,19 +79,3 @@ export {
   volumeOfMeanSquare,
 } from "./vad_state.ts";
 export { EnergyVad, type EnergyVadOptions } from "./vad_energy.ts";
-export {
-  loadSileroModel,
-  type OrtLike,
-  type OrtSessionLike,
-  type OrtTensorLike,
-  SileroVad,
-  type SileroVadOptions,
-} from "./vad_silero.ts";
-export {
-  loadRnnoise,
-  RNNOISE_FRAME,
-  RNNOISE_RATE,
-  RnnoiseDenoiser,
-  type RnnoiseModuleLike,
-  type RnnoiseOptions,
-} from "./rnnoise.ts";

@@ -34,10 +34,13 @@ export const RNNOISE_RATE = 48000;
 export interface RnnoiseModuleLike {
   /** The wasm heap as float32; re-read after allocations (it is replaced when memory grows). */
   readonly HEAPF32: Float32Array;
+  /** Allocate `bytes` on the wasm heap; returns the pointer. */
   _malloc(bytes: number): number;
+  /** Free memory from `_malloc`. */
   _free(ptr: number): void;
   /** Make a denoiser state; 0 selects the built-in model. */
   _rnnoise_create(model: number): number;
+  /** Free a denoiser state from `_rnnoise_create`. */
   _rnnoise_destroy(state: number): void;
   /** Denoise 480 floats at `input` into `output`; returns the voice probability. */
   _rnnoise_process_frame(state: number, output: number, input: number): number;

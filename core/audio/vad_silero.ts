@@ -33,22 +33,29 @@ import { VadStateMachine, volumeOfMeanSquare } from "./vad_state.ts";
 
 /** The part of an onnxruntime tensor this module uses. */
 export interface OrtTensorLike {
+  /** The tensor's values (a typed array for the outputs read here). */
   readonly data: unknown;
+  /** Release the tensor's memory, when the runtime supports it. */
   dispose?(): void;
 }
 
 /** The part of an onnxruntime inference session this module uses. */
 export interface OrtSessionLike {
+  /** Run the model on named input tensors; resolves to the named outputs. */
   run(feeds: Record<string, OrtTensorLike>): Promise<Record<string, OrtTensorLike>>;
+  /** Free the session and its model. */
   release(): Promise<void>;
 }
 
 /** The part of the onnxruntime module API this module uses (web or node flavour). */
 export interface OrtLike {
+  /** Runtime settings (wasm threads, log level) set before the first session. */
   env: { wasm?: { numThreads?: number }; logLevel?: string };
+  /** Factory of inference sessions from model bytes. */
   InferenceSession: {
     create(model: Uint8Array, options?: Record<string, unknown>): Promise<OrtSessionLike>;
   };
+  /** Tensor constructor: element type, values and shape. */
   Tensor: new (type: string, data: unknown, dims?: readonly number[]) => OrtTensorLike;
 }
 

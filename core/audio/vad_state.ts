@@ -21,9 +21,9 @@ import { DEFAULT_VAD_PARAMS, type VadParams, type VadState } from "../frames.ts"
 import { FlowcatError } from "../errors.ts";
 
 /** Level (dBFS RMS) that maps to volume 0. */
-export const VOLUME_FLOOR_DBFS = -60;
+export const VOLUME_FLOOR_DBFS: number = -60;
 /** Level (dBFS RMS) that maps to volume 1. */
-export const VOLUME_CEIL_DBFS = -20;
+export const VOLUME_CEIL_DBFS: number = -20;
 
 /**
  * Normalised volume 0..1 of int16 samples: RMS level mapped linearly from

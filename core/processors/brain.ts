@@ -30,7 +30,9 @@ export type WorkflowToolHandler = (
 
 /** Options of a {@link BrainProcessor}. */
 export interface BrainProcessorOptions {
+  /** Answers tools the brain stays on without a result (workflow tools); error result when unset. */
   workflowTool?: WorkflowToolHandler;
+  /** Processor name in logs and metrics (default `BrainProcessor`). */
   name?: string;
 }
 

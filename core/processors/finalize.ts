@@ -20,6 +20,7 @@ import type { ArtifactKind, Finalize, SessionSource } from "../seams.ts";
 export interface TranscriptLine {
   /** `user` (caller), `bot` (agent) or `node` (the brain moved to node `text`). */
   role: "user" | "bot" | "node";
+  /** What was said, or the id of the node moved to. */
   text: string;
   /** Milliseconds since the collector started. */
   atMs: number;
@@ -62,16 +63,23 @@ export class TranscriptCollector extends FrameProcessor {
 
 /** What the finalize processor reads when the call ends. */
 export interface FinalizeSources {
+  /** The control plane the call is reported to. */
   session: SessionSource;
+  /** Id of the call run in the control plane. */
   runId: number;
+  /** Token that authenticates the run. */
   token: string;
   /** Usage summary (tokens, model, ...). */
   usage: () => Record<string, unknown>;
+  /** Variables the brain collected. */
   collectedVars: () => Record<string, unknown>;
+  /** Call outcome, such as the terminal node's disposition. */
   disposition?: () => string | undefined;
   /** The call's WAV recording, when recording is on. */
   recording?: () => Uint8Array | undefined;
+  /** Transcript lines, uploaded as the transcript artifact. */
   transcript?: () => readonly TranscriptLine[];
+  /** Logger for upload and completion failures (default: the task's logger). */
   logger?: Logger;
 }
 

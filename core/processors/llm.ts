@@ -38,12 +38,15 @@ export interface LlmProcessorOptions {
   fallbackText?: string;
   /** Run the model once when the caller connects (it speaks first). */
   runOnConnect?: boolean;
+  /** Processor name in logs and metrics (default `LlmProcessor`). */
   name?: string;
 }
 
 /** Token usage summed over a call. */
 export interface LlmUsage extends LlmTokenUsage {
+  /** Model name, when known. */
   model?: string;
+  /** Number of model runs in the call. */
   turns: number;
 }
 

@@ -1,7 +1,8 @@
 /**
  * The built-in processors: transport in/out, realtime model, brain, transcript and finalize,
- * voice activity and turn-taking, recorder, noise filter, and the cascaded services
- * (speech-to-text, language model, text-to-speech, context aggregation, greeting).
+ * voice activity and turn-taking, recorder, and the cascaded services (speech-to-text, language
+ * model, text-to-speech, context aggregation, greeting). The RNNoise noise filter loads an npm
+ * package, so it is its own entry point: `./processors/noise-filter`.
  * @module
  */
 export * from "./transport.ts";
@@ -11,7 +12,6 @@ export * from "./finalize.ts";
 export * from "./vad.ts";
 export * from "./turn.ts";
 export * from "./recorder.ts";
-export * from "./noise_filter.ts";
 export * from "./stt.ts";
 export * from "./llm.ts";
 export * from "./tts.ts";

@@ -40,6 +40,7 @@ export interface RealtimeProcessorOptions {
   model?: string;
   /** Give up connecting after this long (default 15 s). */
   connectTimeoutMs?: number;
+  /** Processor name in logs and metrics (default `RealtimeProcessor`). */
   name?: string;
 }
 
@@ -48,7 +49,9 @@ const MODEL_INPUT_RATE = 16000;
 
 /** Accumulated token usage of a call. */
 export interface RealtimeUsage extends LlmTokenUsage {
+  /** Model name, when known. */
   model?: string;
+  /** Number of completed model turns in the call. */
   turns: number;
 }
 

@@ -24,6 +24,7 @@ export interface SttProcessorOptions {
   model?: string;
   /** Report a failing service at most this often (default 5 s). */
   errorEverySecs?: number;
+  /** Processor name in logs and metrics (default `SttProcessor`). */
   name?: string;
 }
 

@@ -23,6 +23,7 @@ import {
 } from "../frames.ts";
 import { FrameProcessor, type Link, type ProcessorSetup } from "../processor.ts";
 import type { MediaTransport } from "../seams.ts";
+import { joinPlayoutClock, leavePlayoutClock } from "../playout_clock.ts";
 
 /** Reads a media leg and turns it into frames. */
 export class TransportInput extends FrameProcessor {
@@ -90,16 +91,26 @@ export interface TransportOutputOptions {
   chunkMs?: number;
   /** Broadcast BotSpeaking every this many chunks while speaking (default 10: every 200 ms). */
   speakingEvery?: number;
+  /**
+   * How far ahead of the far end's playout audio may be sent, in ms (default 40). Carriers and
+   * browsers buffer it; a lead absorbs timer jitter without a gap, and barge-in clears it.
+   */
+  leadMs?: number;
 }
 
-/** Plays audio to a media leg at real time. */
+/**
+ * Plays audio to a media leg at real time, paced by the shared playout clock
+ * (core/playout_clock.ts): chunks go out as soon as the far end's playout is less than
+ * `leadMs` ahead, so nothing waits on a per-call timer.
+ */
 export class TransportOutput extends FrameProcessor {
   readonly #t: MediaTransport;
   readonly #chunkMs: number;
   readonly #speakingEvery: number;
+  readonly #leadMs: number;
   #queue: AudioFrame[] = [];
   #link: Link | undefined;
-  #timer: ReturnType<typeof setTimeout> | undefined;
+  #playing = false;
   #speaking = false;
   #sent = 0;
   #nextAt = 0;
@@ -115,6 +126,7 @@ export class TransportOutput extends FrameProcessor {
     this.#t = transport;
     this.#chunkMs = options.chunkMs ?? 20;
     this.#speakingEvery = options.speakingEvery ?? 10;
+    this.#leadMs = options.leadMs ?? 40;
   }
 
   /** True while audio is being played. */
@@ -145,6 +157,7 @@ export class TransportOutput extends FrameProcessor {
   /** Barge-in: drop queued audio and clear the far end. */
   override async onInterruption(): Promise<void> {
     this.#queue = [];
+    this.#nextAt = 0; // the clear drops what the far end had buffered
     this.#stopPlaying();
     await this.#t.sendClear();
   }
@@ -170,38 +183,47 @@ export class TransportOutput extends FrameProcessor {
         numChannels: 1,
       });
     }
-    if (this.#timer === undefined) {
-      this.#nextAt = performance.now();
-      this.#tick();
+    if (!this.#playing) {
+      this.#playing = true;
+      const now = performance.now();
+      this.#nextAt = Math.max(this.#nextAt, now);
+      if (this.#service(now)) joinPlayoutClock(this.#service);
     }
   }
 
-  #tick = (): void => {
-    this.#timer = undefined;
+  /** Send every chunk now due; false (off the clock) once the far end has played them all. */
+  #service = (now: number): boolean => {
     const link = this.#link;
-    const chunk = this.#queue.shift();
-    if (chunk === undefined) {
-      this.#stopPlaying();
-      this.#drained?.();
-      this.#drained = undefined;
-      return;
+    while (this.#queue.length > 0 && this.#nextAt - now < this.#leadMs) {
+      const chunk = this.#queue.shift()!;
+      if (!this.#speaking) {
+        this.#speaking = true;
+        this.#sent = 0;
+        link?.broadcast(makeFrame("BotStartedSpeaking", {}));
+      }
+      if (++this.#sent % this.#speakingEvery === 0) {
+        link?.broadcast(makeFrame("BotSpeaking", {}));
+      }
+      this.#t.sendAudio(chunk).catch((err) =>
+        link?.pushError(`send audio failed: ${errorMessage(err)}`)
+      );
+      this.#nextAt += (chunk.pcm.length * 1000) / chunk.sampleRate;
     }
-    if (!this.#speaking) {
-      this.#speaking = true;
-      this.#sent = 0;
-      link?.broadcast(makeFrame("BotStartedSpeaking", {}));
-    }
-    if (++this.#sent % this.#speakingEvery === 0) link?.broadcast(makeFrame("BotSpeaking", {}));
-    this.#t.sendAudio(chunk).catch((err) =>
-      link?.pushError(`send audio failed: ${errorMessage(err)}`)
-    );
-    this.#nextAt += (chunk.pcm.length * 1000) / chunk.sampleRate;
-    this.#timer = setTimeout(this.#tick, Math.max(0, this.#nextAt - performance.now()));
+    if (this.#queue.length > 0 || now < this.#nextAt) return true;
+    this.#playing = false;
+    this.#stopSpeaking();
+    this.#drained?.();
+    this.#drained = undefined;
+    return false;
   };
 
   #stopPlaying(): void {
-    if (this.#timer !== undefined) clearTimeout(this.#timer);
-    this.#timer = undefined;
+    if (this.#playing) leavePlayoutClock(this.#service);
+    this.#playing = false;
+    this.#stopSpeaking();
+  }
+
+  #stopSpeaking(): void {
     if (this.#speaking) {
       this.#speaking = false;
       this.#link?.broadcast(makeFrame("BotStoppedSpeaking", {}));

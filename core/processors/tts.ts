@@ -34,6 +34,7 @@ export interface TtsProcessorOptions {
   splitSentences?: boolean;
   /** On End, how long queued speech may still take (default 15 s). */
   drainTimeoutMs?: number;
+  /** Processor name in logs and metrics (default `TtsProcessor`). */
   name?: string;
 }
 

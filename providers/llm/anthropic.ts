@@ -40,6 +40,8 @@ import { type Logger, silentLogger } from "../../core/log.ts";
 import { providerFetch, readSse } from "../http.ts";
 import type { ServiceOptions } from "../service_options.ts";
 
+export type { ServiceOptions } from "../service_options.ts";
+
 /** API root used when the options give none. */
 export const ANTHROPIC_DEFAULT_BASE_URL = "https://api.anthropic.com";
 /**
@@ -66,14 +68,19 @@ export type AnthropicBlock =
 
 /** One request message (always the block form, so merging is uniform). */
 export interface AnthropicMessage {
+  /** Who speaks: the caller's side or the model. */
   role: "user" | "assistant";
+  /** The message's content blocks. */
   content: AnthropicBlock[];
 }
 
 /** A tool as the Messages API declares it. */
 export interface AnthropicTool {
+  /** Tool name the model calls. */
   name: string;
+  /** What the tool does, shown to the model. */
   description: string;
+  /** JSON schema of the tool's arguments. */
   input_schema: Record<string, unknown>;
 }
 

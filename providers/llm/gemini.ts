@@ -42,6 +42,8 @@ import { type Logger, silentLogger } from "../../core/log.ts";
 import { providerFetch, type ProviderFetchOptions, readSse } from "../http.ts";
 import type { ServiceOptions } from "../service_options.ts";
 
+export type { ServiceOptions } from "../service_options.ts";
+
 /** API root used when the options give none. */
 export const GEMINI_DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com";
 /**
@@ -57,22 +59,31 @@ export const SKIP_SIGNATURE = "skip_thought_signature_validator";
 
 /** One part of a Gemini content. */
 export interface GeminiPart {
+  /** Plain text. */
   text?: string;
+  /** True when the text is the model's visible reasoning, not its answer. */
   thought?: boolean;
+  /** A tool call the model made. */
   functionCall?: { name: string; args: Record<string, unknown>; id?: string };
+  /** The result of a tool call, sent back to the model. */
   functionResponse?: { name: string; response: Record<string, unknown>; id?: string };
+  /** Opaque signature of the model's reasoning; must be sent back with the call turn. */
   thoughtSignature?: string;
 }
 
 /** One Gemini content (a turn). */
 export interface GeminiContent {
+  /** Who speaks: the caller's side or the model. */
   role: "user" | "model";
+  /** The turn's parts. */
   parts: GeminiPart[];
 }
 
 /** What this client remembers of a call: its `thoughtSignature` and Gemini's own id, if any. */
 export interface CallMemo {
+  /** The call's `thoughtSignature`, to send back with it. */
   signature?: string;
+  /** Gemini's own id of the call, when it gave one. */
   wireId?: string;
 }
 
@@ -82,8 +93,11 @@ export interface CallMemo {
  * `onOrphan` hears of each tool result dropped because its call is not in the context.
  */
 export interface ContentsOptions {
+  /** Looks up what is remembered of a call by its tool call id. */
   memo?: (toolCallId: string) => CallMemo | undefined;
+  /** Put {@link SKIP_SIGNATURE} on call turns with no signature known (Gemini 3+). */
   placeholderSignatures?: boolean;
+  /** Hears of each tool result dropped because its call is not in the context. */
   onOrphan?: (toolCallId: string) => void;
 }
 

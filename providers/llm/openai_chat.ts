@@ -29,7 +29,11 @@ import {
 import { type Logger, silentLogger } from "../../core/log.ts";
 import type { LlmService } from "../../core/seams.ts";
 import { providerFetch, readSse, type SseEvent } from "../http.ts";
+
+export type { SseEvent } from "../http.ts";
 import type { ServiceOptions } from "../service_options.ts";
+
+export type { ServiceOptions } from "../service_options.ts";
 
 /** API root used when the options name none. */
 export const OPENAI_CHAT_DEFAULT_BASE_URL = "https://api.openai.com/v1";
@@ -50,7 +54,9 @@ export type OpenAIChatMessage =
 
 /** One tool declaration, as the wire spells it. */
 export interface OpenAIChatTool {
+  /** Always `function`. */
   type: "function";
+  /** The function's name, description and JSON-schema parameters. */
   function: { name: string; description: string; parameters: Record<string, unknown> };
 }
 
@@ -114,7 +120,7 @@ export function buildChatCompletionBody(
   context: LlmContext,
   tools: readonly ToolDecl[],
   options: Record<string, unknown> = {},
-): Json {
+): Record<string, unknown> {
   const body: Json = { model, messages: toOpenAIChatMessages(context), stream: true };
   if (options.stream_usage !== false) body.stream_options = { include_usage: true };
   // An empty tools array is rejected by some servers, so the field is left out instead.

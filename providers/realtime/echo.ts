@@ -18,14 +18,17 @@ import { concatInt16, sine } from "../../core/audio/pcm.ts";
 import { EnergyVad } from "../../core/audio/vad_energy.ts";
 import { FlowcatError } from "../../core/errors.ts";
 import type { AudioFrame, KeypadEntry, ToolDecl, VadParams } from "../../core/frames.ts";
-import type { RealtimeLlm, RealtimeSetup } from "../../core/seams.ts";
+import type { RealtimeEvent, RealtimeLlm, RealtimeSetup } from "../../core/seams.ts";
 import type { RealtimeFactory } from "../registry.ts";
 import { RealtimeEventQueue } from "./_shared.ts";
 
 /** A scripted tool call: after the caller's `afterTurn`-th turn, call `tool`. */
 export interface EchoCue {
+  /** Caller turn (1-based) after which the tool is called. */
   afterTurn: number;
+  /** Name of the tool to call. */
   tool: string;
+  /** Arguments of the call (default `{}`). */
   args?: Record<string, unknown>;
 }
 
@@ -195,8 +198,8 @@ export class EchoRealtime implements RealtimeLlm {
     return this.#speak(text);
   }
 
-  /** Next event. */
-  nextEvent() {
+  /** Next event; `undefined` once closed. */
+  nextEvent(): Promise<RealtimeEvent | undefined> {
     return this.#q.next();
   }
 
@@ -313,7 +316,7 @@ async function espeakSpeak(text: string): Promise<AudioFrame> {
  * Registry factory. Options: `greeting`, `max_turn_secs`, `cues`, `mode` (`turn` or `frame`),
  * and `tts`: `"espeak"` (the local engine; default) or `"none"` (a chime, nothing loaded).
  */
-export const createEchoRealtime: RealtimeFactory = (opts) => {
+export const createEchoRealtime: RealtimeFactory = (opts): RealtimeLlm => {
   const o = opts.options ?? {};
   const cues = Array.isArray(o.cues) ? (o.cues as EchoCue[]) : undefined;
   return new EchoRealtime({

@@ -47,7 +47,9 @@ export const DEFAULT_REALTIME_VAD: Readonly<Required<RealtimeVadSettings>> = Obj
 
 /** Voice and VAD settings resolved from the environment. */
 export interface RealtimeEnvSettings {
+  /** Voice name (`FLOWCAT_VOICE`, else the provider default). */
   voice: string;
+  /** Server-side VAD tuning, each field from its `FLOWCAT_VAD_*` variable or the default. */
   vad: Required<RealtimeVadSettings>;
 }
 

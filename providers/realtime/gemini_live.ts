@@ -46,6 +46,7 @@ export interface GeminiLiveOptions {
   voice?: string;
   /** BCP-47 speech language for `speechConfig.languageCode`. */
   languageCode?: string;
+  /** Logger for connection and protocol events (default silent). */
   logger?: Logger;
   /** WebSocket open deadline (default 10 s). */
   connectTimeoutMs?: number;
@@ -397,7 +398,7 @@ export class GeminiLiveClient implements RealtimeLlm {
 }
 
 /** Registry factory: a {@link GeminiLiveClient} from the server's provider options. */
-export const createGeminiLive: RealtimeFactory = (opts) => {
+export const createGeminiLive: RealtimeFactory = (opts): RealtimeLlm => {
   if (!opts.apiKey) throw new FlowcatError("config", "gemini: missing API key");
   const o = opts.options ?? {};
   const num = (k: string): number | undefined => {

@@ -22,7 +22,9 @@ export interface OpenAIStyleSpec {
    * making the headers. Default: `Authorization: Bearer <key>`.
    */
   authHeader?: string | ((key: string) => Record<string, string>);
+  /** Model used when the config names none. */
   defaultModel: string;
+  /** Voice used when the config names none. */
   defaultVoice: string;
   /** Dialect when the config does not set `options.protocol`; default `"ga"`. */
   protocol?: OpenAIRealtimeProtocol;

@@ -393,4 +393,5 @@ export class OpenAIRealtimeClient implements RealtimeLlm {
 }
 
 /** Factory for the registry: an {@link OpenAIRealtimeClient} on OpenAI's endpoint. */
-export const createOpenAIRealtime: RealtimeFactory = (opts) => new OpenAIRealtimeClient(opts);
+export const createOpenAIRealtime: RealtimeFactory = (opts): RealtimeLlm =>
+  new OpenAIRealtimeClient(opts);

@@ -22,6 +22,7 @@ import type { OpenAIStyleSpec } from "./openai_config.ts";
 import { OpenAIRealtimeClient } from "./openai_realtime.ts";
 
 export type { OpenAIStyleSpec } from "./openai_config.ts";
+export type { OpenAIRealtimeProtocol } from "./openai_wire.ts";
 
 /**
  * A {@link RealtimeFactory} for a provider speaking the OpenAI Realtime protocol at

@@ -31,6 +31,8 @@ import type { SttService } from "../../core/seams.ts";
 import { int16ToBytes } from "../../core/audio/pcm.ts";
 import { Resampler } from "../../core/audio/resample.ts";
 import type { ServiceOptions } from "../service_options.ts";
+
+export type { ServiceOptions } from "../service_options.ts";
 import { messageText } from "../realtime/_shared.ts";
 import { closeSocket, openSocket } from "../ws_client.ts";
 import {

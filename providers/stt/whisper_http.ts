@@ -35,6 +35,8 @@ import { encodeWav } from "../../core/audio/wav.ts";
 import { silentLogger } from "../../core/log.ts";
 import type { Logger } from "../../core/log.ts";
 import type { ServiceOptions } from "../service_options.ts";
+
+export type { ServiceOptions } from "../service_options.ts";
 import { providerFetch } from "../http.ts";
 
 /** The rate every Whisper model consumes (and whisper.cpp's server insists on). */
@@ -45,7 +47,9 @@ export type WhisperDialect = "openai" | "whisper.cpp";
 
 /** Defaults of one provider that rides on this family. */
 export interface WhisperHttpPreset {
+  /** Which request and reply format the endpoint speaks. */
   dialect: WhisperDialect;
+  /** API root the transcription path is appended to. */
   baseUrl: string;
   /** Model sent in the `model` field (openai dialect only). */
   model?: string;

@@ -36,6 +36,8 @@ import { FlowcatError, type FlowcatErrorKind } from "../../core/errors.ts";
 import { type Frame, makeFrame, type StartParams, ttsAudio } from "../../core/frames.ts";
 import type { TtsService } from "../../core/seams.ts";
 import type { ServiceOptions } from "../service_options.ts";
+
+export type { ServiceOptions } from "../service_options.ts";
 import {
   closeSocket,
   decodeBase64,

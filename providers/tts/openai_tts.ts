@@ -27,6 +27,8 @@ import { decodeWav } from "../../core/audio/wav.ts";
 import { providerFetch } from "../http.ts";
 import type { ServiceOptions } from "../service_options.ts";
 
+export type { ServiceOptions } from "../service_options.ts";
+
 /** OpenAI's API root. */
 export const OPENAI_TTS_BASE_URL = "https://api.openai.com/v1";
 /** Default speech model. */
@@ -41,12 +43,17 @@ export type OpenAITtsFormat = "pcm" | "wav";
 
 /** Defaults of a provider that rides on this client; explicit options win. */
 export interface OpenAITtsPreset {
+  /** API root the speech path is appended to. */
   baseUrl: string;
+  /** Default model id. */
   model: string;
+  /** Default voice name. */
   voice: string;
   /** Environment variable the operator's key lives in (none for local servers). */
   keyEnv?: string;
+  /** Audio format requested from the server. */
   format: OpenAITtsFormat;
+  /** Sample rate of the audio the server returns, in Hz. */
   sampleRate: number;
 }
 

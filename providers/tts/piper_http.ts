@@ -35,6 +35,8 @@ import { Resampler } from "../../core/audio/resample.ts";
 import { decodeWav } from "../../core/audio/wav.ts";
 import { providerFetch } from "../http.ts";
 import type { ServiceOptions } from "../service_options.ts";
+
+export type { ServiceOptions } from "../service_options.ts";
 import { positiveOption, ttsUsageFrame } from "./openai_tts.ts";
 
 /** Where `python3 -m piper.http_server` listens by default. */

@@ -23,8 +23,11 @@ import {
 
 /** What a carrier's start message says. */
 export interface StartInfo {
+  /** The carrier's call id (e.g. Twilio `callSid`). */
   callId: string;
+  /** The carrier's stream id, when it has one. */
   streamId?: string;
+  /** String parameters of the stream (custom parameters; on some carriers also from / to). */
   params?: Record<string, string>;
   /** Encoding name as the carrier writes it (`audio/x-mulaw`, `PCMU`); absent keeps the default. */
   encoding?: string;

@@ -35,10 +35,14 @@ import {
 import type { CarrierName, SerializerOptions } from "./_types.ts";
 
 /** One entry of the `media` list in `open` / `opened`. */
-interface MediaOffer {
+export interface MediaOffer {
+  /** Media type; only audio offers are usable. */
   type: "audio";
+  /** Wire encoding name (`PCMU`, `L16`, ...). */
   format: string;
+  /** Channel names in order (`external` is the customer, `internal` the agent). */
   channels: string[];
+  /** Sample rate, Hz. */
   rate: number;
 }
 

@@ -26,6 +26,12 @@ import { createVonageSerializer, type VonageOptions } from "./vonage.ts";
 
 export { CARRIER_NAMES };
 export type { CarrierName, CarrierSerializer, SerializerOptions, VonageOptions };
+// The base classes and shapes the carrier classes are built from, so their docs are complete.
+export type { CarrierBase, CarrierFraming } from "./_base.ts";
+export type { StartInfo, StreamEventSerializer } from "./_stream_events.ts";
+export type { TwilioWireSerializer } from "./_twilio_wire.ts";
+export type { JsonObject } from "./_json.ts";
+export type { Encoding, PayloadCodec } from "./_codec.ts";
 
 /** Options any carrier accepts (the union of the per-carrier options). */
 export type AnySerializerOptions = VonageOptions;
@@ -56,6 +62,12 @@ export function isCarrierName(name: string): name is CarrierName {
 /**
  * A fresh serializer for carrier `name` (one per call: it remembers the stream id).
  * Throws a `config` {@link FlowcatError} for an unknown carrier.
+ *
+ * @example
+ * ```ts
+ * const ser = createSerializer("vonage", { sampleRate: 8000 });
+ * ser.carrierRate(); // 8000
+ * ```
  */
 export function createSerializer(name: string, options?: AnySerializerOptions): CarrierSerializer {
   if (!isCarrierName(name)) {

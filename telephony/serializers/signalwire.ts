@@ -1,6 +1,7 @@
 /**
  * SignalWire cXML `<Stream>` (Compatibility API): the same wire format as Twilio Media Streams,
- * so this is the Twilio serializer under SignalWire's name.
+ * so this is the shared Twilio-format serializer (`_twilio_wire.ts`) under SignalWire's name.
+ * It does not import the Twilio carrier module: one carrier entry point loads one carrier.
  *
  * @example
  * ```ts
@@ -11,13 +12,13 @@
  * @module
  */
 
-import { TwilioSerializer } from "./twilio.ts";
+import { TwilioWireSerializer } from "./_twilio_wire.ts";
 import type { CarrierName, SerializerOptions } from "./_types.ts";
 
 /** Serializer for SignalWire streams (Twilio wire format; `accountSid` is the Project ID). */
-export class SignalWireSerializer extends TwilioSerializer {
+export class SignalWireSerializer extends TwilioWireSerializer {
   /** Which carrier this serializer speaks. */
-  override readonly carrier: CarrierName = "signalwire";
+  readonly carrier: CarrierName = "signalwire";
 }
 
 /** Make a {@link SignalWireSerializer}. */

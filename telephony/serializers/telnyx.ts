@@ -24,7 +24,7 @@ export class TelnyxSerializer extends StreamEventSerializer {
   /** Which carrier this serializer speaks. */
   readonly carrier: CarrierName = "telnyx";
   /** Telnyx needs no stream id outbound. */
-  protected readonly streamKey = undefined;
+  protected readonly streamKey: undefined = undefined;
 
   /** A serializer for one Telnyx stream (PCMU 8 kHz until the start message says otherwise). */
   constructor(options: SerializerOptions = {}) {

@@ -78,7 +78,18 @@ export interface SipAgentCounters extends TransactionCounters {
   malformed: number;
 }
 
-/** The SIP user agent. */
+/**
+ * The SIP user agent; see the module doc.
+ *
+ * @example
+ * ```ts
+ * const agent = await SipAgent.start({ server: "sip:trunk.example.com", login: "alice",
+ *   password: secret, callerId: "+15550001111" });
+ * await agent.register();
+ * const call = await agent.call("+15550002222"); // resolves once answered
+ * runPipeline(call.transport);
+ * ```
+ */
 export class SipAgent implements AgentCore {
   /** Validated settings (no password). */
   readonly settings: SipSettings;

@@ -16,7 +16,9 @@ import type { TransactionLayer } from "./transaction.ts";
 
 /** What a call needs from its agent. */
 export interface CallHost {
+  /** The transaction layer the call sends its in-dialog requests through. */
   readonly layer: TransactionLayer;
+  /** Where call events are logged. */
   readonly log: Logger;
   /** A fresh Via value (new branch) for a request we send. */
   via(): string;
@@ -41,6 +43,7 @@ export type CallDirection = "inbound" | "outbound";
 
 /** Identity of a call, as the agent learned it. */
 export interface CallInfo {
+  /** Whether we received the INVITE (`inbound`) or sent it (`outbound`). */
   direction: CallDirection;
   /** The From header value of the INVITE. */
   from: string;

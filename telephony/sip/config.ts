@@ -32,7 +32,12 @@ export interface SipConfig {
 }
 
 /** Defaults of the optional {@link SipConfig} fields. */
-export const SIP_CONFIG_DEFAULTS = Object.freeze({
+export const SIP_CONFIG_DEFAULTS: Readonly<{
+  sipPort: number;
+  rtpPortBase: number;
+  rtpPortTries: number;
+  bindHost: string;
+}> = Object.freeze({
   sipPort: 5060,
   rtpPortBase: 16000,
   rtpPortTries: 200,
@@ -53,13 +58,21 @@ export interface SipServer {
 
 /** {@link SipConfig} validated, defaults applied, without the password. */
 export interface SipSettings {
+  /** The registrar / proxy, parsed from {@link SipConfig.server}. */
   server: SipServer;
+  /** SIP auth username; also the user part of our Contact. */
   login: string;
+  /** Trunk number (E.164), trimmed; the From user on outbound calls. */
   callerId: string;
+  /** IPv4 address advertised in Via, Contact and SDP `c=`, when configured. */
   publicIp?: string;
+  /** Local SIP signaling port (0: a free one was requested). */
   sipPort: number;
+  /** First (even) RTP port probed. */
   rtpPortBase: number;
+  /** How many even RTP ports are probed from {@link SipSettings.rtpPortBase}. */
   rtpPortTries: number;
+  /** Local address the SIP and RTP sockets bind to. */
   bindHost: string;
 }
 

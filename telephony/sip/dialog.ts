@@ -123,8 +123,9 @@ export interface InDialogOptions {
   contact?: string;
   /** Extra headers. */
   headers?: SipHeader[];
-  /** Body and its type. */
+  /** Body text; empty or absent sends none. */
   body?: string;
+  /** Content-Type of a non-empty `body` (e.g. `application/sdp`); absent adds no header. */
   contentType?: string;
   /** CSeq number to use instead of the next one (the ACK of a 2xx reuses the INVITE's). */
   seq?: number;

@@ -175,14 +175,19 @@ export function digestHash(algorithm: DigestAlgorithm, text: string): string {
 
 /** Inputs of {@link computeDigestResponse}. */
 export interface DigestInputs {
+  /** Hash algorithm from the challenge. */
   algorithm: DigestAlgorithm;
+  /** SIP auth username. */
   username: string;
+  /** Realm from the challenge. */
   realm: string;
   /** The password; or give `ha1` (H(username:realm:password)) instead. */
   password?: string;
   /** Precomputed H(username:realm:password), used instead of `password`. */
   ha1?: string;
+  /** Server nonce from the challenge. */
   nonce: string;
+  /** Request method (`REGISTER`, `INVITE`, ...), hashed into HA2. */
   method: string;
   /** The digest-uri (the Request-URI). */
   uri: string;

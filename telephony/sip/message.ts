@@ -33,6 +33,7 @@ export interface SipHeader {
 
 /** A SIP request. */
 export interface SipRequest {
+  /** Discriminant: this is a request. */
   kind: "request";
   /** Method, case-sensitive (`INVITE`, `ACK`, ...). */
   method: string;
@@ -46,6 +47,7 @@ export interface SipRequest {
 
 /** A SIP response. */
 export interface SipResponse {
+  /** Discriminant: this is a response. */
   kind: "response";
   /** Status code, 100 to 699. */
   status: number;

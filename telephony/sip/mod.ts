@@ -46,3 +46,4 @@ export { type InviteState, SipInvite } from "./inbound.ts";
 export { buildCancel, type CallOptions } from "./outbound.ts";
 export { dtmfFromInfo } from "./in_dialog.ts";
 export { SipAgent, type SipAgentCounters, type SipAgentOptions } from "./agent.ts";
+export type { AgentCore } from "./core.ts";

@@ -32,16 +32,23 @@ export type RegistrationState = "unregistered" | "registering" | "registered" | 
 
 /** What a registration needs from its agent. */
 export interface RegistrationHost {
+  /** The transaction layer REGISTER requests go through. */
   readonly layer: TransactionLayer;
+  /** Where registration events are logged. */
   readonly log: Logger;
+  /** The registrar we register with. */
   readonly server: SipServer;
+  /** SIP auth username; the user part of the registered address. */
   readonly login: string;
+  /** Answers the registrar's digest challenges. */
   readonly digest: DigestClient;
   /** Address we advertise (for the Call-ID). */
   readonly advertised: string;
   /** Our Contact URI (`sip:login@ip:port`). */
   contactUri(): string;
+  /** A fresh Via value (new branch) for a request we send. */
   via(): string;
+  /** Headers every request we send carries (User-Agent). */
   commonHeaders(): SipHeader[];
 }
 

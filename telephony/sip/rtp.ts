@@ -111,10 +111,15 @@ function u32(b: Uint8Array, i: number): number {
 
 /** Fields for {@link encodeRtp}. */
 export interface RtpPacketInit {
+  /** Marker bit (set on the first packet of a talkspurt); default false. */
   marker?: boolean;
+  /** RTP payload type, 0 to 127. */
   payloadType: number;
+  /** Sequence number, 0 to 65535. */
   sequence: number;
+  /** Media timestamp in clock-rate units (samples for G.711). */
   timestamp: number;
+  /** Synchronization source id (32-bit). */
   ssrc: number;
   /** Contributing sources (at most 15). */
   csrc?: readonly number[];
@@ -122,6 +127,7 @@ export interface RtpPacketInit {
   extension?: { profile: number; data: Uint8Array };
   /** Padding bytes to append (1 to 255), for encryption block sizes; none by default. */
   padding?: number;
+  /** Payload bytes after the header. */
   payload: Uint8Array;
 }
 

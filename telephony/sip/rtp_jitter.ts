@@ -174,7 +174,9 @@ export class JitterBuffer<T> {
 
 /** A UDP source or destination. */
 export interface RtpAddress {
+  /** IP address or host name. */
   hostname: string;
+  /** UDP port. */
   port: number;
 }
 

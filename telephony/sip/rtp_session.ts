@@ -53,7 +53,9 @@ export interface RtpHandlers {
 
 /** Counters of a session. */
 export interface RtpStats {
+  /** RTP packets sent (audio and DTMF events). */
   packetsSent: number;
+  /** RTP packets accepted from the negotiated source. */
   packetsReceived: number;
   /** Packets from an address other than the negotiated one (symmetric RTP), dropped. */
   droppedForeign: number;
@@ -65,7 +67,9 @@ export interface RtpStats {
   lost: number;
   /** Packets too late for the jitter buffer, or duplicates. */
   late: number;
+  /** RFC 4733 key presses received. */
   dtmfIn: number;
+  /** RFC 4733 key presses sent. */
   dtmfOut: number;
 }
 

@@ -24,28 +24,37 @@ export interface SdpConnection {
 
 /** `o=` origin. */
 export interface SdpOrigin {
+  /** Originator's user name (`-` when none). */
   username: string;
   /** Session id, a decimal string (may exceed 2^53). */
   sessionId: string;
   /** Session version, a decimal string; bumped on every changed re-offer. */
   sessionVersion: string;
+  /** Network type, `IN`. */
   netType: string;
+  /** `IP4` or `IP6`. */
   addrType: string;
+  /** Originator's address. */
   address: string;
 }
 
 /** One `a=rtpmap:<pt> <encoding>/<clock>[/<channels>]`. */
 export interface RtpMap {
+  /** RTP payload type the map is for. */
   payloadType: number;
   /** Encoding name as written (compare case-insensitively). */
   encoding: string;
+  /** Clock rate, Hz. */
   clockRate: number;
+  /** Channel count, when given. */
   channels?: number;
 }
 
 /** A generic attribute (`a=name` or `a=name:value`). */
 export interface SdpAttribute {
+  /** Attribute name. */
   name: string;
+  /** Attribute value; absent for a flag attribute (`a=name`). */
   value?: string;
 }
 
@@ -79,6 +88,7 @@ export interface SdpMedia {
 
 /** A parsed session description. */
 export interface SdpSession {
+  /** `o=` origin. */
   origin: SdpOrigin;
   /** `s=` session name (`-` when none). */
   name: string;

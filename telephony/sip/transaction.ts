@@ -22,7 +22,7 @@ import type { SipMessage, SipRequest, SipResponse } from "./message.ts";
 import { newCounters, type TransactionCounters, type TxnContext } from "./txn_base.ts";
 import { type ClientCallbacks, ClientTransaction } from "./txn_client.ts";
 import { ServerTransaction } from "./txn_server.ts";
-import { type BaseTimers, DEFAULT_TIMERS, timerValues } from "./txn_timers.ts";
+import { type BaseTimers, DEFAULT_TIMERS, type TimerValues, timerValues } from "./txn_timers.ts";
 import type { UdpAddress } from "./udp.ts";
 
 export { type ClientCallbacks, type ClientState, ClientTransaction } from "./txn_client.ts";
@@ -85,7 +85,7 @@ export class TransactionLayer {
   }
 
   /** The timer values in use (ms). */
-  get timers(): TxnContext["timers"] {
+  get timers(): TimerValues {
     return this.#ctx.timers;
   }
 

@@ -19,8 +19,11 @@ export const T4 = 5000;
 
 /** Base timer values (tunable for tests or high-latency links). */
 export interface BaseTimers {
+  /** RTT estimate, ms (default 500). */
   T1: number;
+  /** Maximum retransmit interval for non-INVITE requests and INVITE responses, ms (default 4000). */
   T2: number;
+  /** Maximum time a message stays in the network, ms (default 5000). */
   T4: number;
 }
 

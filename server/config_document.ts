@@ -1,0 +1,172 @@
+/**
+ * The agent server config document after schema validation: snake_case as the operator wrote
+ * it, defaults filled in. Spelled out by hand (not inferred from the zod schema) so the public
+ * API has explicit types; `config_schema.ts` checks at compile time that the schema's output is
+ * exactly this shape. Field reference: docs/config.md.
+ * @module
+ */
+
+/** A JSON value, as `agent.vars` holds them. */
+export type JsonValue = string | number | boolean | null | JsonValue[] | {
+  [key: string]: JsonValue;
+};
+
+/** One `providers.<kind>` entry: the settings every provider understands. */
+export interface ProviderDocument {
+  /** Registry name, e.g. `gemini`. */
+  name: string;
+  /** Model id; absent uses the provider's default. */
+  model?: string;
+  /** Endpoint override (ws, wss, http or https URL). */
+  url?: string;
+  /** Provider-specific options, passed through as written. */
+  options: Record<string, unknown>;
+}
+
+/** `providers.realtime` or `providers.tts`: a provider that speaks. */
+export interface VoiceProviderDocument extends ProviderDocument {
+  /** Voice name. */
+  voice?: string;
+}
+
+/** `providers.stt`: a speech-to-text provider. */
+export interface SttProviderDocument extends ProviderDocument {
+  /** Language hint. */
+  language?: string;
+}
+
+/** `providers`: the pipeline's providers by kind. */
+export interface ProvidersDocument {
+  /** Speech-to-speech provider (s2s pipeline). */
+  realtime?: VoiceProviderDocument;
+  /** Speech-to-text provider (cascaded pipeline). */
+  stt?: SttProviderDocument;
+  /** Language-model provider (cascaded pipeline). */
+  llm?: ProviderDocument;
+  /** Text-to-speech provider (cascaded pipeline). */
+  tts?: VoiceProviderDocument;
+}
+
+/** `agent.remote`: a brain reached over the remote-brain HTTP contract. */
+export interface RemoteBrainDocument {
+  /** Base URL of the brain (http or https). */
+  url: string;
+  /** Sent as `brain_config` in `POST /session`; not interpreted by the server. */
+  brain_config: Record<string, unknown>;
+  /** Time allowed for each brain request, body included, ms (default 5000). */
+  timeout_ms: number;
+  /** Environment variable holding the brain's bearer token. */
+  token_env?: string;
+}
+
+/** `agent`: a local graph or a remote brain. */
+export interface AgentDocument {
+  /** A graph-spec file path or an inline graph spec; resolved and validated by the loader. */
+  graph?: unknown;
+  /** The remote brain, when the agent is not a local graph. */
+  remote?: RemoteBrainDocument;
+  /** Seed variables over the graph's defaults. */
+  vars: Record<string, JsonValue>;
+  /** Spoken when the call starts. */
+  greeting?: string;
+}
+
+/** `telephony.sip`: a SIP trunk. */
+export interface SipTrunkDocument {
+  /** Registrar or proxy SIP URI. */
+  server: string;
+  /** SIP auth username. */
+  login: string;
+  /** Environment variable holding the trunk password. */
+  password_env: string;
+  /** The trunk number, E.164 (checked by the schema; typed `unknown` as YAML may read a number). */
+  caller_id: unknown;
+  /** IPv4 address advertised in Via, Contact and SDP (NAT). */
+  public_ip?: string;
+  /** Local SIP signalling port (default 5060). */
+  sip_port: number;
+  /** First (even) RTP port probed (default 16000). */
+  rtp_port_base: number;
+  /** Number of even RTP ports probed (default 200). */
+  rtp_port_tries: number;
+  /** Hosts the trunk signals and sends media from (`host`, `host:port` or `*`). */
+  allow_hosts: string[];
+}
+
+/** `telephony`: carriers, webhook secrets and the SIP trunk. */
+export interface TelephonyDocument {
+  /** The server's public base URL, used in answer documents. */
+  public_url?: string;
+  /** Carriers whose webhooks and media WebSockets are accepted. */
+  carriers: string[];
+  /** Environment variable per carrier holding its webhook signing secret. */
+  webhook_secrets_env: Record<string, string>;
+  /** The SIP trunk, when configured. */
+  sip?: SipTrunkDocument;
+}
+
+/** `recording`: per-call WAV and transcript files. */
+export interface RecordingDocument {
+  /** Whether each call leaves a recording and a transcript (default false). */
+  enabled: boolean;
+  /** Directory, relative to the config file (default `./recordings`). */
+  dir: string;
+}
+
+/** `limits`: server-wide bounds. */
+export interface LimitsDocument {
+  /** Concurrent calls (default 100). */
+  max_calls: number;
+  /** A call is ended after this long, seconds (default 3600). */
+  max_call_seconds: number;
+  /** Largest HTTP request body, bytes (default 65536). */
+  max_body_bytes: number;
+  /** Time running calls get to finish on shutdown, seconds (default 10). */
+  drain_seconds: number;
+}
+
+/** `server`: where the HTTP server listens. */
+export interface ListenDocument {
+  /** Listening address (default `127.0.0.1`). */
+  host: string;
+  /** Listening port (default 6210; 0 picks a free one). */
+  port: number;
+}
+
+/** `api`: the control API (`POST /calls`). */
+export interface ApiDocument {
+  /** Environment variable holding the bearer token; `/calls` is disabled without it. */
+  token_env?: string;
+}
+
+/** `playground`: the browser playground. */
+export interface PlaygroundDocument {
+  /** Whether the playground is served (default true). */
+  enabled: boolean;
+  /** Browsers on other machines that WebRTC media may be sent to (`host`, `host:port`, `*`). */
+  media_hosts: string[];
+}
+
+/** The whole config document after schema validation. */
+export interface ConfigDocument {
+  /** Config format version; only 1 exists. */
+  version?: 1;
+  /** The brain. */
+  agent: AgentDocument;
+  /** Pipeline shape, `s2s` or `cascaded` (default `s2s`). */
+  pipeline: string;
+  /** The pipeline's providers. */
+  providers: ProvidersDocument;
+  /** Carriers, webhook secrets, SIP trunk. */
+  telephony: TelephonyDocument;
+  /** Per-call recordings and transcripts. */
+  recording: RecordingDocument;
+  /** Server-wide bounds. */
+  limits: LimitsDocument;
+  /** Listening address. */
+  server: ListenDocument;
+  /** The control API. */
+  api: ApiDocument;
+  /** The browser playground. */
+  playground: PlaygroundDocument;
+}

@@ -1,0 +1,128 @@
+/**
+ * One worker of a multi-core agent server (`deno task start --workers N`): a whole agent server
+ * in its own isolate and thread, listening with SO_REUSEPORT on the port every worker shares, so
+ * the kernel spreads connections over the cores. Started and stopped by `server/workers.ts`;
+ * speaks {@link WorkerCommand} in and {@link WorkerReport} out.
+ *
+ * Runs created here carry signed call tokens (the secret is shared by all workers), so a carrier
+ * media socket may land on any worker: that worker adopts the run when its token checks out.
+ * @module
+ */
+
+import { errorMessage, FlowcatError } from "../core/errors.ts";
+import { consoleLogger, isLogLevel } from "../core/log.ts";
+import { createAgentServer } from "./app.ts";
+import { loadConfig } from "./config.ts";
+
+/** What the main thread tells a worker. */
+export type WorkerCommand =
+  | {
+    type: "start";
+    /** Config file to load (the main thread has validated it). */
+    configPath: string;
+    /** Listen address. */
+    host: string;
+    /** Listen port, shared by all workers (never 0 here). */
+    port: number;
+    /** Public origin for answer documents, when set on the command line. */
+    publicUrl?: string;
+    /** Call-token secret shared by all workers. */
+    secret: Uint8Array;
+    /** This worker's index, 0-based. */
+    index: number;
+    /** Number of workers. */
+    count: number;
+  }
+  | { type: "drain" }
+  | { type: "stats" };
+
+/** What a worker tells the main thread. */
+export type WorkerReport =
+  | { type: "ready"; index: number }
+  | { type: "error"; index: number; message: string; userError: boolean }
+  | { type: "stopped"; index: number; drained: number }
+  | { type: "stats"; index: number; stats: WorkerStats };
+
+/** One worker's load and memory. */
+export interface WorkerStats {
+  /** Calls running on this worker. */
+  activeCalls: number;
+  /** This isolate's V8 heap in use, bytes. */
+  heapUsed: number;
+  /** Off-heap memory this isolate accounts for (typed-array stores), bytes. */
+  external: number;
+}
+
+function envGet(name: string): string | undefined {
+  try {
+    return Deno.env.get(name);
+  } catch {
+    return undefined;
+  }
+}
+
+const scope = self as unknown as {
+  onmessage: ((e: MessageEvent<WorkerCommand>) => void) | null;
+  postMessage(m: WorkerReport): void;
+  close(): void;
+};
+
+let stopping: (() => Promise<void>) | undefined;
+let workerIndex = 0;
+let statsOf: (() => WorkerStats) | undefined;
+
+async function start(cmd: Extract<WorkerCommand, { type: "start" }>): Promise<void> {
+  const loaded = await loadConfig(cmd.configPath);
+  if (!loaded.ok) throw new FlowcatError("config", `${cmd.configPath}: config no longer loads`);
+  const config = loaded.config;
+  config.server.host = cmd.host;
+  config.server.port = cmd.port;
+  if (cmd.publicUrl !== undefined) config.telephony.publicUrl = cmd.publicUrl;
+  // One UDP socket per trunk: the SIP agent lives on worker 0 only.
+  if (cmd.index !== 0) config.telephony.sip = undefined;
+  const level = envGet("FLOWCAT_LOG");
+  const logger = consoleLogger(isLogLevel(level) ? level : "info", `flowcat#${cmd.index}`);
+  const app = await createAgentServer({
+    config,
+    env: envGet,
+    logger,
+    cluster: { secret: cmd.secret, index: cmd.index, count: cmd.count },
+  });
+  const ready = Promise.withResolvers<void>();
+  const server = Deno.serve(
+    { hostname: cmd.host, port: cmd.port, reusePort: true, onListen: () => ready.resolve() },
+    app.handler,
+  );
+  await ready.promise;
+  stopping = async () => {
+    const drained = app.calls.active;
+    await app.calls.drain();
+    await server.shutdown();
+    await app.close();
+    scope.postMessage({ type: "stopped", index: cmd.index, drained });
+  };
+  statsOf = () => {
+    // Under --v8-flags=--expose-gc (the capacity bench) measure live memory, not garbage.
+    (globalThis as { gc?: () => void }).gc?.();
+    const m = Deno.memoryUsage();
+    return { activeCalls: app.calls.active, heapUsed: m.heapUsed, external: m.external };
+  };
+  scope.postMessage({ type: "ready", index: cmd.index });
+}
+
+scope.onmessage = (e: MessageEvent<WorkerCommand>) => {
+  const cmd = e.data;
+  if (cmd.type === "start") {
+    workerIndex = cmd.index;
+    start(cmd).catch((err) => {
+      const userError = err instanceof FlowcatError &&
+        (err.kind === "config" || err.kind === "not_wired");
+      scope.postMessage({ type: "error", index: cmd.index, message: errorMessage(err), userError });
+    });
+  } else if (cmd.type === "stats") {
+    const stats = statsOf?.() ?? { activeCalls: 0, heapUsed: 0, external: 0 };
+    scope.postMessage({ type: "stats", index: workerIndex, stats });
+  } else if (cmd.type === "drain") {
+    void (stopping?.() ?? Promise.resolve()).finally(() => scope.close());
+  }
+};

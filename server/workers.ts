@@ -1,0 +1,142 @@
+/**
+ * Multi-core serving in one process: N workers (`server/worker.ts`), each a whole agent server
+ * on its own thread, all listening on one port with SO_REUSEPORT. One Deno isolate runs its
+ * JavaScript on one core; this is how one Flowcat process uses all of them.
+ *
+ * @example
+ * ```ts
+ * const pool = await startWorkers({ configPath: "examples/agent.yaml", host: "127.0.0.1",
+ *   port: 6210, count: navigator.hardwareConcurrency });
+ * // ... on SIGTERM:
+ * await pool.drain();
+ * ```
+ * @module
+ */
+
+import { FlowcatError } from "../core/errors.ts";
+import type { WorkerCommand, WorkerReport, WorkerStats } from "./worker.ts";
+
+export type { WorkerStats };
+
+/** Options of {@link startWorkers}. */
+export interface WorkerPoolOptions {
+  /** Validated config file every worker loads. */
+  configPath: string;
+  /** Listen address. */
+  host: string;
+  /** Listen port; 0 picks a free one first, then every worker binds it. */
+  port: number;
+  /** Number of workers (threads), at least 1. */
+  count: number;
+  /** Public origin for answer documents. */
+  publicUrl?: string;
+}
+
+/** A running pool of server workers. */
+export interface WorkerPool {
+  /** The port every worker listens on. */
+  port: number;
+  /** Number of workers. */
+  count: number;
+  /** Each worker's load and memory, in worker order. */
+  stats(): Promise<WorkerStats[]>;
+  /** Drain every worker's calls, stop listening, end the workers; resolves with calls drained. */
+  drain(): Promise<number>;
+}
+
+/** Parse `--workers`: a positive integer or `auto` (one per core). */
+export function parseWorkerCount(
+  text: string,
+  cores: number = navigator.hardwareConcurrency,
+): number {
+  if (text === "auto") return Math.max(1, cores);
+  if (!/^\d{1,4}$/.test(text) || Number(text) < 1) {
+    throw new FlowcatError(
+      "config",
+      `--workers: expected a positive integer or "auto", got "${text}"`,
+    );
+  }
+  return Number(text);
+}
+
+function freePort(host: string): number {
+  const l = Deno.listen({ hostname: host, port: 0 });
+  const port = (l.addr as Deno.NetAddr).port;
+  l.close();
+  return port;
+}
+
+/**
+ * Start `count` workers on one port. Rejects (after ending the workers) when any of them fails
+ * to start; a user mistake in the config is a `config` error.
+ */
+export async function startWorkers(opts: WorkerPoolOptions): Promise<WorkerPool> {
+  const port = opts.port === 0 ? freePort(opts.host) : opts.port;
+  const secret = crypto.getRandomValues(new Uint8Array(32));
+  const url = new URL("./worker.ts", import.meta.url).href;
+  const workers: Worker[] = [];
+  const started: Promise<void>[] = [];
+  /** Waiters for each worker's next report of a type. */
+  const waiting: Map<WorkerReport["type"], (r: WorkerReport) => void>[] = [];
+  const next = <T extends WorkerReport["type"]>(i: number, type: T) =>
+    new Promise<Extract<WorkerReport, { type: T }>>((resolve) => {
+      waiting[i].set(type, resolve as (r: WorkerReport) => void);
+    });
+  for (let index = 0; index < opts.count; index++) {
+    const w = new Worker(url, { type: "module" });
+    workers.push(w);
+    waiting.push(new Map());
+    started.push(
+      new Promise<void>((resolve, reject) => {
+        w.onmessage = (e: MessageEvent<WorkerReport>) => {
+          const r = e.data;
+          if (r.type === "ready") resolve();
+          else if (r.type === "error") {
+            reject(new FlowcatError(r.userError ? "config" : "other", r.message));
+          }
+          const waiter = waiting[index].get(r.type);
+          waiting[index].delete(r.type);
+          waiter?.(r);
+        };
+        w.onerror = (e) => {
+          e.preventDefault();
+          reject(new FlowcatError("other", `worker ${index}: ${e.message}`));
+          waiting[index].get("stopped")?.({ type: "stopped", index, drained: 0 });
+        };
+      }),
+    );
+    const cmd: WorkerCommand = {
+      type: "start",
+      configPath: opts.configPath,
+      host: opts.host,
+      port,
+      secret,
+      index,
+      count: opts.count,
+      ...(opts.publicUrl !== undefined ? { publicUrl: opts.publicUrl } : {}),
+    };
+    w.postMessage(cmd);
+  }
+  try {
+    await Promise.all(started);
+  } catch (err) {
+    for (const w of workers) w.terminate();
+    throw err;
+  }
+  return {
+    port,
+    count: opts.count,
+    stats: async () => {
+      const replies = workers.map((_, i) => next(i, "stats"));
+      for (const w of workers) w.postMessage({ type: "stats" } satisfies WorkerCommand);
+      return (await Promise.all(replies)).map((r) => r.stats);
+    },
+    drain: async () => {
+      const stopped = workers.map((_, i) => next(i, "stopped"));
+      for (const w of workers) w.postMessage({ type: "drain" } satisfies WorkerCommand);
+      const drained = (await Promise.all(stopped)).reduce((a, r) => a + r.drained, 0);
+      for (const w of workers) w.terminate();
+      return drained;
+    },
+  };
+}

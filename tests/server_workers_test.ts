@@ -1,0 +1,131 @@
+import assert from "node:assert/strict";
+import { MemorySessionSource } from "../server/session_store.ts";
+import { parseWorkerCount } from "../server/workers.ts";
+import { signCallToken } from "../telephony/security.ts";
+import { BENCH_TWILIO_TOKEN, writeBenchConfig } from "../bench/capacity_child.ts";
+import { closeCalls, openCalls, runAudio } from "../bench/capacity_load.ts";
+
+const SECRET = crypto.getRandomValues(new Uint8Array(32));
+
+function pair(): [MemorySessionSource, MemorySessionSource] {
+  const make = (index: number) =>
+    new MemorySessionSource({ provider: "echo", cluster: { secret: SECRET, index, count: 2 } });
+  return [make(0), make(1)];
+}
+
+Deno.test("workers: run ids are unique across workers and carry the creator's index", async () => {
+  const [a, b] = pair();
+  const ids = new Set<number>();
+  for (let i = 0; i < 10; i++) {
+    const ra = await a.createRun("carrier", { carrier: "twilio" });
+    const rb = await b.createRun("carrier", { carrier: "twilio" });
+    assert.equal(ra.runId % 2, 0);
+    assert.equal(rb.runId % 2, 1);
+    ids.add(ra.runId).add(rb.runId);
+  }
+  assert.equal(ids.size, 20);
+});
+
+Deno.test("workers: another worker adopts a run whose signed token checks out, and nothing else", async () => {
+  const [a, b] = pair();
+  const run = await a.createRun("carrier", { carrier: "twilio" });
+  assert.equal(await b.verify(run.runId, run.token.replace(/.$/, "x")), undefined, "forged MAC");
+  const other = await signCallToken(SECRET, { runId: run.runId + 2 });
+  assert.equal(await b.verify(run.runId, other), undefined, "token of another run");
+  const expired = await signCallToken(SECRET, { runId: run.runId, ttlSeconds: 1, now: 0 });
+  assert.equal(await b.verify(run.runId, expired), undefined, "expired token");
+  const adopted = await b.verify(run.runId, run.token, { origin: "carrier", carrier: "twilio" });
+  assert.ok(adopted);
+  assert.equal(adopted.runId, run.runId);
+  assert.equal(adopted.carrier, "twilio");
+  assert.equal(b.get(run.runId), adopted, "kept for finalize and artifacts");
+  await b.complete(run.runId, run.token, { kind: "end" } as never);
+  // A worker never adopts its own ids (it made them: unknown means gone), nor does a
+  // store outside a cluster, even with the same secret.
+  const own = await signCallToken(SECRET, { runId: 4 });
+  assert.equal(await a.verify(4, own), undefined);
+  const single = new MemorySessionSource({ provider: "echo" });
+  assert.equal(await single.verify(run.runId, run.token), undefined);
+});
+
+Deno.test("workers: --workers takes a positive count or auto", () => {
+  assert.equal(parseWorkerCount("3"), 3);
+  assert.equal(parseWorkerCount("auto", 16), 16);
+  assert.throws(() => parseWorkerCount("0"), /--workers/);
+  assert.throws(() => parseWorkerCount("two"), /--workers/);
+});
+
+Deno.test({
+  name:
+    "workers: one process, two worker threads on one port, carrier calls echo whichever worker answers",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  fn: async () => {
+    const config = await writeBenchConfig("./.tmp/server_workers", 64);
+    const child = new Deno.Command("deno", {
+      args: [
+        "run",
+        "--allow-net=127.0.0.1",
+        "--allow-read=.",
+        "--allow-env=TWILIO_AUTH_TOKEN,FLOWCAT_LOG",
+        "--ignore-env",
+        "server/main.ts",
+        "--config",
+        config,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "0",
+        "--workers",
+        "2",
+      ],
+      env: { TWILIO_AUTH_TOKEN: BENCH_TWILIO_TOKEN, FLOWCAT_LOG: "warn", NO_COLOR: "1" },
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    const out = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+    let text = "";
+    let port = 0;
+    try {
+      while (port === 0) {
+        const { value, done } = await out.read();
+        if (done) throw new Error(`server exited: ${text}`);
+        text += value;
+        const m = /on http:\/\/127\.0\.0\.1:(\d+)\/ \(model: echo; 2 workers on one port\)/.exec(
+          text,
+        );
+        if (m) port = Number(m[1]);
+      }
+      const seen = new Set<number>();
+      for (let i = 0; i < 40 && seen.size < 2; i++) {
+        const res = await fetch(`http://127.0.0.1:${port}/healthz`, {
+          headers: { connection: "close" },
+        });
+        seen.add((await res.json()).worker);
+      }
+      assert.deepEqual([...seen].sort(), [0, 1], "the kernel spread connections over both");
+      const { calls, refused } = await openCalls([port], 16);
+      assert.deepEqual(refused, [], "no media socket refused, whichever worker it reached");
+      const run = await runAudio(calls, { durationMs: 1500, warmupFrames: 0, drainMs: 1500 });
+      await closeCalls(calls);
+      assert.ok(run.framesSent >= 16 * 50, `sent ${run.framesSent}`);
+      assert.equal(run.framesEchoed, run.framesSent, "every frame echoed");
+      assert.equal(run.oddSize, 0);
+    } finally {
+      child.kill("SIGTERM");
+      const rest = (async () => {
+        for (;;) {
+          const { value, done } = await out.read();
+          if (done) return;
+          text += value;
+        }
+      })();
+      const status = await child.status;
+      await rest;
+      await child.stderr.cancel();
+      assert.equal(status.code, 0, text);
+      assert.match(text, /draining the workers/);
+      assert.match(text, /stopped/);
+    }
+  },
+});
