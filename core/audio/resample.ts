@@ -209,7 +209,8 @@ export class Resampler {
     this.#bank = this.up === 1 && this.down === 1
       ? undefined
       : designBank(this.up, this.down, inRate, pass, db, opts.transition === "centered");
-    this.#buf = new Float64Array((this.#bank?.taps ?? 1) - 1 + 960);
+    // History only: the room for input grows on the first frame (an idle call holds no audio).
+    this.#buf = new Float64Array((this.#bank?.taps ?? 1) - 1);
   }
 
   /** Number of FIR taps evaluated per output sample (cost measure). */
