@@ -14,7 +14,7 @@ import {
   type OriginateOptions,
 } from "../telephony/originate.ts";
 import type { EnvGet } from "./calls.ts";
-import type { MemorySessionSource } from "./session_store.ts";
+import type { MemorySessionSource, RunRecord } from "./session_store.ts";
 
 /** One outbound call request. */
 export interface DialRequest {
@@ -82,11 +82,25 @@ export function carrierDialer(opts: CarrierDialerOptions): OutboundDialer {
       const run = await opts.sessions.createRun("outbound", { carrier: via, to: req.to });
       const placed = await originateCall(
         via,
-        { to: req.to, from: opts.callerId, answerUrl: req.answerUrl(via, run.runId) },
+        { to: req.to, from: opts.callerId, answerUrl: outboundAnswerUrl(req, opts, via, run) },
         creds,
         opts.originate,
       );
       return { runId: run.runId, via, callId: placed.callId };
     },
   };
+}
+
+/**
+ * The answer URL handed to the carrier. With several workers on one port the carrier's fetch may
+ * reach another worker, so the URL carries the run's signed token for that worker to adopt it.
+ */
+function outboundAnswerUrl(
+  req: { answerUrl: (carrier: CarrierName, runId: number) => string },
+  opts: { sessions: MemorySessionSource },
+  via: CarrierName,
+  run: RunRecord,
+): string {
+  const url = req.answerUrl(via, run.runId);
+  return opts.sessions.worker === undefined ? url : `${url}?token=${encodeURIComponent(run.token)}`;
 }

@@ -171,7 +171,13 @@ async function carrierAnswer(
   }
   let run;
   if (c.params.run !== undefined) {
-    run = /^\d{1,15}$/.test(c.params.run) ? ctx.sessions.get(Number(c.params.run)) : undefined;
+    const id = /^\d{1,15}$/.test(c.params.run) ? Number(c.params.run) : -1;
+    run = ctx.sessions.get(id);
+    // Another worker placed the call: the signed token in the URL lets this one adopt it.
+    const token = c.url.searchParams.get("token");
+    if (run === undefined && token !== null && id >= 0) {
+      run = await ctx.sessions.verify(id, token, { origin: "outbound", carrier });
+    }
     if (run === undefined || run.finalize !== undefined || run.carrier !== carrier) {
       return jsonError(404, "no such call");
     }
