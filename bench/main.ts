@@ -68,16 +68,49 @@ if (want("capacity")) {
   result.capacity = { file: paths.json, saturated_at: capacity.saturated_at };
   console.error(`bench: wrote ${paths.json} and ${paths.svg}`);
 }
-const routing = result.routing as Record<string, { us_per_hop: { p50: number } }> | undefined;
+type Routing = Record<
+  string,
+  { us_per_hop: { p50: number }; us_per_hop_marginal: { p50: number } }
+>;
+const routing = result.routing as Routing | undefined;
 if (routing) {
   const p50 = routing["input_audio_5_hops"].us_per_hop.p50;
   result.ratios = {
     pipecat_over_flowcat_low: 14 / p50,
     pipecat_over_flowcat_high: 33 / p50,
     flowcat_over_rust: p50 / 0.029,
+    pipecat_measured: await pipecatRatios(routing),
   };
 }
 const path = `bench/results/core-${host}.json`;
 await Deno.writeTextFile(path, JSON.stringify(result, null, 2) + "\n");
 console.log(JSON.stringify(result, null, 2));
 console.error(`bench: wrote ${path}`);
+
+/**
+ * Ratios against pipecat measured on this host by bench/pipecat_routing.py (its JSON, when
+ * present): pipecat's marginal p50 per hop over ours, per chain length and profile.
+ */
+async function pipecatRatios(routing: Routing): Promise<Record<string, unknown> | string> {
+  const file = `bench/results/pipecat-${host}.json`;
+  let measured: {
+    pipecat_commit?: string;
+    pipecat: Record<string, { us_per_hop_marginal_p50: Record<string, number> }>;
+  };
+  try {
+    measured = JSON.parse(await Deno.readTextFile(file));
+  } catch {
+    return `no ${file}: run bench/pipecat_routing.py on this host (see its header)`;
+  }
+  const out: Record<string, unknown> = { file, pipecat_commit: measured.pipecat_commit };
+  for (const [profile, numbers] of Object.entries(measured.pipecat)) {
+    const ratios: Record<string, number> = {};
+    for (const hops of [1, 5, 12]) {
+      const theirs = numbers.us_per_hop_marginal_p50[`${hops}_hops`];
+      const ours = routing[`input_audio_${hops}_hops`].us_per_hop_marginal.p50;
+      if (theirs > 0 && ours > 0) ratios[`${hops}_hops`] = Math.round((theirs / ours) * 10) / 10;
+    }
+    out[profile] = ratios;
+  }
+  return out;
+}

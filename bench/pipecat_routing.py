@@ -11,6 +11,8 @@ How to run (pipecat is NOT vendored or fetched by this repo; bring your own chec
 Measured for bench/results/pipecat-vm.json: pipecat commit acead0507d7de44e216d24533964106ca1d1d044
 (v1.7.0-771, 2026-08-21) on CPython 3.11.7. The editable install only registers the
 `pipecat-ai` distribution metadata that pipecat/__init__.py reads; PYTHONPATH picks the source.
+Offline there was no `loudness` wheel: a stand-in module that raises when called was put on
+PYTHONPATH (pipecat only uses it to compute audio volume, never on the routing path).
 
 Method (same as bench/core.ts benchRouting / benchIdleMemory):
 - routing: a PipelineWorker (PipelineTask is its deprecated alias) over a Pipeline of N
