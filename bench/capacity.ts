@@ -108,18 +108,18 @@ const METHOD: Record<string, string> = {
 
 /** What runs per call, counted from the code (core/builders.ts, server/routes.ts). */
 const TASKS_PER_CALL = {
-  processor_loops: 6,
+  processor_loops: 5,
   processor_loops_are:
-    "TransportInput, RealtimeProcessor, TranscriptCollector, BrainProcessor, TransportOutput, " +
-    "FinalizeProcessor (7 with recording on: + RecorderProcessor)",
+    "TransportInput, RealtimeProcessor, BrainProcessor (keeps the transcript), TransportOutput, " +
+    "FinalizeProcessor (6 with recording on: + RecorderProcessor)",
   reader_tasks: 2,
   reader_tasks_are: "TransportInput#read (media leg), RealtimeProcessor#readEvents (model)",
   call_coroutines: 1,
   call_coroutines_are: "the media-socket handler awaiting CallManager.run",
-  total_async_tasks: 9,
+  total_async_tasks: 8,
   timers_idle:
-    "measured per point (idle.timers_per_session): call limit + task idle watch; a third " +
-    "(TransportOutput pacing) while audio plays",
+    "measured per point (idle.timers_per_session): call limit + task idle watch; pacing " +
+    "while audio plays is one shared 10 ms playout clock per isolate, not a timer per call",
   not_counted: "Deno's own per-WebSocket read loop in ext/websocket",
 };
 

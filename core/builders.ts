@@ -3,7 +3,7 @@
  * {@link buildCascadedTask} the cascaded one (see there):
  *
  * ```
- * TransportInput -> RealtimeProcessor -> TranscriptCollector -> BrainProcessor
+ * TransportInput -> RealtimeProcessor -> BrainProcessor (keeps the transcript)
  *   -> RecorderProcessor -> TransportOutput -> FinalizeProcessor
  * ```
  *
@@ -28,7 +28,7 @@ import { TtsProcessor } from "./processors/tts.ts";
 import { DefaultTurnStrategy, type InterruptionMode } from "./processors/turn.ts";
 import { VadProcessor } from "./processors/vad.ts";
 import type { LlmContext, VadParams } from "./frames.ts";
-import { FinalizeProcessor, TranscriptCollector } from "./processors/finalize.ts";
+import { CallTranscript, FinalizeProcessor } from "./processors/finalize.ts";
 import { BrainProcessor } from "./processors/brain.ts";
 import { RealtimeProcessor } from "./processors/realtime.ts";
 import { RecorderProcessor } from "./processors/recorder.ts";
@@ -96,7 +96,7 @@ export function buildS2sTask(opts: S2sTaskOptions): PipelineTask & { parts: S2sP
   const call = callParts(opts, () => ({ ...realtime.usage, model: opts.model }));
   const task = assemble(
     `s2s-${opts.runId}`,
-    [input, realtime, call.transcript, call.brain],
+    [input, realtime, call.brain],
     call,
     opts,
     24000,
@@ -130,8 +130,8 @@ export interface CallBase {
 
 /** The processors every call shape ends with. */
 export interface CallParts {
-  /** Collects the transcript and node moves of the call. */
-  transcript: TranscriptCollector;
+  /** The transcript and node moves of the call (fed by the brain processor). */
+  transcript: CallTranscript;
   /** Runs the brain on tool calls and applies its decisions. */
   brain: BrainProcessor;
   /** Records the call audio; `undefined` when recording is off. */
@@ -144,8 +144,9 @@ export interface CallParts {
 
 function callParts(opts: CallBase, usage: () => Record<string, unknown>): CallParts {
   const { session, runId, token, brain } = opts;
-  const transcript = new TranscriptCollector(opts.onTranscript);
+  const transcript = new CallTranscript(opts.onTranscript);
   const brainProc = new BrainProcessor(brain, {
+    transcript,
     workflowTool: (nodeId, tool, args) => session.toolCall(runId, token, nodeId, tool, args),
   });
   const recorder = opts.record === false ? undefined : new RecorderProcessor();
@@ -239,7 +240,7 @@ export interface CascadedParts extends CallParts {
  *
  * ```
  * TransportInput -> VadProcessor (turns, barge-in) -> SttProcessor -> UserContextAggregator
- *   -> LlmProcessor -> AssistantContextAggregator -> TranscriptCollector -> BrainProcessor
+ *   -> LlmProcessor -> AssistantContextAggregator -> BrainProcessor
  *   -> TtsProcessor -> RecorderProcessor -> TransportOutput -> FinalizeProcessor
  * ```
  *
@@ -277,7 +278,7 @@ export function buildCascadedTask(
   }));
   const head: FrameProcessor[] = [input, vad, stt, user];
   if (opts.greeting) head.push(new GreetingProcessor(opts.greeting, context));
-  head.push(llm, assistant, call.transcript, call.brain, tts);
+  head.push(llm, assistant, call.brain, tts);
   const task = assemble(`cascaded-${opts.runId}`, head, call, opts, opts.tts.sampleRate());
   return Object.assign(task, {
     parts: { input, vad, stt, user, llm, assistant, tts, context, ...call },

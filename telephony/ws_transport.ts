@@ -15,7 +15,7 @@
  * @module
  */
 
-import { Resampler } from "../core/audio/resample.ts";
+import { Resampler, transitionFor } from "../core/audio/resample.ts";
 import type { AudioChunk } from "../core/frames.ts";
 import { type Logger, silentLogger } from "../core/log.ts";
 import type {
@@ -191,7 +191,9 @@ export class WsMediaTransport implements MediaTransport {
         this.#down === undefined || this.#down.inRate !== audio.sampleRate ||
         this.#down.outRate !== rate
       ) {
-        this.#down = new Resampler(audio.sampleRate, rate);
+        this.#down = new Resampler(audio.sampleRate, rate, {
+          transition: transitionFor(audio.sampleRate, rate),
+        });
       }
       pcm = this.#down.process(pcm);
       if (pcm.length === 0) return;

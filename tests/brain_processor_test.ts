@@ -1,6 +1,11 @@
 import assert from "node:assert/strict";
 import { type Frame, type FunctionCall, makeFrame, Pipeline, PipelineTask } from "../mod.ts";
 import { BrainProcessor } from "../core/processors/brain.ts";
+import { CallTranscript } from "../core/processors/finalize.ts";
+import { buildS2sTask } from "../core/builders.ts";
+import type { MediaTransport } from "../core/seams.ts";
+import { EchoRealtime } from "../providers/realtime/echo.ts";
+import { MemorySessionSource } from "../server/session_store.ts";
 import { GraphBrain, parseGraphSpec, RemoteBrain } from "../core/agent/mod.ts";
 import { serveBrain } from "../server/brain_server.ts";
 import { silentLogger } from "../core/log.ts";
@@ -144,4 +149,66 @@ Deno.test("brain processor: a brain that throws keeps the call on its node and t
   const fr = model.frames.find((f) => f.kind === "FunctionCallResult" && f.dir === "upstream")!
     .frame as Extract<Frame, { kind: "FunctionCallResult" }>;
   assert.deepEqual(fr.result.result, { error: "the tool failed; stay on this step" });
+});
+
+Deno.test("brain processor: keeps the call transcript (final text both sides, node moves), no loop of its own", async () => {
+  const transcript = new CallTranscript();
+  const live: string[] = [];
+  const onLine = new CallTranscript((l) => live.push(`${l.role}:${l.text}`));
+  const { model, task } = setup(new GraphBrain(spec), { transcript });
+  const other = setup(new GraphBrain(spec), { transcript: onLine });
+  for (const [t, m] of [[task, model], [other.task, other.model]] as const) {
+    await drive(t, async () => {
+      await t.queueFrame(
+        makeFrame("Transcription", { text: "a table", userId: "user", final: true }),
+      );
+      await t.queueFrame(makeFrame("InterimTranscription", { text: "half", userId: "user" }));
+      await t.queueFrame(makeFrame("Transcription", { text: "sure", userId: "bot", final: true }));
+      await t.queueFrame(makeFrame("FunctionCallsStarted", { calls: [call("wants_booking")] }));
+      await until(() => m.kinds("upstream").length >= 2);
+      await t.stopWhenDone();
+    });
+  }
+  assert.deepEqual(
+    transcript.lines.map((l) => `${l.role}:${l.text}`),
+    ["user:a table", "bot:sure", "node:collect_details"],
+  );
+  assert.deepEqual(live, ["user:a table", "bot:sure", "node:collect_details"]);
+  assert.ok(transcript.lines.every((l, i, a) => l.atMs >= (a[i - 1]?.atMs ?? 0)));
+});
+
+Deno.test("call builders: the transcript rides on the brain processor (5 loops per s2s call)", async () => {
+  const seen = new Set<string>();
+  const leg: MediaTransport = {
+    recv: () => Promise.resolve(undefined), // the caller is gone at once: End flows through
+    sendAudio: () => Promise.resolve(),
+    sendClear: () => Promise.resolve(),
+    carrierRate: () => 8000,
+  };
+  const sessions = new MemorySessionSource({ provider: "echo" });
+  const run = await sessions.createRun("carrier", { carrier: "twilio" });
+  const task = buildS2sTask({
+    transport: leg,
+    brain: new GraphBrain(spec),
+    session: sessions,
+    runId: run.runId,
+    token: run.token,
+    realtime: new EchoRealtime(),
+    model: "echo",
+    record: false,
+    taskParams: {
+      idleTimeoutMs: null,
+      logger: silentLogger,
+      observers: [{ onProcess: (e) => void seen.add(e.processor) }],
+    },
+  });
+  await task.run();
+  assert.deepEqual([...seen], [
+    "TransportInput",
+    "RealtimeProcessor",
+    "BrainProcessor",
+    "TransportOutput",
+    "FinalizeProcessor",
+  ]);
+  assert.ok(task.parts.transcript instanceof CallTranscript);
 });

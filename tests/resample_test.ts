@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { toneAmplitude } from "./_audio_helpers.ts";
-import { resample, Resampler } from "../core/audio/resample.ts";
+import { resample, Resampler, transitionFor } from "../core/audio/resample.ts";
 import { noise, rms, sine } from "../core/audio/pcm.ts";
 import { FlowcatError } from "../core/errors.ts";
 
@@ -234,4 +234,19 @@ Deno.test("resample: centered 8k -> 16k images beyond 4.6 kHz are attenuated by 
   const resp = new Resampler(8000, 16000, { transition: "centered" }).process(impulse);
   const nonzero = Array.from(resp).filter((v) => v !== 0).length;
   assert.ok(nonzero <= 40, `impulse response has ${nonzero} non-zero samples`);
+});
+
+Deno.test("resample: transitionFor picks centered for telephony legs; 24k -> 8k folds nothing audible", () => {
+  assert.equal(transitionFor(24000, 8000), "centered");
+  assert.equal(transitionFor(8000, 16000), "centered");
+  assert.equal(transitionFor(16000, 24000), "strict");
+  assert.equal(transitionFor(48000, 16000), "strict");
+  // A 5 kHz tone (above the 4.6 kHz stop edge) folds to 3 kHz: it must arrive >= 50 dB down.
+  const r = new Resampler(24000, 8000, { transition: transitionFor(24000, 8000) });
+  const out = steady(
+    r.process(sine({ freq: 5000, sampleRate: 24000, samples: 4800, amplitude: 16000 })),
+    r,
+  );
+  const alias = db(toneAmplitude(out, 3000, 8000) / 16000);
+  assert.ok(alias <= -50, `alias at ${alias.toFixed(1)} dB`);
 });

@@ -44,6 +44,7 @@ export {
   resample,
   Resampler,
   type ResamplerOptions,
+  transitionFor,
 } from "./resample.ts";
 export { audioFrameToWav, decodeWav, encodeWav, WAV_HEADER_BYTES, wavHeader } from "./wav.ts";
 export { AudioRecorder, type AudioRecorderOptions, type RecorderLeg } from "./recorder.ts";

@@ -20,6 +20,7 @@ import { errorMessage } from "../errors.ts";
 import { type Direction, type Frame, type FunctionCall, makeFrame } from "../frames.ts";
 import { FrameProcessor, type Link } from "../processor.ts";
 import type { AgentBrain, BrainAction } from "../seams.ts";
+import type { CallTranscript } from "./finalize.ts";
 
 /** Answers a workflow tool the brain does not own (e.g. `SessionSource.toolCall`). */
 export type WorkflowToolHandler = (
@@ -34,12 +35,15 @@ export interface BrainProcessorOptions {
   workflowTool?: WorkflowToolHandler;
   /** Processor name in logs and metrics (default `BrainProcessor`). */
   name?: string;
+  /** Fed with every frame that passes and every node move made (the call's transcript). */
+  transcript?: CallTranscript;
 }
 
 /** Turns model tool calls into brain moves. */
 export class BrainProcessor extends FrameProcessor {
   readonly #brain: AgentBrain;
   readonly #workflow: WorkflowToolHandler | undefined;
+  readonly #transcript: CallTranscript | undefined;
   #chain: Promise<void> = Promise.resolve();
   #ended = false;
   /** Disposition recorded by the brain's End, for finalize. */
@@ -52,6 +56,12 @@ export class BrainProcessor extends FrameProcessor {
     super(options.name ?? "BrainProcessor");
     this.#brain = brain;
     this.#workflow = options.workflowTool;
+    this.#transcript = options.transcript;
+  }
+
+  /** Starts the transcript's clock. */
+  override start(): void {
+    this.#transcript?.start();
   }
 
   /** Resolves once every call received so far has been decided. */
@@ -61,6 +71,7 @@ export class BrainProcessor extends FrameProcessor {
 
   /** Queues function calls for the brain; forwards every frame. */
   override processFrame(frame: Frame, dir: Direction, link: Link): void {
+    this.#transcript?.observe(frame);
     if (dir === "downstream") {
       if (frame.kind === "FunctionCallsStarted") {
         for (const c of frame.calls) this.#queue(c, link);
@@ -104,7 +115,9 @@ export class BrainProcessor extends FrameProcessor {
           nodeId: action.nodeId ?? this.#brain.currentNodeId(),
         };
         if (action.say !== undefined) settings.say = action.say;
-        link.push(makeFrame("UpdateSettings", { target: "llm", settings }), "upstream");
+        const update = makeFrame("UpdateSettings", { target: "llm", settings });
+        this.#transcript?.observe(update);
+        link.push(update, "upstream");
         result({ ok: true, node: settings.nodeId });
         if (action.say) link.pushDown(makeFrame("TtsSpeak", { text: action.say }));
         return;

@@ -1,5 +1,5 @@
 /**
- * The end of a call: {@link TranscriptCollector} keeps both sides' final text and the brain's
+ * The end of a call: {@link CallTranscript} keeps both sides' final text and the brain's
  * node moves; {@link FinalizeProcessor} sits last in the pipeline and, when End (or Stop, or
  * Cancel) reaches it, uploads the recording and the transcript through the embedder's
  * {@link SessionSource} and reports {@link Finalize} with `complete` exactly once, whatever
@@ -26,38 +26,75 @@ export interface TranscriptLine {
   atMs: number;
 }
 
-/** Keeps the transcript; forwards every frame. */
-export class TranscriptCollector extends FrameProcessor {
+/**
+ * A call's transcript: both sides' final text and the brain's node moves, in call order. Not a
+ * processor: the {@link BrainProcessor} (which the built-in call shapes place where these frames
+ * pass) feeds it, so keeping the transcript costs no processor loop of its own.
+ *
+ * @example
+ * ```ts
+ * const transcript = new CallTranscript((line) => console.log(line.role, line.text));
+ * transcript.observe(makeFrame("Transcription", { text: "hi", userId: "user", final: true }));
+ * ```
+ */
+export class CallTranscript {
   /** Lines in call order. */
   readonly lines: TranscriptLine[] = [];
   #t0 = performance.now();
   readonly #onLine: ((line: TranscriptLine) => void) | undefined;
 
   /** `onLine` sees each line as it is added (e.g. a browser's live transcript). */
+  constructor(onLine?: (line: TranscriptLine) => void) {
+    this.#onLine = onLine;
+  }
+
+  /** Restart the clock that `atMs` counts from (the pipeline's start). */
+  start(): void {
+    this.#t0 = performance.now();
+  }
+
+  /** Record `frame` when it is a final Transcription or a node move (UpdateSettings `nodeId`). */
+  observe(frame: Frame): void {
+    if (frame.kind === "Transcription" && frame.final) {
+      this.add(frame.userId === "user" ? "user" : "bot", frame.text);
+    } else if (frame.kind === "UpdateSettings" && typeof frame.settings.nodeId === "string") {
+      this.add("node", frame.settings.nodeId);
+    }
+  }
+
+  /** Add one line now. */
+  add(role: TranscriptLine["role"], text: string): void {
+    const line = { role, text, atMs: Math.round(performance.now() - this.#t0) };
+    this.lines.push(line);
+    this.#onLine?.(line);
+  }
+}
+
+/** A {@link CallTranscript} as a processor of its own, for pipelines without a brain. */
+export class TranscriptCollector extends FrameProcessor {
+  /** What has been collected. */
+  readonly transcript: CallTranscript;
+
+  /** `onLine` sees each line as it is added (e.g. a browser's live transcript). */
   constructor(onLine?: (line: TranscriptLine) => void, name = "TranscriptCollector") {
     super(name);
-    this.#onLine = onLine;
+    this.transcript = new CallTranscript(onLine);
+  }
+
+  /** Lines in call order. */
+  get lines(): TranscriptLine[] {
+    return this.transcript.lines;
   }
 
   /** Starts the clock. */
   override start(): void {
-    this.#t0 = performance.now();
+    this.transcript.start();
   }
 
-  /** Records final Transcriptions and node moves. */
+  /** Records final Transcriptions and node moves; forwards every frame. */
   override processFrame(frame: Frame, dir: Direction, link: Link): void {
-    if (frame.kind === "Transcription" && frame.final) {
-      this.#add(frame.userId === "user" ? "user" : "bot", frame.text);
-    } else if (frame.kind === "UpdateSettings" && typeof frame.settings.nodeId === "string") {
-      this.#add("node", frame.settings.nodeId);
-    }
+    this.transcript.observe(frame);
     link.push(frame, dir);
-  }
-
-  #add(role: TranscriptLine["role"], text: string): void {
-    const line = { role, text, atMs: Math.round(performance.now() - this.#t0) };
-    this.lines.push(line);
-    this.#onLine?.(line);
   }
 }
 

@@ -10,7 +10,7 @@
  * @module
  */
 
-import { Resampler } from "../audio/resample.ts";
+import { Resampler, transitionFor } from "../audio/resample.ts";
 import { errorMessage } from "../errors.ts";
 import {
   type AudioFrame,
@@ -60,10 +60,8 @@ export class TransportInput extends FrameProcessor {
           let audio: AudioFrame = m.audio;
           if (audio.sampleRate !== rate) {
             if (up === undefined || up.inRate !== audio.sampleRate) {
-              // Narrowband (telephony) input carries nothing above 3.4 kHz: the centered
-              // filter costs half the taps and its images fall above that band only.
               up = new Resampler(audio.sampleRate, rate, {
-                transition: audio.sampleRate <= 8000 ? "centered" : "strict",
+                transition: transitionFor(audio.sampleRate, rate),
               });
             }
             audio = { pcm: up.process(audio.pcm), sampleRate: rate, numChannels: 1 };

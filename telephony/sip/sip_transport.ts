@@ -81,7 +81,9 @@ export class SipMediaTransport implements MediaTransport {
     let pcm = audio.pcm;
     if (audio.sampleRate !== SIP_CARRIER_RATE) {
       if (this.#resampler?.inRate !== audio.sampleRate) {
-        this.#resampler = new Resampler(audio.sampleRate, SIP_CARRIER_RATE);
+        this.#resampler = new Resampler(audio.sampleRate, SIP_CARRIER_RATE, {
+          transition: "centered", // G.711 at 8 kHz: see transitionFor
+        });
       }
       pcm = this.#resampler.process(pcm);
     }
