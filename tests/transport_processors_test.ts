@@ -102,6 +102,42 @@ Deno.test("input resamples 8 kHz to the task rate; output paces at real time; st
   assert.ok(leg.closed);
 });
 
+Deno.test("while playing, a chunk within the lead is sent as it arrives, not at the next clock tick", async () => {
+  const leg = new FakeLeg();
+  const out = new TransportOutput(leg);
+  let link!: Link;
+  class Driver extends FrameProcessor {
+    override start(_s: unknown, _p: unknown, l: Link) {
+      link = l;
+    }
+  }
+  const task = new PipelineTask(new Pipeline([new Driver(), out]), {
+    idleTimeoutMs: null,
+    logger: silentLogger,
+  });
+  const chunk = () =>
+    makeFrame("TtsAudio", {
+      audio: { pcm: new Int16Array(320), sampleRate: 16000, numChannels: 1 },
+    });
+  const microtasks = async () => {
+    for (let i = 0; i < 50; i++) await Promise.resolve();
+  };
+  task.onStarted(async () => {
+    link.pushDown(chunk());
+    await until(() => leg.sent.length === 1);
+    assert.ok(out.speaking);
+    // Real-time arrivals: each one is sent within the same macrotask (no timer has run).
+    for (let k = 2; k <= 5; k++) {
+      await new Promise((r) => setTimeout(r, 20));
+      link.pushDown(chunk());
+      await microtasks();
+      assert.equal(leg.sent.length, k, `chunk ${k} sent on arrival`);
+    }
+    await task.stopWhenDone();
+  });
+  await task.run();
+});
+
 Deno.test("interruption drops queued playback and clears the far end", async () => {
   const leg = new FakeLeg();
   const out = new TransportOutput(leg);
