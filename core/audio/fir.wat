@@ -1,0 +1,56 @@
+;; Polyphase FIR kernel of the Resampler (core/audio/resample.ts), four taps per instruction
+;; (WebAssembly SIMD, f32x4). Source of core/audio/fir_wasm.ts: `deno task wasm` rebuilds it and
+;; tests/fir_kernel_test.ts fails when the two drift apart.
+;;
+;; Memory is owned by core/audio/fir_kernel.ts. Per call:
+;;   c     f32[up * taps4]  coefficients, phase-major, each phase padded with zeros to taps4
+;;   se    i32[2 * up]      per phase: first and end tap to run, multiples of 4
+;;   buf   f32[...]         history then input, with 4 spare zeros after it
+;;   out   i16[n]           results, rounded to nearest and clamped to int16
+;; Output o reads buf[x + k] * c[phase * taps4 + k] for k in [first, end); x and phase start at
+;; the given values and step by down / up input samples per output.
+(module
+  (memory (export "memory") 1)
+  (func (export "fir")
+    (param $c i32) (param $se i32) (param $taps4 i32) (param $up i32) (param $down i32)
+    (param $x i32) (param $phase i32) (param $n i32) (param $buf i32) (param $out i32)
+    (local $o i32) (local $stepX i32) (local $stepPhase i32)
+    (local $k i32) (local $end i32) (local $cp i32) (local $bp i32)
+    (local $acc v128) (local $sum f32)
+    (local.set $stepX (i32.div_u (local.get $down) (local.get $up)))
+    (local.set $stepPhase (i32.rem_u (local.get $down) (local.get $up)))
+    (block $done
+      (loop $outputs
+        (br_if $done (i32.ge_u (local.get $o) (local.get $n)))
+        ;; cp, bp: byte addresses of tap 0 of this phase and of input x
+        (local.set $cp (i32.add (local.get $c)
+          (i32.shl (i32.mul (local.get $phase) (local.get $taps4)) (i32.const 2))))
+        (local.set $bp (i32.add (local.get $buf) (i32.shl (local.get $x) (i32.const 2))))
+        (local.set $k (i32.load (i32.add (local.get $se) (i32.shl (local.get $phase) (i32.const 3)))))
+        (local.set $end (i32.load offset=4
+          (i32.add (local.get $se) (i32.shl (local.get $phase) (i32.const 3)))))
+        (local.set $acc (v128.const f32x4 0 0 0 0))
+        (block $taps_done
+          (loop $taps
+            (br_if $taps_done (i32.ge_u (local.get $k) (local.get $end)))
+            (local.set $acc (f32x4.add (local.get $acc)
+              (f32x4.mul
+                (v128.load align=4 (i32.add (local.get $cp) (i32.shl (local.get $k) (i32.const 2))))
+                (v128.load align=4 (i32.add (local.get $bp) (i32.shl (local.get $k) (i32.const 2)))))))
+            (local.set $k (i32.add (local.get $k) (i32.const 4)))
+            (br $taps)))
+        (local.set $sum (f32.add
+          (f32.add (f32x4.extract_lane 0 (local.get $acc)) (f32x4.extract_lane 1 (local.get $acc)))
+          (f32.add (f32x4.extract_lane 2 (local.get $acc)) (f32x4.extract_lane 3 (local.get $acc)))))
+        (i32.store16
+          (i32.add (local.get $out) (i32.shl (local.get $o) (i32.const 1)))
+          (i32.trunc_sat_f32_s
+            (f32.min (f32.const 32767) (f32.max (f32.const -32768) (f32.nearest (local.get $sum))))))
+        (local.set $x (i32.add (local.get $x) (local.get $stepX)))
+        (local.set $phase (i32.add (local.get $phase) (local.get $stepPhase)))
+        (if (i32.ge_u (local.get $phase) (local.get $up))
+          (then
+            (local.set $phase (i32.sub (local.get $phase) (local.get $up)))
+            (local.set $x (i32.add (local.get $x) (i32.const 1)))))
+        (local.set $o (i32.add (local.get $o) (i32.const 1)))
+        (br $outputs)))))
