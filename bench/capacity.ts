@@ -15,7 +15,7 @@
  * Options: `--calls` (comma list), `--duration` (s per point), `--workers` (comma list of
  * worker-thread counts of the one server process, as `deno task start --workers`), `--no-trace` (no server-side latency split), `--no-up` (do not
  * continue past the list while healthy), `--profile N|auto` (one extra point at N calls, or
- * the largest carried without loss, with a CPU profile), `--reuseport-probe`, `--out` (JSON path; the SVG
+ * the largest carried without loss, with a CPU profile), `--out` (JSON path; the SVG
  * goes beside it), `--no-write`; `--replot file.json` redraws the SVG of a saved result.
  * @module
  */
@@ -24,7 +24,6 @@ import { parseArgs } from "node:util";
 import { writeBenchConfig } from "./capacity_child.ts";
 import { type CapacityPoint, measurePoint } from "./capacity_point.ts";
 import { capacitySvg } from "./capacity_plot.ts";
-import { probeReusePort, type ReusePortProbe } from "./capacity_probe.ts";
 import { type ProfileSummary, profileSummary } from "./capacity_profile.ts";
 import { type MachineInfo, machineInfo } from "./capacity_stats.ts";
 
@@ -45,8 +44,6 @@ export interface CapacityOptions {
   /** Profile one extra single-process point at this many calls ("auto": the largest load of
    * the single-process sweep without a lost frame). */
   profileCalls?: number | "auto";
-  /** Run the SO_REUSEPORT probe. Default false. */
-  reusePortProbe?: boolean;
   /** Scratch directory (config, profiles). Default .tmp/capacity. */
   scratchDir?: string;
   rampMs?: number;
@@ -74,7 +71,6 @@ export interface CapacityResult {
    */
   saturated_at: Record<string, number | null>;
   tasks_per_call: Record<string, unknown>;
-  reuseport_probe?: ReusePortProbe;
   profile?: { calls: number; point: CapacityPoint; summary: ProfileSummary; file: string };
 }
 
@@ -82,8 +78,10 @@ export interface CapacityResult {
 export const DEFAULT_CALLS: readonly number[] = [10, 100, 500, 1000, 2000];
 
 const METHOD: Record<string, string> = {
-  server: "bench/capacity_server.ts child per worker: createAgentServer + Deno.serve as " +
-    "server/main.ts; echo model mode=frame tts=none, Twilio carrier, recording off, graph agent",
+  server: "one bench/capacity_server.ts child process: createAgentServer + Deno.serve as " +
+    "server/main.ts, or for workers > 1 that many worker threads on one port (server/workers.ts, " +
+    "as deno task start --workers N; then timers are not counted and there is no latency split); " +
+    "echo model mode=frame tts=none, Twilio carrier, recording off, graph agent",
   calls: "each call: signed POST /telephony/answer/twilio, then the TwiML stream URL (token), " +
     "Twilio connected + start messages; audio: 20 ms mu-law media at 50/s, starts jittered " +
     "uniformly over the first second (1 ms phase slots)",
@@ -129,7 +127,7 @@ function nextUp(n: number): number {
   return Math.round(x / (mag / 2)) * (mag / 2);
 }
 
-/** Run the sweep (and optional probe and profile); returns the result, writes nothing. */
+/** Run the sweep (and the optional profile); returns the result, writes nothing. */
 export async function runCapacityBench(opts: CapacityOptions = {}): Promise<CapacityResult> {
   const log = opts.log ?? ((l: string) => console.error(l));
   const scratch = opts.scratchDir ?? ".tmp/capacity";
@@ -180,10 +178,6 @@ export async function runCapacityBench(opts: CapacityOptions = {}): Promise<Capa
       }
     }
     result.saturated_at[String(workers)] = saturated;
-  }
-  if (opts.reusePortProbe) {
-    log("capacity: SO_REUSEPORT probe (2 processes, one port)...");
-    result.reuseport_probe = await probeReusePort(configPath, 40);
   }
   // "auto": the largest single-process load still carried without losing a frame.
   const carried = result.points.filter((p) => p.workers === 1 && p.frames_lost === 0);
@@ -255,7 +249,6 @@ if (import.meta.main) {
       "no-up": { type: "boolean", default: false },
       "no-trace": { type: "boolean", default: false },
       profile: { type: "string" },
-      "reuseport-probe": { type: "boolean", default: false },
       out: { type: "string" },
       "no-write": { type: "boolean", default: false },
       replot: { type: "string" },
@@ -265,7 +258,7 @@ if (import.meta.main) {
   if (values.help) {
     console.log(
       "Usage: deno run ... bench/capacity.ts [--calls 10,100,500] [--duration 10] " +
-        "[--workers 1,2] [--no-trace] [--no-up] [--profile N|auto] [--reuseport-probe] " +
+        "[--workers 1,2] [--no-trace] [--no-up] [--profile N|auto] " +
         "[--out file] [--no-write] | --replot results.json",
     );
     Deno.exit(0);
@@ -286,7 +279,6 @@ if (import.meta.main) {
     ...(values.profile !== undefined
       ? { profileCalls: values.profile === "auto" ? "auto" as const : Number(values.profile) }
       : {}),
-    reusePortProbe: values["reuseport-probe"],
     command: `deno run bench/capacity.ts ${Deno.args.join(" ")}`.trim(),
   });
   if (!values["no-write"]) {
