@@ -7,6 +7,12 @@
  * an observer is registered. The loop yields to other loops once per
  * {@link YIELD_EVERY} frames, and waits after a `processFrame` that filled a neighbour's
  * normal channel (backpressure).
+ *
+ * The loop runs only while there is work: with both queues empty it returns (parks), and the
+ * next frame queued restarts it in a microtask, the same turn a wake-up promise would have
+ * resumed it in. An idle processor therefore holds no suspended coroutine, promise or closure.
+ * Frames are handled synchronously back to back; a coroutine is made only when something must
+ * be awaited (a lifecycle hook, an asynchronous `processFrame`, a full neighbour, the yield).
  * @module
  */
 
@@ -30,6 +36,16 @@ export const YIELD_EVERY = 64;
 
 const RESOLVED: Promise<void> = Promise.resolve();
 
+const PARKED = 0;
+const ENDED = 1;
+const YIELD = 2;
+/** What the synchronous drain hands to the asynchronous loop to await. */
+type Wait =
+  | { frame: Frame; dir: Direction }
+  | { pending: Promise<void> }
+  | { blocked: FrameTarget }
+  | typeof YIELD;
+
 /** Loop, inbox and link of one processor inside a running task. */
 export class ProcessorRuntime implements Link, FrameTarget {
   /** The processor's name. */
@@ -44,7 +60,10 @@ export class ProcessorRuntime implements Link, FrameTarget {
   readonly #capacity: number;
   readonly #sys = new FrameQueue(8);
   readonly #normal = new FrameQueue(8);
-  #wake: (() => void) | undefined;
+  /** True while the loop is not running and waits for a frame (or has not started). */
+  #parked = false;
+  #started = false;
+  readonly #finished = Promise.withResolvers<void>();
   #writers: (() => void)[] | undefined;
   #blocked: FrameTarget | undefined;
   #stopped = false;
@@ -63,6 +82,11 @@ export class ProcessorRuntime implements Link, FrameTarget {
     this.#capacity = capacity;
   }
 
+  /** True while the loop waits for a frame holding nothing suspended (no coroutine, no promise). */
+  get parked(): boolean {
+    return this.#parked;
+  }
+
   /** True once a downstream End, Stop or Cancel has passed, or the loop was aborted. */
   get stopped(): boolean {
     return this.#stopped;
@@ -75,10 +99,9 @@ export class ProcessorRuntime implements Link, FrameTarget {
     if (this.#stopped) return;
     if (classOf(frame) === "system") this.#sys.push(frame, direction);
     else this.#normal.push(frame, direction);
-    const w = this.#wake;
-    if (w !== undefined) {
-      this.#wake = undefined;
-      w();
+    if (this.#parked) {
+      this.#parked = false;
+      queueMicrotask(this.#resume);
     }
   }
 
@@ -105,9 +128,7 @@ export class ProcessorRuntime implements Link, FrameTarget {
     this.#sys.clear();
     this.#normal.clear();
     this.#releaseWriters();
-    const w = this.#wake;
-    this.#wake = undefined;
-    w?.();
+    if (this.#parked) this.#finished.resolve();
   }
 
   // ------------------------------------------------------------------ link
@@ -182,15 +203,54 @@ export class ProcessorRuntime implements Link, FrameTarget {
 
   // ------------------------------------------------------------------ loop
 
-  /** Run the loop until a downstream terminal frame passes or the task aborts it. */
-  async run(): Promise<void> {
+  /**
+   * Start the loop (once). Resolves when a downstream terminal frame has passed or the task
+   * aborted it; rejects if the loop itself fails.
+   */
+  run(): Promise<void> {
+    if (!this.#started) {
+      this.#started = true;
+      this.#resume();
+    }
+    return this.#finished.promise;
+  }
+
+  /** Run what is queued: synchronously while it can, then (if it must wait) asynchronously. */
+  readonly #resume = (): void => {
+    const next = this.#drain();
+    if (next === PARKED) return;
+    if (next === ENDED) this.#finished.resolve();
+    else this.#loop(next).then(this.#loopReturned, this.#loopFailed);
+  };
+  readonly #loopReturned = (parked: boolean): void => {
+    if (!parked) this.#finished.resolve();
+  };
+  readonly #loopFailed = (err: unknown): void => this.#finished.reject(err);
+
+  /** Wait for what `#drain` handed over, drain again, and so on until parked (true) or ended. */
+  async #loop(wait: Wait): Promise<boolean> {
+    for (;;) {
+      if (await this.#finish(wait)) return false;
+      const next = this.#drain();
+      if (next === PARKED) return true;
+      if (next === ENDED) return false;
+      wait = next;
+    }
+  }
+
+  /**
+   * Handle queued frames back to back without awaiting anything: synchronous `processFrame`s,
+   * the common case, cost no coroutine and no promise. Stops at the first thing that must be
+   * awaited (a lifecycle hook, a `processFrame` promise, a full neighbour, the periodic yield)
+   * and hands it over; or parks when both queues are empty.
+   */
+  #drain(): Wait | typeof PARKED | typeof ENDED {
     const sys = this.#sys;
     const normal = this.#normal;
     const p = this.#p;
-    let burst = 0;
-    for (;;) {
-      if (this.#aborted) return;
-      let frame: Frame | undefined;
+    for (let burst = 0; burst < YIELD_EVERY; burst++) {
+      if (this.#aborted) return ENDED;
+      let frame: Frame;
       let dir: Direction;
       if (sys.size > 0) {
         frame = sys.shift()!;
@@ -200,9 +260,8 @@ export class ProcessorRuntime implements Link, FrameTarget {
         dir = normal.lastDirection;
         if (this.#writers !== undefined && normal.size < this.#capacity) this.#releaseWriters();
       } else {
-        await new Promise<void>((resolve) => (this.#wake = resolve));
-        burst = 0;
-        continue;
+        this.#parked = true;
+        return PARKED;
       }
 
       const obs = this.#setup.observer;
@@ -215,6 +274,49 @@ export class ProcessorRuntime implements Link, FrameTarget {
         });
       }
 
+      switch (frame.kind) {
+        case "Start":
+        case "Interruption":
+        case "End":
+        case "Stop":
+        case "Cancel":
+          return { frame, dir };
+        default:
+          try {
+            const r = p.processFrame(frame, dir, this);
+            if (r !== undefined) return { pending: r };
+          } catch (err) {
+            this.pushError(errorMessage(err), false);
+          }
+      }
+
+      const blocked = this.#blocked;
+      if (blocked !== undefined) {
+        this.#blocked = undefined;
+        if (blocked.isFull()) return { blocked };
+      }
+    }
+    return YIELD;
+  }
+
+  /** Await what `#drain` handed over; true when the loop is over (a terminal frame passed). */
+  async #finish(wait: Wait): Promise<boolean> {
+    if (wait === YIELD) {
+      await undefined; // let the other loops run
+      return false;
+    }
+    if ("blocked" in wait) {
+      await wait.blocked.waitWritable();
+      return false;
+    }
+    if ("pending" in wait) {
+      try {
+        await wait.pending;
+      } catch (err) {
+        this.pushError(errorMessage(err), false);
+      }
+    } else {
+      const { frame, dir } = wait;
       switch (frame.kind) {
         case "Start":
           if (dir === "downstream") await this.#onStart(frame.params);
@@ -231,33 +333,24 @@ export class ProcessorRuntime implements Link, FrameTarget {
             this.push(frame, dir);
             break;
           }
-          if (frame.kind === "Cancel") normal.clear();
-          await this.#hook("stop", () => p.stop(stopReasonOf(frame)));
+          if (frame.kind === "Cancel") this.#normal.clear();
+          await this.#hook("stop", () => this.#p.stop(stopReasonOf(frame)));
           this.push(frame, dir);
           this.#stopped = true;
-          normal.clear();
-          sys.clear();
+          this.#normal.clear();
+          this.#sys.clear();
           this.#releaseWriters();
-          return;
+          return true;
         default:
-          try {
-            const r = p.processFrame(frame, dir, this);
-            if (r !== undefined) await r;
-          } catch (err) {
-            this.pushError(errorMessage(err), false);
-          }
-      }
-
-      const blocked = this.#blocked;
-      if (blocked !== undefined) {
-        this.#blocked = undefined;
-        if (blocked.isFull()) await blocked.waitWritable();
-      }
-      if (++burst === YIELD_EVERY) {
-        burst = 0;
-        await undefined;
+          this.push(frame, dir);
       }
     }
+    const blocked = this.#blocked;
+    if (blocked !== undefined) {
+      this.#blocked = undefined;
+      if (blocked.isFull()) await blocked.waitWritable();
+    }
+    return false;
   }
 
   async #onStart(params: StartParams): Promise<void> {

@@ -13,6 +13,7 @@ import {
   type StartParams,
 } from "../mod.ts";
 import { silentLogger } from "../core/log.ts";
+import { ProcessorRuntime, YIELD_EVERY } from "../core/runtime.ts";
 import { Recorder, sleep, until } from "./_core_helpers.ts";
 
 const quiet = { idleTimeoutMs: null, logger: silentLogger } as const;
@@ -261,4 +262,92 @@ Deno.test("broadcast pushes both ways with paired sibling ids", async () => {
   assert.equal(up.frame.broadcastSiblingId, down.id);
   assert.equal(down.frame.broadcastSiblingId, up.id);
   assert.equal(mid.frames.length, 0, "the broadcaster does not see its own frames");
+});
+
+// ------------------------------------------------------------------ the loop runs only with work
+
+function looseRuntime(p: FrameProcessor, log: string[]) {
+  const rt = new ProcessorRuntime(p, {
+    clock: () => 0,
+    observer: undefined,
+    cancel: new AbortController().signal,
+    enableMetrics: false,
+    enableUsageMetrics: false,
+    logger: silentLogger,
+  });
+  const sink = (name: string) => ({
+    name,
+    enqueue: (f: Frame) => void log.push(`${name}:${f.kind}`),
+    isFull: () => false,
+    waitWritable: () => Promise.resolve(),
+  });
+  rt.next = sink("next");
+  rt.prev = sink("prev");
+  return rt;
+}
+
+Deno.test("loop: an idle processor is parked; a frame restarts it in a microtask, End ends it", async () => {
+  const log: string[] = [];
+  const rt = looseRuntime(new FrameProcessor("p"), log);
+  const done = rt.run();
+  assert.ok(rt.parked, "nothing queued: parked at once");
+  rt.enqueue(makeFrame("Text", { text: "a" }), "downstream");
+  assert.ok(!rt.parked && log.length === 0, "not handled inside the producer's call");
+  await Promise.resolve();
+  assert.deepEqual(log, ["next:Text"]);
+  assert.ok(rt.parked, "parked again once drained");
+  rt.enqueue(makeFrame("End", {}), "downstream");
+  await done;
+  assert.ok(rt.stopped && !rt.parked);
+  assert.deepEqual(log, ["next:Text", "next:End"]);
+});
+
+Deno.test("loop: a long burst yields every YIELD_EVERY frames, so two loops interleave", async () => {
+  const order: string[] = [];
+  const mk = (name: string) => {
+    class Tag extends FrameProcessor {
+      override processFrame(f: Frame, d: Direction, l: Link) {
+        order.push(name);
+        l.push(f, d);
+      }
+    }
+    return looseRuntime(new Tag(name), []);
+  };
+  const a = mk("a"), b = mk("b");
+  for (let i = 0; i < 200; i++) {
+    a.enqueue(makeFrame("Text", { text: "x" }), "downstream");
+    b.enqueue(makeFrame("Text", { text: "x" }), "downstream");
+  }
+  a.enqueue(makeFrame("End", {}), "downstream");
+  b.enqueue(makeFrame("End", {}), "downstream");
+  await Promise.all([a.run(), b.run()]);
+  assert.equal(order.length, 400);
+  let longest = 0;
+  for (let i = 0, run = 0; i < order.length; i++) {
+    run = i > 0 && order[i] === order[i - 1] ? run + 1 : 1;
+    longest = Math.max(longest, run);
+  }
+  assert.ok(longest <= YIELD_EVERY, `one loop ran ${longest} frames without yielding`);
+  assert.ok(order.indexOf("b") < 200, "b started before a finished");
+});
+
+Deno.test("loop: an asynchronous processFrame is awaited before the next frame; an abort while parked ends run()", async () => {
+  const seen: string[] = [];
+  class Slow extends FrameProcessor {
+    override async processFrame(f: Frame, d: Direction, l: Link) {
+      const text = f.kind === "Text" ? f.text : "";
+      seen.push(`start ${text}`);
+      if (text === "1") await sleep(20);
+      seen.push(`end ${text}`);
+      l.push(f, d);
+    }
+  }
+  const rt = looseRuntime(new Slow("slow"), []);
+  const done = rt.run();
+  for (const t of ["1", "2", "3"]) rt.enqueue(makeFrame("Text", { text: t }), "downstream");
+  await until(() => seen.length === 6);
+  assert.deepEqual(seen, ["start 1", "end 1", "start 2", "end 2", "start 3", "end 3"]);
+  assert.ok(rt.parked);
+  rt.abort();
+  await done;
 });
