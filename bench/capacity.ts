@@ -109,12 +109,17 @@ const TASKS_PER_CALL = {
   processor_loops: 5,
   processor_loops_are:
     "TransportInput, RealtimeProcessor, BrainProcessor (keeps the transcript), TransportOutput, " +
-    "FinalizeProcessor (6 with recording on: + RecorderProcessor)",
+    "FinalizeProcessor (6 with recording on: + RecorderProcessor); each runs only while it has " +
+    "frames (parked loops hold no coroutine)",
   reader_tasks: 2,
   reader_tasks_are: "TransportInput#read (media leg), RealtimeProcessor#readEvents (model)",
   call_coroutines: 1,
   call_coroutines_are: "the media-socket handler awaiting CallManager.run",
   total_async_tasks: 8,
+  suspended_while_idle: 3,
+  suspended_while_idle_are: "the two readers and the call coroutine (heap snapshot of idle " +
+    "calls: about 8 suspended async function frames per call, in three chains: handler -> " +
+    "CallManager.run -> PipelineTask.run, #read -> recv -> #next, #readEvents)",
   timers_idle:
     "measured per point (idle.timers_per_session): call limit + task idle watch; pacing " +
     "while audio plays is one shared 10 ms playout clock per isolate, not a timer per call",

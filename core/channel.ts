@@ -23,9 +23,9 @@ export class FrameQueue {
   /** Direction of the frame most recently returned by {@link FrameQueue.shift}. */
   lastDirection: Direction = "downstream";
 
-  /** Make a queue with room for `initial` frames (rounded up to a power of two). */
+  /** Make a queue with room for `initial` frames (rounded up to a power of two, at least 2). */
   constructor(initial = 8) {
-    let cap = 4;
+    let cap = 2;
     while (cap < initial) cap <<= 1;
     this.#frames = new Array(cap);
     this.#dirs = new Array(cap);

@@ -36,6 +36,31 @@ export const YIELD_EVERY = 64;
 
 const RESOLVED: Promise<void> = Promise.resolve();
 
+/**
+ * Parked loops with a frame waiting, resumed in arrival order by one microtask: the same turn a
+ * microtask per loop would give, without a bound callback per loop.
+ */
+const woken: ProcessorRuntime[] = [];
+let wakeScheduled = false;
+
+function wake(rt: ProcessorRuntime): void {
+  woken.push(rt);
+  if (!wakeScheduled) {
+    wakeScheduled = true;
+    queueMicrotask(resumeWoken);
+  }
+}
+
+function resumeWoken(): void {
+  try {
+    // Loops resumed here may wake others: they join this same pass.
+    for (let i = 0; i < woken.length; i++) woken[i].resume();
+  } finally {
+    woken.length = 0;
+    wakeScheduled = false;
+  }
+}
+
 const PARKED = 0;
 const ENDED = 1;
 const YIELD = 2;
@@ -58,8 +83,8 @@ export class ProcessorRuntime implements Link, FrameTarget {
   readonly #p: FrameProcessor;
   readonly #setup: ProcessorSetup;
   readonly #capacity: number;
-  readonly #sys = new FrameQueue(8);
-  readonly #normal = new FrameQueue(8);
+  readonly #sys = new FrameQueue(2);
+  readonly #normal = new FrameQueue(2);
   /** True while the loop is not running and waits for a frame (or has not started). */
   #parked = false;
   #started = false;
@@ -101,7 +126,7 @@ export class ProcessorRuntime implements Link, FrameTarget {
     else this.#normal.push(frame, direction);
     if (this.#parked) {
       this.#parked = false;
-      queueMicrotask(this.#resume);
+      wake(this);
     }
   }
 
@@ -210,22 +235,34 @@ export class ProcessorRuntime implements Link, FrameTarget {
   run(): Promise<void> {
     if (!this.#started) {
       this.#started = true;
-      this.#resume();
+      this.resume();
     }
     return this.#finished.promise;
   }
 
-  /** Run what is queued: synchronously while it can, then (if it must wait) asynchronously. */
-  readonly #resume = (): void => {
-    const next = this.#drain();
+  /**
+   * Run what is queued: synchronously while it can, then (if it must wait) asynchronously.
+   * Called by the wake-up queue; not for processors.
+   */
+  resume(): void {
+    let next: Wait | typeof PARKED | typeof ENDED;
+    try {
+      next = this.#drain();
+    } catch (err) {
+      // A bug below the processor (an observer, a neighbour) ends this loop, as a rejected
+      // coroutine did: the task logs it; frames sent here from now on stay queued.
+      this.#finished.reject(err);
+      return;
+    }
     if (next === PARKED) return;
     if (next === ENDED) this.#finished.resolve();
-    else this.#loop(next).then(this.#loopReturned, this.#loopFailed);
-  };
-  readonly #loopReturned = (parked: boolean): void => {
-    if (!parked) this.#finished.resolve();
-  };
-  readonly #loopFailed = (err: unknown): void => this.#finished.reject(err);
+    else {
+      this.#loop(next).then(
+        (parked) => parked || this.#finished.resolve(),
+        (err) => this.#finished.reject(err),
+      );
+    }
+  }
 
   /** Wait for what `#drain` handed over, drain again, and so on until parked (true) or ended. */
   async #loop(wait: Wait): Promise<boolean> {

@@ -14,6 +14,7 @@ import {
 } from "../mod.ts";
 import { silentLogger } from "../core/log.ts";
 import { ProcessorRuntime, YIELD_EVERY } from "../core/runtime.ts";
+import type { Observer } from "../core/observers.ts";
 import { Recorder, sleep, until } from "./_core_helpers.ts";
 
 const quiet = { idleTimeoutMs: null, logger: silentLogger } as const;
@@ -266,10 +267,10 @@ Deno.test("broadcast pushes both ways with paired sibling ids", async () => {
 
 // ------------------------------------------------------------------ the loop runs only with work
 
-function looseRuntime(p: FrameProcessor, log: string[]) {
+function looseRuntime(p: FrameProcessor, log: string[], observer?: Observer) {
   const rt = new ProcessorRuntime(p, {
     clock: () => 0,
-    observer: undefined,
+    observer,
     cancel: new AbortController().signal,
     enableMetrics: false,
     enableUsageMetrics: false,
@@ -350,4 +351,23 @@ Deno.test("loop: an asynchronous processFrame is awaited before the next frame; 
   assert.ok(rt.parked);
   rt.abort();
   await done;
+});
+
+Deno.test("loop: a throwing observer ends that loop only; a loop woken in the same pass still runs", async () => {
+  const log: string[] = [];
+  const bad = looseRuntime(new FrameProcessor("bad"), [], {
+    onProcess: () => {
+      throw new Error("observer bug");
+    },
+  });
+  const good = looseRuntime(new FrameProcessor("good"), log);
+  const badDone = bad.run();
+  const goodDone = good.run();
+  bad.enqueue(makeFrame("Text", { text: "a" }), "downstream");
+  good.enqueue(makeFrame("Text", { text: "b" }), "downstream");
+  await assert.rejects(badDone, /observer bug/);
+  await Promise.resolve();
+  assert.deepEqual(log, ["next:Text"]);
+  good.enqueue(makeFrame("End", {}), "downstream");
+  await goodDone;
 });
