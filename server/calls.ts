@@ -141,6 +141,7 @@ export class CallManager {
       this.#tasks.delete(run.runId);
     });
     this.#tasks.set(run.runId, { task, done });
+    this.#sessions.claim(run.runId);
     this.#log.info("call started", { runId: run.runId, origin: run.origin });
     await done;
     // run() resolves after finalize, so the report is set unless finalize threw.

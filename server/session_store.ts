@@ -42,6 +42,8 @@ export interface RunRecord {
   to?: string;
   /** When the run was created, ms since the Unix epoch. */
   createdAt: number;
+  /** When its call started ({@link MemorySessionSource.claim}); unset while none has. */
+  startedAt?: number;
   /** Set once the call was completed. */
   finalize?: Finalize;
   /** Artifacts written for the run: kind -> file path or memory key. */
@@ -58,6 +60,14 @@ export interface MemorySessionOptions {
   artifactDir?: string;
   /** Completed runs kept for inspection (default 200); older ones are forgotten. */
   keepCompleted?: number;
+  /**
+   * Seconds a run may wait for its call to start (default 600): an answer webhook whose media
+   * socket never comes, a browser offer never connected. After that the run and its token are
+   * forgotten, so unconnected runs cannot pile up in memory.
+   */
+  unclaimedTtlSeconds?: number;
+  /** Clock in ms since the Unix epoch (default `Date.now`; tests move it). */
+  now?: () => number;
   /**
    * Set when several workers share one listening port (`--workers`): call tokens are signed
    * (HMAC-SHA256 over run id and expiry, {@link signCallToken}) with the secret all workers
@@ -86,7 +96,9 @@ export class MemorySessionSource implements SessionSource {
   readonly #runs = new Map<number, RunRecord>();
   readonly #memory = new Map<string, Uint8Array>();
   readonly #opts: MemorySessionOptions;
+  readonly #now: () => number;
   #nextId = 1;
+  #lastSweep = 0;
 
   /** A store for one server. */
   constructor(opts: MemorySessionOptions) {
@@ -95,6 +107,7 @@ export class MemorySessionSource implements SessionSource {
       throw new FlowcatError("config", `session cluster index ${c.index} of ${c.count}`);
     }
     this.#opts = opts;
+    this.#now = opts.now ?? Date.now;
   }
 
   /** This worker's index when several share one port, else `undefined`. */
@@ -112,9 +125,17 @@ export class MemorySessionSource implements SessionSource {
     const token = c === undefined
       ? createCallToken()
       : await signCallToken(c.secret, { runId, ttlSeconds: c.tokenTtlSeconds ?? 3600 });
-    const rec: RunRecord = { runId, token, origin, createdAt: Date.now(), artifacts: {}, ...meta };
+    const now = this.#now();
+    const rec: RunRecord = { runId, token, origin, createdAt: now, artifacts: {}, ...meta };
     this.#runs.set(rec.runId, rec);
+    if (now - this.#lastSweep >= 10_000) this.#sweepUnclaimed(now);
     return rec;
+  }
+
+  /** Record that the run's call has started: it no longer expires unclaimed. */
+  claim(runId: number): void {
+    const rec = this.#runs.get(runId);
+    if (rec !== undefined) rec.startedAt ??= this.#now();
   }
 
   /**
@@ -127,12 +148,16 @@ export class MemorySessionSource implements SessionSource {
     token: string,
     adopt: { origin: RunOrigin; carrier?: string } = { origin: "carrier" },
   ): Promise<RunRecord | undefined> {
-    const rec = this.#runs.get(runId);
+    let rec = this.#runs.get(runId);
+    if (rec !== undefined && this.#expired(rec, this.#now())) {
+      this.#runs.delete(runId);
+      rec = undefined;
+    }
     const c = this.#opts.cluster;
     if (rec === undefined && c !== undefined && runId % c.count !== c.index) {
       const verdict = await verifyCallToken(c.secret, token, { runId });
       if (!verdict.ok) return undefined;
-      const adopted: RunRecord = { runId, token, createdAt: Date.now(), artifacts: {}, ...adopt };
+      const adopted: RunRecord = { runId, token, createdAt: this.#now(), artifacts: {}, ...adopt };
       this.#runs.set(runId, adopted);
       return adopted;
     }
@@ -226,6 +251,18 @@ export class MemorySessionSource implements SessionSource {
     const rec = await this.verify(runId, token);
     if (rec === undefined) throw new FlowcatError("auth", "unknown run or bad call token");
     return rec;
+  }
+
+  #expired(rec: RunRecord, now: number): boolean {
+    const ttl = (this.#opts.unclaimedTtlSeconds ?? 600) * 1000;
+    return rec.startedAt === undefined && rec.finalize === undefined && now - rec.createdAt > ttl;
+  }
+
+  #sweepUnclaimed(now: number): void {
+    this.#lastSweep = now;
+    for (const rec of this.#runs.values()) {
+      if (this.#expired(rec, now)) this.#runs.delete(rec.runId);
+    }
   }
 
   #forgetOld(): void {

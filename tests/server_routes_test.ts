@@ -196,8 +196,9 @@ Deno.test("server routes: a carrier call through answer webhook and media socket
     }));
     await until(() => got.some((m) => m.event === "media"), 5000, "greeting audio");
     assert.equal(s.app.calls.active, 1);
-    await sock.sendText(JSON.stringify({ event: "stop", streamSid: "MZ9", stop: {} }));
     const runId = Number(url.pathname.split("/").at(-1));
+    assert.ok(s.app.sessions.get(runId)?.startedAt, "a started call's run is claimed (no expiry)");
+    await sock.sendText(JSON.stringify({ event: "stop", streamSid: "MZ9", stop: {} }));
     await until(() => s.app.sessions.get(runId)?.finalize !== undefined, 5000, "finalized");
     assert.equal(s.app.sessions.get(runId)!.finalize!.usage.endedBy, "end: caller hung up");
     ws.close();
