@@ -18,7 +18,7 @@
 import { errorMessage } from "../core/errors.ts";
 import type { Logger } from "../core/log.ts";
 import { answerWebRtcOffer, type WebRtcAnswerOptions } from "../transports/webrtc.ts";
-import { answerDocument, answerUrl, streamUrl } from "../telephony/answer.ts";
+import { answerDocument, answerUrl, hasAnswerDocument, streamUrl } from "../telephony/answer.ts";
 import { isE164, ReplayGuard, timingSafeEqual } from "../telephony/security.ts";
 import { type CarrierName, createSerializer, isCarrierName } from "../telephony/serializers/mod.ts";
 import {
@@ -169,6 +169,9 @@ async function carrierAnswer(
     ctx.logger.warn("answer webhook refused", { carrier, reason: verdict.reason });
     return jsonError(403, "webhook signature check failed");
   }
+  if (!hasAnswerDocument(carrier)) {
+    return jsonError(404, `${carrier} does not fetch answer documents (see docs/carriers.md)`);
+  }
   let run;
   if (c.params.run !== undefined) {
     const id = /^\d{1,15}$/.test(c.params.run) ? Number(c.params.run) : -1;
@@ -192,9 +195,7 @@ async function carrierAnswer(
     token: run.token,
     runId: run.runId,
   });
-  if (doc === undefined) {
-    return jsonError(404, `${carrier} does not fetch answer documents (see docs/carriers.md)`);
-  }
+  if (doc === undefined) return jsonError(500, "no answer document");
   return new Response(doc.body, { status: 200, headers: { "content-type": doc.contentType } });
 }
 

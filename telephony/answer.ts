@@ -190,6 +190,21 @@ function twimlConnectStream(url: string, token: string, runId: string, attrs = "
 }
 
 /**
+ * Whether the carrier fetches an answer document at all (Exotel and Genesys do not: their
+ * stream URL is configured on the carrier's side).
+ *
+ * @example
+ * ```ts
+ * hasAnswerDocument("twilio"); // true
+ * hasAnswerDocument("genesys"); // false
+ * ```
+ */
+export function hasAnswerDocument(carrier: CarrierName): boolean {
+  const name = carrierOf(carrier);
+  return name !== "exotel" && name !== "genesys";
+}
+
+/**
  * The carrier's answer document pointing the call at `opts.streamUrl`, or `undefined` for a
  * carrier that has none:
  * - **exotel**: the Voicebot applet's URL is set in the call flow (App Bazaar), not returned by an
@@ -205,8 +220,8 @@ export function answerDocument(
   carrier: CarrierName,
   opts: AnswerOptions,
 ): AnswerDocument | undefined {
+  if (!hasAnswerDocument(carrier)) return undefined;
   const name = carrierOf(carrier);
-  if (name === "exotel" || name === "genesys") return undefined;
   const url = checkedStreamUrl(opts.streamUrl);
   const runId = runIdOf(opts.runId);
   const token = opts.token;

@@ -2,7 +2,13 @@
 // token, escapes XML properly; Exotel and Genesys have none; streamUrl maps the public origin.
 import assert from "node:assert/strict";
 import { FlowcatError } from "../core/errors.ts";
-import { answerDocument, answerUrl, streamUrl, xmlEscape } from "../telephony/answer.ts";
+import {
+  answerDocument,
+  answerUrl,
+  hasAnswerDocument,
+  streamUrl,
+  xmlEscape,
+} from "../telephony/answer.ts";
 import { CARRIER_NAMES } from "../telephony/serializers/mod.ts";
 
 // A token with every character XML cares about, and a URL with a second query parameter so the
@@ -200,11 +206,13 @@ Deno.test("sinch: SVAML connectStream with sample rate and call headers", () => 
 
 Deno.test("exotel and genesys: no answer document", () => {
   for (const carrier of ["exotel", "genesys"] as const) {
+    assert.equal(hasAnswerDocument(carrier), false);
     assert.equal(
       answerDocument(carrier, { streamUrl: URL_WITH_AMP, token: "t", runId: 1 }),
       undefined,
     );
   }
+  assert.ok(CARRIER_NAMES.filter(hasAnswerDocument).length === CARRIER_NAMES.length - 2);
   const withDocs = CARRIER_NAMES.filter((c) =>
     answerDocument(c, { streamUrl: URL_WITH_AMP, token: "t", runId: 1 }) !== undefined
   );

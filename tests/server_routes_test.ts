@@ -29,13 +29,15 @@ const CONFIG = {
   },
   pipeline: "s2s",
   providers: { realtime: { name: "echo", options: { tts: "none", greeting: "hi" } } },
-  telephony: { public_url: "https://agent.example.com", carriers: ["twilio"] },
+  telephony: { public_url: "https://agent.example.com", carriers: ["twilio", "exotel"] },
   limits: { max_body_bytes: 4096 },
   api: { token_env: "FLOWCAT_API_TOKEN" },
 };
 
 const ENV: Record<string, string> = {
   TWILIO_AUTH_TOKEN: "twilio-secret",
+  EXOTEL_STREAM_USERNAME: "exo",
+  EXOTEL_STREAM_PASSWORD: "exo-secret",
   FLOWCAT_API_TOKEN: "api-secret",
 };
 
@@ -127,6 +129,15 @@ Deno.test("server routes: answer webhook checks the signature and the carrier", 
       /<Connect><Stream url="wss:\/\/agent\.example\.com\/telephony\/ws\/twilio\/1\?token=/,
     );
     assert.equal(s.app.sessions.get(1)?.carrier, "twilio");
+    // Exotel fetches no answer document: authenticated, refused with 404, and no run is made.
+    const exotel = await fetch(`${s.base}/telephony/answer/exotel`, {
+      method: "POST",
+      headers: { authorization: `Basic ${btoa("exo:exo-secret")}` },
+      body: "",
+    });
+    assert.equal(exotel.status, 404);
+    assert.match((await exotel.json()).error, /does not fetch answer documents/);
+    assert.deepEqual(s.app.sessions.active().map((r) => r.carrier), ["twilio"]);
   } finally {
     await s.close();
   }
