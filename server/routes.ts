@@ -190,10 +190,12 @@ async function carrierAnswer(
     run = await ctx.sessions.createRun("carrier", { carrier });
   }
   const origin = publicOrigin(ctx, req);
+  const callId = carrier === "vonage" ? vonageCallUuid(c.url, body) : undefined;
   const doc = answerDocument(carrier, {
     streamUrl: streamUrl(origin, carrier, run.runId, run.token),
     token: run.token,
     runId: run.runId,
+    ...(callId !== undefined ? { callId } : {}),
   });
   if (doc === undefined) return jsonError(500, "no answer document");
   return new Response(doc.body, { status: 200, headers: { "content-type": doc.contentType } });
@@ -266,5 +268,20 @@ async function originate(ctx: ServerContext, req: Request, c: RouteContext): Pro
     return json(202, placed);
   } catch (err) {
     return jsonError(502, errorMessage(err));
+  }
+}
+
+/**
+ * The call's `uuid` from a Vonage answer request (query string for GET-style webhooks, JSON body
+ * for POST): the NCCO hands it back as `call_uuid`, the only call id Vonage's socket carries.
+ */
+function vonageCallUuid(url: URL, body: Uint8Array): string | undefined {
+  const fromQuery = url.searchParams.get("uuid");
+  if (fromQuery) return fromQuery;
+  try {
+    const o = JSON.parse(new TextDecoder().decode(body));
+    return typeof o?.uuid === "string" && o.uuid !== "" ? o.uuid : undefined;
+  } catch {
+    return undefined;
   }
 }

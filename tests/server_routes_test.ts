@@ -4,6 +4,8 @@
  * and POST /calls (bearer, E.164).
  */
 import assert from "node:assert/strict";
+import { Buffer } from "node:buffer";
+import { createHash, createHmac } from "node:crypto";
 import { silentLogger } from "../core/log.ts";
 import { type AgentServer, createAgentServer } from "../server/app.ts";
 import { parseConfigText } from "../server/config.ts";
@@ -29,7 +31,7 @@ const CONFIG = {
   },
   pipeline: "s2s",
   providers: { realtime: { name: "echo", options: { tts: "none", greeting: "hi" } } },
-  telephony: { public_url: "https://agent.example.com", carriers: ["twilio", "exotel"] },
+  telephony: { public_url: "https://agent.example.com", carriers: ["twilio", "exotel", "vonage"] },
   limits: { max_body_bytes: 4096 },
   api: { token_env: "FLOWCAT_API_TOKEN" },
 };
@@ -38,6 +40,7 @@ const ENV: Record<string, string> = {
   TWILIO_AUTH_TOKEN: "twilio-secret",
   EXOTEL_STREAM_USERNAME: "exo",
   EXOTEL_STREAM_PASSWORD: "exo-secret",
+  VONAGE_SIGNATURE_SECRET: "vonage-signature-secret-0123",
   FLOWCAT_API_TOKEN: "api-secret",
 };
 
@@ -138,6 +141,34 @@ Deno.test("server routes: answer webhook checks the signature and the carrier", 
     assert.equal(exotel.status, 404);
     assert.match((await exotel.json()).error, /does not fetch answer documents/);
     assert.deepEqual(s.app.sessions.active().map((r) => r.carrier), ["twilio"]);
+  } finally {
+    await s.close();
+  }
+});
+
+Deno.test("server routes: a Vonage answer hands the call's uuid back as the call_uuid header", async () => {
+  const s = await start();
+  try {
+    const body = JSON.stringify({ uuid: "u-77", conversation_uuid: "CON-1", from: "1", to: "2" });
+    const part = (o: unknown) => Buffer.from(JSON.stringify(o)).toString("base64url");
+    const claims = {
+      iat: Math.floor(Date.now() / 1000),
+      jti: "j-77",
+      payload_hash: createHash("sha256").update(body).digest("hex"),
+    };
+    const signed = `${part({ alg: "HS256", typ: "JWT" })}.${part(claims)}`;
+    const sig = createHmac("sha256", ENV.VONAGE_SIGNATURE_SECRET).update(signed).digest(
+      "base64url",
+    );
+    const res = await fetch(`${s.base}/telephony/answer/vonage`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${signed}.${sig}` },
+      body,
+    });
+    assert.equal(res.status, 200);
+    const ncco = await res.json();
+    assert.equal(ncco[0].endpoint[0].headers.call_uuid, "u-77");
+    assert.match(ncco[0].endpoint[0].uri, /^wss:\/\/agent\.example\.com\/telephony\/ws\/vonage\//);
   } finally {
     await s.close();
   }
