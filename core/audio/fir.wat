@@ -5,12 +5,40 @@
 ;; Memory is owned by core/audio/fir_kernel.ts. Per call:
 ;;   c     f32[up * taps4]  coefficients, phase-major, each phase padded with zeros to taps4
 ;;   se    i32[2 * up]      per phase: first and end tap to run, multiples of 4
-;;   buf   f32[...]         history then input, with 4 spare zeros after it
+;;   buf   f32[...]         history then input, with 4 spare zeros after it ("widen" writes the
+;;                          input from int16 and the zeros)
 ;;   out   i16[n]           results, rounded to nearest and clamped to int16
 ;; Output o reads buf[x + k] * c[phase * taps4 + k] for k in [first, end); x and phase start at
 ;; the given values and step by down / up input samples per output.
 (module
   (memory (export "memory") 1)
+  ;; int16 samples at $src -> float32 at $dst ($n of them), then four zeros after them (read by
+  ;; the padded taps, multiplied by zero). Eight samples per step.
+  (func (export "widen") (param $src i32) (param $dst i32) (param $n i32)
+    (local $i i32) (local $v v128)
+    (block $simd_done
+      (loop $simd
+        (br_if $simd_done (i32.gt_u (i32.add (local.get $i) (i32.const 8)) (local.get $n)))
+        (local.set $v (v128.load align=2
+          (i32.add (local.get $src) (i32.shl (local.get $i) (i32.const 1)))))
+        (v128.store align=4 (i32.add (local.get $dst) (i32.shl (local.get $i) (i32.const 2)))
+          (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $v))))
+        (v128.store offset=16 align=4
+          (i32.add (local.get $dst) (i32.shl (local.get $i) (i32.const 2)))
+          (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $v))))
+        (local.set $i (i32.add (local.get $i) (i32.const 8)))
+        (br $simd)))
+    (block $done
+      (loop $rest
+        (br_if $done (i32.ge_u (local.get $i) (local.get $n)))
+        (f32.store (i32.add (local.get $dst) (i32.shl (local.get $i) (i32.const 2)))
+          (f32.convert_i32_s (i32.load16_s
+            (i32.add (local.get $src) (i32.shl (local.get $i) (i32.const 1))))))
+        (local.set $i (i32.add (local.get $i) (i32.const 1)))
+        (br $rest)))
+    (v128.store align=4 (i32.add (local.get $dst) (i32.shl (local.get $n) (i32.const 2)))
+      (v128.const f32x4 0 0 0 0)))
+
   (func (export "fir")
     (param $c i32) (param $se i32) (param $taps4 i32) (param $up i32) (param $down i32)
     (param $x i32) (param $phase i32) (param $n i32) (param $buf i32) (param $out i32)

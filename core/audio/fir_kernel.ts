@@ -14,6 +14,7 @@ import { FIR_WASM_BASE64 } from "./fir_wasm.ts";
 
 interface FirExports {
   memory: WebAssembly.Memory;
+  widen: (src: number, dst: number, n: number) => void;
   fir: (
     c: number,
     se: number,
@@ -124,13 +125,13 @@ export function firRun(
   const hist = history.length;
   const len = pcm.length;
   const buf = align16(top);
-  const out = align16(buf + (hist + len + 4) * 4);
+  const src = align16(buf + (hist + len + 4) * 4);
+  const out = align16(src + len * 2);
   reserve(k, out + n * 2);
   const base = buf >> 2;
   f32.set(history, base);
-  const at = base + hist;
-  for (let i = 0; i < len; i++) f32[at + i] = pcm[i];
-  f32.fill(0, at + len, at + len + 4); // read by the padded taps, multiplied by zero
+  i16.set(pcm, src >> 1);
+  k.widen(src, buf + hist * 4, len); // and the four zeros the padded taps read
   k.fir(bank.c, bank.se, bank.taps4, up, down, x, phase, n, buf, out);
   dst.set(i16.subarray(out >> 1, (out >> 1) + n));
   history.set(f32.subarray(base + len, base + len + hist));
