@@ -131,7 +131,16 @@ const callerId = z.unknown().superRefine((value, ctx) => {
 
 const sipServer = z.string().superRefine((value, ctx) => {
   const uri = parseUri(value);
-  if (uri.ok && (uri.value.scheme === "sip" || uri.value.scheme === "sips")) return;
+  if (uri.ok && uri.value.scheme === "sips") {
+    ctx.addIssue({
+      code: "custom",
+      message:
+        `${shown(value)}: sips: (SIP over TLS) is not supported; the trunk is reached over ` +
+        "UDP, so use a sip: URI (see docs/security.md)",
+    });
+    return;
+  }
+  if (uri.ok && uri.value.scheme === "sip") return;
   ctx.addIssue({
     code: "custom",
     message: `${

@@ -61,6 +61,12 @@ Deno.test("config: SIP ports, addresses and hosts are range-checked", async () =
     yaml(`telephony: { sip: { ${SIP_OK}, rtp_port_base: 65000, rtp_port_tries: 400 } }`),
   );
   at(range, "telephony.sip.rtp_port_tries", "run past 65535 (use at most 268 tries from 65000)");
+  const tls = await problems(
+    yaml(
+      `telephony: { sip: { server: "sips:trunk.example.com", login: bob, password_env: P, caller_id: "+15551230000" } }`,
+    ),
+  );
+  at(tls, "telephony.sip.server", "sips: (SIP over TLS) is not supported");
   const overlap = await problems(yaml(`telephony: { sip: { ${SIP_OK}, sip_port: 16010 } }`));
   at(overlap, "telephony.sip.sip_port", "inside the RTP range 16000-16399");
 });
