@@ -78,7 +78,7 @@ function sipHosts(config: AgentServerConfig): string[] {
   const out = [SIP_BIND_HOST];
   const uri = parseUri(sip.server);
   if (uri.ok) {
-    const port = uri.value.port ?? (uri.value.scheme === "sips" ? 5061 : 5060);
+    const port = uri.value.port ?? 5060; // sips: is refused by the config check
     out.push(`${netHost(uri.value.host)}:${port}`);
   }
   out.push(...sip.allowHosts);

@@ -110,7 +110,7 @@ Deno.test("permissions: overrides, wildcards, endpoint URLs and extras", async (
   const c = await config(`
 agent: { graph: graph.yaml }
 providers: { realtime: { name: openai, url: "wss://proxy.internal:9443/v1/realtime" } }
-telephony: { sip: { server: "sips:trunk.example.com", login: a, password_env: P, caller_id: "+15551230000", public_ip: 203.0.113.5 } }
+telephony: { sip: { server: "sip:trunk.example.com", login: a, password_env: P, caller_id: "+15551230000", public_ip: 203.0.113.5 } }
 playground: { enabled: false }
 `);
   const flags = permissionFlags(c, {
@@ -120,10 +120,10 @@ playground: { enabled: false }
     extraRead: ["models/vad.onnx"],
     extraEnv: ["NO_COLOR"],
   });
-  // The endpoint override replaces api.openai.com; port 0 grants the host; sips defaults to 5061;
+  // The endpoint override replaces api.openai.com; port 0 grants the host; sip defaults to 5060;
   // public_ip set: no networkInterfaces.
   assert.deepEqual(flags, [
-    "--allow-net=[::1],proxy.internal:9443,0.0.0.0,trunk.example.com:5061",
+    "--allow-net=[::1],proxy.internal:9443,0.0.0.0,trunk.example.com:5060",
     "--allow-read=deploy/agent.yaml,deploy/graph.yaml,models/vad.onnx",
     `--allow-env=OPENAI_API_KEY,P,FLOWCAT_LOG,${REALTIME_KNOBS},NO_COLOR`,
     "--ignore-env",
