@@ -223,20 +223,33 @@ async function mediaSocket(
   const transport = new WsMediaTransport(socketFromWebSocket(socket), createSerializer(carrier), {
     logger: ctx.logger,
   });
-  void (async () => {
-    // Carriers that cannot put a query on the stream URL (Twilio) pass the token in the start
-    // message: nothing is resolved until it checks out.
-    const start = await transport.waitForStart();
-    const token = queryToken ?? start?.params?.token ?? "";
-    const run = start === undefined ? undefined : await ctx.sessions.verify(runId, token, adopt);
-    if (run === undefined || run.finalize !== undefined) {
-      ctx.logger.warn("media socket closed: bad call token", { carrier, run: c.params.run });
-      await transport.close();
-      return;
-    }
-    await ctx.calls.run(transport, run);
-  })().catch((err) => ctx.logger.warn("carrier call ended early", { err: errorMessage(err) }));
+  // A function of its own, so the call (which lives for minutes) holds on to what it needs and
+  // not to the upgrade request, its headers and the route context.
+  runMediaCall(ctx, transport, runId, queryToken, carrier).catch((err) =>
+    ctx.logger.warn("carrier call ended early", { err: errorMessage(err) })
+  );
   return response;
+}
+
+async function runMediaCall(
+  ctx: ServerContext,
+  transport: WsMediaTransport,
+  runId: number,
+  queryToken: string | null,
+  carrier: CarrierName,
+): Promise<void> {
+  // Carriers that cannot put a query on the stream URL (Twilio) pass the token in the start
+  // message: nothing is resolved until it checks out.
+  const start = await transport.waitForStart();
+  const token = queryToken ?? start?.params?.token ?? "";
+  const adopt = { origin: "carrier" as const, carrier };
+  const run = start === undefined ? undefined : await ctx.sessions.verify(runId, token, adopt);
+  if (run === undefined || run.finalize !== undefined) {
+    ctx.logger.warn("media socket closed: bad call token", { carrier, run: runId });
+    await transport.close();
+    return;
+  }
+  await ctx.calls.run(transport, run);
 }
 
 // ---------------------------------------------------------------- outbound
