@@ -201,7 +201,20 @@ function printBanner(config: AgentServerConfig, host: string, port: number, note
   console.log(`Flowcat agent server on http://${shown}:${port}/ (model: ${rt}${note})`);
   if (config.playground.enabled) {
     console.log(`  playground: open http://${shown}:${port}/ and press Call`);
+    if (!isLoopback(host)) {
+      console.log(
+        "  warning: the playground has no authentication and this address is not loopback: " +
+          "anyone who reaches it can start calls on your model account " +
+          "(set playground.enabled: false, or listen on 127.0.0.1; see docs/security.md)",
+      );
+    }
   }
+}
+
+/** Whether `host` is a loopback address (or a name for one). */
+export function isLoopback(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, "").toLowerCase();
+  return h === "localhost" || h === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
 }
 
 /** Resolves with the first SIGINT / SIGTERM, then stops listening for them. */

@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { loadConfig } from "../server/config.ts";
-import { ESPEAK_WASM, implementationReads } from "../server/main.ts";
+import { ESPEAK_WASM, implementationReads, isLoopback } from "../server/main.ts";
 import { permissionFlags } from "../server/permissions.ts";
 
 const dec = new TextDecoder();
@@ -100,7 +100,21 @@ Deno.test("server main: runs under exactly its printed flags, serves, drains on 
   const err = dec.decode(await new Response(child.stderr).arrayBuffer());
   assert.equal(status.code, 0, err);
   assert.match(text, /stopped/);
+  assert.doesNotMatch(
+    text,
+    /warning: the playground has no authentication/,
+    "loopback: no warning",
+  );
   assert.doesNotMatch(err, /PermissionDenied|NotCapable|Requires/, err);
+});
+
+Deno.test("server main: only loopback addresses count as loopback (the playground warning)", () => {
+  for (const h of ["127.0.0.1", "127.1.2.3", "localhost", "::1", "[::1]"]) {
+    assert.ok(isLoopback(h), h);
+  }
+  for (const h of ["0.0.0.0", "::", "10.0.0.5", "agent.example.com", "128.0.0.1"]) {
+    assert.ok(!isLoopback(h), h);
+  }
 });
 
 Deno.test("server main: the eSpeak wasm is in the printed reads whenever a config speaks with it", async () => {
