@@ -64,13 +64,13 @@ const align16 = (n: number) => (n + 15) & ~15;
 
 /** Grow the memory to hold `bytes` and refresh the views (a grow detaches the old buffer). */
 function reserve(k: FirExports, bytes: number): void {
+  if (bytes <= f32.byteLength) return; // the common case: no getter call, nothing to do
   const have = k.memory.buffer.byteLength;
   if (bytes > have) k.memory.grow(Math.ceil((bytes - have) / 65536));
-  if (f32.buffer !== k.memory.buffer) {
-    f32 = new Float32Array(k.memory.buffer);
-    i16 = new Int16Array(k.memory.buffer);
-    i32 = new Int32Array(k.memory.buffer);
-  }
+  const buffer = k.memory.buffer;
+  f32 = new Float32Array(buffer);
+  i16 = new Int16Array(buffer);
+  i32 = new Int32Array(buffer);
 }
 
 /** True when the WebAssembly SIMD kernel loaded. */
