@@ -44,7 +44,8 @@
     (param $x i32) (param $phase i32) (param $n i32) (param $buf i32) (param $out i32)
     (local $o i32) (local $stepX i32) (local $stepPhase i32)
     (local $k i32) (local $end i32) (local $cp i32) (local $bp i32)
-    (local $acc v128) (local $sum f32)
+    (local $p i32) (local $pend i32) (local $delta i32)
+    (local $acc v128) (local $acc1 v128) (local $sum f32)
     (local.set $stepX (i32.div_u (local.get $down) (local.get $up)))
     (local.set $stepPhase (i32.rem_u (local.get $down) (local.get $up)))
     (block $done
@@ -57,16 +58,30 @@
         (local.set $k (i32.load (i32.add (local.get $se) (i32.shl (local.get $phase) (i32.const 3)))))
         (local.set $end (i32.load offset=4
           (i32.add (local.get $se) (i32.shl (local.get $phase) (i32.const 3)))))
+        ;; p walks the coefficients, p + delta the input; two running sums hide the add latency
+        (local.set $p (i32.add (local.get $cp) (i32.shl (local.get $k) (i32.const 2))))
+        (local.set $pend (i32.add (local.get $cp) (i32.shl (local.get $end) (i32.const 2))))
+        (local.set $delta (i32.sub (local.get $bp) (local.get $cp)))
         (local.set $acc (v128.const f32x4 0 0 0 0))
-        (block $taps_done
-          (loop $taps
-            (br_if $taps_done (i32.ge_u (local.get $k) (local.get $end)))
+        (local.set $acc1 (v128.const f32x4 0 0 0 0))
+        (block $pairs_done
+          (loop $pairs
+            (br_if $pairs_done
+              (i32.gt_u (i32.add (local.get $p) (i32.const 32)) (local.get $pend)))
             (local.set $acc (f32x4.add (local.get $acc)
-              (f32x4.mul
-                (v128.load align=4 (i32.add (local.get $cp) (i32.shl (local.get $k) (i32.const 2))))
-                (v128.load align=4 (i32.add (local.get $bp) (i32.shl (local.get $k) (i32.const 2)))))))
-            (local.set $k (i32.add (local.get $k) (i32.const 4)))
-            (br $taps)))
+              (f32x4.mul (v128.load align=4 (local.get $p))
+                (v128.load align=4 (i32.add (local.get $p) (local.get $delta))))))
+            (local.set $acc1 (f32x4.add (local.get $acc1)
+              (f32x4.mul (v128.load offset=16 align=4 (local.get $p))
+                (v128.load offset=16 align=4 (i32.add (local.get $p) (local.get $delta))))))
+            (local.set $p (i32.add (local.get $p) (i32.const 32)))
+            (br $pairs)))
+        (if (i32.lt_u (local.get $p) (local.get $pend))
+          (then
+            (local.set $acc (f32x4.add (local.get $acc)
+              (f32x4.mul (v128.load align=4 (local.get $p))
+                (v128.load align=4 (i32.add (local.get $p) (local.get $delta))))))))
+        (local.set $acc (f32x4.add (local.get $acc) (local.get $acc1)))
         (local.set $sum (f32.add
           (f32.add (f32x4.extract_lane 0 (local.get $acc)) (f32x4.extract_lane 1 (local.get $acc)))
           (f32.add (f32x4.extract_lane 2 (local.get $acc)) (f32x4.extract_lane 3 (local.get $acc)))))
