@@ -9,6 +9,8 @@ import { providerKeyEnv, type ProviderKind, providersOfKind } from "../providers
 import { REALTIME_ENV_NAMES } from "../providers/realtime/env.ts";
 import type { Problem } from "../core/agent/problems.ts";
 import type { AgentServerConfig } from "./config_types.ts";
+import { WEBHOOK_SECRET_ENV } from "../telephony/webhooks.ts";
+import type { CarrierName } from "../telephony/serializers/mod.ts";
 
 /** Log level variable the server reads (`debug`, `info`, `warn`, `error`, `silent`). */
 export const LOG_ENV = "FLOWCAT_LOG";
@@ -75,6 +77,21 @@ export function requiredEnv(config: AgentServerConfig): EnvRequirement[] {
       required: true,
       path: `telephony.webhook_secrets_env.${carrier}`,
     });
+  }
+  // Enabled carriers without a named variable read their default ones (and carriers with two,
+  // such as Sinch, Bandwidth or Exotel, always do): grant them, without requiring them here.
+  const named = config.telephony.webhookSecretsEnv as Record<string, string | undefined>;
+  for (const carrier of config.telephony.carriers) {
+    const defaults = WEBHOOK_SECRET_ENV[carrier as CarrierName] ?? [];
+    if (defaults.length === 1 && named[carrier] !== undefined) continue;
+    for (const name of defaults) {
+      add({
+        name,
+        why: `${carrier} webhook credential (default variable)`,
+        required: false,
+        path: "telephony.carriers",
+      });
+    }
   }
   if (config.api.tokenEnv !== undefined) {
     add({

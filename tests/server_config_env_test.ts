@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { permissionFlags } from "../server/permissions.ts";
 import {
   type AgentServerConfig,
   checkEnv,
@@ -46,6 +47,31 @@ Deno.test("env: requiredEnv lists provider keys, secrets and the optional knobs"
   assert.equal(optional[0], "FLOWCAT_LOG");
   assert.ok(optional.includes("FLOWCAT_VAD_SILENCE_DURATION_MS"));
   for (const e of env) assert.ok(e.why.length > 0);
+});
+
+Deno.test("env: enabled carriers grant their default credential variables unless one is named", async () => {
+  const c = await config(`
+agent: { graph: graph.yaml }
+providers: { realtime: { name: echo } }
+telephony:
+  carriers: [twilio, sinch, vonage]
+  webhook_secrets_env: { twilio: MY_TWILIO_TOKEN }
+`);
+  const env = requiredEnv(c);
+  const names = env.map((e) => e.name);
+  assert.ok(names.includes("MY_TWILIO_TOKEN"));
+  assert.ok(!names.includes("TWILIO_AUTH_TOKEN"), "a named variable replaces the default");
+  for (
+    const n of ["SINCH_APPLICATION_KEY", "SINCH_APPLICATION_SECRET", "VONAGE_SIGNATURE_SECRET"]
+  ) {
+    const e = env.find((x) => x.name === n);
+    assert.ok(e && !e.required && e.path === "telephony.carriers", n);
+  }
+  const flags = permissionFlags(c, { configPath: "cfg/agent.yaml" });
+  const allowEnv = flags.find((f) => f.startsWith("--allow-env="))!;
+  for (const n of ["MY_TWILIO_TOKEN", "SINCH_APPLICATION_SECRET", "VONAGE_SIGNATURE_SECRET"]) {
+    assert.ok(allowEnv.includes(n), `${n} in ${allowEnv}`);
+  }
 });
 
 Deno.test("env: the echo provider needs no key; cascaded skips the realtime knobs", async () => {
