@@ -111,15 +111,15 @@ const TASKS_PER_CALL = {
     "TransportInput, RealtimeProcessor, BrainProcessor (keeps the transcript), TransportOutput, " +
     "FinalizeProcessor (6 with recording on: + RecorderProcessor); each runs only while it has " +
     "frames (parked loops hold no coroutine)",
-  reader_tasks: 2,
-  reader_tasks_are: "TransportInput#read (media leg), RealtimeProcessor#readEvents (model)",
+  reader_tasks: 1,
+  reader_tasks_are: "RealtimeProcessor#readEvents (model); the media leg has none: a carrier " +
+    "WebSocket pushes its events (MediaTransport.listen) from the socket's message callback",
   call_coroutines: 1,
   call_coroutines_are: "the media-socket handler awaiting CallManager.run",
-  total_async_tasks: 8,
-  suspended_while_idle: 3,
-  suspended_while_idle_are: "the two readers and the call coroutine (heap snapshot of idle " +
-    "calls: about 8 suspended async function frames per call, in three chains: handler -> " +
-    "CallManager.run -> PipelineTask.run, #read -> recv -> #next, #readEvents)",
+  total_async_tasks: 7,
+  suspended_while_idle: 2,
+  suspended_while_idle_are: "the model reader and the call coroutine (heap snapshot of idle " +
+    "calls: the chains handler -> CallManager.run -> PipelineTask.run and #readEvents)",
   timers_idle:
     "measured per point (idle.timers_per_session): call limit + task idle watch; pacing " +
     "while audio plays is one shared 10 ms playout clock per isolate, not a timer per call",

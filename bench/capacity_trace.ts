@@ -2,8 +2,8 @@
  * Server-side latency split for the capacity benchmark, installed in the server child only
  * (`--trace`): it wraps three methods on their prototypes, without touching their code.
  *
- * - `WsMediaTransport.recv`: when an audio message leaves the media leg for the pipeline
- *   (one extra promise reaction per message);
+ * - `WsMediaTransport.listen` (push mode, what the server uses) and `.recv` (pull mode): when
+ *   an audio message leaves the media leg for the pipeline;
  * - `TransportOutput.processFrame`: when the echoed audio reaches the output transport, keyed
  *   by its PCM buffer (the output's 20 ms chunks are views of that buffer);
  * - `WsMediaTransport.sendAudio`: when that chunk is sent to the carrier.
@@ -58,7 +58,7 @@ function legOf(t: object): Leg {
   return leg;
 }
 
-/** Wrap the three methods (idempotent per process: call once). */
+/** Wrap the three methods (not idempotent: call once per process). */
 export function installTrace(warmup = 50): void {
   warmupFrames = warmup;
   const ws = WsMediaTransport.prototype;
@@ -70,6 +70,16 @@ export function installTrace(warmup = 50): void {
         leg.recvTimes[leg.recvN++ % RING] = performance.now();
       }
       return m;
+    });
+  };
+  const listen = ws.listen;
+  ws.listen = function (this: WsMediaTransport, deliver: (m: MediaIn | undefined) => void): void {
+    listen.call(this, (m) => {
+      if (m !== undefined && m.type === "audio") {
+        const leg = legOf(this);
+        leg.recvTimes[leg.recvN++ % RING] = performance.now();
+      }
+      deliver(m);
     });
   };
   const send = ws.sendAudio;

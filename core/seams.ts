@@ -48,6 +48,13 @@ export interface MediaTransport {
   close?(): Promise<void>;
   /** Send key presses to the far end (RFC 4733 on SIP); optional. */
   sendDtmf?(keys: readonly KeypadEntry[]): Promise<void>;
+  /**
+   * Push mode, optional: from now on call `deliver` with each inbound event, and with `undefined`
+   * once the leg is closed, instead of being read with {@link MediaTransport.recv}. A leg whose
+   * events arrive as callbacks (a WebSocket) offers it, so the call needs no reader task and no
+   * promise per message. Events still waiting to be read are delivered first, in order.
+   */
+  listen?(deliver: (m: MediaIn | undefined) => void): void;
 }
 
 /** Raw message from a host WebSocket. */
@@ -69,6 +76,11 @@ export interface MediaSocket {
   sendBinary(bytes: Uint8Array): Promise<void>;
   /** Close the socket; idempotent. */
   close?(): Promise<void>;
+  /**
+   * Push mode, optional: deliver every message (those already queued first) to `deliver`, and
+   * `undefined` once closed, instead of through {@link MediaSocket.recv}.
+   */
+  listen?(deliver: (m: WsIn | undefined) => void): void;
 }
 
 /** What a carrier serializer makes of one inbound message. */

@@ -18,6 +18,7 @@
 import { Resampler, transitionFor } from "../core/audio/resample.ts";
 import type { AudioChunk } from "../core/frames.ts";
 import { type Logger, silentLogger } from "../core/log.ts";
+import { errorMessage } from "../core/errors.ts";
 import type {
   MediaIn,
   MediaSerializer,
@@ -36,9 +37,11 @@ export function socketFromWebSocket(ws: WebSocket): MediaSocket & { opened: Prom
   ws.binaryType = "arraybuffer";
   const queue: WsIn[] = [];
   let waiter: ((m: WsIn | undefined) => void) | undefined;
+  let listener: ((m: WsIn | undefined) => void) | undefined;
   let closed = false;
   const deliver = (m: WsIn) => {
-    if (waiter) {
+    if (listener) listener(m);
+    else if (waiter) {
       const w = waiter;
       waiter = undefined;
       w(m);
@@ -53,6 +56,7 @@ export function socketFromWebSocket(ws: WebSocket): MediaSocket & { opened: Prom
     if (closed) return;
     closed = true;
     deliver({ type: "close" });
+    listener?.(undefined);
   });
   const opened = ws.readyState === WebSocket.OPEN
     ? Promise.resolve()
@@ -74,6 +78,11 @@ export function socketFromWebSocket(ws: WebSocket): MediaSocket & { opened: Prom
       if (closed) return Promise.resolve(undefined);
       return new Promise((resolve) => (waiter = resolve));
     },
+    listen(fn: (m: WsIn | undefined) => void): void {
+      listener = fn;
+      while (queue.length > 0 && listener === fn) fn(queue.shift());
+      if (closed && queue.length === 0) fn(undefined);
+    },
     sendText: send,
     sendBinary: send,
     close() {
@@ -82,6 +91,9 @@ export function socketFromWebSocket(ws: WebSocket): MediaSocket & { opened: Prom
     },
   };
 }
+
+/** What an inbound message can carry for the call. */
+type Inbound = Exclude<SerIn, { type: "mark" | "ignore" }>;
 
 /** Options of a {@link WsMediaTransport}. */
 export interface WsMediaTransportOptions {
@@ -100,6 +112,8 @@ export class WsMediaTransport implements MediaTransport {
   #pending: Int16Array | undefined;
   #pendingLen = 0;
   #started: Extract<SerIn, { type: "start" }> | undefined;
+  /** Replies owed for the last message, being sent (the pull path waits for them). */
+  #replying: Promise<void> | undefined;
   /** Call id from the stream's start message. */
   callId: string | undefined;
   /** Number of inbound messages ignored (malformed or unknown). */
@@ -151,35 +165,83 @@ export class WsMediaTransport implements MediaTransport {
     return m;
   }
 
-  async #next(): Promise<Exclude<SerIn, { type: "mark" | "ignore" }> | undefined> {
+  /**
+   * Push mode: deliver every event from now on (a start held by {@link waitForStart} first) to
+   * `deliver` as the socket receives it, `undefined` at the end, with no promise per message.
+   * A socket without push support is pumped with `recv` instead.
+   */
+  listen(deliver: (m: MediaIn | undefined) => void): void {
+    const held = this.#started;
+    if (held !== undefined) {
+      this.#started = undefined;
+      deliver({ type: "start", callId: held.callId });
+    }
+    const socket = this.#socket;
+    if (socket.listen === undefined || this.#ended) {
+      void (async () => {
+        for (;;) {
+          const m = await this.recv();
+          deliver(m);
+          if (m === undefined) return;
+        }
+      })();
+      return;
+    }
+    let done = false;
+    socket.listen((msg) => {
+      if (done) return;
+      const r = msg === undefined ? undefined : this.#decode(msg);
+      if (msg === undefined || this.#ended) done = true;
+      if (r !== undefined) deliver(r.type === "start" ? { type: "start", callId: r.callId } : r);
+      if (done) deliver(undefined);
+    });
+  }
+
+  async #next(): Promise<Inbound | undefined> {
     while (!this.#ended) {
       const msg = await this.#socket.recv();
       if (msg === undefined) break;
-      const r = this.#ser.onMessage(msg);
-      // Handshakes (Genesys "opened", Sinch pong) owe the carrier a reply before anything else.
-      const replies = this.#ser.takeReplies?.();
-      if (replies !== undefined) { for (const reply of replies) await this.#send(reply); }
-      switch (r.type) {
-        case "start":
-          this.callId = r.callId;
-          return r;
-        case "audio":
-          return r;
-        case "dtmf":
-          return r;
-        case "stop":
-          this.#ended = true;
-          return r;
-        case "mark":
-          continue;
-        case "ignore":
-          this.ignored++;
-          this.#log.debug("media message ignored", { reason: r.reason });
-          continue;
-      }
+      const r = this.#decode(msg);
+      if (this.#replying !== undefined) await this.#replying;
+      if (r !== undefined) return r;
     }
     this.#ended = true;
     return undefined;
+  }
+
+  /** One message through the serializer: its event, or `undefined` for a mark or an ignore. */
+  #decode(msg: WsIn): Inbound | undefined {
+    const r = this.#ser.onMessage(msg);
+    // Handshakes (Genesys "opened", Sinch pong) owe the carrier a reply before anything else.
+    const replies = this.#ser.takeReplies?.();
+    this.#replying = replies !== undefined && replies.length > 0
+      ? this.#sendAll(replies)
+      : undefined;
+    switch (r.type) {
+      case "start":
+        this.callId = r.callId;
+        return r;
+      case "audio":
+      case "dtmf":
+        return r;
+      case "stop":
+        this.#ended = true;
+        return r;
+      case "mark":
+        return undefined;
+      case "ignore":
+        this.ignored++;
+        this.#log.debug("media message ignored", { reason: r.reason });
+        return undefined;
+    }
+  }
+
+  async #sendAll(replies: readonly WsOut[]): Promise<void> {
+    try {
+      for (const reply of replies) await this.#send(reply);
+    } catch (err) {
+      this.#log.warn("reply to the carrier failed", { err: errorMessage(err) });
+    }
   }
 
   /** Resample to the carrier rate (when needed), encode and send. */

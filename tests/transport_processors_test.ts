@@ -102,6 +102,62 @@ Deno.test("input resamples 8 kHz to the task rate; output paces at real time; st
   assert.ok(leg.closed);
 });
 
+Deno.test("input in push mode: no reader; audio queued before the start follows Start; End once", async () => {
+  let deliver: ((m: MediaIn | undefined) => void) | undefined;
+  let listens = 0;
+  const leg: MediaTransport = {
+    recv: () => Promise.reject(new Error("push mode must not be read")),
+    listen(fn) {
+      listens++;
+      deliver = fn;
+      // Events the leg had queued before listen are delivered at once, in order.
+      fn({ type: "start", callId: "push-1" });
+      for (let i = 0; i < 3; i++) {
+        fn({
+          type: "audio",
+          audio: { pcm: new Int16Array(160).fill(i), sampleRate: 8000, numChannels: 1 },
+        });
+      }
+    },
+    sendAudio: () => Promise.resolve(),
+    sendClear: () => Promise.resolve(),
+    carrierRate: () => 8000,
+  };
+  const seen: string[] = [];
+  class Tap extends FrameProcessor {
+    override start() {
+      seen.push("Start");
+    }
+    override processFrame(f: Frame, d: Direction, l: Link) {
+      if (d === "downstream") seen.push(f.kind);
+      l.push(f, d);
+    }
+  }
+  const input = new TransportInput(leg);
+  const task = new PipelineTask(new Pipeline([input, new Tap("tap")]), {
+    idleTimeoutMs: null,
+    logger: silentLogger,
+  });
+  const ends: string[] = [];
+  task.onFrameReachedUpstream(["End"], (f) => void ends.push(f.kind));
+  task.onStarted(async () => {
+    await until(() => seen.filter((k) => k === "InputAudio").length === 3);
+    deliver!({ type: "stop" });
+    deliver!(undefined); // the end after the stop changes nothing
+  });
+  const reason = await task.run();
+  assert.deepEqual(reason, { kind: "end", reason: "caller hung up" });
+  assert.equal(listens, 1);
+  assert.equal(input.callId, "push-1");
+  assert.deepEqual(seen.slice(0, 5), [
+    "Start",
+    "ClientConnected",
+    "InputAudio",
+    "InputAudio",
+    "InputAudio",
+  ]);
+});
+
 Deno.test("while playing, a chunk within the lead is sent as it arrives, not at the next clock tick", async () => {
   const leg = new FakeLeg();
   const out = new TransportOutput(leg);

@@ -148,3 +148,82 @@ Deno.test("WsMediaTransport sends serializer replies and whole carrier-sized chu
     "clear dropped the 10 held samples",
   );
 });
+
+Deno.test("WsMediaTransport push mode: held start first, queued then live events in order, replies sent, end once", async () => {
+  class Replying extends GenericSerializer {
+    #replies: string[] = [];
+    override onMessage(msg: WsIn) {
+      const r = super.onMessage(msg);
+      if (r.type === "dtmf") this.#replies.push('{"event":"ack"}');
+      return r;
+    }
+    takeReplies() {
+      const r = this.#replies;
+      this.#replies = [];
+      return r;
+    }
+  }
+  const text = (o: unknown): WsIn => ({ type: "text", data: JSON.stringify(o) });
+  const sent: string[] = [];
+  let push: ((m: WsIn | undefined) => void) | undefined;
+  const inbox: WsIn[] = [text({ event: "start", call_id: "p1", sample_rate: 8000 })];
+  const socket = {
+    recv: () => Promise.resolve(inbox.shift()),
+    listen(fn: (m: WsIn | undefined) => void) {
+      push = fn;
+      while (inbox.length > 0) fn(inbox.shift());
+    },
+    sendText: (t: string) => {
+      sent.push(t);
+      return Promise.resolve();
+    },
+    sendBinary: () => Promise.resolve(),
+  };
+  const t = new WsMediaTransport(socket, new Replying());
+  assert.equal((await t.waitForStart())?.callId, "p1");
+  inbox.push({ type: "binary", data: pcm16ToBytes(new Int16Array([7, 8])) });
+  const got: unknown[] = [];
+  t.listen((m) => got.push(m === undefined ? "end" : m.type === "audio" ? [...m.audio.pcm] : m));
+  assert.deepEqual(got, [{ type: "start", callId: "p1" }, [7, 8]], "held start, then the queue");
+  push!(text({ event: "mark", name: "m" })); // marks and ignores deliver nothing
+  push!(text({ event: "wat" }));
+  push!(text({ event: "dtmf", digit: "5" }));
+  await Promise.resolve();
+  assert.deepEqual(sent, ['{"event":"ack"}'], "the serializer's reply went out");
+  push!(text({ event: "stop" }));
+  push!(text({ event: "dtmf", digit: "6" })); // after the stop: nothing
+  push!(undefined);
+  assert.deepEqual(got.slice(2), [{ type: "dtmf", key: "5" }, { type: "stop" }, "end"]);
+  assert.equal(t.ignored, 1);
+});
+
+Deno.test("socketFromWebSocket push mode over loopback: messages before and after listen, then the close", async () => {
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, (req) => {
+    const { socket, response } = Deno.upgradeWebSocket(req);
+    socket.onopen = () => {
+      socket.send("a");
+      socket.send("b");
+      setTimeout(() => {
+        socket.send("c");
+        socket.close();
+      }, 50);
+    };
+    return response;
+  });
+  try {
+    const ws = new WebSocket(`ws://127.0.0.1:${server.addr.port}/`);
+    const sock = socketFromWebSocket(ws);
+    await sock.opened;
+    await new Promise((r) => setTimeout(r, 20)); // "a" and "b" wait in the queue
+    const got: string[] = [];
+    const closed = Promise.withResolvers<void>();
+    sock.listen!((m) => {
+      if (m === undefined) return closed.resolve();
+      got.push(m.type === "text" ? m.data : m.type);
+    });
+    await closed.promise;
+    assert.deepEqual(got, ["a", "b", "c", "close"]);
+  } finally {
+    await server.shutdown();
+  }
+});

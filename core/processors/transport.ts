@@ -22,13 +22,14 @@ import {
   type StopReason,
 } from "../frames.ts";
 import { FrameProcessor, type Link, type ProcessorSetup } from "../processor.ts";
-import type { MediaTransport } from "../seams.ts";
+import type { MediaIn, MediaTransport } from "../seams.ts";
 import { joinPlayoutClock, leavePlayoutClock } from "../playout_clock.ts";
 
 /** Reads a media leg and turns it into frames. */
 export class TransportInput extends FrameProcessor {
   readonly #t: MediaTransport;
   #running = false;
+  #up: Resampler | undefined;
   /** Call id from the stream start, once seen. */
   callId: string | undefined;
 
@@ -38,10 +39,32 @@ export class TransportInput extends FrameProcessor {
     this.#t = transport;
   }
 
-  /** Spawns the reader. */
+  /** Listens to the leg (push mode, when it offers it), else spawns the reader. */
   override start(setup: ProcessorSetup, params: StartParams, link: Link): void {
     this.#running = true;
-    void this.#read(setup, params.audioInSampleRate, link);
+    const rate = params.audioInSampleRate;
+    const listen = this.#t.listen;
+    if (listen !== undefined) {
+      let ended = false;
+      // Listen from the next macrotask: Start must reach the processors below before the first
+      // audio does (events queued meanwhile are delivered then, in order).
+      setTimeout(() =>
+        listen.call(this.#t, (m) => {
+          if (ended || !this.#running) return;
+          if (m === undefined || m.type === "stop" || setup.cancel.aborted) {
+            ended = true;
+            link.push(makeFrame("End", { reason: "caller hung up" }), "upstream");
+            return;
+          }
+          try {
+            this.#handle(m, rate, link);
+          } catch (err) {
+            link.pushError(`media leg failed: ${errorMessage(err)}`, false);
+          }
+        }), 0);
+      return;
+    }
+    void this.#read(setup, rate, link);
   }
 
   /** Stops the reader. */
@@ -50,36 +73,41 @@ export class TransportInput extends FrameProcessor {
   }
 
   async #read(setup: ProcessorSetup, rate: number, link: Link): Promise<void> {
-    let up: Resampler | undefined;
     try {
       while (this.#running && !setup.cancel.aborted) {
         const m = await this.#t.recv();
         if (!this.#running) return;
         if (m === undefined || m.type === "stop") break;
-        if (m.type === "audio") {
-          let audio: AudioFrame = m.audio;
-          if (audio.sampleRate !== rate) {
-            if (up === undefined || up.inRate !== audio.sampleRate) {
-              up = new Resampler(audio.sampleRate, rate, {
-                transition: transitionFor(audio.sampleRate, rate),
-              });
-            }
-            audio = { pcm: up.process(audio.pcm), sampleRate: rate, numChannels: 1 };
-          }
-          link.pushDown(inputAudio(audio));
-        } else if (m.type === "start") {
-          this.callId = m.callId;
-          const f = makeFrame("ClientConnected", {});
-          f.extra = { callId: m.callId };
-          link.pushDown(f);
-        } else if (m.type === "dtmf") {
-          link.pushDown(makeFrame("InputDtmf", { key: m.key }));
-        }
+        this.#handle(m, rate, link);
       }
     } catch (err) {
       link.pushError(`media leg failed: ${errorMessage(err)}`, false);
     }
     if (this.#running) link.push(makeFrame("End", { reason: "caller hung up" }), "upstream");
+  }
+
+  /** One inbound event as frames: audio at the pipeline rate, the start, a key press. */
+  #handle(m: Exclude<MediaIn, { type: "stop" }>, rate: number, link: Link): void {
+    if (m.type === "audio") {
+      let audio: AudioFrame = m.audio;
+      if (audio.sampleRate !== rate) {
+        let up = this.#up;
+        if (up === undefined || up.inRate !== audio.sampleRate) {
+          up = this.#up = new Resampler(audio.sampleRate, rate, {
+            transition: transitionFor(audio.sampleRate, rate),
+          });
+        }
+        audio = { pcm: up.process(audio.pcm), sampleRate: rate, numChannels: 1 };
+      }
+      link.pushDown(inputAudio(audio));
+    } else if (m.type === "start") {
+      this.callId = m.callId;
+      const f = makeFrame("ClientConnected", {});
+      f.extra = { callId: m.callId };
+      link.pushDown(f);
+    } else if (m.type === "dtmf") {
+      link.pushDown(makeFrame("InputDtmf", { key: m.key }));
+    }
   }
 }
 
