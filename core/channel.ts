@@ -15,8 +15,8 @@ export const DEFAULT_CHANNEL_CAPACITY = 64;
  * size. `shift` returns the frame and leaves its direction in {@link FrameQueue.lastDirection}.
  */
 export class FrameQueue {
-  #frames: (Frame | undefined)[];
-  #dirs: Direction[];
+  /** Frame k of the ring at `2 * k`, its direction at `2 * k + 1`: one array, not two. */
+  #slots: (Frame | Direction | undefined)[];
   #mask: number;
   #head = 0;
   #size = 0;
@@ -27,8 +27,7 @@ export class FrameQueue {
   constructor(initial = 8) {
     let cap = 2;
     while (cap < initial) cap <<= 1;
-    this.#frames = new Array(cap);
-    this.#dirs = new Array(cap);
+    this.#slots = new Array(cap * 2);
     this.#mask = cap - 1;
   }
 
@@ -40,20 +39,20 @@ export class FrameQueue {
   /** Append a frame. */
   push(frame: Frame, direction: Direction): void {
     if (this.#size > this.#mask) this.#grow();
-    const i = (this.#head + this.#size) & this.#mask;
-    this.#frames[i] = frame;
-    this.#dirs[i] = direction;
+    const i = ((this.#head + this.#size) & this.#mask) << 1;
+    this.#slots[i] = frame;
+    this.#slots[i + 1] = direction;
     this.#size++;
   }
 
   /** Remove and return the oldest frame, or `undefined` when empty. */
   shift(): Frame | undefined {
     if (this.#size === 0) return undefined;
-    const i = this.#head;
-    const frame = this.#frames[i];
-    this.#frames[i] = undefined;
-    this.lastDirection = this.#dirs[i];
-    this.#head = (i + 1) & this.#mask;
+    const i = this.#head << 1;
+    const frame = this.#slots[i] as Frame;
+    this.#slots[i] = undefined;
+    this.lastDirection = this.#slots[i + 1] as Direction;
+    this.#head = (this.#head + 1) & this.#mask;
     this.#size--;
     return frame;
   }
@@ -61,40 +60,41 @@ export class FrameQueue {
   /** Drop every interruptible frame, keeping uninterruptible ones in order. Returns the count dropped. */
   dropInterruptible(): number {
     const n = this.#size;
+    const slots = this.#slots;
     let kept = 0;
     for (let k = 0; k < n; k++) {
-      const i = (this.#head + k) & this.#mask;
-      const f = this.#frames[i] as Frame;
+      const i = ((this.#head + k) & this.#mask) << 1;
+      const f = slots[i] as Frame;
       if (isUninterruptible(f)) {
-        const j = (this.#head + kept) & this.#mask;
-        this.#frames[j] = f;
-        this.#dirs[j] = this.#dirs[i];
+        const j = ((this.#head + kept) & this.#mask) << 1;
+        slots[j] = f;
+        slots[j + 1] = slots[i + 1];
         kept++;
       }
     }
-    for (let k = kept; k < n; k++) this.#frames[(this.#head + k) & this.#mask] = undefined;
+    for (let k = kept; k < n; k++) slots[((this.#head + k) & this.#mask) << 1] = undefined;
     this.#size = kept;
     return n - kept;
   }
 
   /** Drop everything. */
   clear(): void {
-    for (let k = 0; k < this.#size; k++) this.#frames[(this.#head + k) & this.#mask] = undefined;
+    for (let k = 0; k < this.#size; k++) {
+      this.#slots[((this.#head + k) & this.#mask) << 1] = undefined;
+    }
     this.#head = 0;
     this.#size = 0;
   }
 
   #grow(): void {
-    const cap = this.#frames.length;
-    const frames: (Frame | undefined)[] = new Array(cap * 2);
-    const dirs: Direction[] = new Array(cap * 2);
+    const cap = this.#mask + 1;
+    const slots: (Frame | Direction | undefined)[] = new Array(cap * 4);
     for (let k = 0; k < this.#size; k++) {
-      const i = (this.#head + k) & this.#mask;
-      frames[k] = this.#frames[i];
-      dirs[k] = this.#dirs[i];
+      const i = ((this.#head + k) & this.#mask) << 1;
+      slots[2 * k] = this.#slots[i];
+      slots[2 * k + 1] = this.#slots[i + 1];
     }
-    this.#frames = frames;
-    this.#dirs = dirs;
+    this.#slots = slots;
     this.#head = 0;
     this.#mask = cap * 2 - 1;
   }

@@ -61,6 +61,9 @@ function resumeWoken(): void {
   }
 }
 
+/** Hears a loop's end: `err` is set when the loop itself failed (a bug, not a processor error). */
+export type LoopEndHandler = (rt: ProcessorRuntime, err: unknown) => void;
+
 const PARKED = 0;
 const ENDED = 1;
 const YIELD = 2;
@@ -88,7 +91,8 @@ export class ProcessorRuntime implements Link, FrameTarget {
   /** True while the loop is not running and waits for a frame (or has not started). */
   #parked = false;
   #started = false;
-  readonly #finished = Promise.withResolvers<void>();
+  /** Hears the end of the loop once (no promise per processor: the task passes one handler). */
+  #onEnd: LoopEndHandler | undefined;
   #writers: (() => void)[] | undefined;
   #blocked: FrameTarget | undefined;
   #stopped = false;
@@ -153,7 +157,7 @@ export class ProcessorRuntime implements Link, FrameTarget {
     this.#sys.clear();
     this.#normal.clear();
     this.#releaseWriters();
-    if (this.#parked) this.#finished.resolve();
+    if (this.#parked) this.#end(undefined);
   }
 
   // ------------------------------------------------------------------ link
@@ -229,15 +233,27 @@ export class ProcessorRuntime implements Link, FrameTarget {
   // ------------------------------------------------------------------ loop
 
   /**
-   * Start the loop (once). Resolves when a downstream terminal frame has passed or the task
-   * aborted it; rejects if the loop itself fails.
+   * Start the loop (once). `onEnd` hears when a downstream terminal frame has passed or the task
+   * aborted it, with the error when the loop itself failed.
    */
+  start(onEnd?: LoopEndHandler): void {
+    if (this.#started) return;
+    this.#started = true;
+    this.#onEnd = onEnd;
+    this.resume();
+  }
+
+  /** {@link ProcessorRuntime.start} as a promise: resolves at the end, rejects on a failure. */
   run(): Promise<void> {
-    if (!this.#started) {
-      this.#started = true;
-      this.resume();
-    }
-    return this.#finished.promise;
+    return new Promise((resolve, reject) =>
+      this.start((_rt, err) => err === undefined ? resolve() : reject(err))
+    );
+  }
+
+  #end(err: unknown): void {
+    const f = this.#onEnd;
+    this.#onEnd = undefined;
+    f?.(this, err);
   }
 
   /**
@@ -251,15 +267,15 @@ export class ProcessorRuntime implements Link, FrameTarget {
     } catch (err) {
       // A bug below the processor (an observer, a neighbour) ends this loop, as a rejected
       // coroutine did: the task logs it; frames sent here from now on stay queued.
-      this.#finished.reject(err);
+      this.#end(err ?? new Error("processor loop failed"));
       return;
     }
     if (next === PARKED) return;
-    if (next === ENDED) this.#finished.resolve();
+    if (next === ENDED) this.#end(undefined);
     else {
       this.#loop(next).then(
-        (parked) => parked || this.#finished.resolve(),
-        (err) => this.#finished.reject(err),
+        (parked) => parked || this.#end(undefined),
+        (err) => this.#end(err ?? new Error("processor loop failed")),
       );
     }
   }

@@ -29,6 +29,7 @@ import { consoleLogger, type Logger } from "./log.ts";
 import { composeObservers, type Observer } from "./observers.ts";
 import { wirePipeline, type Wiring } from "./pipeline.ts";
 import type { FrameProcessor, ProcessorSetup } from "./processor.ts";
+import type { ProcessorRuntime } from "./runtime.ts";
 
 /** Task parameters; every field is optional and defaults as listed. */
 export interface PipelineTaskParams {
@@ -217,6 +218,12 @@ export class PipelineTask {
     else this.#inject(frame);
   }
 
+  readonly #loopEnded = (rt: ProcessorRuntime, err: unknown): void => {
+    if (err !== undefined) {
+      this.#log.error("processor loop failed", { processor: rt.name, err: String(err) });
+    }
+  };
+
   /** Run to completion; resolves with why the task stopped. */
   async run(): Promise<StopReason> {
     if (this.#ran) throw new FlowcatError("other", "a PipelineTask can run only once");
@@ -241,11 +248,7 @@ export class PipelineTask {
     };
     const wiring = wirePipeline(this.#root, source, sink, setup, this.#p.channelCapacity);
     this.#wiring = wiring;
-    for (const rt of wiring.runtimes) {
-      rt.run().catch((err) =>
-        this.#log.error("processor loop failed", { processor: rt.name, err: String(err) })
-      );
-    }
+    for (const rt of wiring.runtimes) rt.start(this.#loopEnded);
     const start: StartParams = {
       audioInSampleRate: this.#p.audioInSampleRate,
       audioOutSampleRate: this.#p.audioOutSampleRate,
