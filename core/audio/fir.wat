@@ -4,7 +4,8 @@
 ;;
 ;; Memory is owned by core/audio/fir_kernel.ts. Per call:
 ;;   c     f32[up * taps4]  coefficients, phase-major, each phase padded with zeros to taps4
-;;   se    i32[2 * up]      per phase: first and end tap to run, multiples of 4
+;;   se    i32[2 * up]      per phase: first and end tap to run, multiples of 4 apart; end =
+;;                          first + 1 marks a phase with a single tap (no vector loop for it)
 ;;   buf   f32[...]         history then input, with 4 spare zeros after it ("widen" writes the
 ;;                          input from int16 and the zeros)
 ;;   out   i16[n]           results, rounded to nearest and clamped to int16
@@ -58,33 +59,40 @@
         (local.set $k (i32.load (i32.add (local.get $se) (i32.shl (local.get $phase) (i32.const 3)))))
         (local.set $end (i32.load offset=4
           (i32.add (local.get $se) (i32.shl (local.get $phase) (i32.const 3)))))
-        ;; p walks the coefficients, p + delta the input; two running sums hide the add latency
-        (local.set $p (i32.add (local.get $cp) (i32.shl (local.get $k) (i32.const 2))))
-        (local.set $pend (i32.add (local.get $cp) (i32.shl (local.get $end) (i32.const 2))))
-        (local.set $delta (i32.sub (local.get $bp) (local.get $cp)))
-        (local.set $acc (v128.const f32x4 0 0 0 0))
-        (local.set $acc1 (v128.const f32x4 0 0 0 0))
-        (block $pairs_done
-          (loop $pairs
-            (br_if $pairs_done
-              (i32.gt_u (i32.add (local.get $p) (i32.const 32)) (local.get $pend)))
-            (local.set $acc (f32x4.add (local.get $acc)
-              (f32x4.mul (v128.load align=4 (local.get $p))
-                (v128.load align=4 (i32.add (local.get $p) (local.get $delta))))))
-            (local.set $acc1 (f32x4.add (local.get $acc1)
-              (f32x4.mul (v128.load offset=16 align=4 (local.get $p))
-                (v128.load offset=16 align=4 (i32.add (local.get $p) (local.get $delta))))))
-            (local.set $p (i32.add (local.get $p) (i32.const 32)))
-            (br $pairs)))
-        (if (i32.lt_u (local.get $p) (local.get $pend))
+        (if (i32.eq (i32.sub (local.get $end) (local.get $k)) (i32.const 1))
           (then
-            (local.set $acc (f32x4.add (local.get $acc)
-              (f32x4.mul (v128.load align=4 (local.get $p))
-                (v128.load align=4 (i32.add (local.get $p) (local.get $delta))))))))
-        (local.set $acc (f32x4.add (local.get $acc) (local.get $acc1)))
-        (local.set $sum (f32.add
-          (f32.add (f32x4.extract_lane 0 (local.get $acc)) (f32x4.extract_lane 1 (local.get $acc)))
-          (f32.add (f32x4.extract_lane 2 (local.get $acc)) (f32x4.extract_lane 3 (local.get $acc)))))
+            ;; a phase with a single tap (the centre of a centered design): one multiply
+            (local.set $sum (f32.mul
+              (f32.load (i32.add (local.get $cp) (i32.shl (local.get $k) (i32.const 2))))
+              (f32.load (i32.add (local.get $bp) (i32.shl (local.get $k) (i32.const 2)))))))
+          (else
+            ;; p walks the coefficients, p + delta the input; two running sums hide the add latency
+            (local.set $p (i32.add (local.get $cp) (i32.shl (local.get $k) (i32.const 2))))
+            (local.set $pend (i32.add (local.get $cp) (i32.shl (local.get $end) (i32.const 2))))
+            (local.set $delta (i32.sub (local.get $bp) (local.get $cp)))
+            (local.set $acc (v128.const f32x4 0 0 0 0))
+            (local.set $acc1 (v128.const f32x4 0 0 0 0))
+            (block $pairs_done
+              (loop $pairs
+                (br_if $pairs_done
+                  (i32.gt_u (i32.add (local.get $p) (i32.const 32)) (local.get $pend)))
+                (local.set $acc (f32x4.add (local.get $acc)
+                  (f32x4.mul (v128.load align=4 (local.get $p))
+                    (v128.load align=4 (i32.add (local.get $p) (local.get $delta))))))
+                (local.set $acc1 (f32x4.add (local.get $acc1)
+                  (f32x4.mul (v128.load offset=16 align=4 (local.get $p))
+                    (v128.load offset=16 align=4 (i32.add (local.get $p) (local.get $delta))))))
+                (local.set $p (i32.add (local.get $p) (i32.const 32)))
+                (br $pairs)))
+            (if (i32.lt_u (local.get $p) (local.get $pend))
+              (then
+                (local.set $acc (f32x4.add (local.get $acc)
+                  (f32x4.mul (v128.load align=4 (local.get $p))
+                    (v128.load align=4 (i32.add (local.get $p) (local.get $delta))))))))
+            (local.set $acc (f32x4.add (local.get $acc) (local.get $acc1)))
+            (local.set $sum (f32.add
+              (f32.add (f32x4.extract_lane 0 (local.get $acc)) (f32x4.extract_lane 1 (local.get $acc)))
+              (f32.add (f32x4.extract_lane 2 (local.get $acc)) (f32x4.extract_lane 3 (local.get $acc)))))))
         (i32.store16
           (i32.add (local.get $out) (i32.shl (local.get $o) (i32.const 1)))
           (i32.trunc_sat_f32_s

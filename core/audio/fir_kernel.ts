@@ -99,8 +99,11 @@ export function loadBank(
   for (let p = 0; p < up; p++) {
     const row = (c >> 2) + p * taps4;
     for (let j = 0; j < taps4; j++) f32[row + j] = j < taps ? coeffs[p * taps + j] : 0;
-    i32[(se >> 2) + 2 * p] = first[p] & ~3;
-    i32[(se >> 2) + 2 * p + 1] = Math.min(taps4, (last[p] + 3) & ~3);
+    // A phase with one tap (the centre of a centered design) keeps its exact [first, first + 1):
+    // the kernel multiplies once instead of running a vector.
+    const single = last[p] - first[p] === 1;
+    i32[(se >> 2) + 2 * p] = single ? first[p] : first[p] & ~3;
+    i32[(se >> 2) + 2 * p + 1] = single ? last[p] : Math.min(taps4, (last[p] + 3) & ~3);
   }
   return { c, se, taps4 };
 }
