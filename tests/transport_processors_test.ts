@@ -158,19 +158,31 @@ Deno.test("input in push mode: no reader; audio queued before the start follows 
   ]);
 });
 
-Deno.test("while playing, a chunk within the lead is sent as it arrives, not at the next clock tick", async () => {
+/** A TransportOutput on a fake leg, fed by a driver whose link the test pushes into. */
+function outputRig() {
   const leg = new FakeLeg();
   const out = new TransportOutput(leg);
-  let link!: Link;
+  const rig = { leg, out } as {
+    leg: FakeLeg;
+    out: TransportOutput;
+    link: Link;
+    task: PipelineTask;
+  };
   class Driver extends FrameProcessor {
     override start(_s: unknown, _p: unknown, l: Link) {
-      link = l;
+      rig.link = l;
     }
   }
-  const task = new PipelineTask(new Pipeline([new Driver(), out]), {
+  rig.task = new PipelineTask(new Pipeline([new Driver(), out]), {
     idleTimeoutMs: null,
     logger: silentLogger,
   });
+  return rig;
+}
+
+Deno.test("while playing, a chunk within the lead is sent as it arrives, not at the next clock tick", async () => {
+  const rig = outputRig();
+  const { leg, out, task } = rig;
   const chunk = () =>
     makeFrame("TtsAudio", {
       audio: { pcm: new Int16Array(320), sampleRate: 16000, numChannels: 1 },
@@ -179,13 +191,13 @@ Deno.test("while playing, a chunk within the lead is sent as it arrives, not at 
     for (let i = 0; i < 50; i++) await Promise.resolve();
   };
   task.onStarted(async () => {
-    link.pushDown(chunk());
+    rig.link.pushDown(chunk());
     await until(() => leg.sent.length === 1);
     assert.ok(out.speaking);
     // Real-time arrivals: each one is sent within the same macrotask (no timer has run).
     for (let k = 2; k <= 5; k++) {
       await new Promise((r) => setTimeout(r, 20));
-      link.pushDown(chunk());
+      rig.link.pushDown(chunk());
       await microtasks();
       assert.equal(leg.sent.length, k, `chunk ${k} sent on arrival`);
     }
@@ -195,27 +207,17 @@ Deno.test("while playing, a chunk within the lead is sent as it arrives, not at 
 });
 
 Deno.test("interruption drops queued playback and clears the far end", async () => {
-  const leg = new FakeLeg();
-  const out = new TransportOutput(leg);
-  let link!: Link;
-  class Driver extends FrameProcessor {
-    override start(_s: unknown, _p: unknown, l: Link) {
-      link = l;
-    }
-  }
-  const task = new PipelineTask(new Pipeline([new Driver(), out]), {
-    idleTimeoutMs: null,
-    logger: silentLogger,
-  });
+  const rig = outputRig();
+  const { leg, out, task } = rig;
   task.onStarted(async () => {
-    link.pushDown(
+    rig.link.pushDown(
       makeFrame("TtsAudio", {
         audio: { pcm: new Int16Array(24000), sampleRate: 24000, numChannels: 1 },
       }),
     );
     await until(() => leg.sent.length >= 3);
     assert.ok(out.speaking);
-    link.broadcast(makeFrame("Interruption", {}));
+    rig.link.broadcast(makeFrame("Interruption", {}));
     await until(() => leg.clears === 1);
     const n = leg.sent.length;
     await new Promise((r) => setTimeout(r, 80));
