@@ -112,6 +112,10 @@ export class WsMediaTransport implements MediaTransport {
   #pending: Int16Array | undefined;
   #pendingLen = 0;
   #started: Extract<SerIn, { type: "start" }> | undefined;
+  /** Whether the serializer's audio messages are text (known after the first one). */
+  #textOut: boolean | undefined;
+  /** Reused resampler output for a text carrier. */
+  #scratch: Int16Array | undefined;
   /** Replies owed for the last message, being sent (the pull path waits for them). */
   #replying: Promise<void> | undefined;
   /** Call id from the stream's start message. */
@@ -257,12 +261,25 @@ export class WsMediaTransport implements MediaTransport {
           transition: transitionFor(audio.sampleRate, rate),
         });
       }
-      pcm = this.#down.process(pcm);
+      // A text carrier encodes a whole message at once, so its samples can live in one reused
+      // buffer; a binary one may hand a view of them to the socket, which keeps it, and samples
+      // gathered across awaits (chunked carriers) must not be overwritten meanwhile.
+      const n = this.#down.outputLength(pcm.length);
+      const chunk = this.#ser.chunkSamples?.() ?? 0;
+      const direct = chunk <= 0 || (this.#pendingLen === 0 && n === chunk);
+      if (this.#textOut === true && direct) {
+        if (this.#scratch === undefined || this.#scratch.length < n) {
+          this.#scratch = new Int16Array(n);
+        }
+        pcm = this.#down.process(pcm, this.#scratch);
+      } else pcm = this.#down.process(pcm);
       if (pcm.length === 0) return;
     }
     const chunk = this.#ser.chunkSamples?.() ?? 0;
     if (chunk <= 0 || (this.#pendingLen === 0 && pcm.length === chunk)) {
-      return this.#send(this.#ser.encodeAudio({ pcm, sampleRate: rate, numChannels: 1 }));
+      const msg = this.#ser.encodeAudio({ pcm, sampleRate: rate, numChannels: 1 });
+      this.#textOut ??= typeof msg === "string";
+      return this.#send(msg);
     }
     // The carrier wants fixed-size messages: gather samples and send whole chunks only.
     if (this.#pending === undefined || this.#pending.length < chunk) {

@@ -6,6 +6,8 @@ import {
 } from "../telephony/generic_serializer.ts";
 import { socketFromWebSocket, WsMediaTransport } from "../telephony/ws_transport.ts";
 import type { WsIn } from "../mod.ts";
+import { createSerializer } from "../telephony/serializers/mod.ts";
+import { ulawDecode } from "../core/audio/g711.ts";
 
 Deno.test("generic serializer: start, audio, dtmf, mark, stop, and malformed input ignored", () => {
   const s = new GenericSerializer();
@@ -225,5 +227,41 @@ Deno.test("socketFromWebSocket push mode over loopback: messages before and afte
     assert.deepEqual(got, ["a", "b", "c", "close"]);
   } finally {
     await server.shutdown();
+  }
+});
+
+Deno.test("WsMediaTransport: resampled audio for a binary carrier is never overwritten; a text carrier reuses its buffer safely", async () => {
+  const kept: (string | Uint8Array)[] = [];
+  const socket = {
+    recv: () => Promise.resolve(undefined),
+    sendText: (t: string) => {
+      kept.push(t);
+      return Promise.resolve();
+    },
+    sendBinary: (b: Uint8Array) => {
+      kept.push(b); // kept as is, as a socket with a zero-copy send would
+      return Promise.resolve();
+    },
+  };
+  const tone = (v: number) => ({
+    pcm: new Int16Array(480).fill(v),
+    sampleRate: 24000,
+    numChannels: 1,
+  });
+  for (const serializer of [new GenericSerializer(), createSerializer("twilio")]) {
+    kept.length = 0;
+    const t = new WsMediaTransport(socket, serializer);
+    for (const v of [4000, -9000, 12000]) await t.sendAudio(tone(v));
+    assert.equal(kept.length, 3);
+    // Past the filter's delay every message holds its own level, not the last one's.
+    const levels = kept.map((m) => {
+      const pcm = typeof m === "string"
+        ? ulawDecode(Uint8Array.fromBase64(JSON.parse(m).media.payload))
+        : pcm16FromBytes(m);
+      return pcm[pcm.length - 1];
+    });
+    assert.ok(Math.abs(levels[0] - 4000) < 400, `${serializer.constructor.name}: ${levels}`);
+    assert.ok(Math.abs(levels[1] + 9000) < 700, `${levels}`);
+    assert.ok(Math.abs(levels[2] - 12000) < 900, `${levels}`);
   }
 });
