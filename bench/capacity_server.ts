@@ -9,7 +9,8 @@
  *   timers are not counted and `trace` is empty;
  * - a stdin control channel, one command a line, answered with one JSON line on stdout:
  *   `stats` (forced GC when `--v8-flags=--expose-gc`, then heap, RSS, live timers and active
- *   calls), `sample` (CPU seconds and RSS, no GC), `untrack` (stop counting timers), `exit`
+ *   calls), `sample` (CPU seconds and RSS, no GC), `untrack` (stop counting timers), `heap <file>`
+ *   (a heap snapshot after forced GC, for bench/capacity_heap.ts), `exit`
  *   (exit 0, which also writes a `--cpu-prof` profile);
  * - `--trace`: the server-side latency split of bench/capacity_trace.ts, read with `trace`;
  * - a live-timer count: `setTimeout` / `setInterval` are wrapped before the server is loaded
@@ -164,6 +165,16 @@ async function answer(cmd: string): Promise<boolean> {
     tracking = false;
     live.clear();
     console.log(JSON.stringify({ untracked: true }));
+  } else if (cmd.startsWith("heap ")) {
+    // A V8 heap snapshot for bench/capacity_heap.ts (needs --allow-write for the path).
+    await settleGc();
+    try {
+      const v8 = await import("node:v8");
+      v8.writeHeapSnapshot(cmd.slice(5));
+      console.log(JSON.stringify({ heap: cmd.slice(5) }));
+    } catch (err) {
+      console.log(JSON.stringify({ heapError: String(err) }));
+    }
   } else if (cmd === "exit") {
     return false;
   }

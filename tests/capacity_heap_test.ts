@@ -1,0 +1,42 @@
+import assert from "node:assert/strict";
+import { diffTallies, tallyHeap } from "../bench/capacity_heap.ts";
+
+/** A hand-made snapshot: two Foo objects, one closure, and a Generator suspended in `run`. */
+function snapshot(foos: number): string {
+  const strings = ["", "Foo", "cb", "Generator", "function", "run", "context"];
+  const nodeFields = ["type", "name", "id", "self_size", "edge_count"];
+  const types = ["hidden", "object", "closure", "string"];
+  const nodes: number[] = [];
+  const edges: number[] = [];
+  for (let i = 0; i < foos; i++) nodes.push(1, 1, 10 + i, 40, 0);
+  nodes.push(2, 2, 90, 32, 0); // closure "cb" (node index foos * 5)
+  const closureAt = foos * nodeFields.length;
+  nodes.push(2, 5, 91, 32, 0); // closure "run"
+  nodes.push(1, 3, 92, 104, 1); // Generator with an internal "function" edge to "run"
+  edges.push(1, 4, closureAt + nodeFields.length);
+  return JSON.stringify({
+    snapshot: {
+      meta: {
+        node_fields: nodeFields,
+        node_types: [types],
+        edge_fields: ["type", "name_or_index", "to_node"],
+        edge_types: [["context", "internal"]],
+      },
+    },
+    nodes,
+    edges,
+    strings,
+  });
+}
+
+Deno.test("capacity heap: tallies bytes and counts per kind and suspended functions by name", () => {
+  const t = tallyHeap(snapshot(2));
+  assert.equal(t.bytes.get("Foo"), 80);
+  assert.equal(t.count.get("Foo"), 2);
+  assert.equal(t.bytes.get("closure cb"), 32);
+  assert.equal(t.bytes.get("Generator"), 104);
+  assert.deepEqual([...t.suspended], [["run", 1]]);
+  const diff = diffTallies(t.bytes, tallyHeap(snapshot(12)).bytes, 10);
+  assert.deepEqual(diff[0], ["Foo", 40], "ten more Foo of 40 bytes: 40 bytes per added unit");
+  assert.ok(diff.slice(1).every(([, v]) => v === 0));
+});
