@@ -191,6 +191,23 @@ Deno.test("no audio before setupComplete: kickoff first, then the buffered audio
   }
 });
 
+Deno.test("a keypad press reaches the model as a user turn it answers now", async () => {
+  const h = await harness();
+  try {
+    await h.client.connect(SETUP);
+    h.client.sendDtmf!("5");
+    await h.fake.waitUntil(() => h.fake.messages("clientContent").length === 1, 3000, "dtmf turn");
+    assert.deepEqual(h.fake.messages("clientContent")[0].message, {
+      clientContent: {
+        turns: [{ role: "user", parts: [{ text: 'The caller pressed "5" on the phone keypad.' }] }],
+        turnComplete: true,
+      },
+    });
+  } finally {
+    await h.dispose();
+  }
+});
+
 Deno.test("audio chunk: realtimeInput.audio, mimeType with the rate, base64 PCM16LE round-trip", async () => {
   const h = await harness();
   try {

@@ -200,6 +200,19 @@ Deno.test("openai: kickoff sends a user input_text message then response.create"
   }, { setup: { kickoff: "Greet the caller." } });
 });
 
+Deno.test("openai: a keypad press is a user input_text message, then response.create", async () => {
+  await withClient(async ({ fake, llm }) => {
+    llm.sendDtmf!("#");
+    await fake.waitFor((m) => m.type === "response.create");
+    const item = fake.ofType("conversation.item.create")[0];
+    assert.deepEqual(item.item, {
+      type: "message",
+      role: "user",
+      content: [{ type: "input_text", text: 'The caller pressed "#" on the phone keypad.' }],
+    });
+  });
+});
+
 Deno.test("openai: 16 kHz audio goes out resampled to 24 kHz base64 PCM16", async () => {
   await withClient(async ({ fake, llm }) => {
     const input = sine({ freq: 1000, sampleRate: 16000, samples: 3200, amplitude: 8000 });

@@ -15,10 +15,10 @@
 
 import { errorMessage, FlowcatError } from "../../core/errors.ts";
 import { type Logger, silentLogger } from "../../core/log.ts";
-import type { AudioChunk } from "../../core/frames.ts";
+import type { AudioChunk, KeypadEntry } from "../../core/frames.ts";
 import type { RealtimeEvent, RealtimeLlm, RealtimeSetup, ToolDecl } from "../../core/seams.ts";
 import type { RealtimeFactory } from "../registry.ts";
-import { messageText, RealtimeEventQueue } from "./_shared.ts";
+import { dtmfUserText, messageText, RealtimeEventQueue } from "./_shared.ts";
 import { DEFAULT_VOICES } from "./env.ts";
 import { parseGeminiServerMessage } from "./gemini_parse.ts";
 import { OutboundBuffer } from "./gemini_outbox.ts";
@@ -184,6 +184,13 @@ export class GeminiLiveClient implements RealtimeLlm {
     this.#outbox.push(geminiToolResponseMessage(id, call.name, result));
     this.#flush();
     return Promise.resolve();
+  }
+
+  /** A keypad press, as a user turn the model answers now ({@link dtmfUserText}). */
+  sendDtmf(key: KeypadEntry): void {
+    if (this.#shutdown) return;
+    this.#outbox.push(geminiUserTurnMessage(dtmfUserText(key)));
+    this.#flush();
   }
 
   /** Next event; `undefined` after the `closed` event. */

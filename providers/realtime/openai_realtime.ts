@@ -15,11 +15,11 @@
  */
 
 import { errorMessage, FlowcatError } from "../../core/errors.ts";
-import { type AudioChunk, audioFrame, type ToolDecl } from "../../core/frames.ts";
+import { type AudioChunk, audioFrame, type KeypadEntry, type ToolDecl } from "../../core/frames.ts";
 import type { Logger } from "../../core/log.ts";
 import type { RealtimeEvent, RealtimeLlm, RealtimeSetup } from "../../core/seams.ts";
 import type { RealtimeFactory, RealtimeProviderOptions } from "../registry.ts";
-import { openRealtimeSocket, RealtimeEventQueue } from "./_shared.ts";
+import { dtmfUserText, openRealtimeSocket, RealtimeEventQueue } from "./_shared.ts";
 import {
   OPENAI_REALTIME_SPEC,
   type OpenAIClientConfig,
@@ -168,6 +168,13 @@ export class OpenAIRealtimeClient implements RealtimeLlm {
     this.#send(functionOutputEvent(id, toolOutputText(result)));
     this.#requestResponse();
     return Promise.resolve();
+  }
+
+  /** A keypad press, as a user message the model answers ({@link dtmfUserText}). */
+  sendDtmf(key: KeypadEntry): void {
+    if (this.#state !== "open") return;
+    this.#send(userTextEvent(dtmfUserText(key)));
+    this.#requestResponse();
   }
 
   /** Next event; `undefined` after the `closed` event. */
