@@ -90,6 +90,20 @@ function rig(replies: ScriptedReply[], opts: { ttsGapMs?: number; heard?: string
 const userSays = (text: string): Frame =>
   makeFrame("Transcription", { text, userId: "user", final: true });
 
+Deno.test("a keypad press is a user turn the model answers", async () => {
+  const r = rig([{ text: ["You pressed five."] }]);
+  await drive(r.task, async () => {
+    await r.task.queueFrame(makeFrame("InputDtmf", { key: "5" }));
+    await until(() => r.tts.said.length === 1 && r.out.kinds().includes("LlmResponseEnd"));
+    await r.task.stopWhenDone();
+  });
+  assert.deepEqual(r.context.messages.slice(1), [
+    { role: "user", content: 'The caller pressed "5" on the phone keypad.' },
+    { role: "assistant", content: "You pressed five." },
+  ]);
+  assert.deepEqual(r.tts.said, ["You pressed five."]);
+});
+
 Deno.test("a user turn runs the model and speaks its reply sentence by sentence", async () => {
   const r = rig([{ text: ["Hello there. ", "How are ", "you?"] }]);
   await drive(r.task, async () => {

@@ -19,6 +19,7 @@
  * @module
  */
 
+import { dtmfUserText } from "../keypad_text.ts";
 import {
   type Direction,
   type Frame,
@@ -51,7 +52,7 @@ export function setContextSystem(
   context.tools = [...tools];
 }
 
-/** Builds user messages from the caller's transcriptions. */
+/** Builds user messages from the caller's transcriptions and keypad presses. */
 export class UserContextAggregator extends FrameProcessor {
   /** The shared context. */
   readonly context: LlmContext;
@@ -84,6 +85,10 @@ export class UserContextAggregator extends FrameProcessor {
       case "InputText":
         if (!frame.text.trim()) return;
         this.#pending.push(frame.text.trim());
+        return this.#commit(link);
+      case "InputDtmf":
+        // A key press is a whole turn: the model answers it at once.
+        this.#pending.push(dtmfUserText(frame.key));
         return this.#commit(link);
     }
   }

@@ -1,27 +1,15 @@
 /**
  * Pieces every realtime (speech-to-speech) client shares: an event queue that `nextEvent()`
  * reads, base64 16-bit PCM both ways, socket-message decoding, a connect with a deadline, and
- * how a keypad press is told to a model.
+ * how a keypad press is told to a model (from core/keypad_text.ts).
  * @module
  */
 
 import { bytesToInt16, int16ToBytes } from "../../core/audio/pcm.ts";
 import { FlowcatError } from "../../core/errors.ts";
-import type { KeypadEntry } from "../../core/frames.ts";
 import type { RealtimeEvent } from "../../core/seams.ts";
 
-/**
- * A keypad press as the user turn a realtime model gets (it has no DTMF input of its own): the
- * agent's prompt says what a key means, and the model answers or calls a tool.
- *
- * @example
- * ```ts
- * dtmfUserText("1"); // 'The caller pressed "1" on the phone keypad.'
- * ```
- */
-export function dtmfUserText(key: KeypadEntry): string {
-  return `The caller pressed "${key}" on the phone keypad.`;
-}
+export { dtmfUserText } from "../../core/keypad_text.ts";
 
 /** Unbounded FIFO of realtime events; `next()` gives `undefined` once closed and drained. */
 export class RealtimeEventQueue {
