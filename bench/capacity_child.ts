@@ -72,6 +72,8 @@ export interface SpawnOptions {
   trace?: boolean;
   /** Frames per call the split skips (default 50). */
   traceWarmupFrames?: number;
+  /** A directory the child may write to (heap snapshots); none by default. */
+  writeDir?: string;
 }
 
 /** The server-side latency split since the last call (ms). */
@@ -92,6 +94,8 @@ export interface ServerChild {
   untrack(): Promise<void>;
   /** The child's CPU time and RSS (no GC). */
   sample(): Promise<ProcSample>;
+  /** Forced GC, then a V8 heap snapshot at `path` (inside the `writeDir` it was given). */
+  heap(path: string): Promise<void>;
   /** The last lines the child wrote on stderr. */
   stderrTail(): string;
   /** Ask it to exit (profile written), kill it after a grace period. */
@@ -119,6 +123,7 @@ export async function spawnServer(opts: SpawnOptions): Promise<ServerChild> {
     "--v8-flags=--expose-gc",
     "--allow-net=127.0.0.1",
     "--allow-read=.",
+    ...(opts.writeDir ? [`--allow-write=${opts.writeDir}`] : []),
     "--allow-env=TWILIO_AUTH_TOKEN",
     "--ignore-env", // npm `debug` (via werift) lists the environment at import
     ...(opts.cpuProfDir ? ["--cpu-prof", `--cpu-prof-dir=${opts.cpuProfDir}`] : []),
@@ -197,6 +202,11 @@ export async function spawnServer(opts: SpawnOptions): Promise<ServerChild> {
     async sample() {
       await send("sample");
       return JSON.parse(await nextLine((l) => l.startsWith('{"sample"'), "sample")).sample;
+    },
+    async heap(path: string) {
+      await send(`heap ${path}`);
+      const reply = JSON.parse(await nextLine((l) => l.startsWith('{"heap'), "heap snapshot"));
+      if (reply.heap === undefined) throw new Error(`heap snapshot failed: ${reply.heapError}`);
     },
     stderrTail: () => stderr,
     async stop() {

@@ -13,7 +13,7 @@
  */
 
 import { parseArgs } from "node:util";
-import { BENCH_TWILIO_TOKEN, writeBenchConfig } from "./capacity_child.ts";
+import { spawnServer, writeBenchConfig } from "./capacity_child.ts";
 import { closeCalls, type LoadCall, openCalls } from "./capacity_load.ts";
 
 /** Bytes and counts per object kind in one snapshot; Generator objects also by function. */
@@ -88,64 +88,21 @@ if (import.meta.main) {
     Deno.exit(2);
   }
   const config = await writeBenchConfig("./.tmp/capacity_heap", to + 10);
-  const child = new Deno.Command("deno", {
-    args: [
-      "run",
-      "--v8-flags=--expose-gc",
-      "--allow-net=127.0.0.1",
-      "--allow-read=.",
-      "--allow-write=./.tmp",
-      "--allow-env=TWILIO_AUTH_TOKEN",
-      "--ignore-env",
-      "bench/capacity_server.ts",
-      "--config",
-      config,
-      "--port",
-      "0",
-    ],
-    env: { TWILIO_AUTH_TOKEN: BENCH_TWILIO_TOKEN, NO_COLOR: "1" },
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "inherit",
-  }).spawn();
-  const writer = child.stdin.getWriter();
-  const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let buf = "";
-  const line = async (): Promise<string> => {
-    for (;;) {
-      const i = buf.indexOf("\n");
-      if (i >= 0) {
-        const l = buf.slice(0, i);
-        buf = buf.slice(i + 1);
-        return l;
-      }
-      const { value, done } = await lines.read();
-      if (done) throw new Error("capacity server child ended");
-      buf += value;
-    }
-  };
-  const port = Number(/:(\d+)\//.exec(await line())?.[1]);
-  const command = async (c: string) => {
-    await writer.write(new TextEncoder().encode(c + "\n"));
-    return await line();
-  };
+  const child = await spawnServer({ configPath: config, writeDir: "./.tmp/capacity_heap" });
   const calls: LoadCall[] = [];
   const snap = async (n: number) => {
-    const opened = await openCalls([port], n - calls.length);
+    const opened = await openCalls([child.port], n - calls.length);
     calls.push(...opened.calls);
     await new Promise((r) => setTimeout(r, 500));
     const path = `./.tmp/capacity_heap/${n}.heapsnapshot`;
     console.error(`capacity_heap: ${calls.length} idle calls, snapshot ${path}`);
-    const reply = JSON.parse(await command(`heap ${path}`));
-    if (reply.heap === undefined) throw new Error(`snapshot failed: ${reply.heapError}`);
+    await child.heap(path);
     return tallyHeap(await Deno.readTextFile(path));
   };
   const a = await snap(from);
   const b = await snap(to);
   await closeCalls(calls);
-  await command("exit").catch(() => {});
-  child.kill();
-  await child.status;
+  await child.stop();
   const per = to - from;
   const bytes = diffTallies(a.bytes, b.bytes, per);
   const total = bytes.reduce((s, [, v]) => s + v, 0);

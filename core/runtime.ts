@@ -343,11 +343,8 @@ export class ProcessorRuntime implements Link, FrameTarget {
           }
       }
 
-      const blocked = this.#blocked;
-      if (blocked !== undefined) {
-        this.#blocked = undefined;
-        if (blocked.isFull()) return { blocked };
-      }
+      const blocked = this.#takeFullNeighbour();
+      if (blocked !== undefined) return { blocked };
     }
     return YIELD;
   }
@@ -398,12 +395,16 @@ export class ProcessorRuntime implements Link, FrameTarget {
           this.push(frame, dir);
       }
     }
-    const blocked = this.#blocked;
-    if (blocked !== undefined) {
-      this.#blocked = undefined;
-      if (blocked.isFull()) await blocked.waitWritable();
-    }
+    const full = this.#takeFullNeighbour();
+    if (full !== undefined) await full.waitWritable();
     return false;
+  }
+
+  /** The neighbour the last frame filled, if it is still full (backpressure); clears the mark. */
+  #takeFullNeighbour(): FrameTarget | undefined {
+    const blocked = this.#blocked;
+    this.#blocked = undefined;
+    return blocked !== undefined && blocked.isFull() ? blocked : undefined;
   }
 
   async #onStart(params: StartParams): Promise<void> {

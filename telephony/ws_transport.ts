@@ -251,6 +251,9 @@ export class WsMediaTransport implements MediaTransport {
   /** Resample to the carrier rate (when needed), encode and send. */
   async sendAudio(audio: AudioChunk): Promise<void> {
     const rate = this.#ser.carrierRate();
+    const chunk = this.#ser.chunkSamples?.() ?? 0;
+    // Whether `n` samples go out as one message now (else they are gathered into chunks).
+    const whole = (n: number) => chunk <= 0 || (this.#pendingLen === 0 && n === chunk);
     let pcm = audio.pcm;
     if (audio.sampleRate !== rate) {
       if (
@@ -265,9 +268,7 @@ export class WsMediaTransport implements MediaTransport {
       // buffer; a binary one may hand a view of them to the socket, which keeps it, and samples
       // gathered across awaits (chunked carriers) must not be overwritten meanwhile.
       const n = this.#down.outputLength(pcm.length);
-      const chunk = this.#ser.chunkSamples?.() ?? 0;
-      const direct = chunk <= 0 || (this.#pendingLen === 0 && n === chunk);
-      if (this.#textOut === true && direct) {
+      if (this.#textOut === true && whole(n)) {
         if (this.#scratch === undefined || this.#scratch.length < n) {
           this.#scratch = new Int16Array(n);
         }
@@ -275,8 +276,7 @@ export class WsMediaTransport implements MediaTransport {
       } else pcm = this.#down.process(pcm);
       if (pcm.length === 0) return;
     }
-    const chunk = this.#ser.chunkSamples?.() ?? 0;
-    if (chunk <= 0 || (this.#pendingLen === 0 && pcm.length === chunk)) {
+    if (whole(pcm.length)) {
       const msg = this.#ser.encodeAudio({ pcm, sampleRate: rate, numChannels: 1 });
       this.#textOut ??= typeof msg === "string";
       return this.#send(msg);

@@ -5,7 +5,7 @@ import {
   pcm16ToBytes,
 } from "../telephony/generic_serializer.ts";
 import { socketFromWebSocket, WsMediaTransport } from "../telephony/ws_transport.ts";
-import type { WsIn } from "../mod.ts";
+import type { SerIn, WsIn } from "../mod.ts";
 import { createSerializer } from "../telephony/serializers/mod.ts";
 import { ulawDecode } from "../core/audio/g711.ts";
 
@@ -96,23 +96,28 @@ Deno.test("WsMediaTransport over a loopback WebSocket: recv, resampled sendAudio
   await server.shutdown();
 });
 
-Deno.test("WsMediaTransport sends serializer replies and whole carrier-sized chunks only", async () => {
-  class Chunky extends GenericSerializer {
-    #replies: string[] = [];
-    override onMessage(msg: WsIn) {
-      const r = super.onMessage(msg);
-      if (r.type === "start") this.#replies.push('{"event":"opened"}');
-      return r;
-    }
-    takeReplies() {
-      const r = this.#replies;
-      this.#replies = [];
-      return r;
-    }
-    chunkSamples() {
-      return 100;
-    }
+/** A generic serializer that owes the carrier `reply` after each `on` event; `chunk`-sample messages. */
+class Replying extends GenericSerializer {
+  #replies: string[] = [];
+  constructor(readonly on: SerIn["type"], readonly reply: string, readonly chunk = 0) {
+    super();
   }
+  override onMessage(msg: WsIn) {
+    const r = super.onMessage(msg);
+    if (r.type === this.on) this.#replies.push(this.reply);
+    return r;
+  }
+  takeReplies() {
+    const r = this.#replies;
+    this.#replies = [];
+    return r;
+  }
+  chunkSamples() {
+    return this.chunk;
+  }
+}
+
+Deno.test("WsMediaTransport sends serializer replies and whole carrier-sized chunks only", async () => {
   const sent: (string | Uint8Array)[] = [];
   const inbox: WsIn[] = [{
     type: "text",
@@ -129,7 +134,7 @@ Deno.test("WsMediaTransport sends serializer replies and whole carrier-sized chu
       return Promise.resolve();
     },
   };
-  const t = new WsMediaTransport(socket, new Chunky());
+  const t = new WsMediaTransport(socket, new Replying("start", '{"event":"opened"}', 100));
   assert.deepEqual(await t.recv(), { type: "start", callId: "x" });
   assert.deepEqual([...sent], ['{"event":"opened"}'], "the handshake reply went out first");
   for (const n of [30, 30, 30, 30, 90]) {
@@ -152,19 +157,6 @@ Deno.test("WsMediaTransport sends serializer replies and whole carrier-sized chu
 });
 
 Deno.test("WsMediaTransport push mode: held start first, queued then live events in order, replies sent, end once", async () => {
-  class Replying extends GenericSerializer {
-    #replies: string[] = [];
-    override onMessage(msg: WsIn) {
-      const r = super.onMessage(msg);
-      if (r.type === "dtmf") this.#replies.push('{"event":"ack"}');
-      return r;
-    }
-    takeReplies() {
-      const r = this.#replies;
-      this.#replies = [];
-      return r;
-    }
-  }
   const text = (o: unknown): WsIn => ({ type: "text", data: JSON.stringify(o) });
   const sent: string[] = [];
   let push: ((m: WsIn | undefined) => void) | undefined;
@@ -181,7 +173,7 @@ Deno.test("WsMediaTransport push mode: held start first, queued then live events
     },
     sendBinary: () => Promise.resolve(),
   };
-  const t = new WsMediaTransport(socket, new Replying());
+  const t = new WsMediaTransport(socket, new Replying("dtmf", '{"event":"ack"}'));
   assert.equal((await t.waitForStart())?.callId, "p1");
   inbox.push({ type: "binary", data: pcm16ToBytes(new Int16Array([7, 8])) });
   const got: unknown[] = [];

@@ -32,9 +32,7 @@ export async function assembleWat(name: string, text: string): Promise<Uint8Arra
 
 /** The TypeScript module that carries `bytes`. */
 export function wasmModuleSource(bytes: Uint8Array): string {
-  let bin = "";
-  for (const b of bytes) bin += String.fromCharCode(b);
-  const b64 = btoa(bin);
+  const b64 = bytes.toBase64();
   const lines: string[] = [];
   for (let i = 0; i < b64.length; i += 92) lines.push(`  "${b64.slice(i, i + 92)}"`);
   return [

@@ -49,9 +49,7 @@ let i32: Int32Array<ArrayBufferLike> = new Int32Array(0);
 function load(): FirExports | null {
   if (kernel !== undefined) return kernel;
   try {
-    const bin = atob(FIR_WASM_BASE64);
-    const bytes = new Uint8Array(bin.length);
-    for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+    const bytes = Uint8Array.fromBase64(FIR_WASM_BASE64);
     const instance = new WebAssembly.Instance(new WebAssembly.Module(bytes));
     kernel = instance.exports as unknown as FirExports;
   } catch {

@@ -25,6 +25,11 @@ import { FrameProcessor, type Link, type ProcessorSetup } from "../processor.ts"
 import type { MediaIn, MediaTransport } from "../seams.ts";
 import { joinPlayoutClock, leavePlayoutClock } from "../playout_clock.ts";
 
+/** The leg ended (stop, close): End goes upstream so the task drains the call. */
+function hangUp(link: Link): void {
+  link.push(makeFrame("End", { reason: "caller hung up" }), "upstream");
+}
+
 /** Reads a media leg and turns it into frames. */
 export class TransportInput extends FrameProcessor {
   readonly #t: MediaTransport;
@@ -53,7 +58,7 @@ export class TransportInput extends FrameProcessor {
           if (ended || !this.#running) return;
           if (m === undefined || m.type === "stop" || setup.cancel.aborted) {
             ended = true;
-            link.push(makeFrame("End", { reason: "caller hung up" }), "upstream");
+            hangUp(link);
             return;
           }
           try {
@@ -83,7 +88,7 @@ export class TransportInput extends FrameProcessor {
     } catch (err) {
       link.pushError(`media leg failed: ${errorMessage(err)}`, false);
     }
-    if (this.#running) link.push(makeFrame("End", { reason: "caller hung up" }), "upstream");
+    if (this.#running) hangUp(link);
   }
 
   /** One inbound event as frames: audio at the pipeline rate, the start, a key press. */
