@@ -10,14 +10,20 @@ import { type Direction, type Frame, isUninterruptible } from "./frames.ts";
 /** Default capacity of a processor's normal (Data and Control) channel: about 1.3 s of audio. */
 export const DEFAULT_CHANNEL_CAPACITY = 64;
 
+/** The ring of every queue that has not held a frame yet (shared, never written). */
+const NO_SLOTS: (Frame | Direction | undefined)[] = [];
+
 /**
  * FIFO ring of frames and their directions. Grows by doubling; never shrinks below its start
  * size. `shift` returns the frame and leaves its direction in {@link FrameQueue.lastDirection}.
+ * The ring is made on the first push: a queue that never carries a frame holds none.
  */
 export class FrameQueue {
   /** Frame k of the ring at `2 * k`, its direction at `2 * k + 1`: one array, not two. */
-  #slots: (Frame | Direction | undefined)[];
-  #mask: number;
+  #slots: (Frame | Direction | undefined)[] = NO_SLOTS;
+  /** Ring capacity minus one; -1 until the first push. */
+  #mask = -1;
+  readonly #initial: number;
   #head = 0;
   #size = 0;
   /** Direction of the frame most recently returned by {@link FrameQueue.shift}. */
@@ -27,8 +33,7 @@ export class FrameQueue {
   constructor(initial = 8) {
     let cap = 2;
     while (cap < initial) cap <<= 1;
-    this.#slots = new Array(cap * 2);
-    this.#mask = cap - 1;
+    this.#initial = cap;
   }
 
   /** Number of queued frames. */
@@ -88,7 +93,8 @@ export class FrameQueue {
 
   #grow(): void {
     const cap = this.#mask + 1;
-    const slots: (Frame | Direction | undefined)[] = new Array(cap * 4);
+    const next = cap === 0 ? this.#initial : cap * 2;
+    const slots: (Frame | Direction | undefined)[] = new Array(next * 2);
     for (let k = 0; k < this.#size; k++) {
       const i = ((this.#head + k) & this.#mask) << 1;
       slots[2 * k] = this.#slots[i];
@@ -96,7 +102,7 @@ export class FrameQueue {
     }
     this.#slots = slots;
     this.#head = 0;
-    this.#mask = cap * 2 - 1;
+    this.#mask = next - 1;
   }
 }
 

@@ -93,7 +93,8 @@ export function wirePipeline(
   };
   const seg = build(root);
   seg.connect(prev, next);
-  return { head: seg.head, tail: seg.tail, runtimes };
+  // slice(): an exact-length copy, not the pushed array's spare slots, for the task's lifetime.
+  return { head: seg.head, tail: seg.tail, runtimes: runtimes.slice() };
 }
 
 function chain(segs: Segment[], name: string): Segment {

@@ -100,6 +100,21 @@ interface KindHook {
 
 const NEVER_FULL = { isFull: () => false, waitWritable: () => Promise.resolve() };
 
+const NO_HOOKS: readonly never[] = Object.freeze([]);
+
+const DEFAULT_IDLE_KINDS: ReadonlySet<FrameKind> = new Set(DEFAULT_TASK_PARAMS.idleTimeoutFrames);
+
+/**
+ * `list` with `item` appended, in an array of exactly that length: a push onto an empty array
+ * reserves 17 slots (184 bytes), held for the whole call by every hook list that got one.
+ */
+function appended<T>(list: readonly T[], item: T): T[] {
+  const out = new Array<T>(list.length + 1);
+  for (let i = 0; i < list.length; i++) out[i] = list[i];
+  out[list.length] = item;
+  return out;
+}
+
 /** One running pipeline. `run()` may be called once. */
 export class PipelineTask {
   readonly #root: FrameProcessor;
@@ -111,25 +126,27 @@ export class PipelineTask {
   readonly #idleKinds: ReadonlySet<FrameKind>;
 
   #wiring: Wiring | undefined;
-  #pending: Frame[] = [];
+  #pending: Frame[] | undefined;
   #ran = false;
   #started = false;
   #finished = false;
   #finish!: (r: StopReason) => void;
   readonly #done: Promise<StopReason>;
-  #timers: ReturnType<typeof setTimeout>[] = [];
+  #heartbeatTimer: ReturnType<typeof setInterval> | undefined;
+  #idleTimer: ReturnType<typeof setTimeout> | undefined;
   #cancelTimer: ReturnType<typeof setTimeout> | undefined;
   #lastHeartbeatNs = 0;
   #heartbeatWarned = false;
   #lastActivityNs = 0;
 
-  readonly #onStarted: TaskHook<[]>[] = [];
-  readonly #onFinished: TaskHook<[StopReason]>[] = [];
-  readonly #onError: TaskHook<[string, boolean, string | undefined]>[] = [];
-  readonly #onIdle: TaskHook<[]>[] = [];
-  readonly #onHeartbeatTimeout: TaskHook<[number]>[] = [];
-  readonly #reachedDown: KindHook[] = [];
-  readonly #reachedUp: KindHook[] = [];
+  // Hook lists start as one shared empty array and are replaced on each registration.
+  #onStarted: readonly TaskHook<[]>[] = NO_HOOKS;
+  #onFinished: readonly TaskHook<[StopReason]>[] = NO_HOOKS;
+  #onError: readonly TaskHook<[string, boolean, string | undefined]>[] = NO_HOOKS;
+  #onIdle: readonly TaskHook<[]>[] = NO_HOOKS;
+  #onHeartbeatTimeout: readonly TaskHook<[number]>[] = NO_HOOKS;
+  #reachedDown: readonly KindHook[] = NO_HOOKS;
+  #reachedUp: readonly KindHook[] = NO_HOOKS;
 
   /** A task for `pipeline` (a Pipeline, or any processor). */
   constructor(pipeline: FrameProcessor, params: PipelineTaskParams = {}) {
@@ -139,7 +156,10 @@ export class PipelineTask {
     this.#p = { ...DEFAULT_TASK_PARAMS, ...defined };
     this.#log = logger ?? consoleLogger("warn", "task");
     this.#observer = composeObservers(observers);
-    this.#idleKinds = new Set(this.#p.idleTimeoutFrames);
+    const idle = this.#p.idleTimeoutFrames;
+    this.#idleKinds = idle === DEFAULT_TASK_PARAMS.idleTimeoutFrames
+      ? DEFAULT_IDLE_KINDS
+      : new Set(idle);
     this.#done = new Promise((resolve) => (this.#finish = resolve));
   }
 
@@ -150,31 +170,31 @@ export class PipelineTask {
 
   /** Start reached the sink: every processor ran its start hook. */
   onStarted(fn: TaskHook<[]>): void {
-    this.#onStarted.push(fn);
+    this.#onStarted = appended(this.#onStarted, fn);
   }
   /** The task ended (after run's work is done). */
   onFinished(fn: TaskHook<[StopReason]>): void {
-    this.#onFinished.push(fn);
+    this.#onFinished = appended(this.#onFinished, fn);
   }
   /** An Error frame reached either end of the pipeline. */
   onError(fn: TaskHook<[message: string, fatal: boolean, processor: string | undefined]>): void {
-    this.#onError.push(fn);
+    this.#onError = appended(this.#onError, fn);
   }
   /** No activity frame within the idle timeout. */
   onIdleTimeout(fn: TaskHook<[]>): void {
-    this.#onIdle.push(fn);
+    this.#onIdle = appended(this.#onIdle, fn);
   }
   /** No heartbeat reached the sink within the monitor window (argument: seconds since last). */
   onHeartbeatTimeout(fn: TaskHook<[seconds: number]>): void {
-    this.#onHeartbeatTimeout.push(fn);
+    this.#onHeartbeatTimeout = appended(this.#onHeartbeatTimeout, fn);
   }
   /** A frame of one of `kinds` reached the sink. */
   onFrameReachedDownstream(kinds: readonly FrameKind[], fn: TaskHook<[Frame]>): void {
-    this.#reachedDown.push({ kinds: new Set(kinds), fn });
+    this.#reachedDown = appended(this.#reachedDown, { kinds: new Set(kinds), fn });
   }
   /** A frame of one of `kinds` reached the source (travelling upstream). */
   onFrameReachedUpstream(kinds: readonly FrameKind[], fn: TaskHook<[Frame]>): void {
-    this.#reachedUp.push({ kinds: new Set(kinds), fn });
+    this.#reachedUp = appended(this.#reachedUp, { kinds: new Set(kinds), fn });
   }
 
   // ------------------------------------------------------------------ control
@@ -189,7 +209,7 @@ export class PipelineTask {
     if (this.#finished) return Promise.resolve();
     const w = this.#wiring;
     if (w === undefined || !this.#started && frame.kind !== "Cancel") {
-      this.#pending.push(frame);
+      (this.#pending ??= []).push(frame);
       return Promise.resolve();
     }
     this.#inject(frame);
@@ -214,7 +234,7 @@ export class PipelineTask {
       this.#forceAbort(reason);
     }, this.#p.cancelTimeoutMs);
     const frame = makeFrame("Cancel", reason === undefined ? {} : { reason });
-    if (this.#wiring === undefined) this.#pending.push(frame);
+    if (this.#wiring === undefined) (this.#pending ??= []).push(frame);
     else this.#inject(frame);
   }
 
@@ -224,10 +244,24 @@ export class PipelineTask {
     }
   };
 
-  /** Run to completion; resolves with why the task stopped. */
-  async run(): Promise<StopReason> {
-    if (this.#ran) throw new FlowcatError("other", "a PipelineTask can run only once");
+  /**
+   * Run to completion; resolves with why the task stopped. Nothing of it stays suspended while
+   * the call runs (no coroutine per task): the end arrives through the task's own promise.
+   */
+  run(): Promise<StopReason> {
+    if (this.#ran) {
+      return Promise.reject(new FlowcatError("other", "a PipelineTask can run only once"));
+    }
     this.#ran = true;
+    try {
+      this.#begin();
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return this.#done.then((reason) => this.#afterEnd(reason));
+  }
+
+  #begin(): void {
     const setup: ProcessorSetup = {
       clock: this.clock,
       observer: this.#observer,
@@ -259,10 +293,12 @@ export class PipelineTask {
     };
     this.#inject(makeFrame("Start", { params: start }));
     // A cancel requested before run() must still win over queued work.
-    const early = this.#pending.filter((f) => f.kind === "Cancel");
+    const early = this.#pending?.filter((f) => f.kind === "Cancel") ?? [];
     for (const f of early) this.#inject(f);
     this.#startTimers();
-    const reason = await this.#done;
+  }
+
+  async #afterEnd(reason: StopReason): Promise<StopReason> {
     this.#stopTimers();
     for (const fn of this.#onFinished) await this.#call("finished", fn, reason);
     return reason;
@@ -328,9 +364,9 @@ export class PipelineTask {
     this.#lastHeartbeatNs = this.#lastActivityNs = this.clock();
     this.#observer?.onPipelineStarted?.();
     for (const fn of this.#onStarted) void this.#call("started", fn);
-    const pending = this.#pending.filter((f) => f.kind !== "Cancel");
-    this.#pending = [];
-    void this.queueFrames(pending);
+    const pending = this.#pending?.filter((f) => f.kind !== "Cancel");
+    this.#pending = undefined;
+    if (pending !== undefined && pending.length > 0) void this.queueFrames(pending);
   }
 
   #onErrorFrame(frame: Extract<Frame, { kind: "Error" }>): void {
@@ -361,7 +397,7 @@ export class PipelineTask {
   #startTimers(): void {
     const p = this.#p;
     if (p.enableHeartbeats) {
-      this.#timers.push(setInterval(() => {
+      this.#heartbeatTimer = setInterval(() => {
         if (!this.#started) return;
         this.#inject(makeFrame("Heartbeat", { timestampNs: this.clock() }));
         const since = (this.clock() - this.#lastHeartbeatNs) / 1e6;
@@ -371,14 +407,14 @@ export class PipelineTask {
           this.#log.warn(`heartbeat not received for ${seconds} s; the pipeline may be blocked`);
           for (const fn of this.#onHeartbeatTimeout) void this.#call("heartbeat", fn, seconds);
         }
-      }, p.heartbeatPeriodMs));
+      }, p.heartbeatPeriodMs);
     }
     if (p.idleTimeoutMs !== null) this.#armIdle(p.idleTimeoutMs);
   }
 
   #armIdle(ms: number): void {
-    const id = setTimeout(() => {
-      this.#timers = this.#timers.filter((t) => t !== id);
+    this.#idleTimer = setTimeout(() => {
+      this.#idleTimer = undefined;
       if (this.#finished) return;
       const timeout = this.#p.idleTimeoutMs!;
       const idleMs = (this.clock() - this.#lastActivityNs) / 1e6;
@@ -391,16 +427,16 @@ export class PipelineTask {
         this.#armIdle(timeout);
       }
     }, ms);
-    this.#timers.push(id);
   }
 
   #stopTimers(): void {
-    for (const t of this.#timers) clearTimeout(t);
-    this.#timers = [];
+    clearInterval(this.#heartbeatTimer);
+    clearTimeout(this.#idleTimer);
+    this.#heartbeatTimer = this.#idleTimer = undefined;
     if (this.#cancelTimer !== undefined) clearTimeout(this.#cancelTimer);
   }
 
-  #fire(hooks: KindHook[], frame: Frame): void {
+  #fire(hooks: readonly KindHook[], frame: Frame): void {
     for (const h of hooks) if (h.kinds.has(frame.kind)) void this.#call("frame", h.fn, frame);
   }
 

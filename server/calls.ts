@@ -53,7 +53,7 @@ export class CallManager {
   readonly #log: Logger;
   readonly #shape: CallShape;
   readonly #env: EnvGet;
-  readonly #tasks = new Map<number, { task: PipelineTask; done: Promise<void> }>();
+  readonly #tasks = new Map<number, { task: PipelineTask; done: Promise<unknown> }>();
   #draining = false;
 
   private constructor(opts: CallManagerOptions, shape: CallShape) {
@@ -111,6 +111,19 @@ export class CallManager {
       await transport.close?.();
       return undefined;
     }
+    return this.#start(transport, run, watch, brain);
+  }
+
+  /**
+   * Build and run the call's task. The returned promise is the task's own chain (nothing stays
+   * suspended per call while it runs).
+   */
+  #start(
+    transport: MediaTransport,
+    run: RunRecord,
+    watch: CallWatcher,
+    brain: AgentBrain,
+  ): Promise<Finalize | undefined> {
     let report: Finalize | undefined;
     const greeting = this.#greeting(brain);
     const task = this.#shape.build({
@@ -133,19 +146,20 @@ export class CallManager {
       () => task.cancel("call too long"),
       this.#cfg.limits.maxCallSeconds * 1000,
     );
-    const done = task.run().then(
-      () => {},
-      (err) => this.#log.error("call failed", { runId: run.runId, err: errorMessage(err) }),
-    ).finally(() => {
+    const ended = () => {
       clearTimeout(limit);
       this.#tasks.delete(run.runId);
+      // run() resolves after finalize, so the report is set unless finalize threw.
+      return report;
+    };
+    const done = task.run().then(ended, (err) => {
+      this.#log.error("call failed", { runId: run.runId, err: errorMessage(err) });
+      return ended();
     });
     this.#tasks.set(run.runId, { task, done });
     this.#sessions.claim(run.runId);
     this.#log.info("call started", { runId: run.runId, origin: run.origin });
-    await done;
-    // run() resolves after finalize, so the report is set unless finalize threw.
-    return report;
+    return done;
   }
 
   /** Stop taking calls; let running ones finish for `ms`, then cancel them and wait. */

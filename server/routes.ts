@@ -249,7 +249,10 @@ async function runMediaCall(
     await transport.close();
     return;
   }
-  await ctx.calls.run(transport, run);
+  // Not awaited: this function's frame would stay suspended for the whole call.
+  ctx.calls.run(transport, run).catch((err) =>
+    ctx.logger.warn("carrier call ended early", { err: errorMessage(err) })
+  );
 }
 
 // ---------------------------------------------------------------- outbound

@@ -34,62 +34,104 @@ import type {
  * {@link MediaSocket}. Messages are queued from the moment of the call.
  */
 export function socketFromWebSocket(ws: WebSocket): MediaSocket & { opened: Promise<void> } {
-  ws.binaryType = "arraybuffer";
-  const queue: WsIn[] = [];
-  let waiter: ((m: WsIn | undefined) => void) | undefined;
-  let listener: ((m: WsIn | undefined) => void) | undefined;
-  let closed = false;
-  const deliver = (m: WsIn) => {
-    if (listener) listener(m);
-    else if (waiter) {
-      const w = waiter;
-      waiter = undefined;
-      w(m);
-    } else queue.push(m);
-  };
-  ws.addEventListener("message", (e) => {
-    const d = e.data;
-    if (typeof d === "string") deliver({ type: "text", data: d });
-    else if (d instanceof ArrayBuffer) deliver({ type: "binary", data: new Uint8Array(d) });
-  });
-  ws.addEventListener("close", () => {
-    if (closed) return;
-    closed = true;
-    deliver({ type: "close" });
-    listener?.(undefined);
-  });
-  const opened = ws.readyState === WebSocket.OPEN
-    ? Promise.resolve()
-    : new Promise<void>((resolve, reject) => {
+  return new WebSocketMediaSocket(ws);
+}
+
+const RESOLVED: Promise<void> = Promise.resolve();
+const CLOSED: Promise<undefined> = Promise.resolve(undefined);
+
+/**
+ * {@link MediaSocket} over a WebSocket. A class with one `handleEvent` for both events, not a
+ * bundle of closures: a carrier call holds one of these for its lifetime.
+ */
+class WebSocketMediaSocket implements MediaSocket, EventListenerObject {
+  readonly #ws: WebSocket;
+  #queue: WsIn[] | undefined;
+  #waiter: ((m: WsIn | undefined) => void) | undefined;
+  #listener: ((m: WsIn | undefined) => void) | undefined;
+  #closed = false;
+  #opened: Promise<void> | undefined;
+
+  constructor(ws: WebSocket) {
+    this.#ws = ws;
+    ws.binaryType = "arraybuffer";
+    ws.addEventListener("message", this);
+    ws.addEventListener("close", this);
+  }
+
+  /**
+   * Resolves once the socket is open. Made on first use: a server-side socket never asks, and
+   * its open and error listeners would live as long as the call.
+   */
+  get opened(): Promise<void> {
+    return this.#opened ??= this.#whenOpen();
+  }
+
+  #whenOpen(): Promise<void> {
+    const ws = this.#ws;
+    if (ws.readyState === WebSocket.OPEN) return RESOLVED;
+    if (ws.readyState !== WebSocket.CONNECTING) {
+      return Promise.reject(new Error("WebSocket failed to open"));
+    }
+    return new Promise<void>((resolve, reject) => {
       ws.addEventListener("open", () => resolve(), { once: true });
       ws.addEventListener("error", () => reject(new Error("WebSocket failed to open")), {
         once: true,
       });
     });
-  const send = (data: string | Uint8Array) => {
-    if (ws.readyState === WebSocket.OPEN) ws.send(data);
-    return Promise.resolve();
-  };
-  return {
-    opened,
-    recv(): Promise<WsIn | undefined> {
-      const m = queue.shift();
-      if (m !== undefined) return Promise.resolve(m);
-      if (closed) return Promise.resolve(undefined);
-      return new Promise((resolve) => (waiter = resolve));
-    },
-    listen(fn: (m: WsIn | undefined) => void): void {
-      listener = fn;
-      while (queue.length > 0 && listener === fn) fn(queue.shift());
-      if (closed && queue.length === 0) fn(undefined);
-    },
-    sendText: send,
-    sendBinary: send,
-    close() {
-      if (ws.readyState === WebSocket.OPEN || ws.readyState === WebSocket.CONNECTING) ws.close();
-      return Promise.resolve();
-    },
-  };
+  }
+
+  /** The WebSocket's message and close events. */
+  handleEvent(e: Event): void {
+    if (e.type === "message") {
+      const d = (e as MessageEvent).data;
+      if (typeof d === "string") this.#deliver({ type: "text", data: d });
+      else if (d instanceof ArrayBuffer) this.#deliver({ type: "binary", data: new Uint8Array(d) });
+    } else if (e.type === "close" && !this.#closed) {
+      this.#closed = true;
+      this.#deliver({ type: "close" });
+      this.#listener?.(undefined);
+    }
+  }
+
+  #deliver(m: WsIn): void {
+    if (this.#listener) this.#listener(m);
+    else if (this.#waiter) {
+      const w = this.#waiter;
+      this.#waiter = undefined;
+      w(m);
+    } else (this.#queue ??= []).push(m);
+  }
+
+  recv(): Promise<WsIn | undefined> {
+    const m = this.#queue?.shift();
+    if (m !== undefined) return Promise.resolve(m);
+    if (this.#closed) return CLOSED;
+    return new Promise((resolve) => (this.#waiter = resolve));
+  }
+
+  listen(fn: (m: WsIn | undefined) => void): void {
+    this.#listener = fn;
+    const q = this.#queue;
+    while (q !== undefined && q.length > 0 && this.#listener === fn) fn(q.shift());
+    if (this.#closed && (q === undefined || q.length === 0)) fn(undefined);
+  }
+
+  sendText(text: string): Promise<void> {
+    if (this.#ws.readyState === WebSocket.OPEN) this.#ws.send(text);
+    return RESOLVED;
+  }
+
+  sendBinary(bytes: Uint8Array): Promise<void> {
+    if (this.#ws.readyState === WebSocket.OPEN) this.#ws.send(bytes);
+    return RESOLVED;
+  }
+
+  close(): Promise<void> {
+    const ws = this.#ws;
+    if (ws.readyState === WebSocket.OPEN || ws.readyState === WebSocket.CONNECTING) ws.close();
+    return RESOLVED;
+  }
 }
 
 /** What an inbound message can carry for the call. */

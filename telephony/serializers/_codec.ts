@@ -82,13 +82,18 @@ function l16FromOwnedBytes(bytes: Uint8Array): Int16Array | undefined {
   return HOST_LE ? pcm : swap16(pcm);
 }
 
-/** Converts one call's audio payloads; holds a scratch buffer reused across messages. */
+/**
+ * G.711 bytes between base64 and PCM, shared by every codec of the isolate: each use is
+ * synchronous and done before it returns, and an idle call then holds no buffer of its own.
+ */
+let scratch = new Uint8Array(320);
+
+/** Converts a carrier's audio payloads to and from PCM, reusing the isolate's scratch bytes. */
 export class PayloadCodec {
   /** Wire encoding. */
   readonly encoding: Encoding;
   /** Samples per second on the wire. */
   readonly rate: number;
-  #scratch = new Uint8Array(320);
 
   /** A codec for `encoding` at `rate` Hz. */
   constructor(encoding: Encoding, rate: number) {
@@ -97,10 +102,8 @@ export class PayloadCodec {
   }
 
   #ensure(n: number): Uint8Array {
-    if (this.#scratch.length < n) {
-      this.#scratch = new Uint8Array(Math.max(n, this.#scratch.length * 2));
-    }
-    return this.#scratch;
+    if (scratch.length < n) scratch = new Uint8Array(Math.max(n, scratch.length * 2));
+    return scratch;
   }
 
   /** Decode a base64 payload to fresh PCM; `undefined` when it is not valid base64 audio. */
