@@ -114,12 +114,13 @@ const TASKS_PER_CALL = {
   reader_tasks: 1,
   reader_tasks_are: "RealtimeProcessor#readEvents (model); the media leg has none: a carrier " +
     "WebSocket pushes its events (MediaTransport.listen) from the socket's message callback",
-  call_coroutines: 1,
-  call_coroutines_are: "the media-socket handler awaiting CallManager.run",
-  total_async_tasks: 7,
-  suspended_while_idle: 2,
-  suspended_while_idle_are: "the model reader and the call coroutine (heap snapshot of idle " +
-    "calls: the chains handler -> CallManager.run -> PipelineTask.run and #readEvents)",
+  call_coroutines: 0,
+  call_coroutines_are: "none: the media-socket handler, CallManager.run and PipelineTask.run " +
+    "return once the call is wired; its end arrives through the task's promise chain",
+  total_async_tasks: 6,
+  suspended_while_idle: 1,
+  suspended_while_idle_are: "the model reader (heap snapshot of idle calls: #readEvents; " +
+    "tests/capacity_heap_test.ts checks it)",
   timers_idle:
     "measured per point (idle.timers_per_session): call limit + task idle watch; pacing " +
     "while audio plays is one shared 10 ms playout clock per isolate, not a timer per call",

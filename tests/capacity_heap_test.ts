@@ -1,5 +1,7 @@
 import assert from "node:assert/strict";
+import { spawnServer, writeBenchConfig } from "../bench/capacity_child.ts";
 import { diffTallies, tallyHeap } from "../bench/capacity_heap.ts";
+import { closeCalls, type LoadCall, openCalls } from "../bench/capacity_load.ts";
 
 /** A hand-made snapshot: two Foo objects, one closure, and a Generator suspended in `run`. */
 function snapshot(foos: number): string {
@@ -39,4 +41,38 @@ Deno.test("capacity heap: tallies bytes and counts per kind and suspended functi
   const diff = diffTallies(t.bytes, tallyHeap(snapshot(12)).bytes, 10);
   assert.deepEqual(diff[0], ["Foo", 40], "ten more Foo of 40 bytes: 40 bytes per added unit");
   assert.ok(diff.slice(1).every(([, v]) => v === 0));
+});
+
+Deno.test({
+  name: "capacity heap: an idle carrier call keeps only the model reader suspended",
+  // The server child and its snapshots: a few seconds.
+  sanitizeResources: false,
+  sanitizeOps: false,
+  fn: async () => {
+    const dir = "./.tmp/capacity_heap_test";
+    const config = await writeBenchConfig(dir, 40);
+    const child = await spawnServer({ configPath: config, writeDir: dir });
+    const calls: LoadCall[] = [];
+    try {
+      const snap = async (n: number) => {
+        calls.push(...(await openCalls([child.port], n - calls.length)).calls);
+        await new Promise((r) => setTimeout(r, 300));
+        await child.heap(`${dir}/${n}.heapsnapshot`);
+        return tallyHeap(await Deno.readTextFile(`${dir}/${n}.heapsnapshot`)).suspended;
+      };
+      const a = await snap(10);
+      const b = await snap(30);
+      const perCall = new Map(diffTallies(a, b, 20));
+      // Nothing of ours waits on the call: not the socket handler, CallManager.run or
+      // PipelineTask.run (each a coroutine frame held for the call's minutes); parked processor
+      // loops hold none either. What is left is the model's event reader.
+      assert.equal(perCall.get("#readEvents"), 1, "one model reader per call");
+      for (const name of ["run", "runMediaCall", "#loop", "#finish", "#afterEnd"]) {
+        assert.ok((perCall.get(name) ?? 0) < 0.1, `${name}: ${perCall.get(name)} per call`);
+      }
+    } finally {
+      await closeCalls(calls);
+      await child.stop();
+    }
+  },
 });
