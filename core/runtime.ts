@@ -8,9 +8,11 @@
  * {@link YIELD_EVERY} frames, and waits after a `processFrame` that filled a neighbour's
  * normal channel (backpressure).
  *
- * The loop runs only while there is work: with both queues empty it returns (parks), and the
- * next frame queued restarts it in a microtask, the same turn a wake-up promise would have
- * resumed it in. An idle processor therefore holds no suspended coroutine, promise or closure.
+ * The loop runs only while there is work: with both queues empty it returns (parks). A frame
+ * pushed to a parked processor runs it at once, inside the push (depth first: a caller's frame
+ * crosses the pipeline before the next caller's frame starts), unless that processor's own push
+ * is on the stack or {@link MAX_NESTED_DRAINS} loops already are; then it restarts in a
+ * microtask. An idle processor therefore holds no suspended coroutine, promise or closure.
  * Frames are handled synchronously back to back; a coroutine is made only when something must
  * be awaited (a lifecycle hook, an asynchronous `processFrame`, a full neighbour, the yield).
  * @module
@@ -42,6 +44,14 @@ const RESOLVED: Promise<void> = Promise.resolve();
  */
 const woken: ProcessorRuntime[] = [];
 let wakeScheduled = false;
+
+/**
+ * How many loops may be running synchronously on this stack, one inside another: a frame pushed
+ * to a parked neighbour is handled at once, inside the push, until this depth; deeper, the
+ * neighbour is woken in a microtask instead (bounded stack, whatever the pipeline's length).
+ */
+export const MAX_NESTED_DRAINS = 16;
+let nested = 0;
 
 function wake(rt: ProcessorRuntime): void {
   woken.push(rt);
@@ -98,6 +108,8 @@ export class ProcessorRuntime implements Link, FrameTarget {
   #stopped = false;
   #aborted = false;
   #metrics: MetricsTracker | undefined;
+  /** Pushes of this processor in progress (its code is on the stack: no re-entry). */
+  #pushing = 0;
 
   /** Wrap `processor` for one task. */
   constructor(
@@ -130,7 +142,18 @@ export class ProcessorRuntime implements Link, FrameTarget {
     else this.#normal.push(frame, direction);
     if (this.#parked) {
       this.#parked = false;
-      wake(this);
+      // Depth first: the frame goes on through the pipeline now, on the pusher's stack, rather
+      // than after every other frame queued in this turn (the call's latency is its own work).
+      // Never into a processor whose own push is on the stack (a frame that comes straight back,
+      // or one sent to a reader or timer of it mid-statement): that one waits for a microtask.
+      if (nested < MAX_NESTED_DRAINS && this.#pushing === 0) {
+        nested++;
+        try {
+          this.resume();
+        } finally {
+          nested--;
+        }
+      } else wake(this);
     }
   }
 
@@ -175,7 +198,12 @@ export class ProcessorRuntime implements Link, FrameTarget {
         timestampNs: this.#setup.clock(),
       });
     }
-    target.enqueue(frame, direction);
+    this.#pushing++;
+    try {
+      target.enqueue(frame, direction);
+    } finally {
+      this.#pushing--;
+    }
     if (classOf(frame) !== "system" && target.isFull()) this.#blocked = target;
   }
 

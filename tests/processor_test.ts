@@ -13,7 +13,7 @@ import {
   type StartParams,
 } from "../mod.ts";
 import { silentLogger } from "../core/log.ts";
-import { ProcessorRuntime, YIELD_EVERY } from "../core/runtime.ts";
+import { MAX_NESTED_DRAINS, ProcessorRuntime, YIELD_EVERY } from "../core/runtime.ts";
 import type { Observer } from "../core/observers.ts";
 import { Recorder, sleep, until } from "./_core_helpers.ts";
 
@@ -287,20 +287,65 @@ function looseRuntime(p: FrameProcessor, log: string[], observer?: Observer) {
   return rt;
 }
 
-Deno.test("loop: an idle processor is parked; a frame restarts it in a microtask, End ends it", async () => {
+Deno.test("loop: an idle processor is parked; a frame runs it at once (depth first), End ends it", async () => {
   const log: string[] = [];
   const rt = looseRuntime(new FrameProcessor("p"), log);
   const done = rt.run();
   assert.ok(rt.parked, "nothing queued: parked at once");
   rt.enqueue(makeFrame("Text", { text: "a" }), "downstream");
-  assert.ok(!rt.parked && log.length === 0, "not handled inside the producer's call");
-  await Promise.resolve();
-  assert.deepEqual(log, ["next:Text"]);
+  assert.deepEqual(log, ["next:Text"], "handled inside the producer's call");
   assert.ok(rt.parked, "parked again once drained");
   rt.enqueue(makeFrame("End", {}), "downstream");
   await done;
   assert.ok(rt.stopped && !rt.parked);
   assert.deepEqual(log, ["next:Text", "next:End"]);
+});
+
+Deno.test("loop: a frame crosses parked processors on the producer's stack, up to a bounded depth", async () => {
+  const log: string[] = [];
+  const n = MAX_NESTED_DRAINS + 4;
+  const rts = Array.from({ length: n }, (_, i) => looseRuntime(new FrameProcessor(`p${i}`), log));
+  for (let i = 0; i + 1 < n; i++) {
+    rts[i].next = rts[i + 1];
+    rts[i + 1].prev = rts[i];
+  }
+  const done = Promise.all(rts.map((rt) => rt.run()));
+  rts[0].enqueue(makeFrame("Text", { text: "a" }), "downstream");
+  const waiting = rts.flatMap((rt, i) => rt.parked ? [] : [i]);
+  assert.deepEqual(waiting, [MAX_NESTED_DRAINS], "the first MAX_NESTED_DRAINS ran in the call");
+  assert.deepEqual(log, [], "the rest waits for a microtask");
+  await Promise.resolve();
+  assert.deepEqual(log, ["next:Text"], "then it reaches the end, in order");
+  rts[0].enqueue(makeFrame("End", {}), "downstream");
+  await done;
+  assert.deepEqual(log, ["next:Text", "next:End"]);
+});
+
+Deno.test("loop: a frame that comes straight back waits until the pusher's push returns", async () => {
+  const seen: string[] = [];
+  class Echoer extends FrameProcessor {
+    override processFrame(f: Frame, _d: Direction, l: Link) {
+      if (f.kind === "Text") l.push(makeFrame("Text", { text: "back" }), "upstream");
+    }
+  }
+  class Source extends FrameProcessor {
+    override processFrame(f: Frame) {
+      if (f.kind === "Text") seen.push(`handled ${f.text}`);
+    }
+  }
+  const a = looseRuntime(new Source("a"), []);
+  const b = looseRuntime(new Echoer("b"), []);
+  a.next = b;
+  b.prev = a;
+  const done = Promise.all([a.run(), b.run()]);
+  // As a model reader or a timer of `a` would: a push from outside a's loop.
+  a.push(makeFrame("Text", { text: "out" }), "downstream");
+  seen.push("push returned");
+  await Promise.resolve();
+  assert.deepEqual(seen, ["push returned", "handled back"]);
+  a.enqueue(makeFrame("End", {}), "downstream");
+  b.enqueue(makeFrame("End", {}), "downstream");
+  await done;
 });
 
 Deno.test("loop: a long burst yields every YIELD_EVERY frames, so two loops interleave", async () => {
