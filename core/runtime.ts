@@ -138,22 +138,26 @@ export class ProcessorRuntime implements Link, FrameTarget {
   /** Queue a frame for this processor. Frames arriving after it stopped are dropped. */
   enqueue(frame: Frame, direction: Direction): void {
     if (this.#stopped) return;
+    // Depth first: the frame goes on through the pipeline now, on the pusher's stack, rather
+    // than after every other frame queued in this turn (the call's latency is its own work).
+    // Never into a processor whose own push is on the stack (a frame that comes straight back,
+    // or one sent to a reader or timer of it mid-statement): that one waits for a microtask.
+    if (this.#parked && nested < MAX_NESTED_DRAINS && this.#pushing === 0) {
+      // Parked means both queues are empty: the frame is handed to the loop, not queued.
+      this.#parked = false;
+      nested++;
+      try {
+        this.#resume(frame, direction);
+      } finally {
+        nested--;
+      }
+      return;
+    }
     if (classOf(frame) === "system") this.#sys.push(frame, direction);
     else this.#normal.push(frame, direction);
     if (this.#parked) {
       this.#parked = false;
-      // Depth first: the frame goes on through the pipeline now, on the pusher's stack, rather
-      // than after every other frame queued in this turn (the call's latency is its own work).
-      // Never into a processor whose own push is on the stack (a frame that comes straight back,
-      // or one sent to a reader or timer of it mid-statement): that one waits for a microtask.
-      if (nested < MAX_NESTED_DRAINS && this.#pushing === 0) {
-        nested++;
-        try {
-          this.resume();
-        } finally {
-          nested--;
-        }
-      } else wake(this);
+      wake(this);
     }
   }
 
@@ -289,9 +293,14 @@ export class ProcessorRuntime implements Link, FrameTarget {
    * Called by the wake-up queue; not for processors.
    */
   resume(): void {
+    this.#resume(undefined, "downstream");
+  }
+
+  /** {@link ProcessorRuntime.resume}, with `first` (when set) handled before anything queued. */
+  #resume(first: Frame | undefined, firstDir: Direction): void {
     let next: Wait | typeof PARKED | typeof ENDED;
     try {
-      next = this.#drain();
+      next = this.#drain(first, firstDir);
     } catch (err) {
       // A bug below the processor (an observer, a neighbour) ends this loop, as a rejected
       // coroutine did: the task logs it; frames sent here from now on stay queued.
@@ -312,7 +321,7 @@ export class ProcessorRuntime implements Link, FrameTarget {
   async #loop(wait: Wait): Promise<boolean> {
     for (;;) {
       if (await this.#finish(wait)) return false;
-      const next = this.#drain();
+      const next = this.#drain(undefined, "downstream");
       if (next === PARKED) return true;
       if (next === ENDED) return false;
       wait = next;
@@ -325,7 +334,7 @@ export class ProcessorRuntime implements Link, FrameTarget {
    * awaited (a lifecycle hook, a `processFrame` promise, a full neighbour, the periodic yield)
    * and hands it over; or parks when both queues are empty.
    */
-  #drain(): Wait | typeof PARKED | typeof ENDED {
+  #drain(first: Frame | undefined, firstDir: Direction): Wait | typeof PARKED | typeof ENDED {
     const sys = this.#sys;
     const normal = this.#normal;
     const p = this.#p;
@@ -333,7 +342,11 @@ export class ProcessorRuntime implements Link, FrameTarget {
       if (this.#aborted) return ENDED;
       let frame: Frame;
       let dir: Direction;
-      if (sys.size > 0) {
+      if (first !== undefined) {
+        frame = first;
+        dir = firstDir;
+        first = undefined;
+      } else if (sys.size > 0) {
         frame = sys.shift()!;
         dir = sys.lastDirection;
       } else if (normal.size > 0) {
