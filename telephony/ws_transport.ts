@@ -290,8 +290,20 @@ export class WsMediaTransport implements MediaTransport {
     }
   }
 
-  /** Resample to the carrier rate (when needed), encode and send. */
-  async sendAudio(audio: AudioChunk): Promise<void> {
+  /**
+   * Resample to the carrier rate (when needed), encode and send. Not an async function: a whole
+   * message returns the socket's own (settled) promise, with no promise or job of its own per
+   * frame; a failure still arrives as a rejection.
+   */
+  sendAudio(audio: AudioChunk): Promise<void> {
+    try {
+      return this.#sendAudio(audio);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  #sendAudio(audio: AudioChunk): Promise<void> {
     const rate = this.#ser.carrierRate();
     const chunk = this.#ser.chunkSamples?.() ?? 0;
     // Whether `n` samples go out as one message now (else they are gathered into chunks).
@@ -316,14 +328,18 @@ export class WsMediaTransport implements MediaTransport {
         }
         pcm = this.#down.process(pcm, this.#scratch);
       } else pcm = this.#down.process(pcm);
-      if (pcm.length === 0) return;
+      if (pcm.length === 0) return RESOLVED;
     }
     if (whole(pcm.length)) {
       const msg = this.#ser.encodeAudio({ pcm, sampleRate: rate, numChannels: 1 });
       this.#textOut ??= typeof msg === "string";
       return this.#send(msg);
     }
-    // The carrier wants fixed-size messages: gather samples and send whole chunks only.
+    return this.#sendChunks(pcm, rate, chunk);
+  }
+
+  /** The carrier wants fixed-size messages: gather samples and send whole chunks only. */
+  async #sendChunks(pcm: Int16Array, rate: number, chunk: number): Promise<void> {
     if (this.#pending === undefined || this.#pending.length < chunk) {
       this.#pending = new Int16Array(chunk);
     }

@@ -257,3 +257,22 @@ Deno.test("WsMediaTransport: resampled audio for a binary carrier is never overw
     assert.ok(Math.abs(levels[2] - 12000) < 900, `${levels}`);
   }
 });
+
+Deno.test("WsMediaTransport.sendAudio: a serializer that throws gives a rejection, not a throw", async () => {
+  class Broken extends GenericSerializer {
+    override encodeAudio(): never {
+      throw new Error("encoder broke");
+    }
+  }
+  const socket = {
+    recv: () => Promise.resolve(undefined),
+    sendText: () => Promise.resolve(),
+    sendBinary: () => Promise.resolve(),
+  };
+  const t = new WsMediaTransport(socket, new Broken());
+  let sent: Promise<void> | undefined;
+  assert.doesNotThrow(() => {
+    sent = t.sendAudio({ pcm: new Int16Array(160), sampleRate: 16000, numChannels: 1 });
+  });
+  await assert.rejects(sent!, /encoder broke/);
+});

@@ -226,6 +226,11 @@ export class TransportOutput extends FrameProcessor {
     }
   }
 
+  /** One handler for every chunk's send (no closure per chunk). */
+  #sendFailed = (err: unknown): void => {
+    this.#link?.pushError(`send audio failed: ${errorMessage(err)}`);
+  };
+
   /** Send every chunk now due; false (off the clock) once the far end has played them all. */
   #service = (now: number): boolean => {
     const link = this.#link;
@@ -239,9 +244,7 @@ export class TransportOutput extends FrameProcessor {
       if (++this.#sent % this.#speakingEvery === 0) {
         link?.broadcast(makeFrame("BotSpeaking", {}));
       }
-      this.#t.sendAudio(chunk).catch((err) =>
-        link?.pushError(`send audio failed: ${errorMessage(err)}`)
-      );
+      this.#t.sendAudio(chunk).catch(this.#sendFailed);
       this.#nextAt += (chunk.pcm.length * 1000) / chunk.sampleRate;
     }
     if (this.#queue.length > 0 || now < this.#nextAt) return true;
