@@ -98,7 +98,10 @@ const METHOD: Record<string, string> = {
     "call as above",
   warmup: "2 s of audio on min(N, 100) extra calls before the measured audio (JIT)",
   server_split: "bench/capacity_trace.ts in the server: media leg -> output transport " +
-    "(pipeline) and output transport -> carrier send (pacing wait), per frame after warm-up",
+    "(pipeline) and output transport -> carrier send (pacing wait), per frame after warm-up; " +
+    "a frame crosses the pipeline synchronously inside its socket's message callback, so " +
+    "pipeline is its own processing, and the wait before that callback runs (other calls' " +
+    "messages handled first in the same turn) shows only end to end",
   healthy: "no call refused, no frame lost, server pipeline p99 <= 5 ms, end-to-end p99 <= " +
     "50 ms; the sweep stops after two unhealthy points in a row or a loss",
   generator: "one load-generator process (this one) on the same machine, loopback only",
@@ -111,16 +114,17 @@ const TASKS_PER_CALL = {
     "TransportInput, RealtimeProcessor, BrainProcessor (keeps the transcript), TransportOutput, " +
     "FinalizeProcessor (6 with recording on: + RecorderProcessor); each runs only while it has " +
     "frames (parked loops hold no coroutine)",
-  reader_tasks: 1,
-  reader_tasks_are: "RealtimeProcessor#readEvents (model); the media leg has none: a carrier " +
-    "WebSocket pushes its events (MediaTransport.listen) from the socket's message callback",
+  reader_tasks: 0,
+  reader_tasks_are: "none: the media leg pushes its events from the socket's message callback " +
+    "(MediaTransport.listen) and the model from its own (RealtimeLlm.listen); a model without " +
+    "push mode gets a reader task (RealtimeProcessor#readEvents)",
   call_coroutines: 0,
   call_coroutines_are: "none: the media-socket handler, CallManager.run and PipelineTask.run " +
     "return once the call is wired; its end arrives through the task's promise chain",
-  total_async_tasks: 6,
-  suspended_while_idle: 1,
-  suspended_while_idle_are: "the model reader (heap snapshot of idle calls: #readEvents; " +
-    "tests/capacity_heap_test.ts checks it)",
+  total_async_tasks: 5,
+  suspended_while_idle: 0,
+  suspended_while_idle_are: "none (heap snapshot of idle calls; tests/capacity_heap_test.ts " +
+    "checks it)",
   timers_idle:
     "measured per point (idle.timers_per_session): call limit + task idle watch; pacing " +
     "while audio plays is one shared 10 ms playout clock per isolate, not a timer per call",

@@ -168,6 +168,12 @@ export interface RealtimeLlm {
   sendToolResult(id: string, result: unknown): Promise<void>;
   /** Next event; `undefined` once closed. */
   nextEvent(): Promise<RealtimeEvent | undefined>;
+  /**
+   * Push mode, optional: deliver every event (those already queued first) to `deliver` as it
+   * arrives, and `undefined` once closed, instead of through {@link RealtimeLlm.nextEvent}. The
+   * processor then needs no reader task and no promise per event.
+   */
+  listen?(deliver: (ev: RealtimeEvent | undefined) => void): void;
   /** Close the session; idempotent. */
   close(): Promise<void>;
   /**

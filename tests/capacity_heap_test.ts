@@ -43,8 +43,11 @@ Deno.test("capacity heap: tallies bytes and counts per kind and suspended functi
   assert.ok(diff.slice(1).every(([, v]) => v === 0));
 });
 
+/** Suspended functions with a name are ours; Deno's internals show as `(anonymous)`. */
+const ours = (name: string) => name !== "(anonymous)" && name !== "?";
+
 Deno.test({
-  name: "capacity heap: an idle carrier call keeps only the model reader suspended",
+  name: "capacity heap: an idle carrier call keeps no function of ours suspended",
   // The server child and its snapshots: a few seconds.
   sanitizeResources: false,
   sanitizeOps: false,
@@ -62,14 +65,11 @@ Deno.test({
       };
       const a = await snap(10);
       const b = await snap(30);
-      const perCall = new Map(diffTallies(a, b, 20));
-      // Nothing of ours waits on the call: not the socket handler, CallManager.run or
-      // PipelineTask.run (each a coroutine frame held for the call's minutes); parked processor
-      // loops hold none either. What is left is the model's event reader.
-      assert.equal(perCall.get("#readEvents"), 1, "one model reader per call");
-      for (const name of ["run", "runMediaCall", "#loop", "#finish", "#afterEnd"]) {
-        assert.ok((perCall.get(name) ?? 0) < 0.1, `${name}: ${perCall.get(name)} per call`);
-      }
+      const perCall = diffTallies(a, b, 20).filter(([name, n]) => n >= 0.5 && ours(name));
+      // Nothing of ours waits on an idle call: not the socket handler, CallManager.run or
+      // PipelineTask.run (each a coroutine frame held for the call's minutes), not a parked
+      // processor loop, not a model reader (the echo model pushes its events).
+      assert.deepEqual(perCall, [], "suspended functions of ours per idle call");
     } finally {
       await closeCalls(calls);
       await child.stop();

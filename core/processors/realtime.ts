@@ -13,8 +13,9 @@
  * transport clears the far end's playback); usage -> Metrics and {@link RealtimeProcessor.usage};
  * closed -> End upstream (the call drains and is finalized).
  *
- * Model I/O never runs on the frame path: control calls are chained off it and the event
- * reader is its own task.
+ * Control calls to the model are chained off the frame path. Its events arrive pushed
+ * ({@link RealtimeLlm.listen}, from the model socket's own callback: no reader task, no promise
+ * per event), or through a reader task for a model without push mode.
  * @module
  */
 
@@ -66,7 +67,10 @@ export class RealtimeProcessor extends FrameProcessor {
   #connected = false;
   #stopping = false;
   #awaitingFirstAudio = false;
-  #reader: Promise<void> | undefined;
+  /** True once the model's events have ended (closed, or the reader finished). */
+  #ended = false;
+  /** Wakes `stop` when the model's events end in push mode. */
+  #onEnded: (() => void) | undefined;
   /** Usage summed over the call (for finalize). */
   readonly usage: RealtimeUsage = {
     promptTokens: 0,
@@ -92,7 +96,7 @@ export class RealtimeProcessor extends FrameProcessor {
     return this.#connected;
   }
 
-  /** Connects the model (bounded) and spawns the event reader. A failed connect is fatal. */
+  /** Connects the model (bounded), then listens to its events (or reads them). Fatal on failure. */
   override async start(_s: ProcessorSetup, _p: StartParams, link: Link): Promise<void> {
     let timer: ReturnType<typeof setTimeout> | undefined;
     try {
@@ -112,7 +116,20 @@ export class RealtimeProcessor extends FrameProcessor {
       clearTimeout(timer);
     }
     this.#connected = true;
-    this.#reader = this.#readEvents(link);
+    // From the next macrotask, as TransportInput does: Start must reach the processors below
+    // before the model's first event (a greeting said on connect) does.
+    setTimeout(() => this.#receive(link), 0);
+  }
+
+  /**
+   * Take the model's events: pushed when it offers that (no reader task, no promise per event),
+   * else read. A method of its own, so the listener's closure holds `link` and nothing of
+   * `start` (its connect timer would stay reachable for the whole call).
+   */
+  #receive(link: Link): void {
+    const listen = this.#llm.listen;
+    if (listen !== undefined) listen.call(this.#llm, (ev) => this.#deliver(ev, link));
+    else void this.#readEvents(link);
   }
 
   /** Feeds the model; applies the brain's moves. */
@@ -155,8 +172,9 @@ export class RealtimeProcessor extends FrameProcessor {
     try {
       await this.#llm.close();
     } catch { /* closing a broken model is not news */ }
-    if (this.#reader === undefined) return;
-    await settlesWithin(this.#reader, 1000);
+    if (this.#ended || !this.#connected) return;
+    await settlesWithin(new Promise<void>((resolve) => (this.#onEnded = resolve)), 1000);
+    this.#onEnded = undefined;
   }
 
   #sendAudio(pcm: Int16Array, rate: number, link: Link): void {
@@ -197,7 +215,28 @@ export class RealtimeProcessor extends FrameProcessor {
       reason = `model failed: ${errorMessage(err)}`;
       link.pushError(reason);
     }
+    this.#end(reason, link);
+  }
+
+  /** One event in push mode; the first `closed` (or `undefined`) ends the call's model side. */
+  #deliver(ev: RealtimeEvent | undefined, link: Link): void {
+    if (this.#ended) return;
+    if (ev === undefined || ev.type === "closed") {
+      return this.#end(ev?.reason ? `model closed: ${ev.reason}` : "model closed", link);
+    }
+    try {
+      this.#onEvent(ev, link);
+    } catch (err) {
+      const reason = `model failed: ${errorMessage(err)}`;
+      link.pushError(reason);
+      this.#end(reason, link);
+    }
+  }
+
+  #end(reason: string, link: Link): void {
+    this.#ended = true;
     if (!this.#stopping) link.push(makeFrame("End", { reason }), "upstream");
+    this.#onEnded?.();
   }
 
   #onEvent(ev: Exclude<RealtimeEvent, { type: "closed" }>, link: Link): void {

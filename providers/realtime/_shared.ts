@@ -11,11 +11,15 @@ import type { RealtimeEvent } from "../../core/seams.ts";
 
 export { dtmfUserText } from "../../core/keypad_text.ts";
 
-/** Unbounded FIFO of realtime events; `next()` gives `undefined` once closed and drained. */
+/**
+ * Unbounded FIFO of realtime events; `next()` gives `undefined` once closed and drained. Or push
+ * mode: after {@link RealtimeEventQueue.listen} every event goes straight to the listener.
+ */
 export class RealtimeEventQueue {
   #items: RealtimeEvent[] = [];
   #head = 0;
   #waiter: ((ev: RealtimeEvent | undefined) => void) | undefined;
+  #listener: ((ev: RealtimeEvent | undefined) => void) | undefined;
   #closed = false;
 
   /** True once {@link RealtimeEventQueue.close} was called. */
@@ -26,6 +30,7 @@ export class RealtimeEventQueue {
   /** Append an event (ignored after close). */
   push(ev: RealtimeEvent): void {
     if (this.#closed) return;
+    if (this.#listener !== undefined) return this.#listener(ev);
     const w = this.#waiter;
     if (w !== undefined) {
       this.#waiter = undefined;
@@ -43,6 +48,19 @@ export class RealtimeEventQueue {
     const w = this.#waiter;
     this.#waiter = undefined;
     w?.(undefined);
+    this.#listener?.(undefined);
+  }
+
+  /**
+   * Push mode: deliver every event to `fn` as it is pushed (those already queued first, in
+   * order), then `undefined` once closed, instead of through {@link RealtimeEventQueue.next}.
+   */
+  listen(fn: (ev: RealtimeEvent | undefined) => void): void {
+    while (this.#head < this.#items.length) fn(this.#items[this.#head++]);
+    this.#items = [];
+    this.#head = 0;
+    if (this.#closed) fn(undefined);
+    else this.#listener = fn;
   }
 
   /** The next event; `undefined` once closed and drained. */

@@ -203,6 +203,11 @@ export class EchoRealtime implements RealtimeLlm {
     return this.#q.next();
   }
 
+  /** Push mode: every event to `deliver` as it arrives, `undefined` once closed. */
+  listen(deliver: (ev: RealtimeEvent | undefined) => void): void {
+    this.#q.listen(deliver);
+  }
+
   /** Idempotent. Reports the frames heard since the last turn as final usage. */
   close(): Promise<void> {
     if (!this.#closed && this.#heardFrames > 0) {

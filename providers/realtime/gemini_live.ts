@@ -198,6 +198,11 @@ export class GeminiLiveClient implements RealtimeLlm {
     return this.#events.next();
   }
 
+  /** Push mode: every event to `deliver` as it arrives, `undefined` once closed. */
+  listen(deliver: (ev: RealtimeEvent | undefined) => void): void {
+    this.#events.listen(deliver);
+  }
+
   /** End the session; idempotent. */
   close(): Promise<void> {
     return this.#close(undefined);

@@ -182,6 +182,11 @@ export class OpenAIRealtimeClient implements RealtimeLlm {
     return this.#queue.next();
   }
 
+  /** Push mode: every event to `deliver` as it arrives, `undefined` once closed. */
+  listen(deliver: (ev: RealtimeEvent | undefined) => void): void {
+    this.#queue.listen(deliver);
+  }
+
   /** Close the session; idempotent. Resolves once the socket is closed (or after 2 s). */
   close(): Promise<void> {
     this.#closing ??= this.#doClose();

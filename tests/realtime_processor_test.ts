@@ -1,0 +1,122 @@
+import assert from "node:assert/strict";
+import { RealtimeProcessor } from "../core/processors/realtime.ts";
+import { Pipeline } from "../core/pipeline.ts";
+import { PipelineTask } from "../core/task.ts";
+import { silentLogger } from "../core/log.ts";
+import type { AudioChunk, Direction, Frame } from "../core/frames.ts";
+import type { Link } from "../core/processor.ts";
+import type { RealtimeEvent, RealtimeLlm } from "../core/seams.ts";
+import { RealtimeEventQueue } from "../providers/realtime/_shared.ts";
+import { Recorder, until } from "./_core_helpers.ts";
+
+/** A model that says one audio chunk on connect and answers each audio frame with a chunk. */
+class ScriptedModel implements RealtimeLlm {
+  readonly q = new RealtimeEventQueue();
+  heard = 0;
+  connect(): Promise<void> {
+    this.q.push({ type: "audio_out", audio: chunk(1) }); // before anyone listens: queued
+    return Promise.resolve();
+  }
+  sendAudio(_audio: AudioChunk): void {
+    this.heard++;
+    this.q.push({ type: "audio_out", audio: chunk(2) });
+  }
+  updateSystem(): Promise<void> {
+    return Promise.resolve();
+  }
+  sendToolResult(): Promise<void> {
+    return Promise.resolve();
+  }
+  nextEvent(): Promise<RealtimeEvent | undefined> {
+    return this.q.next();
+  }
+  close(): Promise<void> {
+    this.q.push({ type: "usage", usage: { promptTokens: 1, completionTokens: 2, totalTokens: 3 } });
+    this.q.close();
+    return Promise.resolve();
+  }
+}
+
+/** The same model in push mode. */
+class PushModel extends ScriptedModel {
+  listen(deliver: (ev: RealtimeEvent | undefined) => void): void {
+    this.q.listen(deliver);
+  }
+}
+
+/** Notes a model frame that arrives before this processor's start hook ran. */
+class After extends Recorder {
+  early = false;
+  override processFrame(frame: Frame, dir: Direction, link: Link): void | Promise<void> {
+    if (frame.kind === "TtsAudio" && !this.events.includes("start")) this.early = true;
+    return super.processFrame(frame, dir, link);
+  }
+}
+
+function chunk(v: number): AudioChunk {
+  return { pcm: new Int16Array(480).fill(v), sampleRate: 24000, numChannels: 1 };
+}
+
+for (const [mode, Model] of [["push", PushModel], ["pull", ScriptedModel]] as const) {
+  Deno.test(`realtime processor (${mode} mode): events after Start, in order; usage read at stop`, async () => {
+    const model = new Model();
+    const rt = new RealtimeProcessor(model, { systemPrompt: "p", tools: [] });
+    const rec = new After("after");
+    const task = new PipelineTask(new Pipeline([rt, rec]), {
+      idleTimeoutMs: null,
+      logger: silentLogger,
+    });
+    const done = task.run();
+    await until(() => rec.frames.some((f) => f.kind === "TtsAudio"), 2000, "greeting audio");
+    assert.equal(rec.early, false, "Start reaches the next processor before the model's audio");
+    const { pcm, sampleRate } = chunk(0);
+    await task.queueFrame({
+      kind: "InputAudio",
+      id: 1e9,
+      audio: { pcm, sampleRate, numChannels: 1 },
+    });
+    await until(() => rec.frames.filter((f) => f.kind === "TtsAudio").length === 2, 2000, "echo");
+    const levels = rec.frames.flatMap((f) =>
+      f.frame.kind === "TtsAudio" ? [f.frame.audio.pcm[0]] : []
+    );
+    assert.deepEqual(levels, [1, 2], "the queued greeting first, then the answer");
+    assert.equal(model.heard, 1);
+    await task.stopWhenDone();
+    assert.deepEqual(await done, { kind: "end" });
+    assert.equal(rt.usage.totalTokens, 3, "the usage the model sent while closing was read");
+  });
+}
+
+Deno.test("realtime processor (push mode): the model closing ends the call upstream", async () => {
+  const model = new PushModel();
+  const rt = new RealtimeProcessor(model, { systemPrompt: "p", tools: [] });
+  const task = new PipelineTask(new Pipeline([rt]), { idleTimeoutMs: null, logger: silentLogger });
+  const done = task.run();
+  await until(() => rt.connected, 2000, "connected");
+  await new Promise((r) => setTimeout(r, 5)); // listening from the next macrotask
+  model.q.close("socket lost");
+  const reason = await done;
+  assert.equal(reason.kind, "end");
+  assert.match(reason.kind === "end" ? reason.reason ?? "" : "", /model closed: socket lost/);
+});
+
+Deno.test("RealtimeEventQueue.listen: queued events first, then live ones, then undefined at close", () => {
+  const q = new RealtimeEventQueue();
+  q.push({ type: "turn_complete" });
+  const got: (string | undefined)[] = [];
+  q.listen((ev) => got.push(ev?.type));
+  q.push({ type: "interrupted" });
+  q.close();
+  q.push({ type: "turn_complete" }); // after close: dropped
+  assert.deepEqual(got, ["turn_complete", "interrupted", "closed", undefined]);
+  const late: (string | undefined)[] = [];
+  const q2 = new RealtimeEventQueue();
+  q2.push({ type: "interrupted" });
+  q2.close("bye");
+  q2.listen((ev) => late.push(ev?.type));
+  assert.deepEqual(
+    late,
+    ["interrupted", "closed", undefined],
+    "a listener after close gets it all",
+  );
+});
