@@ -15,8 +15,10 @@
  * Options: `--calls` (comma list), `--duration` (s per point), `--workers` (comma list of
  * worker-thread counts of the one server process, as `deno task start --workers`), `--no-trace` (no server-side latency split), `--no-up` (do not
  * continue past the list while healthy), `--profile N|auto` (one extra point at N calls, or
- * the largest carried without loss, with a CPU profile), `--out` (JSON path; the SVG
- * goes beside it), `--no-write`; `--replot file.json` redraws the SVG of a saved result.
+ * the largest carried without loss, with a CPU profile), `--floor` (the same loads against a
+ * bare echo with no pipeline, bench/capacity_floor.ts: the latency that is not Flowcat's),
+ * `--out` (JSON path; the SVG goes beside it), `--no-write`; `--replot file.json` redraws the
+ * SVG of a saved result.
  * @module
  */
 
@@ -52,6 +54,11 @@ export interface CapacityOptions {
   trace?: boolean;
   /** Calls of the 2 s warm-up run on each fresh server (default 100; 0: none). */
   warmupCalls?: number;
+  /**
+   * Also measure the latency floor (bench/capacity_floor.ts: a bare echo on one thread, no
+   * pipeline) at every call count the one-thread sweep carried. Default false.
+   */
+  floor?: boolean;
   /** The command line recorded in the result. */
   command?: string;
   log?: (line: string) => void;
@@ -72,6 +79,8 @@ export interface CapacityResult {
   saturated_at: Record<string, number | null>;
   tasks_per_call: Record<string, unknown>;
   profile?: { calls: number; point: CapacityPoint; summary: ProfileSummary; file: string };
+  /** The same load against a bare echo (`floor` option): what is not Flowcat's. */
+  floor?: CapacityPoint[];
 }
 
 /** Default sweep. */
@@ -189,6 +198,17 @@ export async function runCapacityBench(opts: CapacityOptions = {}): Promise<Capa
     }
     result.saturated_at[String(workers)] = saturated;
   }
+  if (opts.floor) {
+    result.floor = [];
+    const carriedCalls = result.points.filter((p) => p.workers === 1 && p.frames_lost === 0)
+      .map((p) => p.calls);
+    for (const n of carriedCalls) {
+      log(`capacity: floor (bare echo, no pipeline), ${n} calls, ${durationS} s...`);
+      const p = await measurePoint({ ...common, calls: n, workers: 1, floor: true });
+      result.floor.push(p);
+      log(describe(p));
+    }
+  }
   // "auto": the largest single-process load still carried without losing a frame.
   const carried = result.points.filter((p) => p.workers === 1 && p.frames_lost === 0);
   const profileCalls = opts.profileCalls === "auto"
@@ -238,7 +258,7 @@ export async function writeCapacityResults(
 ): Promise<{ json: string; svg: string }> {
   const svg = jsonPath.replace(/\.json$/, "") + ".svg";
   await Deno.writeTextFile(jsonPath, JSON.stringify(result, null, 2) + "\n");
-  await Deno.writeTextFile(svg, capacitySvg(result.points, result.machine));
+  await Deno.writeTextFile(svg, capacitySvg(result.points, result.machine, result.floor));
   return { json: jsonPath, svg };
 }
 
@@ -258,6 +278,7 @@ if (import.meta.main) {
       workers: { type: "string" },
       "no-up": { type: "boolean", default: false },
       "no-trace": { type: "boolean", default: false },
+      floor: { type: "boolean", default: false },
       profile: { type: "string" },
       out: { type: "string" },
       "no-write": { type: "boolean", default: false },
@@ -268,7 +289,7 @@ if (import.meta.main) {
   if (values.help) {
     console.log(
       "Usage: deno run ... bench/capacity.ts [--calls 10,100,500] [--duration 10] " +
-        "[--workers 1,2] [--no-trace] [--no-up] [--profile N|auto] " +
+        "[--workers 1,2] [--no-trace] [--no-up] [--profile N|auto] [--floor] " +
         "[--out file] [--no-write] | --replot results.json",
     );
     Deno.exit(0);
@@ -276,7 +297,7 @@ if (import.meta.main) {
   if (values.replot !== undefined) {
     const saved: CapacityResult = JSON.parse(await Deno.readTextFile(values.replot));
     const svg = values.replot.replace(/\.json$/, "") + ".svg";
-    await Deno.writeTextFile(svg, capacitySvg(saved.points, saved.machine));
+    await Deno.writeTextFile(svg, capacitySvg(saved.points, saved.machine, saved.floor));
     console.error(`capacity: wrote ${svg}`);
     Deno.exit(0);
   }
@@ -286,6 +307,7 @@ if (import.meta.main) {
     workers: numbers(values.workers, [1]),
     up: !values["no-up"],
     trace: !values["no-trace"],
+    floor: values.floor,
     ...(values.profile !== undefined
       ? { profileCalls: values.profile === "auto" ? "auto" as const : Number(values.profile) }
       : {}),

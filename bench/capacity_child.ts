@@ -68,6 +68,8 @@ export interface SpawnOptions {
   threads?: number;
   /** Directory for a `--cpu-prof` profile, written when the child exits. */
   cpuProfDir?: string;
+  /** Serve media sockets with the bare echo of bench/capacity_floor.ts (one thread only). */
+  floor?: boolean;
   /** Install the server-side latency split (bench/capacity_trace.ts). */
   trace?: boolean;
   /** Frames per call the split skips (default 50). */
@@ -135,6 +137,7 @@ export async function spawnServer(opts: SpawnOptions): Promise<ServerChild> {
     ...(opts.reusePort ? ["--reuse-port"] : []),
     ...(opts.threads && opts.threads > 1 ? ["--threads", String(opts.threads)] : []),
     ...(opts.trace ? ["--trace", `--trace-warmup=${opts.traceWarmupFrames ?? 50}`] : []),
+    ...(opts.floor ? ["--floor"] : []),
   ];
   const child = new Deno.Command("deno", {
     args,

@@ -2,7 +2,8 @@
  * The capacity plot as a standalone SVG (no dependencies): end-to-end p99 (solid) and p50
  * (dashed) per-frame latency, and the server pipeline's p99 (dotted, squares), against
  * concurrent calls; both axes logarithmic, one colour per worker-thread count, with the 5 ms
- * health limit and the specification's 0.61 ms target drawn in.
+ * health limit and the specification's 0.61 ms target drawn in, and (grey) the end-to-end p99
+ * of the bare-echo floor when it was measured.
  * @module
  */
 
@@ -36,11 +37,17 @@ function pipelineP99(p: CapacityPoint): number {
   return Math.max(0, ...p.server_split.map((t) => t.pipeline_ms.p99));
 }
 
-/** Render the plot for `points`. */
-export function capacitySvg(points: readonly CapacityPoint[], machine: MachineInfo): string {
+/** Render the plot for `points` (and the `floor` points of the bare echo, if any). */
+export function capacitySvg(
+  points: readonly CapacityPoint[],
+  machine: MachineInfo,
+  floor: readonly CapacityPoint[] = [],
+): string {
   const ok = points.filter((p) => p.latency_ms.samples > 0);
+  const base = floor.filter((p) => p.latency_ms.samples > 0).sort((a, b) => a.calls - b.calls);
   const xs = ok.map((p) => p.calls);
   const ys = ok.flatMap((p) => [p.latency_ms.p50, p.latency_ms.p99, pipelineP99(p)])
+    .concat(base.map((p) => p.latency_ms.p99))
     .filter((y) => y > 0);
   const xHi = Math.max(2000, ...xs);
   const xTicks = [...decades(Math.min(10, ...xs), xHi).filter((t) => t < xHi), xHi];
@@ -135,6 +142,14 @@ export function capacitySvg(points: readonly CapacityPoint[], machine: MachineIn
       legend(colour, dash, `${text}, ${w} worker${w === 1 ? "" : "s"}`);
     }
   });
+  if (base.length > 0) {
+    const pts = base.map((p) => `${f(sx(p.calls))},${f(sy(p.latency_ms.p99))}`).join(" ");
+    parts.push(
+      `<polyline points="${pts}" fill="none" stroke="#888" stroke-width="2" ` +
+        `stroke-dasharray="8 3 2 3"/>`,
+    );
+    legend("#888", ' stroke-dasharray="8 3 2 3"', "bare echo (floor), e2e p99");
+  }
   legend("#444", "", "hollow: unhealthy point", false);
   parts.push("</svg>");
   return parts.join("\n") + "\n";

@@ -38,6 +38,8 @@ export interface PointOptions {
   warmupCalls?: number;
   /** Split server-side latency (bench/capacity_trace.ts); default true. */
   trace?: boolean;
+  /** Measure the bare echo of bench/capacity_floor.ts instead of the agent (no trace). */
+  floor?: boolean;
   /** Write a `--cpu-prof` profile of the (first) server child here. */
   cpuProfDir?: string;
   log?: (line: string) => void;
@@ -130,7 +132,8 @@ export async function measurePoint(o: PointOptions): Promise<CapacityPoint> {
     children.push(
       await spawnServer({
         configPath: o.configPath,
-        trace: o.trace !== false && o.workers === 1,
+        trace: o.trace !== false && o.workers === 1 && !o.floor,
+        floor: o.floor === true,
         traceWarmupFrames: o.warmupFrames ?? 50,
         threads: o.workers,
         ...(o.cpuProfDir ? { cpuProfDir: o.cpuProfDir } : {}),
@@ -186,7 +189,7 @@ export async function measurePoint(o: PointOptions): Promise<CapacityPoint> {
     await sampling;
     const cpu1 = await sampleAll(children);
     const self1 = selfSample();
-    const traces = o.trace === false || o.workers > 1
+    const traces = o.trace === false || o.workers > 1 || o.floor
       ? []
       : await Promise.all(children.map((c) => c.trace()));
     await closeCalls(calls);

@@ -13,6 +13,8 @@
  *   (a heap snapshot after forced GC, for bench/capacity_heap.ts), `exit`
  *   (exit 0, which also writes a `--cpu-prof` profile);
  * - `--trace`: the server-side latency split of bench/capacity_trace.ts, read with `trace`;
+ * - `--floor`: media sockets get the bare echo of bench/capacity_floor.ts (no pipeline), the
+ *   latency floor the agent's numbers are read against; `stats` counts its open sockets;
  * - a live-timer count: `setTimeout` / `setInterval` are wrapped before the server is loaded
  *   and, until `untrack`, every timer is counted from creation until it fires or is cleared.
  *
@@ -72,6 +74,7 @@ const { values } = parseArgs({
     trace: { type: "boolean", default: false },
     "trace-warmup": { type: "string", default: "50" },
     threads: { type: "string", default: "1" },
+    floor: { type: "boolean", default: false },
   },
 });
 if (values.config === undefined) {
@@ -85,6 +88,8 @@ const { createAgentServer } = await import("../server/app.ts");
 const { consoleLogger } = await import("../core/log.ts");
 const { installTrace, takeTrace } = await import("./capacity_trace.ts");
 const { summarizeMs } = await import("./capacity_stats.ts");
+const { floorHandler } = await import("./capacity_floor.ts");
+const floor = values.floor ? { active: 0 } : undefined;
 if (values.trace) installTrace(Number(values["trace-warmup"]));
 
 const loaded = await loadConfig(values.config);
@@ -120,7 +125,7 @@ const server = app === undefined ? undefined : Deno.serve({
   port: Number(values.port),
   reusePort: values["reuse-port"],
   onListen: ready.resolve,
-}, app.handler);
+}, floor === undefined ? app.handler : floorHandler(app.handler, floor));
 const port = pool?.port ?? (await ready.promise).port;
 console.log(
   `Flowcat capacity server on http://127.0.0.1:${port}/ (pid ${Deno.pid}, ${threads} thread(s))`,
@@ -148,7 +153,7 @@ async function answer(cmd: string): Promise<boolean> {
         rss: m.rss,
         external: m.external + sum((s) => s.external),
         liveTimers: live.size,
-        activeCalls: app?.calls.active ?? sum((s) => s.activeCalls),
+        activeCalls: floor?.active ?? app?.calls.active ?? sum((s) => s.activeCalls),
         gc: typeof (globalThis as { gc?: unknown }).gc === "function",
       },
     }));

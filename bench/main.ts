@@ -62,6 +62,7 @@ if (want("capacity")) {
   console.error("bench: capacity (concurrent Twilio calls through a server child; minutes)...");
   const capacity = await runCapacityBench({
     ...(quick ? { calls: [10, 100], durationS: 3, up: false } : {}),
+    floor: true,
     command: `deno task bench ${Deno.args.join(" ")}`.trim(),
   });
   const paths = await writeCapacityResults(capacity);

@@ -1,7 +1,8 @@
 /**
  * The capacity benchmark, smallest run: 3 calls for about a second against a real server
  * child (spawned with `deno`), through the answer webhook and Twilio-framed media sockets.
- * Checks the result's shape and that every frame sent came back as exactly one echo.
+ * Checks the result's shape and that every frame sent came back as exactly one echo, from the
+ * agent and from the bare-echo floor.
  */
 import assert from "node:assert/strict";
 import { runCapacityBench } from "../bench/capacity.ts";
@@ -17,6 +18,7 @@ Deno.test("capacity bench: 3 calls echo every frame, result has the documented s
     warmupCalls: 0,
     scratchDir: ".tmp/capacity_test",
     command: "test",
+    floor: true,
     log: () => {},
   });
   assert.equal(r.points.length, 1);
@@ -44,4 +46,13 @@ Deno.test("capacity bench: 3 calls echo every frame, result has the documented s
   assert.equal(r.deno.deno, Deno.version.deno);
   assert.ok(r.machine.cpus >= 1);
   assert.match(capacitySvg(r.points, r.machine), /^<svg[^>]*>[\s\S]*<polyline[\s\S]*<\/svg>\n$/);
+  // The floor: the same 3 calls against the bare echo, which answers every frame too.
+  assert.equal(r.floor?.length, 1);
+  const f = r.floor![0];
+  assert.equal(f.calls, 3);
+  assert.equal(f.frames_lost, 0, "the bare echo answers every frame");
+  assert.equal(f.odd_size_messages, 0, "in the agent's message shape");
+  assert.equal(f.unsolicited_messages, 0);
+  assert.deepEqual(f.server_split, [], "no pipeline to split");
+  assert.match(capacitySvg(r.points, r.machine, r.floor), /bare echo \(floor\)/);
 });
