@@ -89,7 +89,8 @@ export const DEFAULT_CALLS: readonly number[] = [10, 100, 500, 1000, 2000];
 const METHOD: Record<string, string> = {
   server: "one bench/capacity_server.ts child process: createAgentServer + Deno.serve as " +
     "server/main.ts, or for workers > 1 that many worker threads on one port (server/workers.ts, " +
-    "as deno task start --workers N; then timers are not counted and there is no latency split); " +
+    "as deno task start --workers N; each worker counts its timers and splits its own latency, " +
+    "bench/capacity_worker_probe.ts); " +
     "echo model mode=frame tts=none, Twilio carrier, recording off, graph agent",
   calls: "each call: signed POST /telephony/answer/twilio, then the TwiML stream URL (token), " +
     "Twilio connected + start messages; audio: 20 ms mu-law media at 50/s, starts jittered " +

@@ -128,11 +128,11 @@ export async function measurePoint(o: PointOptions): Promise<CapacityPoint> {
   const children: ServerChild[] = [];
   try {
     // One process, as in production: with workers > 1 its threads share one port and the
-    // kernel spreads the calls (the split trace sees only the main thread, so it is off).
+    // kernel spreads the calls (each worker splits its own latency; the child joins them).
     children.push(
       await spawnServer({
         configPath: o.configPath,
-        trace: o.trace !== false && o.workers === 1 && !o.floor,
+        trace: o.trace !== false && !o.floor,
         floor: o.floor === true,
         traceWarmupFrames: o.warmupFrames ?? 50,
         threads: o.workers,
@@ -189,7 +189,7 @@ export async function measurePoint(o: PointOptions): Promise<CapacityPoint> {
     await sampling;
     const cpu1 = await sampleAll(children);
     const self1 = selfSample();
-    const traces = o.trace === false || o.workers > 1 || o.floor
+    const traces = o.trace === false || o.floor
       ? []
       : await Promise.all(children.map((c) => c.trace()));
     await closeCalls(calls);

@@ -5,8 +5,8 @@
  *
  * - `--reuse-port`: listen with SO_REUSEPORT, so several processes can share one port;
  * - `--threads N`: serve from N worker threads on one port (`server/workers.ts`, as
- *   `deno task start --workers N`); then `stats` sums the workers' heaps and active calls,
- *   timers are not counted and `trace` is empty;
+ *   `deno task start --workers N`); each worker imports bench/capacity_worker_probe.ts first,
+ *   so `stats` sums the workers' heaps, active calls and timers, and `trace` joins their splits;
  * - a stdin control channel, one command a line, answered with one JSON line on stdout:
  *   `stats` (forced GC when `--v8-flags=--expose-gc`, then heap, RSS, live timers and active
  *   calls), `sample` (CPU seconds and RSS, no GC), `untrack` (stop counting timers), `heap <file>`
@@ -15,8 +15,9 @@
  * - `--trace`: the server-side latency split of bench/capacity_trace.ts, read with `trace`;
  * - `--floor`: media sockets get the bare echo of bench/capacity_floor.ts (no pipeline), the
  *   latency floor the agent's numbers are read against; `stats` counts its open sockets;
- * - a live-timer count: `setTimeout` / `setInterval` are wrapped before the server is loaded
- *   and, until `untrack`, every timer is counted from creation until it fires or is cleared.
+ * - a live-timer count (bench/capacity_timers.ts): `setTimeout` / `setInterval` are wrapped
+ *   before the server is loaded and, until `untrack`, every timer is counted from creation until
+ *   it fires or is cleared.
  *
  * ```sh
  * deno run --allow-net=127.0.0.1 --allow-read=. --allow-env=TWILIO_AUTH_TOKEN \
@@ -28,42 +29,11 @@
 import process from "node:process";
 import { parseArgs } from "node:util";
 
-type TimerFn = (fn: (...a: unknown[]) => void, ms?: number, ...args: unknown[]) => number;
+import { countTimers } from "./capacity_timers.ts";
 
-/** Live timers, counted while tracking is on; wrapped before any server module loads. */
-const live = new Set<number>();
-let tracking = true;
-const g = globalThis as unknown as Record<string, unknown>;
-const realSetTimeout = g.setTimeout as TimerFn;
-const realSetInterval = g.setInterval as TimerFn;
-const realClearTimeout = g.clearTimeout as (id?: number) => void;
-const realClearInterval = g.clearInterval as (id?: number) => void;
-g.setTimeout = (fn: (...a: unknown[]) => void, ms?: number, ...args: unknown[]): number => {
-  if (!tracking) return realSetTimeout(fn, ms, ...args);
-  const id: number = realSetTimeout(
-    (...a: unknown[]) => {
-      live.delete(id);
-      fn(...a);
-    },
-    ms,
-    ...args,
-  );
-  live.add(id);
-  return id;
-};
-g.setInterval = (fn: (...a: unknown[]) => void, ms?: number, ...args: unknown[]): number => {
-  const id = realSetInterval(fn, ms, ...args);
-  if (tracking) live.add(id);
-  return id;
-};
-g.clearTimeout = (id?: number) => {
-  if (id !== undefined) live.delete(id);
-  realClearTimeout(id);
-};
-g.clearInterval = (id?: number) => {
-  if (id !== undefined) live.delete(id);
-  realClearInterval(id);
-};
+/** Live timers, counted until `untrack`; wrapped before any server module loads. */
+const timers = countTimers();
+const realSetTimeout = timers.realSetTimeout;
 
 const { values } = parseArgs({
   args: Deno.args,
@@ -112,6 +82,8 @@ const pool = threads > 1
     host: "127.0.0.1",
     port: Number(values.port),
     count: threads,
+    // Each worker counts its timers and, with --trace, splits its own latency.
+    instrument: new URL("./capacity_worker_probe.ts", import.meta.url).href,
   })
   : undefined;
 const app = pool ? undefined : await createAgentServer({
@@ -127,6 +99,7 @@ const server = app === undefined ? undefined : Deno.serve({
   onListen: ready.resolve,
 }, floor === undefined ? app.handler : floorHandler(app.handler, floor));
 const port = pool?.port ?? (await ready.promise).port;
+if (pool && values.trace) await pool.probe(`trace-on ${Number(values["trace-warmup"])}`);
 console.log(
   `Flowcat capacity server on http://127.0.0.1:${port}/ (pid ${Deno.pid}, ${threads} thread(s))`,
 );
@@ -141,6 +114,21 @@ function settleGc(): Promise<void> {
   })();
 }
 
+/** The workers' samples as one set (each worker's split is the same measurement). */
+function joinTraces(parts: unknown[]): { pipeline: Float64Array; pacing: Float64Array } {
+  const ts = parts as { pipeline: Float64Array; pacing: Float64Array }[];
+  const join = (k: "pipeline" | "pacing") => {
+    const out = new Float64Array(ts.reduce((a, t) => a + t[k].length, 0));
+    let at = 0;
+    for (const t of ts) {
+      out.set(t[k], at);
+      at += t[k].length;
+    }
+    return out;
+  };
+  return { pipeline: join("pipeline"), pacing: join("pacing") };
+}
+
 async function answer(cmd: string): Promise<boolean> {
   if (cmd === "stats") {
     await settleGc();
@@ -152,7 +140,8 @@ async function answer(cmd: string): Promise<boolean> {
         heapUsed: m.heapUsed + sum((s) => s.heapUsed),
         rss: m.rss,
         external: m.external + sum((s) => s.external),
-        liveTimers: live.size,
+        liveTimers: timers.live.size +
+          (pool ? (await pool.probe("timers")).reduce((a: number, n) => a + Number(n), 0) : 0),
         activeCalls: floor?.active ?? app?.calls.active ?? sum((s) => s.activeCalls),
         gc: typeof (globalThis as { gc?: unknown }).gc === "function",
       },
@@ -162,13 +151,13 @@ async function answer(cmd: string): Promise<boolean> {
     const sample = { cpuSeconds: (cpu.user + cpu.system) / 1e6, rssBytes: Deno.memoryUsage().rss };
     console.log(JSON.stringify({ sample }));
   } else if (cmd === "trace") {
-    const t = takeTrace();
+    const t = pool ? joinTraces(await pool.probe("trace")) : takeTrace();
     console.log(JSON.stringify({
       trace: { pipeline_ms: summarizeMs(t.pipeline), pacing_ms: summarizeMs(t.pacing) },
     }));
   } else if (cmd === "untrack") {
-    tracking = false;
-    live.clear();
+    timers.untrack();
+    await pool?.probe("untrack");
     console.log(JSON.stringify({ untracked: true }));
   } else if (cmd.startsWith("heap ")) {
     // A V8 heap snapshot for bench/capacity_heap.ts (needs --allow-write for the path).

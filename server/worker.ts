@@ -32,16 +32,20 @@ export type WorkerCommand =
     index: number;
     /** Number of workers. */
     count: number;
+    /** A module to import before the server is made (see WorkerPoolOptions.instrument). */
+    instrument?: string;
   }
   | { type: "drain" }
-  | { type: "stats" };
+  | { type: "stats" }
+  | { type: "probe"; arg: string };
 
 /** What a worker tells the main thread. */
 export type WorkerReport =
   | { type: "ready"; index: number }
   | { type: "error"; index: number; message: string; userError: boolean }
   | { type: "stopped"; index: number; drained: number }
-  | { type: "stats"; index: number; stats: WorkerStats };
+  | { type: "stats"; index: number; stats: WorkerStats }
+  | { type: "probe"; index: number; data: unknown };
 
 /** One worker's load and memory. */
 export interface WorkerStats {
@@ -70,8 +74,14 @@ const scope = self as unknown as {
 let stopping: (() => Promise<void>) | undefined;
 let workerIndex = 0;
 let statsOf: (() => WorkerStats) | undefined;
+/** The instrument module's `probe` (benchmarks), when one was given. */
+let probe: ((arg: string) => unknown) | undefined;
 
 async function start(cmd: Extract<WorkerCommand, { type: "start" }>): Promise<void> {
+  if (cmd.instrument !== undefined) {
+    const m = await import(cmd.instrument) as { probe?: (arg: string) => unknown };
+    probe = m.probe;
+  }
   const loaded = await loadConfig(cmd.configPath);
   if (!loaded.ok) throw new FlowcatError("config", `${cmd.configPath}: config no longer loads`);
   const config = loaded.config;
@@ -122,6 +132,8 @@ scope.onmessage = (e: MessageEvent<WorkerCommand>) => {
   } else if (cmd.type === "stats") {
     const stats = statsOf?.() ?? { activeCalls: 0, heapUsed: 0, external: 0 };
     scope.postMessage({ type: "stats", index: workerIndex, stats });
+  } else if (cmd.type === "probe") {
+    scope.postMessage({ type: "probe", index: workerIndex, data: probe?.(cmd.arg) });
   } else if (cmd.type === "drain") {
     void (stopping?.() ?? Promise.resolve()).finally(() => scope.close());
   }

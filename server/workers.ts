@@ -30,6 +30,12 @@ export interface WorkerPoolOptions {
   count: number;
   /** Public origin for answer documents. */
   publicUrl?: string;
+  /**
+   * For benchmarks and tests, not deployments: a module URL each worker imports before it makes
+   * its server (to wrap timers or methods, as bench/capacity_worker_probe.ts does); its exported
+   * `probe(arg)` answers {@link WorkerPool.probe}.
+   */
+  instrument?: string;
 }
 
 /** A running pool of server workers. */
@@ -40,6 +46,8 @@ export interface WorkerPool {
   count: number;
   /** Each worker's load and memory, in worker order. */
   stats(): Promise<WorkerStats[]>;
+  /** Ask each worker's instrument module `probe(arg)`; its answers in worker order. */
+  probe(arg: string): Promise<unknown[]>;
   /** Drain every worker's calls, stop listening, end the workers; resolves with calls drained. */
   drain(): Promise<number>;
 }
@@ -114,6 +122,7 @@ export async function startWorkers(opts: WorkerPoolOptions): Promise<WorkerPool>
       index,
       count: opts.count,
       ...(opts.publicUrl !== undefined ? { publicUrl: opts.publicUrl } : {}),
+      ...(opts.instrument !== undefined ? { instrument: opts.instrument } : {}),
     };
     w.postMessage(cmd);
   }
@@ -130,6 +139,11 @@ export async function startWorkers(opts: WorkerPoolOptions): Promise<WorkerPool>
       const replies = workers.map((_, i) => next(i, "stats"));
       for (const w of workers) w.postMessage({ type: "stats" } satisfies WorkerCommand);
       return (await Promise.all(replies)).map((r) => r.stats);
+    },
+    probe: async (arg: string) => {
+      const replies = workers.map((_, i) => next(i, "probe"));
+      for (const w of workers) w.postMessage({ type: "probe", arg } satisfies WorkerCommand);
+      return (await Promise.all(replies)).map((r) => r.data);
     },
     drain: async () => {
       const stopped = workers.map((_, i) => next(i, "stopped"));

@@ -19,9 +19,10 @@ Deno.test("capacity bench: 3 calls echo every frame, result has the documented s
     scratchDir: ".tmp/capacity_test",
     command: "test",
     floor: true,
+    workers: [1, 2],
     log: () => {},
   });
-  assert.equal(r.points.length, 1);
+  assert.equal(r.points.length, 2);
   const p = r.points[0];
   assert.equal(p.calls, 3);
   assert.equal(p.workers, 1);
@@ -42,7 +43,14 @@ Deno.test("capacity bench: 3 calls echo every frame, result has the documented s
   assert.ok(p.idle.timers_per_session >= 1, "a live call holds at least its limit timer");
   assert.equal(typeof p.idle.heap_bytes_per_session, "number");
   assert.equal(typeof p.healthy, "boolean");
-  assert.deepEqual(Object.keys(r.saturated_at), ["1"]);
+  assert.deepEqual(Object.keys(r.saturated_at), ["1", "2"]);
+  // Two worker threads in the one server process: every frame echoed, and each worker's timers
+  // and latency split counted (bench/capacity_worker_probe.ts).
+  const w2 = r.points[1];
+  assert.equal(w2.workers, 2);
+  assert.equal(w2.frames_lost, 0);
+  assert.ok(w2.server_split[0]?.pipeline_ms.samples > 0, "the workers' split is joined");
+  assert.ok(w2.idle.timers_per_session >= 1, "the workers' timers are counted");
   assert.equal(r.deno.deno, Deno.version.deno);
   assert.ok(r.machine.cpus >= 1);
   assert.match(capacitySvg(r.points, r.machine), /^<svg[^>]*>[\s\S]*<polyline[\s\S]*<\/svg>\n$/);
