@@ -206,13 +206,18 @@ export class TransportOutput extends FrameProcessor {
   #enqueue(audio: AudioFrame): void {
     const n = Math.round((audio.sampleRate * this.#chunkMs) / 1000);
     const pcm = audio.pcm;
-    // Chunks are views into the incoming PCM: no copy.
-    for (let i = 0; i < pcm.length; i += n) {
-      this.#queue.push({
-        pcm: pcm.subarray(i, Math.min(pcm.length, i + n)),
-        sampleRate: audio.sampleRate,
-        numChannels: 1,
-      });
+    // A frame of one chunk or less is its own chunk; longer ones are cut into views of their PCM
+    // (no copy).
+    if (pcm.length <= n) {
+      this.#queue.push(audio);
+    } else {
+      for (let i = 0; i < pcm.length; i += n) {
+        this.#queue.push({
+          pcm: pcm.subarray(i, Math.min(pcm.length, i + n)),
+          sampleRate: audio.sampleRate,
+          numChannels: 1,
+        });
+      }
     }
     const now = performance.now();
     if (!this.#playing) {
