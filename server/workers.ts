@@ -75,13 +75,22 @@ function freePort(host: string): number {
 }
 
 /**
+ * The worker module beside this one: `worker.ts` from source, `worker.js` when this code runs
+ * bundled (the offline bundle of tools/dist.ts puts the server in lib/server.js and the worker,
+ * bundled on its own, in lib/worker.js).
+ */
+export function workerModuleUrl(self: string): string {
+  return new URL(self.endsWith(".js") ? "./worker.js" : "./worker.ts", self).href;
+}
+
+/**
  * Start `count` workers on one port. Rejects (after ending the workers) when any of them fails
  * to start; a user mistake in the config is a `config` error.
  */
 export async function startWorkers(opts: WorkerPoolOptions): Promise<WorkerPool> {
   const port = opts.port === 0 ? freePort(opts.host) : opts.port;
   const secret = crypto.getRandomValues(new Uint8Array(32));
-  const url = new URL("./worker.ts", import.meta.url).href;
+  const url = workerModuleUrl(import.meta.url);
   const workers: Worker[] = [];
   const started: Promise<void>[] = [];
   /** Waiters for each worker's next report of a type. */

@@ -152,6 +152,8 @@ Deno.test("dist: launcher grants only the bundle's own files and local addresses
   }
   assert.deepEqual(launcherGrants(script, "demo").net, ["127.0.0.1", "localhost"]);
   assert.doesNotMatch(script, /--allow-all|\s-A\s/);
+  assert.ok(server.read.includes("$ROOT/lib/worker.js"), "the worker bundle, for --workers");
+  assert.ok((await Deno.stat(join(buildDir, "lib/worker.js"))).isFile);
 });
 
 Deno.test("dist: copied elsewhere, runs the demo and a server call with no network", async () => {
@@ -170,7 +172,8 @@ Deno.test("dist: copied elsewhere, runs the demo and a server call with no netwo
       "ip link set lo up",
       `cd ${run}`,
       "flowcat/bin/flowcat demo pipeline; echo demo-exit=$?",
-      `TWILIO_AUTH_TOKEN=${SECRET} flowcat/bin/flowcat server > server.log 2>&1 & pid=$!`,
+      // Two workers: the call runs in a worker thread, loaded from the bundle's lib/worker.js.
+      `TWILIO_AUTH_TOKEN=${SECRET} flowcat/bin/flowcat server --workers 2 > server.log 2>&1 & pid=$!`,
       `flowcat/lib/deno run --no-config --allow-net=127.0.0.1:${PORT} probe.js`,
       "kill -TERM $pid; wait $pid; echo server-exit=$?",
       "cat server.log",
@@ -200,7 +203,10 @@ Deno.test("dist: copied elsewhere, runs the demo and a server call with no netwo
     assert.equal(p.answer, 200, text);
     // The greeting is spoken by eSpeak: its wasm was found next to the bundled server.
     assert.ok(p.media >= GREETING_FRAMES, `greeting frames: ${p.media}\n${text}`);
-    assert.match(text, /Flowcat agent server on http:\/\/127\.0\.0\.1:6210\/ \(model: echo\)/);
+    assert.match(
+      text,
+      /Flowcat agent server on http:\/\/127\.0\.0\.1:6210\/ \(model: echo; 2 workers on one port\)/,
+    );
     assert.match(text, /^server-exit=0$/m, text);
     assert.doesNotMatch(text, /NotCapable|PermissionDenied|\n\s+at /, text);
   } finally {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { MemorySessionSource } from "../server/session_store.ts";
-import { parseWorkerCount } from "../server/workers.ts";
+import { parseWorkerCount, workerModuleUrl } from "../server/workers.ts";
 import { signCallToken } from "../telephony/security.ts";
 import { BENCH_TWILIO_TOKEN, writeBenchConfig } from "../bench/capacity_child.ts";
 import { closeCalls, openCalls, runAudio } from "../bench/capacity_load.ts";
@@ -135,4 +135,12 @@ Deno.test({
       assert.match(text, /stopped/);
     }
   },
+});
+
+Deno.test("workers: the worker module is worker.ts from source, worker.js beside a bundle", () => {
+  assert.equal(workerModuleUrl("file:///app/server/workers.ts"), "file:///app/server/worker.ts");
+  assert.equal(
+    workerModuleUrl("file:///opt/flowcat/lib/server.js"),
+    "file:///opt/flowcat/lib/worker.js",
+  );
 });

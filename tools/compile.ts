@@ -65,7 +65,9 @@ export function compileEntries(config: AgentServerConfig, configPath: string): E
 
 /** Files embedded beside the module graph, per program. */
 export function compileIncludes(entry: EntryPoint, config: AgentServerConfig): string[] {
-  return entry.name === "server" && config.playground.enabled ? [PLAYGROUND_DIR] : [];
+  if (entry.name !== "server") return [];
+  // A Worker's module is not in the static graph: `--workers N` needs it embedded by hand.
+  return config.playground.enabled ? [PLAYGROUND_DIR, "server/worker.ts"] : ["server/worker.ts"];
 }
 
 /** Inputs of {@link compileArgv} besides the program. */

@@ -36,6 +36,11 @@ import { ToolInputError } from "./tool_error.ts";
 import { bundleFile, launcherScript, ROOT } from "./launcher.ts";
 import { distReadme } from "./dist_readme.ts";
 
+/** The worker module of `--workers` and where its own bundle goes (see workerModuleUrl). */
+export const WORKER_MODULE = "server/worker.ts";
+/** Path of the worker's bundle inside the dist directory. */
+export const WORKER_BUNDLE = "lib/worker.js";
+
 /** Where the shipped copies of project files go inside the bundle. */
 export const SHIPPED: Readonly<Record<string, string>> = Object.freeze({
   [PLAYGROUND_DIR]: "lib/playground",
@@ -67,7 +72,14 @@ export function distEntries(
   out: string,
 ): EntryPoint[] {
   const map = distPathMap(out);
-  return [serverEntry(config, configCopy, map), demoEntry(), brainEntry(map, brainGraphCopy)];
+  const server = serverEntry(config, configCopy, map);
+  // `--workers N` loads the worker's own bundle from beside the server's.
+  const worker = `${ROOT}/${WORKER_BUNDLE}`;
+  const reads = server.flags.findIndex((f) => f.startsWith("--allow-read="));
+  const flags = reads < 0
+    ? [...server.flags, `--allow-read=${worker}`]
+    : server.flags.map((f, i) => i === reads ? `${f},${worker}` : f);
+  return [{ ...server, flags }, demoEntry(), brainEntry(map, brainGraphCopy)];
 }
 
 /** Project files the bundle needs beside the scripts, for this config. */
@@ -186,11 +198,15 @@ export async function main(args: string[]): Promise<number> {
 
   for (const [i, e] of entries.entries()) {
     step(2 + i, `bundle ${e.module} -> ${out}/${bundleFile(e.name)}`);
-    const r = await runDeno(["bundle", `--output=${join(out, bundleFile(e.name))}`, e.module]);
-    if (r.code !== 0) {
-      console.error(r.stderr.trim());
-      console.error(`dist: deno bundle failed for ${e.module} (exit ${r.code})`);
-      return 1;
+    const bundles: [string, string][] = [[e.module, bundleFile(e.name)]];
+    if (e.name === "server") bundles.push([WORKER_MODULE, WORKER_BUNDLE]);
+    for (const [module, file] of bundles) {
+      const r = await runDeno(["bundle", `--output=${join(out, file)}`, module]);
+      if (r.code !== 0) {
+        console.error(r.stderr.trim());
+        console.error(`dist: deno bundle failed for ${module} (exit ${r.code})`);
+        return 1;
+      }
     }
   }
 
@@ -225,6 +241,7 @@ export async function main(args: string[]): Promise<number> {
     const p of [
       "lib/deno",
       ...entries.map((e) => bundleFile(e.name)),
+      WORKER_BUNDLE,
       ...files.map((f) => SHIPPED[f]),
     ]
   ) {

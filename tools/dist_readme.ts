@@ -33,7 +33,7 @@ Keys come from the environment (<PROVIDER>_API_KEY), as with deno task start.
 Layout:
   bin/flowcat        launcher (POSIX sh)
   lib/deno           Deno runtime
-  lib/*.js           bundled programs
+  lib/*.js           bundled programs (worker.js: the server's --workers threads)
   lib/espeak-ng.wasm eSpeak NG engine (echo agent greeting, espeak TTS)
   lib/playground/    browser playground page
   config/            agent config, its graph, the brain's graph
