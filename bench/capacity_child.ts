@@ -6,6 +6,7 @@
  * @module
  */
 
+import { fileURLToPath } from "node:url";
 import process from "node:process";
 import type { LatencySummary } from "./capacity_stats.ts";
 
@@ -118,10 +119,26 @@ export async function writeBenchConfig(dir: string, maxCalls: number): Promise<s
   return path;
 }
 
+/**
+ * True when this code runs from the offline bench pack (tools/bench_pack.ts: `deno bundle`
+ * output, `.js`), where the server child is `capacity_server.js` beside it and there is no
+ * project config, lock file or npm to consult.
+ */
+const BUNDLED = import.meta.url.endsWith(".js");
+
+/** The server child's script: the source from the project root, or the pack's bundle. */
+function serverScript(): string {
+  return BUNDLED
+    ? fileURLToPath(new URL("./capacity_server.js", import.meta.url))
+    : "bench/capacity_server.ts";
+}
+
 /** Spawn a server child and wait until it listens. */
 export async function spawnServer(opts: SpawnOptions): Promise<ServerChild> {
   const args = [
     "run",
+    // No deno.json in the pack: its `unstable: ["net"]` (SO_REUSEPORT) becomes a flag.
+    ...(BUNDLED ? ["--no-config", "--no-lock", "--no-remote", "--no-npm", "--unstable-net"] : []),
     "--v8-flags=--expose-gc",
     "--allow-net=127.0.0.1",
     "--allow-read=.",
@@ -129,7 +146,7 @@ export async function spawnServer(opts: SpawnOptions): Promise<ServerChild> {
     "--allow-env=TWILIO_AUTH_TOKEN",
     "--ignore-env", // npm `debug` (via werift) lists the environment at import
     ...(opts.cpuProfDir ? ["--cpu-prof", `--cpu-prof-dir=${opts.cpuProfDir}`] : []),
-    "bench/capacity_server.ts",
+    serverScript(),
     "--config",
     opts.configPath,
     "--port",

@@ -83,7 +83,12 @@ const pool = threads > 1
     port: Number(values.port),
     count: threads,
     // Each worker counts its timers and, with --trace, splits its own latency.
-    instrument: new URL("./capacity_worker_probe.ts", import.meta.url).href,
+    // Bundled in the offline bench pack, the probe is inside the worker's own bundle
+    // (bench/capacity_worker_entry.ts), so that it patches the classes the worker runs.
+    instrument: new URL(
+      import.meta.url.endsWith(".js") ? "./worker.js" : "./capacity_worker_probe.ts",
+      import.meta.url,
+    ).href,
   })
   : undefined;
 const app = pool ? undefined : await createAgentServer({
