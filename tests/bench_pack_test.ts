@@ -7,18 +7,11 @@
 import assert from "node:assert/strict";
 import { runDeno } from "../tools/deno_child.ts";
 import { packRunScript } from "../tools/bench_pack.ts";
+import { hasUnshare, runOffline } from "./_offline.ts";
 
 /** The flags `deno task bench:pack` runs the tool with (deno.json). */
 const TASK_FLAGS = ["--allow-read=.", "--allow-write=.tmp", "--allow-run=deno,xz", "--ignore-env"];
 const OUT = ".tmp/bench_pack_test";
-
-async function hasUnshare(): Promise<boolean> {
-  try {
-    return (await new Deno.Command("unshare", { args: ["-n", "true"] }).output()).code === 0;
-  } catch {
-    return false;
-  }
-}
 
 Deno.test("bench pack: run.sh runs the bench on the pack's own Deno with scoped flags only", () => {
   const s = packRunScript();
@@ -48,18 +41,11 @@ Deno.test({
       return;
     }
     try {
-      const script = [
-        "ip link set lo up",
+      const { code, text } = await runOffline([
         `DENO_DIR=${Deno.cwd()}/${OUT}/empty_deno_dir ${OUT}/run.sh --calls 3 --duration 2 ` +
         "--workers 2 --no-up --no-write",
-      ].join("\n");
-      const out = await new Deno.Command("unshare", {
-        args: ["-n", "sh", "-c", script],
-        stdout: "piped",
-        stderr: "piped",
-      }).output();
-      const text = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
-      assert.equal(out.code, 0, text);
+      ]);
+      assert.equal(code, 0, text);
       const line = text.split("\n").find((l) => l.startsWith('[{"calls"'));
       assert.ok(line, text);
       const [p] = JSON.parse(line) as { calls: number; workers: number; frames_lost: number }[];

@@ -17,6 +17,7 @@ import {
 import { runDeno, statOutside } from "../tools/deno_child.ts";
 import { denortArchive, denortFailure } from "../tools/denort.ts";
 import { providerModules } from "../tools/provider_modules.ts";
+import { hasUnshare } from "./_offline.ts";
 
 /** The flags `deno task compile` runs the tool with (deno.json). */
 const TASK_FLAGS = [
@@ -182,15 +183,6 @@ async function denortCached(): Promise<boolean> {
   const denoDir = (JSON.parse(info.stdout) as { denoDir: string }).denoDir;
   const zip = `${denoDir}/dl/release/v${Deno.version.deno}/${denortArchive().name}`;
   return (await statOutside(zip)).exists;
-}
-
-async function hasUnshare(): Promise<boolean> {
-  try {
-    const r = await new Deno.Command("unshare", { args: ["-n", "true"] }).output();
-    return r.code === 0;
-  } catch {
-    return false;
-  }
 }
 
 Deno.test("compile: with dl.deno.land unreachable and no cached denort, exit 2 naming DENORT_BIN", async () => {

@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { runDeno } from "../tools/deno_child.ts";
+import { hasUnshare, runOffline } from "./_offline.ts";
 
 /** The flags `deno task dist` runs the tool with (deno.json). */
 const TASK_FLAGS = [
@@ -70,14 +71,6 @@ function launcherGrants(script: string, program: string): { net: string[]; read:
     return m === null ? [] : m[1].split(",");
   };
   return { net: list("--allow-net"), read: list("--allow-read") };
-}
-
-async function hasUnshare(): Promise<boolean> {
-  try {
-    return (await new Deno.Command("unshare", { args: ["-n", "true"] }).output()).code === 0;
-  } catch {
-    return false;
-  }
 }
 
 /**
@@ -168,8 +161,7 @@ Deno.test("dist: copied elsewhere, runs the demo and a server call with no netwo
     const root = join(run, "flowcat");
     await copyTree(buildDir, root);
     await Deno.writeTextFile(join(run, "probe.js"), PROBE);
-    const script = [
-      "ip link set lo up",
+    const { text } = await runOffline([
       `cd ${run}`,
       "flowcat/bin/flowcat demo pipeline; echo demo-exit=$?",
       // Two workers: the call runs in a worker thread, loaded from the bundle's lib/worker.js.
@@ -177,13 +169,7 @@ Deno.test("dist: copied elsewhere, runs the demo and a server call with no netwo
       `flowcat/lib/deno run --no-config --allow-net=127.0.0.1:${PORT} probe.js`,
       "kill -TERM $pid; wait $pid; echo server-exit=$?",
       "cat server.log",
-    ].join("\n");
-    const out = await new Deno.Command("unshare", {
-      args: ["-n", "sh", "-c", script],
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    const text = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
+    ]);
     assert.match(text, /^result:\s+OK$/m, text);
     assert.match(text, /^demo-exit=0$/m, text);
     const probe = /^PROBE (.*)$/m.exec(text);

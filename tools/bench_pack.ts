@@ -19,7 +19,7 @@ import { parseArgs } from "node:util";
 import { join } from "node:path";
 import { errorMessage } from "../core/errors.ts";
 import { runDeno } from "./deno_child.ts";
-import { ToolInputError } from "./tool_error.ts";
+import { runToolMain, ToolInputError } from "./tool_error.ts";
 
 /** What is bundled, and the file it becomes inside the pack. */
 export const PACK_BUNDLES: readonly (readonly [string, string])[] = [
@@ -48,13 +48,18 @@ exec ./deno run --no-config --no-lock --no-remote --no-npm --v8-flags=--expose-g
 
 /** Build the pack in `out`; resolves with the exit code. */
 export async function main(args: string[]): Promise<number> {
-  const { values } = parseArgs({
-    args,
-    options: {
-      out: { type: "string", default: ".tmp/bench_pack" },
-      help: { type: "boolean", short: "h", default: false },
-    },
-  });
+  let values: { out: string; help: boolean };
+  try {
+    values = parseArgs({
+      args,
+      options: {
+        out: { type: "string", default: ".tmp/bench_pack" },
+        help: { type: "boolean", short: "h", default: false },
+      },
+    }).values;
+  } catch (err) {
+    throw new ToolInputError(`${errorMessage(err)} (see --help)`);
+  }
   if (values.help) {
     console.log("Usage: deno task bench:pack [--out <dir>]   (default .tmp/bench_pack)");
     return 0;
@@ -100,12 +105,5 @@ export async function main(args: string[]): Promise<number> {
 }
 
 if (import.meta.main) {
-  let code: number;
-  try {
-    code = await main(Deno.args);
-  } catch (err) {
-    console.error(`bench:pack: ${errorMessage(err)}`);
-    code = err instanceof ToolInputError ? 2 : 1;
-  }
-  Deno.exit(code);
+  await runToolMain("bench:pack", main, "--out must be under .tmp/");
 }

@@ -34,7 +34,7 @@ import {
   type PathMap,
   serverEntry,
 } from "./entry_points.ts";
-import { ToolInputError } from "./tool_error.ts";
+import { runToolMain, ToolInputError } from "./tool_error.ts";
 import { providerModules } from "./provider_modules.ts";
 
 /** Where the executables go when `--out` is not given. */
@@ -272,16 +272,5 @@ export async function main(args: string[]): Promise<number> {
 }
 
 if (import.meta.main) {
-  let code: number;
-  try {
-    code = await main(Deno.args);
-  } catch (err) {
-    if (err instanceof ToolInputError) {
-      console.error(err.message.startsWith("compile:") ? err.message : `compile: ${err.message}`);
-    } else if (err instanceof Deno.errors.NotCapable) {
-      console.error(`compile: ${err.message} (--out must be under dist/ or .tmp/)`);
-    } else throw err;
-    code = 2;
-  }
-  Deno.exit(code);
+  await runToolMain("compile", main, "--out must be under dist/ or .tmp/");
 }

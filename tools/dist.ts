@@ -32,7 +32,7 @@ import {
   type PathMap,
   serverEntry,
 } from "./entry_points.ts";
-import { ToolInputError } from "./tool_error.ts";
+import { runToolMain, ToolInputError } from "./tool_error.ts";
 import { bundleFile, launcherScript, ROOT } from "./launcher.ts";
 import { distReadme } from "./dist_readme.ts";
 
@@ -253,15 +253,5 @@ export async function main(args: string[]): Promise<number> {
 }
 
 if (import.meta.main) {
-  let code: number;
-  try {
-    code = await main(Deno.args);
-  } catch (err) {
-    if (err instanceof ToolInputError) console.error(`dist: ${err.message}`);
-    else if (err instanceof Deno.errors.NotCapable) {
-      console.error(`dist: ${err.message} (--out must be under dist/ or .tmp/)`);
-    } else throw err;
-    code = 2;
-  }
-  Deno.exit(code);
+  await runToolMain("dist", main, "--out must be under dist/ or .tmp/");
 }
