@@ -199,19 +199,18 @@ export async function runCapacityBench(opts: CapacityOptions = {}): Promise<Capa
     }
     result.saturated_at[String(workers)] = saturated;
   }
+  // The one-thread loads carried without losing a frame: the floor's points and the profile's.
+  const carried = result.points.filter((p) => p.workers === 1 && p.frames_lost === 0);
   if (opts.floor) {
     result.floor = [];
-    const carriedCalls = result.points.filter((p) => p.workers === 1 && p.frames_lost === 0)
-      .map((p) => p.calls);
-    for (const n of carriedCalls) {
+    for (const { calls: n } of carried) {
       log(`capacity: floor (bare echo, no pipeline), ${n} calls, ${durationS} s...`);
       const p = await measurePoint({ ...common, calls: n, workers: 1, floor: true });
       result.floor.push(p);
       log(describe(p));
     }
   }
-  // "auto": the largest single-process load still carried without losing a frame.
-  const carried = result.points.filter((p) => p.workers === 1 && p.frames_lost === 0);
+  // "auto": the largest of them.
   const profileCalls = opts.profileCalls === "auto"
     ? Math.max(0, ...carried.map((p) => p.calls))
     : opts.profileCalls;

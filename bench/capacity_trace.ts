@@ -58,6 +58,14 @@ function legOf(t: object): Leg {
   return leg;
 }
 
+/** Note when an audio message of leg `t` leaves for the pipeline. */
+function stampArrival(t: object, m: MediaIn | undefined): void {
+  if (m !== undefined && m.type === "audio") {
+    const leg = legOf(t);
+    leg.recvTimes[leg.recvN++ % RING] = performance.now();
+  }
+}
+
 /** Wrap the three methods (not idempotent: call once per process). */
 export function installTrace(warmup = 50): void {
   warmupFrames = warmup;
@@ -65,20 +73,14 @@ export function installTrace(warmup = 50): void {
   const recv = ws.recv;
   ws.recv = function (this: WsMediaTransport): Promise<MediaIn | undefined> {
     return recv.call(this).then((m) => {
-      if (m !== undefined && m.type === "audio") {
-        const leg = legOf(this);
-        leg.recvTimes[leg.recvN++ % RING] = performance.now();
-      }
+      stampArrival(this, m);
       return m;
     });
   };
   const listen = ws.listen;
   ws.listen = function (this: WsMediaTransport, deliver: (m: MediaIn | undefined) => void): void {
     listen.call(this, (m) => {
-      if (m !== undefined && m.type === "audio") {
-        const leg = legOf(this);
-        leg.recvTimes[leg.recvN++ % RING] = performance.now();
-      }
+      stampArrival(this, m);
       deliver(m);
     });
   };

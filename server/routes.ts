@@ -225,9 +225,7 @@ async function mediaSocket(
   });
   // A function of its own, so the call (which lives for minutes) holds on to what it needs and
   // not to the upgrade request, its headers and the route context.
-  runMediaCall(ctx, transport, runId, queryToken, carrier).catch((err) =>
-    ctx.logger.warn("carrier call ended early", { err: errorMessage(err) })
-  );
+  runMediaCall(ctx, transport, runId, queryToken, carrier).catch((err) => endedEarly(ctx, err));
   return response;
 }
 
@@ -250,9 +248,11 @@ async function runMediaCall(
     return;
   }
   // Not awaited: this function's frame would stay suspended for the whole call.
-  ctx.calls.run(transport, run).catch((err) =>
-    ctx.logger.warn("carrier call ended early", { err: errorMessage(err) })
-  );
+  ctx.calls.run(transport, run).catch((err) => endedEarly(ctx, err));
+}
+
+function endedEarly(ctx: ServerContext, err: unknown): void {
+  ctx.logger.warn("carrier call ended early", { err: errorMessage(err) });
 }
 
 // ---------------------------------------------------------------- outbound

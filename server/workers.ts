@@ -141,19 +141,17 @@ export async function startWorkers(opts: WorkerPoolOptions): Promise<WorkerPool>
     for (const w of workers) w.terminate();
     throw err;
   }
+  /** Send `cmd` to every worker; their replies of the same type, in worker order. */
+  const ask = <T extends "stats" | "probe">(cmd: WorkerCommand & { type: T }) => {
+    const replies = workers.map((_, i) => next(i, cmd.type));
+    for (const w of workers) w.postMessage(cmd);
+    return Promise.all(replies);
+  };
   return {
     port,
     count: opts.count,
-    stats: async () => {
-      const replies = workers.map((_, i) => next(i, "stats"));
-      for (const w of workers) w.postMessage({ type: "stats" } satisfies WorkerCommand);
-      return (await Promise.all(replies)).map((r) => r.stats);
-    },
-    probe: async (arg: string) => {
-      const replies = workers.map((_, i) => next(i, "probe"));
-      for (const w of workers) w.postMessage({ type: "probe", arg } satisfies WorkerCommand);
-      return (await Promise.all(replies)).map((r) => r.data);
-    },
+    stats: async () => (await ask({ type: "stats" })).map((r) => r.stats),
+    probe: async (arg: string) => (await ask({ type: "probe", arg })).map((r) => r.data),
     drain: async () => {
       const stopped = workers.map((_, i) => next(i, "stopped"));
       for (const w of workers) w.postMessage({ type: "drain" } satisfies WorkerCommand);

@@ -306,8 +306,6 @@ export class WsMediaTransport implements MediaTransport {
   #sendAudio(audio: AudioChunk): Promise<void> {
     const rate = this.#ser.carrierRate();
     const chunk = this.#ser.chunkSamples?.() ?? 0;
-    // Whether `n` samples go out as one message now (else they are gathered into chunks).
-    const whole = (n: number) => chunk <= 0 || (this.#pendingLen === 0 && n === chunk);
     let pcm = audio.pcm;
     if (audio.sampleRate !== rate) {
       if (
@@ -322,7 +320,7 @@ export class WsMediaTransport implements MediaTransport {
       // buffer; a binary one may hand a view of them to the socket, which keeps it, and samples
       // gathered across awaits (chunked carriers) must not be overwritten meanwhile.
       const n = this.#down.outputLength(pcm.length);
-      if (this.#textOut === true && whole(n)) {
+      if (this.#textOut === true && this.#whole(n, chunk)) {
         if (this.#scratch === undefined || this.#scratch.length < n) {
           this.#scratch = new Int16Array(n);
         }
@@ -330,12 +328,17 @@ export class WsMediaTransport implements MediaTransport {
       } else pcm = this.#down.process(pcm);
       if (pcm.length === 0) return RESOLVED;
     }
-    if (whole(pcm.length)) {
+    if (this.#whole(pcm.length, chunk)) {
       const msg = this.#ser.encodeAudio({ pcm, sampleRate: rate, numChannels: 1 });
       this.#textOut ??= typeof msg === "string";
       return this.#send(msg);
     }
     return this.#sendChunks(pcm, rate, chunk);
+  }
+
+  /** Whether `n` samples go out as one message now (else they are gathered into chunks). */
+  #whole(n: number, chunk: number): boolean {
+    return chunk <= 0 || (this.#pendingLen === 0 && n === chunk);
   }
 
   /** The carrier wants fixed-size messages: gather samples and send whole chunks only. */

@@ -199,26 +199,16 @@ export class RealtimeProcessor extends FrameProcessor {
     );
   }
 
+  /** Pull mode: read events into {@link #deliver} until the model side has ended. */
   async #readEvents(link: Link): Promise<void> {
-    let reason = "model closed";
     try {
-      for (;;) {
-        const ev = await this.#llm.nextEvent();
-        if (ev === undefined) break;
-        if (ev.type === "closed") {
-          if (ev.reason) reason = `model closed: ${ev.reason}`;
-          break;
-        }
-        this.#onEvent(ev, link);
-      }
+      while (!this.#ended) this.#deliver(await this.#llm.nextEvent(), link);
     } catch (err) {
-      reason = `model failed: ${errorMessage(err)}`;
-      link.pushError(reason);
+      this.#fail(err, link);
     }
-    this.#end(reason, link);
   }
 
-  /** One event in push mode; the first `closed` (or `undefined`) ends the call's model side. */
+  /** One event (either mode); the first `closed` (or `undefined`) ends the call's model side. */
   #deliver(ev: RealtimeEvent | undefined, link: Link): void {
     if (this.#ended) return;
     if (ev === undefined || ev.type === "closed") {
@@ -227,10 +217,14 @@ export class RealtimeProcessor extends FrameProcessor {
     try {
       this.#onEvent(ev, link);
     } catch (err) {
-      const reason = `model failed: ${errorMessage(err)}`;
-      link.pushError(reason);
-      this.#end(reason, link);
+      this.#fail(err, link);
     }
+  }
+
+  #fail(err: unknown, link: Link): void {
+    const reason = `model failed: ${errorMessage(err)}`;
+    link.pushError(reason);
+    this.#end(reason, link);
   }
 
   #end(reason: string, link: Link): void {
