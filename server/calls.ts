@@ -32,6 +32,12 @@ export interface CallWatcher {
   onTranscript?(line: TranscriptLine): void;
   /** The call ended; `report` is its finalize report. */
   onFinalized?(report: Finalize): void;
+  /**
+   * The call could not start (brain unavailable) or a fatal error ended it (say, the model
+   * could not connect); `reason` is one line for the caller's screen. Called before the leg is
+   * closed.
+   */
+  onFailed?(reason: string): void;
 }
 
 /** Options of {@link CallManager.create}. */
@@ -108,6 +114,7 @@ export class CallManager {
         runId: run.runId,
         err: errorMessage(err),
       });
+      watch.onFailed?.(`The agent's brain is unavailable: ${errorMessage(err)}`);
       await transport.close?.();
       return undefined;
     }
@@ -142,6 +149,14 @@ export class CallManager {
       logger: this.#log,
       taskParams: { idleTimeoutMs: 120_000 },
     });
+    const onFailed = watch.onFailed;
+    if (onFailed !== undefined) {
+      // The fatal error frame comes before the task cancels and the leg closes, so the
+      // reason still reaches the caller's screen.
+      task.onError((message, fatal) => {
+        if (fatal) onFailed(`The call failed: ${message}`);
+      });
+    }
     const limit = setTimeout(
       () => task.cancel("call too long"),
       this.#cfg.limits.maxCallSeconds * 1000,

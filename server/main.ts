@@ -19,7 +19,8 @@ import { consoleLogger, isLogLevel, type Logger } from "../core/log.ts";
 import { createAgentServer } from "./app.ts";
 import { checkEnv, formatConfigProblems, loadConfig } from "./config.ts";
 import type { AgentServerConfig } from "./config.ts";
-import { permissionCommand } from "./permissions.ts";
+import { permissionCommand, type PermissionOptions } from "./permissions.ts";
+import { hostInterfaces, webrtcPeerHosts } from "./webrtc_peers.ts";
 import { parseWorkerCount, startWorkers } from "./workers.ts";
 
 /** Config used when `--config` is not given. */
@@ -29,7 +30,8 @@ export const DEFAULT_CONFIG = "examples/agent.yaml";
 export const ESPEAK_WASM =
   "node_modules/.deno/espeak-ng@1.0.2/node_modules/espeak-ng/dist/espeak-ng.wasm";
 
-const HELP = `Flowcat agent server
+/** What `--help` prints. */
+export const HELP = `Flowcat agent server
 
 Usage: deno task start [options]
 
@@ -114,6 +116,25 @@ export function implementationReads(config: AgentServerConfig): string[] {
   return espeak ? [ESPEAK_WASM] : [];
 }
 
+/**
+ * The inputs of the least-privilege flags for `config` run with `a`'s overrides on this host:
+ * the files the implementation reads and, with the playground on, the addresses WebRTC
+ * answers browsers at (read from this host's interfaces now).
+ */
+export function serverPermissionOptions(
+  config: AgentServerConfig,
+  a: Pick<ServerArgs, "config" | "host" | "port">,
+): PermissionOptions {
+  const host = a.host ?? config.server.host;
+  return {
+    configPath: a.config,
+    host,
+    port: a.port ?? config.server.port,
+    extraRead: implementationReads(config),
+    extraNet: config.playground.enabled ? webrtcPeerHosts(host, hostInterfaces()) : [],
+  };
+}
+
 function envGet(name: string): string | undefined {
   try {
     return Deno.env.get(name);
@@ -143,12 +164,7 @@ export async function main(args: string[]): Promise<number> {
   }
   const config = loaded.config;
   if (a.printPermissions) {
-    console.log(permissionCommand(config, {
-      configPath: a.config,
-      host: a.host ?? config.server.host,
-      port: a.port ?? config.server.port,
-      extraRead: implementationReads(config),
-    }));
+    console.log(permissionCommand(config, serverPermissionOptions(config, a)));
     return 0;
   }
   if (a.host !== undefined) config.server.host = a.host;
@@ -200,7 +216,7 @@ function printBanner(config: AgentServerConfig, host: string, port: number, note
     `cascaded: ${p.stt?.name} -> ${p.llm?.name} -> ${p.tts?.name}`;
   console.log(`Flowcat agent server on http://${shown}:${port}/ (model: ${rt}${note})`);
   if (config.playground.enabled) {
-    console.log(`  playground: open http://${shown}:${port}/ and press Call`);
+    console.log(`  playground: open http://${shown}:${port}/ and press Start call`);
     if (!isLoopback(host)) {
       console.log(
         "  warning: the playground has no authentication and this address is not loopback: " +

@@ -114,6 +114,7 @@ async function webrtcOffer(ctx: ServerContext, _req: Request, c: RouteContext): 
       line.role === "node"
         ? session.sendEvent({ type: "node", id: line.text })
         : session.sendEvent({ type: "transcript", role: line.role, text: line.text, final: true }),
+    onFailed: (reason) => session.sendEvent({ type: "error", message: reason }),
     onFinalized: (r) => session.sendEvent({ type: "state", state: "ended", usage: r.usage }),
   }).catch((err) => ctx.logger.warn("browser call refused", { err: errorMessage(err) }));
   if (ctx.config.agent.kind === "graph") {

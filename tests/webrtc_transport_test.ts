@@ -26,6 +26,7 @@ import {
   missingIcePermissions,
   type WebRtcAnswerOptions,
   type WebRtcSession,
+  withoutMdnsCandidates,
 } from "../transports/webrtc.ts";
 import { PcmuPacer } from "../transports/webrtc_pacer.ts";
 import { icePeerConfig } from "../transports/webrtc_ice.ts";
@@ -66,7 +67,10 @@ class FakeBrowser {
   constructor() {
     this.audio = this.pc.addTransceiver("audio", { direction: "sendrecv" });
     this.channel = this.pc.createDataChannel("events");
-    this.channel.onMessage.subscribe((m) => this.messages.push(JSON.parse(String(m))));
+    // One message carries one or more JSON events, newline-separated.
+    this.channel.onMessage.subscribe((m) =>
+      this.messages.push(...String(m).split("\n").map((line) => JSON.parse(line)))
+    );
     this.pc.onTrack.subscribe((track) =>
       track.onReceiveRtp.subscribe((p) =>
         this.got.push({
@@ -373,7 +377,11 @@ Deno.test("webrtc ICE modes: loopback and pinned skip the interface scan", () =>
   assert.deepEqual(pinned.iceInterfaceAddresses, { udp4: "192.0.2.10" });
   const all = icePeerConfig("interfaces");
   assert.equal(all.iceUseIpv4, true);
-  assert.deepEqual(all.iceAdditionalHostAddresses, ["127.0.0.1"]);
+  // No loopback candidate beside the interfaces: browsers never pair with it.
+  assert.equal(all.iceAdditionalHostAddresses, undefined);
+  assert.deepEqual(icePeerConfig("interfaces", ["203.0.113.5"]).iceAdditionalHostAddresses, [
+    "203.0.113.5",
+  ]);
   assert.equal(all.iceInterfaceAddresses, undefined);
 
   assert.deepEqual(icePermissions("loopback"), { net: ["127.0.0.1"], sys: [] });
@@ -401,5 +409,82 @@ Deno.test("PcmuPacer: 20 ms packets, partial packets padded, clear empties the q
     assert.equal(pacer.queuedSamples, 0);
   } finally {
     pacer.close();
+  }
+});
+
+Deno.test("webrtc: an offer whose candidates are mDNS names connects (peer-reflexive)", async () => {
+  const browser = new FakeBrowser();
+  const offer = await browser.offer();
+  // What Chromium sends when it hides its address: a random name under .local.
+  const hidden = offer.replace(
+    /^(a=candidate:\S+ \d+ udp \d+ )127\.0\.0\.1( \d+ typ host)/gim,
+    "$1f3b1c2d4-5e6f-4a7b-8c9d-0e1f2a3b4c5d.local$2",
+  );
+  assert.match(hidden, /\.local \d+ typ host/);
+  assert.doesNotMatch(hidden, /a=candidate:.* 127\.0\.0\.1 /);
+  const t0 = performance.now();
+  const { answerSdp, session } = await answerWebRtcOffer(hidden, { ice: "loopback" });
+  try {
+    // ICE-lite, said once at session level (before the first m= line), as RFC 8839 asks.
+    const session0 = answerSdp.slice(0, answerSdp.indexOf("\nm="));
+    assert.match(session0, /^a=ice-lite\r?$/m);
+    assert.equal(answerSdp.match(/^a=ice-lite/gm)?.length, 1);
+    await browser.pc.setRemoteDescription({ type: "answer", sdp: answerSdp });
+    assert.deepEqual(await session.recv(), { type: "start", callId: session.callId });
+    const ms = performance.now() - t0;
+    assert.ok(ms < 1000, `ICE and DTLS took ${Math.round(ms)} ms`);
+  } finally {
+    await closeBoth(browser, session);
+  }
+});
+
+Deno.test("webrtc: withoutMdnsCandidates drops only .local host candidates", () => {
+  const sdp = [
+    "v=0",
+    "a=candidate:1 1 udp 2122260223 4f1c0a44-0c61-4f2d-a1c5-d7d0b4a3e2f1.local 54321 typ host",
+    "a=candidate:2 1 udp 2122260223 192.0.2.7 54322 typ host",
+    "a=candidate:3 1 udp 1686052607 198.51.100.9 60000 typ srflx raddr 0.0.0.0 rport 0",
+    "",
+  ].join("\r\n");
+  const out = withoutMdnsCandidates(sdp);
+  assert.doesNotMatch(out, /\.local/);
+  assert.match(out, /192\.0\.2\.7 54322 typ host/);
+  assert.match(out, /198\.51\.100\.9 60000 typ srflx/);
+});
+
+Deno.test("webrtc: events raised together reach the page in one message, none lost", async () => {
+  const { browser, session } = await connect();
+  try {
+    assert.equal((await session.recv())?.type, "start");
+    await until(() => browser.channel.readyState === "open", 3000, "events channel");
+    const raw: string[] = [];
+    browser.channel.onMessage.subscribe((m) => raw.push(String(m)));
+    for (let i = 0; i < 5; i++) session.sendEvent({ type: "n", i });
+    await until(() => raw.length >= 1, 3000, "batch");
+    await sleep(50);
+    assert.equal(raw.length, 1, "one message");
+    assert.deepEqual(raw[0].split("\n").map((l) => JSON.parse(l).i), [0, 1, 2, 3, 4]);
+  } finally {
+    await closeBoth(browser, session);
+  }
+});
+
+Deno.test("webrtc: close() delivers queued events before releasing the connection", async () => {
+  const browser = new FakeBrowser();
+  const { answerSdp, session } = await answerWebRtcOffer(await browser.offer(), {
+    ice: "loopback",
+  });
+  try {
+    // A call that fails at once: the reason is queued before the page's channel is open,
+    // and the leg is closed right after.
+    session.sendEvent({ type: "error", message: "model unreachable" });
+    const closed = session.close();
+    await browser.pc.setRemoteDescription({ type: "answer", sdp: answerSdp });
+    await closed;
+    await until(() => browser.messages.length >= 1, 3000, "the error reached the page");
+    assert.deepEqual(browser.messages[0], { type: "error", message: "model unreachable" });
+  } finally {
+    await browser.pc.close();
+    await sleep(50);
   }
 });

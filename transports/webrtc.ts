@@ -105,6 +105,11 @@ export async function answerWebRtcOffer(
   }
   const pc = new RTCPeerConnection({
     ...icePeerConfig(ice, opts.iceAdditionalHostAddresses, opts.iceServers),
+    // ICE-lite: the browser (a full agent) runs every check and we answer each one from
+    // whatever address it comes, which is how an mDNS-hidden or NATed browser is learned
+    // (peer-reflexive). A full werift agent would also ask a public STUN server for our
+    // address when none is configured: a lite agent asks nobody.
+    iceLite: true,
     codecs: {
       audio: [
         new RTCRtpCodecParameters({ mimeType: "audio/PCMU", clockRate: 8000, payloadType: 0 }),
@@ -114,7 +119,7 @@ export async function answerWebRtcOffer(
   });
   const session = new WebRtcSession(pc, opts);
   try {
-    await pc.setRemoteDescription({ type: "offer", sdp: offerSdp });
+    await pc.setRemoteDescription({ type: "offer", sdp: withoutMdnsCandidates(offerSdp) });
     preferGcmSrtp(pc);
     const audio = pc.getTransceivers().find((t) => t.kind === "audio");
     if (!audio) throw new FlowcatError("protocol", "webrtc offer: no audio transceiver");
@@ -122,7 +127,7 @@ export async function answerWebRtcOffer(
     session.bindSender((bytes) => void audio.sender.sendRtp(Buffer.from(bytes)).catch(() => {}));
     await pc.setLocalDescription(await pc.createAnswer());
     await waitForGathering(pc, opts.gatherTimeoutMs ?? 5000);
-    const answerSdp = pc.localDescription?.sdp;
+    const answerSdp = sessionLevelIceLite(pc.localDescription?.sdp);
     if (!answerSdp) throw new FlowcatError("protocol", "webrtc: no local description");
     if (!/^a=candidate:/m.test(answerSdp)) {
       throw new FlowcatError("protocol", "webrtc: no local ICE candidate could be gathered");
@@ -136,6 +141,29 @@ export async function answerWebRtcOffer(
     if (err instanceof FlowcatError) throw err;
     throw new FlowcatError("protocol", `webrtc offer: ${errorMessage(err)}`, { cause: err });
   }
+}
+
+/**
+ * The offer without its mDNS host candidates (`<uuid>.local`). Browsers hide their LAN address
+ * behind such names; resolving them would take multicast sockets and permissions a server
+ * should not need. An ICE-lite answerer never dials them anyway: the browser's checks arrive
+ * from the real address, which ICE learns as a peer-reflexive candidate.
+ */
+export function withoutMdnsCandidates(sdp: string): string {
+  return sdp.replace(/^a=candidate:\S+ \d+ \S+ \d+ \S+\.local \d+ .*\r?\n/gim, "");
+}
+
+/**
+ * werift writes `a=ice-lite` in each media section, where RFC 8839 does not allow it and
+ * browsers do not look: moved to the session section, before the first `m=` line.
+ */
+function sessionLevelIceLite(sdp: string | undefined): string | undefined {
+  if (sdp === undefined || !/^a=ice-lite\r?$/m.test(sdp)) return sdp;
+  const eol = sdp.includes("\r\n") ? "\r\n" : "\n";
+  const lines = sdp.split(/\r?\n/).filter((l) => l !== "a=ice-lite");
+  const firstMedia = lines.findIndex((l) => l.startsWith("m="));
+  lines.splice(firstMedia < 0 ? lines.length : firstMedia, 0, "a=ice-lite");
+  return lines.join(eol);
 }
 
 /** SRTP_AEAD_AES_128_GCM (RFC 7714), the only profile werift runs without leaking. */

@@ -90,7 +90,9 @@ export function icePeerConfig(
       iceUseIpv4: true,
       iceUseIpv6: false,
       iceUseTcp: false,
-      iceAdditionalHostAddresses: ["127.0.0.1", ...extraHosts.filter((h) => h !== "127.0.0.1")],
+      // No 127.0.0.1 here: an ordinary browser never pairs with loopback, and werift would
+      // answer it from a wildcard socket whose replies leave from another address.
+      iceAdditionalHostAddresses: extraHosts.length > 0 ? [...extraHosts] : undefined,
       iceInterfaceAddresses: undefined,
     };
   }

@@ -35,8 +35,13 @@ export interface WebRtcSessionOptions {
 const MAX_QUEUED_AUDIO = 500;
 /** Outbound audio kept before the peer has connected: 10 s at 8 kHz. */
 const MAX_EARLY_SAMPLES = 80_000;
-/** Events kept while the data channel is still opening. */
+/** Events kept while the data channel is still opening (or for the next message). */
 const MAX_EARLY_EVENTS = 100;
+/**
+ * How long close() waits for the page to receive queued events (a call that fails before the
+ * data channel opens still tells the page why) and for the last sent ones to leave.
+ */
+const EVENT_FLUSH_WAIT_MS = 3000;
 const CARRIER_RATE = 8000;
 
 /**
@@ -59,7 +64,12 @@ export class WebRtcSession implements MediaTransport {
   #earlyEvents: string[] = [];
   #started = false;
   #ended = false;
+  /** close() began: no more audio; queued events may still go out. */
+  #closing = false;
+  /** The peer connection is released: nothing more goes out. */
   #closed = false;
+  /** The page or the network ended the call (nobody left to tell). */
+  #peerEnded = false;
   #lastSeq: number | undefined;
   #connectTimer: ReturnType<typeof setTimeout> | undefined;
   #graceTimer: ReturnType<typeof setTimeout> | undefined;
@@ -157,25 +167,56 @@ export class WebRtcSession implements MediaTransport {
    * dropped after the session ended). E.g. `{type:"transcript", role:"bot", text, final}`.
    */
   sendEvent(event: Record<string, unknown>): void {
-    if (this.#closed) return;
-    const text = JSON.stringify(event);
+    if (this.#closed || this.#earlyEvents.length >= MAX_EARLY_EVENTS) return;
+    this.#earlyEvents.push(JSON.stringify(event));
     const ch = this.#channel;
-    if (ch && ch.readyState === "open") this.#sendOn(ch, text);
-    else if (this.#earlyEvents.length < MAX_EARLY_EVENTS) this.#earlyEvents.push(text);
+    if (ch && ch.readyState === "open" && this.#earlyEvents.length === 1) {
+      queueMicrotask(() => this.#flushTo(ch));
+    }
   }
 
-  /** End the call from this side and release every werift resource; idempotent. */
+  /**
+   * Send every queued event as one message, newline-separated JSON. werift stalls a second
+   * data-channel message sent while the first is unacknowledged until its retransmission
+   * timer fires (a second later), so events raised together travel together.
+   */
+  #flushTo(ch: RTCDataChannel): void {
+    if (this.#earlyEvents.length === 0 || ch.readyState !== "open") return;
+    this.#sendOn(ch, this.#earlyEvents.join("\n"));
+    this.#earlyEvents = [];
+  }
+
+  /**
+   * End the call from this side and release every werift resource; idempotent. Events still
+   * queued for the page (say, why the call failed) are delivered first when the peer is still
+   * reachable, waiting up to 3 s for the data channel to open.
+   */
   async close(): Promise<void> {
     this.#end("local");
-    if (this.#closed) return;
-    this.#closed = true;
+    if (this.#closing) return;
+    this.#closing = true;
     this.#pacer?.close();
+    await this.#flushEvents();
+    this.#closed = true;
     for (const un of this.#unsubscribe) un();
     this.#unsubscribe = [];
     try {
       await this.#pc.close();
     } catch (err) {
       this.#log.debug("webrtc: close failed", { callId: this.callId, error: errorMessage(err) });
+    }
+  }
+
+  /**
+   * Wait (bounded) until queued events have reached an open channel and the page has
+   * acknowledged them: closing the connection drops whatever SCTP still holds.
+   */
+  async #flushEvents(): Promise<void> {
+    const gone = () => this.#peerEnded || ["failed", "closed"].includes(this.#pc.connectionState);
+    const deadline = performance.now() + EVENT_FLUSH_WAIT_MS;
+    while (!gone() && (this.#earlyEvents.length > 0 || !eventsAcknowledged(this.#pc))) {
+      if (performance.now() >= deadline) return;
+      await new Promise((r) => setTimeout(r, 10));
     }
   }
 
@@ -240,10 +281,7 @@ export class WebRtcSession implements MediaTransport {
   #onChannel(ch: RTCDataChannel): void {
     if (ch.label !== EVENTS_CHANNEL) return;
     this.#channel = ch;
-    const flush = () => {
-      for (const text of this.#earlyEvents) this.#sendOn(ch, text);
-      this.#earlyEvents = [];
-    };
+    const flush = () => this.#flushTo(ch);
     if (ch.readyState === "open") flush();
     // The page closing its peer connection closes the channel at once (SCTP abort), whereas
     // ICE only notices when consent expires, 30 s later.
@@ -286,6 +324,7 @@ export class WebRtcSession implements MediaTransport {
   #end(reason: string): void {
     if (this.#ended) return;
     this.#ended = true;
+    this.#peerEnded = reason !== "local";
     this.endReason = reason;
     clearTimeout(this.#connectTimer);
     if (this.#graceTimer !== undefined) clearTimeout(this.#graceTimer);
@@ -295,4 +334,22 @@ export class WebRtcSession implements MediaTransport {
     this.#deliver({ type: "stop" });
     if (reason !== "local") void this.close();
   }
+}
+
+/** The parts of werift's SCTP association that tell whether sent data was acknowledged. */
+interface SctpQueues {
+  dataChannelQueue?: unknown[];
+  sctp?: { flightSize?: number; outboundQueue?: unknown[] };
+}
+
+/**
+ * True when no data-channel message is queued or unacknowledged (or there is no association).
+ * werift's `bufferedAmount` drops when a message enters SCTP, not when the peer has it, so the
+ * association's own queues are read (private fields, hence the cast).
+ */
+function eventsAcknowledged(pc: RTCPeerConnection): boolean {
+  const t = pc.sctpTransport as unknown as SctpQueues | undefined;
+  if (t === undefined || t.sctp === undefined) return true;
+  return (t.dataChannelQueue?.length ?? 0) === 0 && (t.sctp.outboundQueue?.length ?? 0) === 0 &&
+    (t.sctp.flightSize ?? 0) === 0;
 }

@@ -10,11 +10,17 @@
 //   flowcat.agentState  last {type:"state"} value from the server
 //   flowcat.node        last {type:"node"} id
 //   flowcat.transcript  [{role, text, final}] as shown
-//   flowcat.counters    {inboundPackets, inboundBytes, events}
+//   flowcat.counters    {inboundPackets, inboundBytes, events, audioEnergy, codec} of the
+//                       current call
+//   flowcat.error       the reason shown for a failed call ("" or null when none)
 //   flowcat.channelState the events channel's readyState (null with no call)
 //   flowcat.start() / flowcat.hangup()
 
 const GATHER_TIMEOUT_MS = 3000;
+// ICE with the server finishes in well under a second on a LAN; past this the media port is
+// unreachable (a firewall, or a server on another network without media_hosts) and the page
+// says so instead of "Connecting…" for Chromium's 30 s.
+const CONNECT_TIMEOUT_MS = 8000;
 const STATS_EVERY_MS = 500;
 const OFFER_URL = "/webrtc/offer";
 
@@ -38,10 +44,13 @@ const view = {
   agentState: "idle",
   node: null,
   transcript: [],
-  counters: { inboundPackets: 0, inboundBytes: 0, events: 0 },
+  counters: newCounters(),
   error: null,
 };
 
+function newCounters() {
+  return { inboundPackets: 0, inboundBytes: 0, events: 0, audioEnergy: 0, codec: "" };
+}
 /** @type {{pc: RTCPeerConnection, channel: RTCDataChannel, mic: MediaStream, timer: number} | null} */
 let call = null;
 /** Index into view.transcript of the open (interim) line of each role. */
@@ -109,6 +118,7 @@ async function start() {
   if (call) return;
   showError("");
   clearTranscript();
+  view.counters = newCounters();
   setState("connecting");
   let mic;
   try {
@@ -123,7 +133,8 @@ async function start() {
   const pc = new RTCPeerConnection({ iceServers: [] });
   const channel = pc.createDataChannel("events");
   call = { pc, channel, mic, timer: 0 };
-  channel.addEventListener("message", (e) => onEvent(e.data));
+  // One message carries one or more JSON events, newline-separated.
+  channel.addEventListener("message", (e) => String(e.data).split("\n").forEach(onEvent));
   channel.addEventListener("close", () => end("ended"));
   for (const track of mic.getAudioTracks()) pc.addTrack(track, mic);
   pc.addEventListener("track", (e) => {
@@ -138,11 +149,23 @@ async function start() {
   });
   try {
     await pc.setLocalDescription(await pc.createOffer());
+    // The server is an ICE-lite agent: it learns this browser's address from the checks the
+    // browser sends, so the offer need not wait for every candidate (one round of host
+    // gathering at most, for servers that want them).
     await waitForGathering(pc);
     const answer = await postOffer(pc.localDescription.sdp);
     if (call?.pc !== pc) return; // hung up meanwhile
     await pc.setRemoteDescription({ type: "answer", sdp: answer });
     call.timer = setInterval(() => readStats(pc), STATS_EVERY_MS);
+    setTimeout(() => {
+      if (call?.pc === pc && view.state === "connecting") {
+        end(
+          "failed",
+          "No media connection to the server after 8 s: its UDP media ports are unreachable " +
+            "from this browser (firewall or another network; see docs/server.md).",
+        );
+      }
+    }, CONNECT_TIMEOUT_MS);
   } catch (err) {
     end("failed", err?.message ?? String(err));
   }
@@ -156,6 +179,9 @@ async function readStats(pc) {
       if (s.type === "inbound-rtp" && s.kind === "audio") {
         view.counters.inboundPackets = s.packetsReceived ?? view.counters.inboundPackets;
         view.counters.inboundBytes = s.bytesReceived ?? view.counters.inboundBytes;
+        view.counters.audioEnergy = s.totalAudioEnergy ?? view.counters.audioEnergy;
+        const codec = s.codecId ? report.get(s.codecId) : undefined;
+        if (codec?.mimeType) view.counters.codec = codec.mimeType;
       }
     }
     ui.packets.textContent = String(view.counters.inboundPackets);
@@ -196,6 +222,9 @@ function onEvent(data) {
   else if (msg?.type === "node") {
     view.node = String(msg.id ?? "");
     ui.node.textContent = view.node || "none";
+  } else if (msg?.type === "error") {
+    // The server failed the call (model or brain unreachable, ...): say why, allow a retry.
+    end("failed", String(msg.message ?? "The call failed."));
   } else if (msg?.type === "state") {
     view.agentState = String(msg.state ?? "");
     ui.agentState.textContent = view.agentState || "idle";
