@@ -131,6 +131,8 @@ export interface ListenDocument {
   host: string;
   /** Listening port (default 6210; 0 picks a free one). */
   port: number;
+  /** Serve HTTPS with this PEM certificate chain and key (browsers on other hosts need it). */
+  tls?: { cert_file: string; key_file: string };
 }
 
 /** `api`: the control API (`POST /calls`). */

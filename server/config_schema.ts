@@ -188,6 +188,10 @@ const limitsSchema = z.strictObject({
 const serverSchema = z.strictObject({
   host: z.string().min(1, "must not be empty").default(DEFAULT_HOST),
   port: z.int().min(0).max(65535).default(DEFAULT_PORT),
+  tls: z.strictObject({
+    cert_file: z.string().min(1, "must not be empty"),
+    key_file: z.string().min(1, "must not be empty"),
+  }).optional(),
 });
 
 const apiSchema = z.strictObject({ token_env: envName.optional() });

@@ -135,6 +135,19 @@ export interface ListenConfig {
   host: string;
   /** Listening port (0 picks a free one). */
   port: number;
+  /**
+   * HTTPS: PEM certificate chain and private key files (resolved paths). A browser on another
+   * host gives the playground its microphone only on a secure (https) page.
+   */
+  tls?: TlsFiles;
+}
+
+/** PEM files of an HTTPS listener. */
+export interface TlsFiles {
+  /** Certificate chain file. */
+  certFile: string;
+  /** Private key file. */
+  keyFile: string;
 }
 
 /** The control API (`POST /calls`). */
@@ -273,7 +286,16 @@ export function toServerConfig(
       maxBodyBytes: doc.limits.max_body_bytes,
       drainSeconds: doc.limits.drain_seconds,
     },
-    server: { host: doc.server.host, port: doc.server.port },
+    server: {
+      host: doc.server.host,
+      port: doc.server.port,
+      ...(doc.server.tls === undefined ? {} : {
+        tls: {
+          certFile: resolveFrom(baseDir, doc.server.tls.cert_file),
+          keyFile: resolveFrom(baseDir, doc.server.tls.key_file),
+        },
+      }),
+    },
     api,
     playground: { enabled: doc.playground.enabled, mediaHosts: [...doc.playground.media_hosts] },
   };

@@ -18,7 +18,8 @@ import { errorMessage, FlowcatError } from "../core/errors.ts";
 import { consoleLogger, isLogLevel, type Logger } from "../core/log.ts";
 import { createAgentServer } from "./app.ts";
 import { checkEnv, formatConfigProblems, loadConfig } from "./config.ts";
-import type { AgentServerConfig } from "./config.ts";
+import type { AgentServerConfig, TlsFiles } from "./config.ts";
+import { readTlsFiles, type TlsPem } from "./tls.ts";
 import { permissionCommand, type PermissionOptions } from "./permissions.ts";
 import { hostInterfaces, webrtcPeerHosts } from "./webrtc_peers.ts";
 import { parseWorkerCount, startWorkers } from "./workers.ts";
@@ -40,6 +41,9 @@ Options:
   --port <n>             listen port (default: the config's server.port, 6210)
   --host <addr>          listen address (default: the config's server.host, 127.0.0.1)
   --public-url <url>     public https origin carriers reach (for answer documents)
+  --tls-cert <file>      serve HTTPS with this PEM certificate chain (with --tls-key;
+                         browsers on other hosts need https for the microphone)
+  --tls-key <file>       the certificate's PEM private key
   --workers <n|auto>     serve from n threads sharing the port (auto: one per core; default 1)
   --print-permissions    print the least-privilege deno command for this config and exit
   -h, --help             this text
@@ -54,6 +58,8 @@ export interface ServerArgs {
   port?: number;
   host?: string;
   publicUrl?: string;
+  /** HTTPS certificate and key files (both or neither). */
+  tls?: TlsFiles;
   /** Worker threads sharing the port (1: serve on the main thread). */
   workers: number;
   printPermissions: boolean;
@@ -71,6 +77,8 @@ export function parseServerArgs(args: string[]): ServerArgs {
         port: { type: "string" },
         host: { type: "string" },
         "public-url": { type: "string" },
+        "tls-cert": { type: "string" },
+        "tls-key": { type: "string" },
         workers: { type: "string" },
         "print-permissions": { type: "boolean", default: false },
         help: { type: "boolean", short: "h", default: false },
@@ -95,6 +103,12 @@ export function parseServerArgs(args: string[]): ServerArgs {
     out.port = n;
   }
   if (v.host !== undefined) out.host = v.host;
+  if ((v["tls-cert"] === undefined) !== (v["tls-key"] === undefined)) {
+    throw new FlowcatError("config", "--tls-cert and --tls-key go together");
+  }
+  if (v["tls-cert"] !== undefined && v["tls-key"] !== undefined) {
+    out.tls = { certFile: v["tls-cert"], keyFile: v["tls-key"] };
+  }
   if (v["public-url"] !== undefined) {
     if (!/^https?:\/\/[^/?#\s]+\/?$/.test(v["public-url"])) {
       throw new FlowcatError(
@@ -123,14 +137,15 @@ export function implementationReads(config: AgentServerConfig): string[] {
  */
 export function serverPermissionOptions(
   config: AgentServerConfig,
-  a: Pick<ServerArgs, "config" | "host" | "port">,
+  a: Pick<ServerArgs, "config" | "host" | "port" | "tls">,
 ): PermissionOptions {
   const host = a.host ?? config.server.host;
+  const tls = a.tls ?? config.server.tls;
   return {
     configPath: a.config,
     host,
     port: a.port ?? config.server.port,
-    extraRead: implementationReads(config),
+    extraRead: [...implementationReads(config), ...(tls ? [tls.certFile, tls.keyFile] : [])],
     extraNet: config.playground.enabled ? webrtcPeerHosts(host, hostInterfaces()) : [],
   };
 }
@@ -170,12 +185,20 @@ export async function main(args: string[]): Promise<number> {
   if (a.host !== undefined) config.server.host = a.host;
   if (a.port !== undefined) config.server.port = a.port;
   if (a.publicUrl !== undefined) config.telephony.publicUrl = a.publicUrl;
+  if (a.tls !== undefined) config.server.tls = a.tls;
+  let tls: TlsPem | undefined;
+  try {
+    tls = config.server.tls ? await readTlsFiles(config.server.tls) : undefined;
+  } catch (e) {
+    err(`flowcat: ${errorMessage(e)}`);
+    return 2;
+  }
   const envProblems = checkEnv(config, envGet);
   if (envProblems.length > 0) {
     err(formatConfigProblems(envProblems, a.config));
     return 2;
   }
-  if (a.workers > 1) return await serveOnWorkers(a, config);
+  if (a.workers > 1) return await serveOnWorkers(a, config, tls);
   const level = envGet("FLOWCAT_LOG");
   const logger: Logger = consoleLogger(isLogLevel(level) ? level : "info", "flowcat");
   let app;
@@ -193,13 +216,13 @@ export async function main(args: string[]): Promise<number> {
   const ready = Promise.withResolvers<Deno.NetAddr>();
   let server: Deno.HttpServer<Deno.NetAddr>;
   try {
-    server = Deno.serve({ hostname: host, port, onListen: ready.resolve }, app.handler);
+    server = Deno.serve({ hostname: host, port, onListen: ready.resolve, ...tls }, app.handler);
   } catch (e) {
     err(`flowcat: cannot listen on ${host}:${port}: ${errorMessage(e)}`);
     return 1;
   }
   const addr = await ready.promise;
-  printBanner(config, addr.hostname, addr.port, "");
+  printBanner(config, addr.hostname, addr.port, "", tls !== undefined);
   const signal = await stopSignal();
   console.log(`flowcat: ${signal}: draining ${app.calls.active} call(s)...`);
   await app.calls.drain();
@@ -209,14 +232,21 @@ export async function main(args: string[]): Promise<number> {
   return 0;
 }
 
-function printBanner(config: AgentServerConfig, host: string, port: number, note: string): void {
+function printBanner(
+  config: AgentServerConfig,
+  host: string,
+  port: number,
+  note: string,
+  https: boolean,
+): void {
   const shown = host.includes(":") ? `[${host}]` : host;
+  const scheme = https ? "https" : "http";
   const p = config.providers;
   const rt = p.realtime?.name ??
     `cascaded: ${p.stt?.name} -> ${p.llm?.name} -> ${p.tts?.name}`;
-  console.log(`Flowcat agent server on http://${shown}:${port}/ (model: ${rt}${note})`);
+  console.log(`Flowcat agent server on ${scheme}://${shown}:${port}/ (model: ${rt}${note})`);
   if (config.playground.enabled) {
-    console.log(`  playground: open http://${shown}:${port}/ and press Start call`);
+    console.log(`  playground: open ${scheme}://${shown}:${port}/ and press Start call`);
     if (!isLoopback(host)) {
       console.log(
         "  warning: the playground has no authentication and this address is not loopback: " +
@@ -244,7 +274,11 @@ async function stopSignal(): Promise<string> {
   return signal;
 }
 
-async function serveOnWorkers(a: ServerArgs, config: AgentServerConfig): Promise<number> {
+async function serveOnWorkers(
+  a: ServerArgs,
+  config: AgentServerConfig,
+  tls: TlsPem | undefined,
+): Promise<number> {
   const { host, port } = config.server;
   let pool;
   try {
@@ -254,12 +288,13 @@ async function serveOnWorkers(a: ServerArgs, config: AgentServerConfig): Promise
       port,
       count: a.workers,
       ...(a.publicUrl !== undefined ? { publicUrl: a.publicUrl } : {}),
+      ...(tls !== undefined ? { tls } : {}),
     });
   } catch (e) {
     console.error(`flowcat: ${errorMessage(e)}`);
     return e instanceof FlowcatError && e.kind === "config" ? 2 : 1;
   }
-  printBanner(config, host, pool.port, `; ${pool.count} workers on one port`);
+  printBanner(config, host, pool.port, `; ${pool.count} workers on one port`, tls !== undefined);
   const signal = await stopSignal();
   console.log(`flowcat: ${signal}: draining the workers...`);
   const drained = await pool.drain();

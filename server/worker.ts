@@ -9,6 +9,7 @@
  * @module
  */
 
+import type { TlsPem } from "./tls.ts";
 import { errorMessage, FlowcatError } from "../core/errors.ts";
 import { consoleLogger, isLogLevel } from "../core/log.ts";
 import { createAgentServer } from "./app.ts";
@@ -26,6 +27,8 @@ export type WorkerCommand =
     port: number;
     /** Public origin for answer documents, when set on the command line. */
     publicUrl?: string;
+    /** HTTPS certificate and key, PEM text read by the main thread. */
+    tls?: TlsPem;
     /** Call-token secret shared by all workers. */
     secret: Uint8Array;
     /** This worker's index, 0-based. */
@@ -100,7 +103,13 @@ async function start(cmd: Extract<WorkerCommand, { type: "start" }>): Promise<vo
   });
   const ready = Promise.withResolvers<void>();
   const server = Deno.serve(
-    { hostname: cmd.host, port: cmd.port, reusePort: true, onListen: () => ready.resolve() },
+    {
+      hostname: cmd.host,
+      port: cmd.port,
+      reusePort: true,
+      onListen: () => ready.resolve(),
+      ...cmd.tls,
+    },
     app.handler,
   );
   await ready.promise;

@@ -14,6 +14,7 @@
  */
 
 import { FlowcatError } from "../core/errors.ts";
+import type { TlsPem } from "./tls.ts";
 import type { WorkerCommand, WorkerReport, WorkerStats } from "./worker.ts";
 
 export type { WorkerStats };
@@ -30,6 +31,8 @@ export interface WorkerPoolOptions {
   count: number;
   /** Public origin for answer documents. */
   publicUrl?: string;
+  /** Certificate and key (PEM text) each worker's HTTPS listener serves. */
+  tls?: TlsPem;
   /**
    * For benchmarks and tests, not deployments: a module URL each worker imports before it makes
    * its server (to wrap timers or methods, as bench/capacity_worker_probe.ts does); its exported
@@ -131,6 +134,7 @@ export async function startWorkers(opts: WorkerPoolOptions): Promise<WorkerPool>
       index,
       count: opts.count,
       ...(opts.publicUrl !== undefined ? { publicUrl: opts.publicUrl } : {}),
+      ...(opts.tls !== undefined ? { tls: opts.tls } : {}),
       ...(opts.instrument !== undefined ? { instrument: opts.instrument } : {}),
     };
     w.postMessage(cmd);

@@ -259,3 +259,120 @@ Deno.test({
       }
     }),
 });
+
+/** Whether `ip netns` works here (root, a kernel that allows namespaces). */
+async function netnsBlocker(): Promise<string | undefined> {
+  const q = (command: string) =>
+    Deno.permissions.querySync({ name: "run", command }).state === "granted";
+  if (!q("ip") || !q("openssl")) return "needs --allow-run=ip,openssl";
+  try {
+    const name = `fcprobe${Deno.pid}`;
+    const add = await new Deno.Command("ip", { args: ["netns", "add", name], stderr: "piped" })
+      .output();
+    if (!add.success) return `ip netns refused: ${new TextDecoder().decode(add.stderr).trim()}`;
+    await new Deno.Command("ip", { args: ["netns", "del", name] }).output();
+    return undefined;
+  } catch (err) {
+    return `ip netns unavailable: ${err}`;
+  }
+}
+
+async function run(cmd: string, args: string[]): Promise<void> {
+  const out = await new Deno.Command(cmd, { args, stdout: "null", stderr: "piped" }).output();
+  if (!out.success) {
+    throw new Error(`${cmd} ${args.join(" ")}: ${new TextDecoder().decode(out.stderr)}`);
+  }
+}
+
+/**
+ * Two hosts of one LAN: namespaces `srv` and `web` joined by a veth pair, with addresses
+ * `<net>.1` and `<net>.2` in a /24 of their own. Returns a teardown.
+ */
+async function makeLan(srv: string, web: string, net: string): Promise<() => Promise<void>> {
+  const a = `fcs${Deno.pid}`, b = `fcw${Deno.pid}`;
+  const teardown = async () => {
+    for (const ns of [srv, web]) {
+      await new Deno.Command("ip", { args: ["netns", "del", ns], stderr: "null" }).output();
+    }
+  };
+  try {
+    await run("ip", ["netns", "add", srv]);
+    await run("ip", ["netns", "add", web]);
+    await run("ip", ["link", "add", a, "type", "veth", "peer", "name", b]);
+    await run("ip", ["link", "set", a, "netns", srv]);
+    await run("ip", ["link", "set", b, "netns", web]);
+    for (const [ns, dev, host] of [[srv, a, 1], [web, b, 2]] as const) {
+      await run("ip", ["-n", ns, "addr", "add", `${net}.${host}/24`, "dev", dev]);
+      await run("ip", ["-n", ns, "link", "set", dev, "up"]);
+      await run("ip", ["-n", ns, "link", "set", "lo", "up"]);
+    }
+  } catch (err) {
+    await teardown();
+    throw err;
+  }
+  return teardown;
+}
+
+const lanWhy = why ?? await netnsBlocker();
+if (lanWhy && !why) console.warn(`playground LAN browser test ignored: ${lanWhy}`);
+
+Deno.test({
+  name: "playground from another host of the LAN (network namespaces), over https",
+  ignore: lanWhy !== undefined,
+  sanitizeResources: false,
+  sanitizeOps: false,
+  fn: () =>
+    withScratch(async (dir) => {
+      const net = `10.231.${20 + (Deno.pid % 200)}`;
+      const srv = `fcsrv${Deno.pid}`, web = `fcweb${Deno.pid}`;
+      // A self-signed certificate for the server's LAN address: the user accepts it once.
+      await run("openssl", [
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+        "-days",
+        "1",
+        "-subj",
+        "/CN=flowcat-test",
+        "-addext",
+        `subjectAltName=IP:${net}.1`,
+        "-keyout",
+        `${dir}/key.pem`,
+        "-out",
+        `${dir}/cert.pem`,
+      ]);
+      const wav = await speechWav(dir, 6);
+      const teardown = await makeLan(srv, web, net);
+      let server: StartedServer | undefined;
+      try {
+        server = await startServer([
+          "--host",
+          `${net}.1`,
+          "--port",
+          "0",
+          "--tls-cert",
+          `${dir}/cert.pem`,
+          "--tls-key",
+          `${dir}/key.pem`,
+        ], { ns: srv });
+        assert.match(server.url, new RegExp(`^https://${net.replaceAll(".", "\\.")}\\.1:\\d+/$`));
+        const r = await browserCall({
+          url: server.url,
+          wav,
+          profile: `${dir}/profile`,
+          until: "echo",
+          acceptCert: true,
+          timeoutMs: 40_000,
+        }, web);
+        assertEchoCall(r, server);
+        await assertHungUpOnce(server);
+      } finally {
+        await server?.stop();
+        await teardown();
+      }
+    }),
+});

@@ -120,6 +120,16 @@ async function start() {
   clearTranscript();
   view.counters = newCounters();
   setState("connecting");
+  if (!globalThis.isSecureContext || !navigator.mediaDevices) {
+    // Browsers give the microphone to https pages and to localhost only.
+    setState("failed");
+    showError(
+      "This browser allows the microphone only on a secure page: open the playground over " +
+        "https (start the server with --tls-cert and --tls-key) or on the server's own machine " +
+        "at http://127.0.0.1.",
+    );
+    return;
+  }
   let mic;
   try {
     mic = await navigator.mediaDevices.getUserMedia({
