@@ -147,6 +147,8 @@ export interface PlaygroundDocument {
   enabled: boolean;
   /** Browsers on other machines that WebRTC media may be sent to (`host`, `host:port`, `*`). */
   media_hosts: string[];
+  /** Extra names the page may be opened under (besides loopback and the listen address). */
+  hosts: string[];
 }
 
 /** The whole config document after schema validation. */

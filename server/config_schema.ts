@@ -199,6 +199,7 @@ const apiSchema = z.strictObject({ token_env: envName.optional() });
 const playgroundSchema = z.strictObject({
   enabled: z.boolean().default(true),
   media_hosts: z.array(hostEntry).default([]),
+  hosts: z.array(z.string().min(1, "must not be empty")).default([]),
 });
 
 /** Zod schema of the whole config document. */

@@ -162,6 +162,11 @@ export interface PlaygroundConfig {
   enabled: boolean;
   /** Extra hosts WebRTC media may be sent to (browsers on other machines); `*` for any. */
   mediaHosts: string[];
+  /**
+   * Extra host names the page may be opened under, besides loopback names and the listen
+   * address (a wildcard listen adds this host's interface addresses).
+   */
+  hosts: string[];
 }
 
 /** The validated agent server config. */
@@ -297,7 +302,11 @@ export function toServerConfig(
       }),
     },
     api,
-    playground: { enabled: doc.playground.enabled, mediaHosts: [...doc.playground.media_hosts] },
+    playground: {
+      enabled: doc.playground.enabled,
+      mediaHosts: [...doc.playground.media_hosts],
+      hosts: [...doc.playground.hosts],
+    },
   };
   if (configFile !== undefined) out.configFile = configFile;
   return out;

@@ -34,6 +34,8 @@ import type { OutboundDialer } from "./outbound.ts";
 import { json, jsonError, type Route, type RouteContext } from "./router.ts";
 import type { MemorySessionSource } from "./session_store.ts";
 import { servePlayground } from "./static.ts";
+import { browserRequestRefusal, playgroundHosts, RateLimiter } from "./browser_guard.ts";
+import { hostInterfaces } from "./webrtc_peers.ts";
 
 /** What the handlers share. */
 export interface ServerContext {
@@ -52,12 +54,19 @@ export interface ServerContext {
 export function agentRoutes(ctx: ServerContext): Route[] {
   const secrets = webhookSecrets(ctx);
   const replay = new ReplayGuard();
+  const page = browserPolicy(ctx);
+  const file = (name: string) => (r: Request) =>
+    page.refuse(r) ?? servePlayground(ctx.config, name);
   return [
-    { method: "GET", path: "/", handler: () => servePlayground(ctx.config, "index.html") },
-    { method: "GET", path: "/app.js", handler: () => servePlayground(ctx.config, "app.js") },
-    { method: "GET", path: "/style.css", handler: () => servePlayground(ctx.config, "style.css") },
+    { method: "GET", path: "/", handler: file("index.html") },
+    { method: "GET", path: "/app.js", handler: file("app.js") },
+    { method: "GET", path: "/style.css", handler: file("style.css") },
     { method: "GET", path: "/healthz", handler: () => health(ctx) },
-    { method: "POST", path: "/webrtc/offer", handler: (r, c) => webrtcOffer(ctx, r, c) },
+    {
+      method: "POST",
+      path: "/webrtc/offer",
+      handler: (r, c) => page.refuse(r, c) ?? webrtcOffer(ctx, r, c),
+    },
     {
       method: "POST",
       path: "/telephony/answer/:carrier/:run?",
@@ -92,6 +101,34 @@ async function jsonBody(c: RouteContext): Promise<Record<string, unknown> | Resp
 }
 
 // ---------------------------------------------------------------- browser
+
+/** Offers a client may make at once, and per minute after that. */
+const OFFER_BURST = 5;
+const OFFERS_PER_MINUTE = 20;
+
+/**
+ * The playground's guard: the Host must name this server, an offer must come from the page's
+ * own origin, and each client may start only so many calls a minute.
+ */
+function browserPolicy(ctx: ServerContext) {
+  const hosts = playgroundHosts(
+    ctx.config.server.host,
+    hostInterfaces(),
+    ctx.config.playground.hosts,
+  );
+  const offers = new RateLimiter(OFFER_BURST, OFFERS_PER_MINUTE);
+  return {
+    /** The refusal for `req`, or undefined; with `c`, as an offer (origin and rate checked). */
+    refuse(req: Request, c?: RouteContext): Response | undefined {
+      const why = browserRequestRefusal(req, hosts, c !== undefined);
+      if (why !== undefined) return jsonError(403, why);
+      if (c !== undefined && !offers.take(c.remote ?? "unknown")) {
+        return jsonError(429, "too many calls from this client; wait a minute");
+      }
+      return undefined;
+    },
+  };
+}
 
 async function webrtcOffer(ctx: ServerContext, _req: Request, c: RouteContext): Promise<Response> {
   if (!ctx.config.playground.enabled) return jsonError(404, "playground disabled");

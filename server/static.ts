@@ -36,7 +36,8 @@ export async function servePlayground(config: AgentServerConfig, file: string): 
       "cache-control": "no-cache",
       // The page needs the microphone and talks only to this origin.
       "content-security-policy":
-        "default-src 'self'; connect-src 'self'; media-src 'self' blob:; img-src 'self' data:",
+        "default-src 'self'; connect-src 'self'; media-src 'self' blob:; img-src 'self' data:; " +
+        "frame-ancestors 'none'",
       "x-content-type-options": "nosniff",
     },
   });

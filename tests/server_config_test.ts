@@ -47,7 +47,7 @@ Deno.test("config: a minimal JSON config gets every default", async () => {
     limits: { maxCalls: 100, maxCallSeconds: 3600, maxBodyBytes: 65536, drainSeconds: 10 },
     server: { host: "127.0.0.1", port: 6210 },
     api: {},
-    playground: { enabled: true, mediaHosts: [] },
+    playground: { enabled: true, mediaHosts: [], hosts: [] },
   });
 });
 
@@ -123,7 +123,7 @@ playground: { enabled: false, media_hosts: ["*"] }
   });
   assert.deepEqual(c.server, { host: "0.0.0.0", port: 8000 });
   assert.deepEqual(c.api, { tokenEnv: "FLOWCAT_API_TOKEN" });
-  assert.deepEqual(c.playground, { enabled: false, mediaHosts: ["*"] });
+  assert.deepEqual(c.playground, { enabled: false, mediaHosts: ["*"], hosts: [] });
 });
 
 Deno.test("config: unknown keys get did-you-mean among the allowed keys", async () => {
