@@ -37,6 +37,8 @@ export interface BrowserCallReport {
   transcript: { role: string; text: string; interrupted?: boolean }[];
   counters: Record<string, number | string>;
   connectedAfterClickMs?: number;
+  /** From the offer's answer to the page showing "Connected" (ICE and DTLS). */
+  connectedAfterAnswerMs?: number;
   failedAfterAnswerMs?: number;
   endedState?: string;
   /** After a failure: whether "Call again" is offered. */
@@ -94,6 +96,7 @@ async function call(req: BrowserCallRequest): Promise<BrowserCallReport> {
     }
     await page.waitForFunction("flowcat.state === 'connected'", null, { timeout });
     const connectedAfterClickMs = Math.round(performance.now() - clickedAt);
+    const connectedAfterAnswerMs = Math.round(performance.now() - answeredAt);
     const want = req.until === "echo"
       ? "flowcat.transcript.some((l) => l.role === 'user') && " +
         "flowcat.transcript.filter((l) => l.role === 'bot').length >= 2"
@@ -110,7 +113,13 @@ async function call(req: BrowserCallRequest): Promise<BrowserCallReport> {
     const report = await snapshot();
     await page.getByRole("button", { name: "Hang up" }).click();
     await page.waitForFunction("flowcat.state === 'ended'", null, { timeout: 10_000 });
-    return { ...report, ok: true, connectedAfterClickMs, endedState: (await snapshot()).state };
+    return {
+      ...report,
+      ok: true,
+      connectedAfterClickMs,
+      connectedAfterAnswerMs,
+      endedState: (await snapshot()).state,
+    };
   } catch (err) {
     const seen = await snapshot().catch(() => undefined);
     return {

@@ -178,6 +178,11 @@ function assertEchoCall(r: BrowserCallReport, server: StartedServer): void {
   assert.ok(Number(r.counters.audioEnergy) > 0.001, `audio energy ${r.counters.audioEnergy}`);
   assert.ok(String(r.counters.codec).length > 0, context());
   assert.equal(r.endedState, "ended", context());
+  // ICE finishes in under a second once the browser has the answer.
+  assert.ok(
+    r.connectedAfterAnswerMs! < 1000,
+    `connected ${r.connectedAfterAnswerMs} ms after answer`,
+  );
 }
 
 /** Hang-up: the server ended the call once, because the page hung up. */
