@@ -176,7 +176,10 @@ export class PipelineTask {
   onFinished(fn: TaskHook<[StopReason]>): void {
     this.#onFinished = appended(this.#onFinished, fn);
   }
-  /** An Error frame reached either end of the pipeline. */
+  /**
+   * An Error frame reached either end of the pipeline. Once a hook is registered, reporting
+   * errors is its job: the task no longer logs fatal ones itself (so a failure is said once).
+   */
   onError(fn: TaskHook<[message: string, fatal: boolean, processor: string | undefined]>): void {
     this.#onError = appended(this.#onError, fn);
   }
@@ -370,7 +373,7 @@ export class PipelineTask {
   }
 
   #onErrorFrame(frame: Extract<Frame, { kind: "Error" }>): void {
-    if (frame.fatal) {
+    if (frame.fatal && this.#onError.length === 0) {
       this.#log.error("fatal error", { processor: frame.processor, message: frame.message });
     }
     for (const fn of this.#onError) {

@@ -15,9 +15,10 @@
 
 import { parseArgs } from "node:util";
 import { errorMessage, FlowcatError } from "../core/errors.ts";
-import { consoleLogger, isLogLevel, type Logger } from "../core/log.ts";
+import type { Logger } from "../core/log.ts";
 import { createAgentServer } from "./app.ts";
 import { checkEnv, formatConfigProblems, loadConfig } from "./config.ts";
+import { loggerFromEnv } from "./log_env.ts";
 import type { AgentServerConfig } from "./config.ts";
 import { permissionCommand } from "./permissions.ts";
 import { parseWorkerCount, startWorkers } from "./workers.ts";
@@ -43,7 +44,8 @@ Options:
   -h, --help             this text
 
 Environment: <PROVIDER>_API_KEY for the configured provider (e.g. GEMINI_API_KEY),
-FLOWCAT_LOG (debug|info|warn|error), FLOWCAT_VOICE, FLOWCAT_VAD_*. See docs/config.md.
+FLOWCAT_LOG (debug|info|warn|error), FLOWCAT_LOG_FORMAT (text|json), FLOWCAT_VOICE,
+FLOWCAT_VAD_*. See docs/config.md and docs/observability.md.
 `;
 
 /** Parsed command line. */
@@ -160,8 +162,7 @@ export async function main(args: string[]): Promise<number> {
     return 2;
   }
   if (a.workers > 1) return await serveOnWorkers(a, config);
-  const level = envGet("FLOWCAT_LOG");
-  const logger: Logger = consoleLogger(isLogLevel(level) ? level : "info", "flowcat");
+  const logger: Logger = loggerFromEnv(envGet, "flowcat");
   let app;
   try {
     app = await createAgentServer({ config, env: envGet, logger });

@@ -10,9 +10,9 @@
  */
 
 import { errorMessage, FlowcatError } from "../core/errors.ts";
-import { consoleLogger, isLogLevel } from "../core/log.ts";
 import { createAgentServer } from "./app.ts";
 import { loadConfig } from "./config.ts";
+import { loggerFromEnv } from "./log_env.ts";
 
 /** What the main thread tells a worker. */
 export type WorkerCommand =
@@ -90,8 +90,7 @@ async function start(cmd: Extract<WorkerCommand, { type: "start" }>): Promise<vo
   if (cmd.publicUrl !== undefined) config.telephony.publicUrl = cmd.publicUrl;
   // One UDP socket per trunk: the SIP agent lives on worker 0 only.
   if (cmd.index !== 0) config.telephony.sip = undefined;
-  const level = envGet("FLOWCAT_LOG");
-  const logger = consoleLogger(isLogLevel(level) ? level : "info", `flowcat#${cmd.index}`);
+  const logger = loggerFromEnv(envGet, `flowcat#${cmd.index}`);
   const app = await createAgentServer({
     config,
     env: envGet,

@@ -1,0 +1,276 @@
+/**
+ * The Prometheus text exposition format (version 0.0.4), with no dependency: counters, gauges
+ * and histograms, each with optional labels, `# HELP` and `# TYPE` lines, escaped label values
+ * and cumulative `le` buckets.
+ *
+ * Hot paths resolve a labelled child once ({@link Counter.labels}) and then only add to plain
+ * numbers: nothing is allocated per observation.
+ *
+ * @example
+ * ```ts
+ * const reg = new Registry();
+ * const ended = reg.counter("calls_ended_total", "Calls ended, by reason.", ["reason"]);
+ * ended.labels("caller_hung_up").inc();
+ * const latency = reg.histogram("turn_latency_seconds", "Turn latency.", [], [0.5, 1, 2]);
+ * latency.labels().observe(0.7);
+ * reg.gauge("active_calls", "Calls running now.").collect(() => 3);
+ * console.log(reg.expose());
+ * ```
+ * @module
+ */
+
+/** The `Content-Type` of {@link Registry.expose}'s text. */
+export const PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
+
+const METRIC_NAME = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
+const LABEL_NAME = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
+
+/** A label value escaped for the text format (backslash, double quote, newline). */
+export function escapeLabelValue(value: string): string {
+  return value.replaceAll("\\", "\\\\").replaceAll("\n", "\\n").replaceAll('"', '\\"');
+}
+
+/** A HELP text escaped for the text format (backslash, newline). */
+export function escapeHelp(help: string): string {
+  return help.replaceAll("\\", "\\\\").replaceAll("\n", "\\n");
+}
+
+/** A sample value as the text format writes it (`+Inf`, `-Inf`, `NaN`, else the number). */
+export function formatValue(v: number): string {
+  if (Number.isNaN(v)) return "NaN";
+  if (v === Infinity) return "+Inf";
+  if (v === -Infinity) return "-Inf";
+  return String(v);
+}
+
+function checkNames(name: string, labels: readonly string[]): void {
+  if (!METRIC_NAME.test(name)) throw new TypeError(`bad metric name "${name}"`);
+  for (const l of labels) {
+    if (!LABEL_NAME.test(l) || l.startsWith("__")) {
+      throw new TypeError(`bad label name "${l}" on ${name}`);
+    }
+  }
+  if (new Set(labels).size !== labels.length) {
+    throw new TypeError(`duplicate label name on ${name}`);
+  }
+}
+
+/** `{a="x",b="y"}` for the label names and values, or "" when there are none. */
+function labelText(names: readonly string[], values: readonly string[], extra = ""): string {
+  const parts = names.map((n, i) => `${n}="${escapeLabelValue(values[i])}"`);
+  if (extra) parts.push(extra);
+  return parts.length === 0 ? "" : `{${parts.join(",")}}`;
+}
+
+/** What every metric family has. */
+abstract class Family<C> {
+  readonly #children = new Map<string, { values: string[]; child: C }>();
+
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    readonly labelNames: readonly string[],
+  ) {
+    checkNames(name, labelNames);
+  }
+
+  /** The child for these label values (made on first use; keep it on hot paths). */
+  labels(...values: string[]): C {
+    if (values.length !== this.labelNames.length) {
+      throw new TypeError(
+        `${this.name}: expected ${this.labelNames.length} label values, got ${values.length}`,
+      );
+    }
+    const key = values.join("\u0000");
+    let entry = this.#children.get(key);
+    if (entry === undefined) {
+      entry = { values: values.map(String), child: this.make() };
+      this.#children.set(key, entry);
+    }
+    return entry.child;
+  }
+
+  /** Children in the order they were made. */
+  protected children(): Iterable<{ values: string[]; child: C }> {
+    return this.#children.values();
+  }
+
+  protected abstract make(): C;
+  /** The TYPE word. */
+  abstract readonly type: "counter" | "gauge" | "histogram";
+  /** Sample lines (without HELP and TYPE). */
+  abstract samples(out: string[]): void;
+}
+
+/** One counter series: only goes up. */
+export class CounterChild {
+  /** Current value. */
+  value = 0;
+  /** Add `n` (default 1); a negative `n` is ignored. */
+  inc(n = 1): void {
+    if (n > 0) this.value += n;
+  }
+}
+
+/** A counter family. */
+export class Counter extends Family<CounterChild> {
+  /** TYPE word. */
+  readonly type = "counter";
+  protected make(): CounterChild {
+    return new CounterChild();
+  }
+  /** Sample lines. */
+  samples(out: string[]): void {
+    for (const { values, child } of this.children()) {
+      out.push(`${this.name}${labelText(this.labelNames, values)} ${formatValue(child.value)}`);
+    }
+  }
+}
+
+/** One gauge series: set, or moved up and down. */
+export class GaugeChild {
+  /** Current value. */
+  value = 0;
+  /** Set the value. */
+  set(v: number): void {
+    this.value = v;
+  }
+  /** Add `n` (default 1). */
+  inc(n = 1): void {
+    this.value += n;
+  }
+  /** Subtract `n` (default 1). */
+  dec(n = 1): void {
+    this.value -= n;
+  }
+}
+
+/** A gauge family; {@link Gauge.collect} reads an unlabelled value at scrape time instead. */
+export class Gauge extends Family<GaugeChild> {
+  /** TYPE word. */
+  readonly type = "gauge";
+  #collect: (() => number) | undefined;
+  protected make(): GaugeChild {
+    return new GaugeChild();
+  }
+  /** Read the (unlabelled) value from `fn` at each scrape. */
+  collect(fn: () => number): this {
+    if (this.labelNames.length > 0) throw new TypeError(`${this.name}: collect needs no labels`);
+    this.#collect = fn;
+    return this;
+  }
+  /** Sample lines. */
+  samples(out: string[]): void {
+    if (this.#collect !== undefined) {
+      out.push(`${this.name} ${formatValue(this.#collect())}`);
+      return;
+    }
+    for (const { values, child } of this.children()) {
+      out.push(`${this.name}${labelText(this.labelNames, values)} ${formatValue(child.value)}`);
+    }
+  }
+}
+
+/** One histogram series: counts per bucket (not cumulative until exposed), sum and count. */
+export class HistogramChild {
+  /** Observations per bucket, the last one for values above every bound (+Inf). */
+  readonly counts: Float64Array;
+  /** Sum of every observation. */
+  sum = 0;
+  /** Number of observations. */
+  count = 0;
+
+  constructor(private readonly bounds: Float64Array) {
+    this.counts = new Float64Array(bounds.length + 1);
+  }
+
+  /** Record one value. */
+  observe(v: number): void {
+    const b = this.bounds;
+    let i = 0;
+    while (i < b.length && v > b[i]) i++;
+    this.counts[i]++;
+    this.sum += v;
+    this.count++;
+  }
+}
+
+/** A histogram family with fixed upper bounds (`le`, inclusive); `+Inf` is added. */
+export class Histogram extends Family<HistogramChild> {
+  /** TYPE word. */
+  readonly type = "histogram";
+  readonly #bounds: Float64Array;
+
+  constructor(name: string, help: string, labelNames: readonly string[], buckets: number[]) {
+    super(name, help, labelNames);
+    if (labelNames.includes("le")) throw new TypeError(`${name}: "le" is reserved`);
+    const sorted = [...buckets].filter((b) => Number.isFinite(b)).sort((a, b) => a - b);
+    if (sorted.length === 0 || new Set(sorted).size !== sorted.length) {
+      throw new TypeError(`${name}: buckets must be distinct finite numbers`);
+    }
+    this.#bounds = Float64Array.from(sorted);
+  }
+
+  protected make(): HistogramChild {
+    return new HistogramChild(this.#bounds);
+  }
+
+  /** Sample lines: cumulative buckets, then sum and count, per child. */
+  samples(out: string[]): void {
+    const bounds = this.#bounds;
+    for (const { values, child } of this.children()) {
+      let cumulative = 0;
+      for (let i = 0; i <= bounds.length; i++) {
+        cumulative += child.counts[i];
+        const le = `le="${i < bounds.length ? formatValue(bounds[i]) : "+Inf"}"`;
+        out.push(
+          `${this.name}_bucket${labelText(this.labelNames, values, le)} ${formatValue(cumulative)}`,
+        );
+      }
+      const l = labelText(this.labelNames, values);
+      out.push(`${this.name}_sum${l} ${formatValue(child.sum)}`);
+      out.push(`${this.name}_count${l} ${formatValue(child.count)}`);
+    }
+  }
+}
+
+/** A set of metric families, exposed together. */
+export class Registry {
+  readonly #families = new Map<string, Family<unknown>>();
+
+  /** Add a counter family. */
+  counter(name: string, help: string, labelNames: readonly string[] = []): Counter {
+    return this.#add(new Counter(name, help, labelNames));
+  }
+
+  /** Add a gauge family. */
+  gauge(name: string, help: string, labelNames: readonly string[] = []): Gauge {
+    return this.#add(new Gauge(name, help, labelNames));
+  }
+
+  /** Add a histogram family with upper bounds `buckets` (seconds, bytes...). */
+  histogram(
+    name: string,
+    help: string,
+    labelNames: readonly string[],
+    buckets: number[],
+  ): Histogram {
+    return this.#add(new Histogram(name, help, labelNames, buckets));
+  }
+
+  /** Every family in the text format: HELP, TYPE, then its samples; ends with a newline. */
+  expose(): string {
+    const out: string[] = [];
+    for (const f of this.#families.values()) {
+      out.push(`# HELP ${f.name} ${escapeHelp(f.help)}`, `# TYPE ${f.name} ${f.type}`);
+      f.samples(out);
+    }
+    return out.join("\n") + "\n";
+  }
+
+  #add<F extends Family<unknown>>(f: F): F {
+    if (this.#families.has(f.name)) throw new TypeError(`metric ${f.name} registered twice`);
+    this.#families.set(f.name, f);
+    return f;
+  }
+}
