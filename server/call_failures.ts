@@ -116,6 +116,8 @@ export class CallFailures {
   readonly counts: Record<string, number> = {};
   /** True once a fatal error came from a model or provider service. */
   fatalFromProvider = false;
+  /** Kinds already logged, fatal ones apart (a failure that ends the call is said too). */
+  #logged: Set<string> | undefined;
 
   /** Failures of one call, logged to `log` (which carries the call's id). */
   constructor(log: Logger, providers: ProviderNames, metrics?: ServerMetrics) {
@@ -144,13 +146,15 @@ export class CallFailures {
     const key = service === undefined
       ? `${processor ?? "pipeline"}/${failure.kind}`
       : `${service}/${provider}/${failure.kind}`;
-    const first = this.counts[key] === undefined;
     this.counts[key] = (this.counts[key] ?? 0) + 1;
     if (service !== undefined) {
       if (fatal && service !== "brain") this.fatalFromProvider = true;
       this.#metrics?.providerErrors.labels(service, provider!, failure.kind).inc();
     }
-    if (!first) return;
+    const said = fatal ? `${key} fatal` : key;
+    this.#logged ??= new Set();
+    if (this.#logged.has(said)) return;
+    this.#logged.add(said);
     const fields: Record<string, unknown> = service === undefined
       ? { processor: processor ?? "pipeline", kind: failure.kind }
       : { service, provider, kind: failure.kind };
