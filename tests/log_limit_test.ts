@@ -1,7 +1,12 @@
-/** core/log_limit.ts: a flood of one message is one line per interval with a count. */
+/**
+ * core/log_limit.ts: a flood of one message is one line per interval with a count; end to end,
+ * the agent server refusing a flood of unsigned carrier webhooks.
+ */
 import assert from "node:assert/strict";
 import { rateLimitedLogger } from "../core/log_limit.ts";
 import { memoryLogger } from "../core/log.ts";
+import { createAgentServer } from "../server/app.ts";
+import { parse, yaml } from "./_server_config_helpers.ts";
 import { sleep } from "./_core_helpers.ts";
 
 Deno.test("log limit: 2000 records in a second are one line, then one line with the count", () => {
@@ -61,4 +66,54 @@ Deno.test("log limit: the count is said when the interval ends, by its own timer
   assert.match(mem.records[1].message, /^scrape refused \(2 more in the last 0\.\d s\)$/);
   assert.equal(mem.records[1].fields!.suppressed, 2);
   log.close();
+});
+
+Deno.test("log limit: a flood of unsigned answer webhooks is one line, then one with the count", async () => {
+  const r = await parse(
+    yaml('telephony: { public_url: "https://agent.example.com", carriers: [twilio] }'),
+  );
+  if (!r.ok) throw new Error(JSON.stringify(r.problems));
+  const log = memoryLogger();
+  const app = await createAgentServer({
+    config: r.config,
+    env: (n) => (n === "TWILIO_AUTH_TOKEN" ? "secret" : undefined),
+    logger: log,
+  });
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, app.handler);
+  const url = `http://127.0.0.1:${server.addr.port}/telephony/answer/twilio`;
+  try {
+    const total = 400;
+    for (let sent = 0; sent < total; sent += 50) {
+      await Promise.all(
+        Array.from({ length: 50 }, async (_, i) => {
+          const res = await fetch(url, {
+            method: "POST",
+            headers: { "content-type": "application/x-www-form-urlencoded" },
+            body: `CallSid=CA${sent + i}`,
+          });
+          assert.equal(res.status, 403);
+          await res.body?.cancel();
+        }),
+      );
+    }
+    const refusals = () =>
+      log.records.filter((x) => x.message.startsWith("answer webhook refused"));
+    assert.equal(refusals().length, 1, "the first refusal is said at once, the rest counted");
+    assert.equal(refusals()[0].level, "warn");
+    await app.close(); // shutting down says what is still counted
+    assert.equal(refusals().length, 2);
+    assert.match(
+      refusals()[1].message,
+      /^answer webhook refused \(399 more in the last [\d.]+ s\)$/,
+    );
+    assert.equal(refusals()[1].fields!.suppressed, 399);
+    assert.ok(
+      app.metrics.registry.expose().includes(
+        `flowcat_requests_refused_total{reason="webhook_signature"} ${total}`,
+      ),
+      "every refusal is counted",
+    );
+  } finally {
+    await server.shutdown();
+  }
 });
