@@ -5,14 +5,12 @@
  * JSON from `server/main.ts` run under its printed permissions with FLOWCAT_LOG_FORMAT=json.
  */
 import assert from "node:assert/strict";
-import { sine } from "../core/audio/pcm.ts";
 import { type LogRecord, memoryLogger } from "../core/log.ts";
 import { type AgentServer, createAgentServer } from "../server/app.ts";
 import { parseConfigText } from "../server/config.ts";
 import { permissionFlags } from "../server/permissions.ts";
-import { twilioSignature } from "../telephony/security.ts";
 import { sleep, until } from "./_core_helpers.ts";
-import { type TwilioCall, twilioClient } from "./_twilio_client.ts";
+import { dialTwilio, speakTurn } from "./_twilio_client.ts";
 
 const DIR = ".tmp/call_log_test";
 const SECRET = "twilio-secret";
@@ -70,31 +68,9 @@ async function start(
   };
 }
 
-let sids = 0;
-
-/** Dial in as Twilio: the signed answer webhook (a fresh CallSid: no replay), then its socket. */
-async function dial(
-  base: string,
-  callSid = `CA${++sids}`,
-): Promise<{ call: TwilioCall; runId: number }> {
-  const params = { CallSid: callSid };
-  const path = "/telephony/answer/twilio";
-  const sig = await twilioSignature(SECRET, `https://agent.example.com${path}`, params);
-  const res = await fetch(`${base}${path}`, {
-    method: "POST",
-    headers: { "content-type": "application/x-www-form-urlencoded", "x-twilio-signature": sig },
-    body: new URLSearchParams(params).toString(),
-  });
-  const url = new URL(/url="([^"]+)"/.exec(await res.text())![1].replaceAll("&amp;", "&"));
-  const ws = `${base.replace("http", "ws")}${url.pathname}${url.search}`;
-  const call = await twilioClient(ws, url.searchParams.get("token")!);
-  return { call, runId: Number(url.pathname.split("/").at(-1)) };
-}
-
-/** A caller turn the echo model hears: 0.4 s of tone, then 0.8 s of silence. */
-async function speakTurn(call: TwilioCall): Promise<void> {
-  await call.speak(sine({ freq: 440, sampleRate: 8000, samples: 3200, amplitude: 9000 }), 2);
-  await call.speak(new Int16Array(6400), 2);
+/** Dial in as Twilio through the signed answer webhook and its media socket. */
+function dial(base: string) {
+  return dialTwilio(base, { secret: SECRET, publicUrl: "https://agent.example.com" });
 }
 
 function line(log: { records: LogRecord[] }, message: string, runId: number) {
@@ -116,7 +92,7 @@ Deno.test("call log: a carrier call's start and end lines carry who, how long, w
   await Deno.remove(DIR, { recursive: true }).catch(() => {});
   const s = await start();
   try {
-    const { call, runId } = await dial(s.base, "CA77");
+    const { call, runId } = await dial(s.base);
     await until(() => call.media().length > 5, 5000, "greeting");
     const started = line(s.log, "call started", runId);
     assert.equal(started.level, "info");
