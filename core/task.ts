@@ -115,6 +115,11 @@ function appended<T>(list: readonly T[], item: T): T[] {
   return out;
 }
 
+/** `kinds` as a Set: a Set as it is, an array copied. */
+function kindSet(kinds: readonly FrameKind[] | ReadonlySet<FrameKind>): ReadonlySet<FrameKind> {
+  return kinds instanceof Set ? kinds : new Set(kinds as readonly FrameKind[]);
+}
+
 /** One running pipeline. `run()` may be called once. */
 export class PipelineTask {
   readonly #root: FrameProcessor;
@@ -191,13 +196,22 @@ export class PipelineTask {
   onHeartbeatTimeout(fn: TaskHook<[seconds: number]>): void {
     this.#onHeartbeatTimeout = appended(this.#onHeartbeatTimeout, fn);
   }
-  /** A frame of one of `kinds` reached the sink. */
-  onFrameReachedDownstream(kinds: readonly FrameKind[], fn: TaskHook<[Frame]>): void {
-    this.#reachedDown = appended(this.#reachedDown, { kinds: new Set(kinds), fn });
+  /**
+   * A frame of one of `kinds` reached the sink. A Set is kept as given (one Set shared by every
+   * call costs no memory per call); an array is copied into a new one.
+   */
+  onFrameReachedDownstream(
+    kinds: readonly FrameKind[] | ReadonlySet<FrameKind>,
+    fn: TaskHook<[Frame]>,
+  ): void {
+    this.#reachedDown = appended(this.#reachedDown, { kinds: kindSet(kinds), fn });
   }
-  /** A frame of one of `kinds` reached the source (travelling upstream). */
-  onFrameReachedUpstream(kinds: readonly FrameKind[], fn: TaskHook<[Frame]>): void {
-    this.#reachedUp = appended(this.#reachedUp, { kinds: new Set(kinds), fn });
+  /** A frame of one of `kinds` reached the source (travelling upstream); `kinds` as above. */
+  onFrameReachedUpstream(
+    kinds: readonly FrameKind[] | ReadonlySet<FrameKind>,
+    fn: TaskHook<[Frame]>,
+  ): void {
+    this.#reachedUp = appended(this.#reachedUp, { kinds: kindSet(kinds), fn });
   }
 
   // ------------------------------------------------------------------ control

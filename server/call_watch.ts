@@ -8,12 +8,15 @@
  *   the caller) to the bot's first audio (BotStartedSpeaking);
  * - time to first byte per service (the Metrics frames the service processors report);
  * - every Error frame, handed to {@link CallFailures}.
+ *
+ * Per call this costs one small object and two closures; the frame-kind Sets are shared.
  * @module
  */
 
-import type { Frame } from "../core/frames.ts";
+import type { Frame, FrameKind } from "../core/frames.ts";
+import type { Logger } from "../core/log.ts";
 import type { PipelineTask } from "../core/task.ts";
-import { type CallFailures, type ProviderNames, serviceOf } from "./call_failures.ts";
+import { CallFailures, type ProviderNames, serviceOf } from "./call_failures.ts";
 import type { ServerMetrics } from "./server_metrics.ts";
 
 /**
@@ -78,11 +81,9 @@ export class TurnMeter {
   }
 }
 
-/** Where a call's observations go. */
-export interface CallWatchTargets {
-  /** Counts and logs the call's failures. */
-  failures: CallFailures;
-  /** Provider per service, for the TTFB labels. */
+/** What every call of one server shares (made once, so a call holds only a reference). */
+export interface WatchShared {
+  /** Provider per service, for log lines and the TTFB and error labels. */
   providers: ProviderNames;
   /** The server's metrics, when it keeps them. */
   metrics?: ServerMetrics;
@@ -90,39 +91,71 @@ export interface CallWatchTargets {
   now?: () => number;
 }
 
-const UP_KINDS = ["UserStartedSpeaking", "UserStoppedSpeaking"] as const;
-const DOWN_KINDS = [
+/** Frame kinds looked at, as Sets shared by every call. */
+const UP_KINDS: ReadonlySet<FrameKind> = new Set(["UserStartedSpeaking", "UserStoppedSpeaking"]);
+const DOWN_KINDS: ReadonlySet<FrameKind> = new Set([
   "Transcription",
   "BotStartedSpeaking",
   "BotStoppedSpeaking",
   "Metrics",
-] as const;
+]);
 
 /**
- * Hook `task` (before it runs) so that its turns, latencies, TTFBs and errors reach `targets`.
- * Returns the call's {@link TurnMeter}.
+ * One call's watch: its {@link TurnMeter} (it is one), and its {@link CallFailures}, made on the
+ * first failure. An idle call holds this object, two small closures and its hook entries.
  */
-export function watchCall(task: PipelineTask, targets: CallWatchTargets): TurnMeter {
-  const meter = new TurnMeter();
-  const now = targets.now ?? (() => performance.now());
-  const { metrics, failures, providers } = targets;
-  const latency = metrics?.turnLatency.labels();
-  task.onFrameReachedUpstream(UP_KINDS, (f: Frame) => {
-    if (f.kind === "UserStartedSpeaking") meter.userStarted();
-    else meter.userStopped(now());
-  });
-  task.onFrameReachedDownstream(DOWN_KINDS, (f: Frame) => {
+export class CallWatch extends TurnMeter {
+  readonly #shared: WatchShared;
+  readonly #log: Logger;
+  #failures: CallFailures | undefined;
+
+  /** A watch logging to `log` (which carries the call's id). */
+  constructor(shared: WatchShared, log: Logger) {
+    super();
+    this.#shared = shared;
+    this.#log = log;
+  }
+
+  /** The call's failures (made on first use). */
+  get failures(): CallFailures {
+    return this.#failures ??= new CallFailures(
+      this.#log,
+      this.#shared.providers,
+      this.#shared.metrics,
+    );
+  }
+
+  /** The call's failures, or `undefined` when nothing failed. */
+  get failed(): CallFailures | undefined {
+    return this.#failures?.any ? this.#failures : undefined;
+  }
+
+  /** Hook `task` (before it runs). */
+  attach(task: PipelineTask): void {
+    const onFrame = (f: Frame) => this.#frame(f);
+    task.onFrameReachedUpstream(UP_KINDS, onFrame);
+    task.onFrameReachedDownstream(DOWN_KINDS, onFrame);
+    task.onError((message, fatal, processor) => this.failures.record(message, fatal, processor));
+  }
+
+  #frame(f: Frame): void {
+    const { metrics, providers } = this.#shared;
+    const now = this.#shared.now ?? performance.now.bind(performance);
     switch (f.kind) {
+      case "UserStartedSpeaking":
+        return this.userStarted();
+      case "UserStoppedSpeaking":
+        return this.userStopped(now());
       case "Transcription":
-        if (f.final && f.userId === "user") meter.userTranscript(now());
+        if (f.final && f.userId === "user") this.userTranscript(now());
         return;
       case "BotStartedSpeaking": {
-        const s = meter.botStarted(now());
-        if (s !== undefined) latency?.observe(s);
+        const s = this.botStarted(now());
+        if (s !== undefined) metrics?.turnLatency.labels().observe(s);
         return;
       }
       case "BotStoppedSpeaking":
-        return meter.botStopped();
+        return this.botStopped();
       case "Metrics":
         if (metrics === undefined) return;
         for (const d of f.data) {
@@ -133,7 +166,12 @@ export function watchCall(task: PipelineTask, targets: CallWatchTargets): TurnMe
         }
         return;
     }
-  });
-  task.onError((message, fatal, processor) => failures.record(message, fatal, processor));
-  return meter;
+  }
+}
+
+/** Watch `task` (before it runs): a {@link CallWatch} attached to it. */
+export function watchCall(task: PipelineTask, shared: WatchShared, log: Logger): CallWatch {
+  const w = new CallWatch(shared, log);
+  w.attach(task);
+  return w;
 }

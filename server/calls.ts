@@ -33,7 +33,7 @@ import {
   droppedMedia,
 } from "./call_log.ts";
 import { type CallShape, type EnvGet, loadCallShape } from "./call_shapes.ts";
-import { type TurnMeter, watchCall } from "./call_watch.ts";
+import { type CallWatch, watchCall, type WatchShared } from "./call_watch.ts";
 import type { AgentServerConfig } from "./config.ts";
 import { endReason, stopDetail } from "./end_reason.ts";
 import type { ServerMetrics } from "./server_metrics.ts";
@@ -72,6 +72,7 @@ export class CallManager {
   readonly #env: EnvGet;
   readonly #metrics: ServerMetrics | undefined;
   readonly #providers: ProviderNames;
+  readonly #shared: WatchShared;
   readonly #tasks = new Map<number, { task: PipelineTask; done: Promise<unknown> }>();
   #draining = false;
 
@@ -83,6 +84,10 @@ export class CallManager {
     this.#shape = shape;
     this.#metrics = opts.metrics;
     this.#providers = providerNames(opts.config);
+    this.#shared = {
+      providers: this.#providers,
+      ...(opts.metrics !== undefined ? { metrics: opts.metrics } : {}),
+    };
   }
 
   /** Load the configured pipeline's providers and read their keys once. */
@@ -166,8 +171,7 @@ export class CallManager {
       // Metrics on: the service processors report their time to first byte (once per request).
       taskParams: { idleTimeoutMs: 120_000, enableMetrics: true },
     });
-    const failures = new CallFailures(log, this.#providers, this.#metrics);
-    const turns = watchCall(task, { failures, providers: this.#providers, metrics: this.#metrics });
+    const observed = watchCall(task, this.#shared, log);
     const limit = setTimeout(
       () => task.cancel("call too long"),
       this.#cfg.limits.maxCallSeconds * 1000,
@@ -176,12 +180,12 @@ export class CallManager {
     const ended = (stop: StopReason | undefined) => {
       clearTimeout(limit);
       this.#tasks.delete(run.runId);
-      this.#ended(log, id, transport, { stop, startedAt, turns, failures, report });
+      this.#ended(log, run, transport, { stop, startedAt, watch: observed, report });
       // run() resolves after finalize, so the report is set unless finalize threw.
       return report;
     };
     const done = task.run().then(ended, (err) => {
-      failures.record(`call failed: ${errorMessage(err)}`, true, undefined);
+      observed.failures.record(`call failed: ${errorMessage(err)}`, true, undefined);
       return ended(undefined);
     });
     this.#tasks.set(run.runId, { task, done });
@@ -195,26 +199,26 @@ export class CallManager {
   /** The call-end line and counts. */
   #ended(
     log: Logger,
-    id: CallIdentity,
+    run: RunRecord,
     transport: MediaTransport,
     c: {
       stop: StopReason | undefined;
       startedAt: number;
-      turns: TurnMeter;
-      failures: CallFailures;
+      watch: CallWatch;
       report: Finalize | undefined;
     },
   ): void {
-    const { stop, failures } = c;
+    const { stop, watch } = c;
+    const id = callIdentity(run, transport);
     const detail = stopDetail(stop);
     const disposition = c.report?.disposition;
     const reason = endReason(stop, {
-      fatalFromProvider: failures.fatalFromProvider,
+      fatalFromProvider: watch.failed?.fatalFromProvider ?? false,
       ...(disposition !== undefined ? { disposition } : {}),
     });
     // A model that closed on its own mid-call: that is the realtime provider's failure.
-    if (reason === "model_error" && !failures.has("realtime") && stop?.kind === "end") {
-      failures.record(stop.reason ?? detail, true, "RealtimeProcessor");
+    if (reason === "model_error" && !watch.failed?.has("realtime") && stop?.kind === "end") {
+      watch.failures.record(stop.reason ?? detail, true, "RealtimeProcessor");
     }
     const durationSeconds = Math.round((performance.now() - c.startedAt) / 100) / 10;
     const dropped = droppedMedia(transport);
@@ -225,17 +229,18 @@ export class CallManager {
       m.callDuration.labels().observe(durationSeconds);
       for (const [why, n] of Object.entries(dropped ?? {})) m.framesDropped.labels(why).inc(n);
     }
-    const mean = c.turns.meanLatency();
+    const mean = watch.meanLatency();
+    const failed = watch.failed;
     log.info(
       "call ended",
       callEndFields(id, {
         durationSeconds,
         reason,
         detail,
-        turns: c.turns.turns,
+        turns: watch.turns,
         ...(mean !== undefined ? { meanTurnLatencySeconds: mean } : {}),
         ...(c.report !== undefined ? { report: c.report } : {}),
-        ...(failures.any ? { failures: failures.counts } : {}),
+        ...(failed !== undefined ? { failures: failed.counts } : {}),
         ...(dropped !== undefined ? { dropped } : {}),
       }),
     );

@@ -5,7 +5,6 @@
 import assert from "node:assert/strict";
 import { makeFrame, Pipeline, PipelineTask } from "../mod.ts";
 import { memoryLogger } from "../core/log.ts";
-import { CallFailures } from "../server/call_failures.ts";
 import { TurnMeter, watchCall } from "../server/call_watch.ts";
 import { createServerMetrics } from "../server/server_metrics.ts";
 import { Recorder, until } from "./_core_helpers.ts";
@@ -44,13 +43,7 @@ Deno.test("watchCall: a task's ends feed turn latency, TTFB and failures", async
   const head = new Recorder("RealtimeProcessor");
   const task = new PipelineTask(new Pipeline([head]), { idleTimeoutMs: null, logger: log });
   let t = 0;
-  const failures = new CallFailures(log, { realtime: "gemini" }, metrics);
-  const meter = watchCall(task, {
-    failures,
-    providers: { realtime: "gemini" },
-    metrics,
-    now: () => t,
-  });
+  const watch = watchCall(task, { providers: { realtime: "gemini" }, metrics, now: () => t }, log);
   const done = task.run();
   await until(() => head.link !== undefined);
   const link = head.link!;
@@ -66,8 +59,8 @@ Deno.test("watchCall: a task's ends feed turn latency, TTFB and failures", async
   await until(() => log.records.length > 0);
   await task.stopWhenDone();
   await done;
-  assert.equal(meter.turns, 1);
-  assert.equal(meter.meanLatency(), 0.7);
+  assert.equal(watch.turns, 1);
+  assert.equal(watch.meanLatency(), 0.7);
   const text = metrics.registry.expose();
   assert.ok(text.includes('flowcat_turn_latency_seconds_bucket{le="0.75"} 1'), text);
   assert.ok(text.includes("flowcat_turn_latency_seconds_count 1"), text);
@@ -77,6 +70,6 @@ Deno.test("watchCall: a task's ends feed turn latency, TTFB and failures", async
     ),
     text,
   );
-  assert.deepEqual(failures.counts, { "realtime/gemini/rate_limit": 1 });
+  assert.deepEqual(watch.failed?.counts, { "realtime/gemini/rate_limit": 1 });
   assert.equal(log.records[0].message, "provider failed");
 });
