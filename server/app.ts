@@ -47,6 +47,16 @@ export type {
 };
 export type { DialRequest, DialResult, OutboundDialer, SipDialFn, SipTrunk };
 export type { ServerMetrics };
+export type {
+  Counter,
+  CounterChild,
+  Family,
+  Gauge,
+  GaugeChild,
+  Histogram,
+  HistogramChild,
+  Registry,
+} from "./prometheus.ts";
 export type { ServiceFactory, ServiceKind };
 
 /** Options of {@link createAgentServer}. */

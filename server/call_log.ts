@@ -94,11 +94,16 @@ export function callEndFields(id: CallIdentity, end: CallEnd): Record<string, un
   return f;
 }
 
-/** Inbound media a leg dropped, by reason (WebSocket: malformed messages; SIP: overflow). */
+/**
+ * Inbound audio a leg dropped, by reason: `before_start` (carrier WebSocket audio ahead of the
+ * stream's start message), `overflow` (SIP/RTP packets the call fell too far behind to keep).
+ */
 export function droppedMedia(transport: MediaTransport): Record<string, number> | undefined {
-  const t = transport as { ignored?: unknown; droppedInbound?: unknown };
+  const t = transport as { droppedBeforeStart?: unknown; droppedInbound?: unknown };
   const out: Record<string, number> = {};
-  if (typeof t.ignored === "number" && t.ignored > 0) out.malformed = t.ignored;
+  if (typeof t.droppedBeforeStart === "number" && t.droppedBeforeStart > 0) {
+    out.before_start = t.droppedBeforeStart;
+  }
   if (typeof t.droppedInbound === "number" && t.droppedInbound > 0) {
     out.overflow = t.droppedInbound;
   }

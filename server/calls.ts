@@ -25,13 +25,7 @@ import { settlesWithin } from "../core/wait.ts";
 import type { RealtimeFactory } from "../providers/registry.ts";
 import type { ServiceFactory, ServiceKind } from "../providers/service_registry.ts";
 import { CallFailures, type ProviderNames } from "./call_failures.ts";
-import {
-  callEndFields,
-  type CallIdentity,
-  callIdentity,
-  callStartFields,
-  droppedMedia,
-} from "./call_log.ts";
+import { callEndFields, callIdentity, callStartFields, droppedMedia } from "./call_log.ts";
 import { type CallShape, type EnvGet, loadCallShape } from "./call_shapes.ts";
 import { type CallWatch, watchCall, type WatchShared } from "./call_watch.ts";
 import type { AgentServerConfig } from "./config.ts";

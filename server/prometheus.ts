@@ -62,13 +62,17 @@ function labelText(names: readonly string[], values: readonly string[], extra = 
   return parts.length === 0 ? "" : `{${parts.join(",")}}`;
 }
 
-/** What every metric family has. */
-abstract class Family<C> {
+/** What every metric family has: a name, a help text, label names and one child per label set. */
+export abstract class Family<C> {
   readonly #children = new Map<string, { values: string[]; child: C }>();
 
+  /** A family named `name` (checked against the format's rules). */
   constructor(
+    /** Metric name. */
     readonly name: string,
+    /** HELP text. */
     readonly help: string,
+    /** Label names, in the order {@link Family.labels} takes their values. */
     readonly labelNames: readonly string[],
   ) {
     checkNames(name, labelNames);
@@ -95,6 +99,7 @@ abstract class Family<C> {
     return this.#children.values();
   }
 
+  /** A new child series. */
   protected abstract make(): C;
   /** The TYPE word. */
   abstract readonly type: "counter" | "gauge" | "histogram";
@@ -116,6 +121,7 @@ export class CounterChild {
 export class Counter extends Family<CounterChild> {
   /** TYPE word. */
   readonly type = "counter";
+  /** A new child series. */
   protected make(): CounterChild {
     return new CounterChild();
   }
@@ -150,6 +156,7 @@ export class Gauge extends Family<GaugeChild> {
   /** TYPE word. */
   readonly type = "gauge";
   #collect: (() => number) | undefined;
+  /** A new child series. */
   protected make(): GaugeChild {
     return new GaugeChild();
   }
@@ -180,6 +187,7 @@ export class HistogramChild {
   /** Number of observations. */
   count = 0;
 
+  /** A series over the upper bounds `bounds` (sorted). */
   constructor(private readonly bounds: Float64Array) {
     this.counts = new Float64Array(bounds.length + 1);
   }
@@ -201,6 +209,7 @@ export class Histogram extends Family<HistogramChild> {
   readonly type = "histogram";
   readonly #bounds: Float64Array;
 
+  /** A histogram family with upper bounds `buckets` (sorted here; `+Inf` is implied). */
   constructor(name: string, help: string, labelNames: readonly string[], buckets: number[]) {
     super(name, help, labelNames);
     if (labelNames.includes("le")) throw new TypeError(`${name}: "le" is reserved`);
@@ -211,6 +220,7 @@ export class Histogram extends Family<HistogramChild> {
     this.#bounds = Float64Array.from(sorted);
   }
 
+  /** A new child series. */
   protected make(): HistogramChild {
     return new HistogramChild(this.#bounds);
   }

@@ -82,7 +82,7 @@ export function createServerMetrics(): ServerMetrics {
     ),
     framesDropped: registry.counter(
       "flowcat_frames_dropped_total",
-      "Inbound media messages a call could not use, counted when the call ends.",
+      "Inbound audio a call dropped (before_start, overflow), counted when the call ends.",
       ["reason"],
     ),
     requestsRefused: registry.counter(

@@ -7,7 +7,11 @@
 import assert from "node:assert/strict";
 import { type LogRecord, memoryLogger } from "../core/log.ts";
 import { type AgentServer, createAgentServer } from "../server/app.ts";
+import { droppedMedia } from "../server/call_log.ts";
 import { parseConfigText } from "../server/config.ts";
+import type { MediaTransport } from "../core/seams.ts";
+import { twilioSignature } from "../telephony/security.ts";
+import { socketFromWebSocket } from "../telephony/ws_transport.ts";
 import { permissionFlags } from "../server/permissions.ts";
 import { sleep, until } from "./_core_helpers.ts";
 import { dialTwilio, speakTurn } from "./_twilio_client.ts";
@@ -273,4 +277,51 @@ Deno.test("call log: FLOWCAT_LOG_FORMAT=json makes every line of the real server
     await errDone;
     await sleep(0);
   }
+});
+
+Deno.test("call log: audio ahead of the stream's start is dropped, counted and logged at the end", async () => {
+  const s = await start({ recording: { enabled: false } });
+  try {
+    const params = { CallSid: "CA-early" };
+    const path = "/telephony/answer/twilio";
+    const sig = await twilioSignature(SECRET, `https://agent.example.com${path}`, params);
+    const res = await fetch(`${s.base}${path}`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded", "x-twilio-signature": sig },
+      body: new URLSearchParams(params).toString(),
+    });
+    const url = new URL(/url="([^"]+)"/.exec(await res.text())![1].replaceAll("&amp;", "&"));
+    const runId = Number(url.pathname.split("/").at(-1));
+    const sock = socketFromWebSocket(
+      new WebSocket(`${s.base.replace("http", "ws")}${url.pathname}${url.search}`),
+    );
+    await sock.opened;
+    const media = { event: "media", streamSid: "MZ", media: { payload: "/////w==" } };
+    for (let i = 0; i < 3; i++) await sock.sendText(JSON.stringify(media));
+    await sock.sendText(JSON.stringify({
+      event: "start",
+      streamSid: "MZ",
+      start: { streamSid: "MZ", callSid: "CA-early" },
+    }));
+    await until(() => s.app.calls.active === 1, 5000, "call running");
+    await sock.sendText(JSON.stringify({ event: "stop", streamSid: "MZ", stop: {} }));
+    const end = await ended(s, runId);
+    assert.deepEqual(end.fields!.dropped, { before_start: 3 });
+    assert.ok(
+      s.app.metrics.registry.expose().includes(
+        'flowcat_frames_dropped_total{reason="before_start"} 3',
+      ),
+    );
+    await sock.close?.();
+  } finally {
+    await s.close();
+  }
+});
+
+Deno.test("call log: a SIP leg's overflow counts as dropped; nothing dropped says nothing", () => {
+  const leg = (extra: Record<string, unknown>) =>
+    ({ recv: () => Promise.resolve(undefined), ...extra }) as unknown as MediaTransport;
+  assert.deepEqual(droppedMedia(leg({ droppedInbound: 7 })), { overflow: 7 });
+  assert.equal(droppedMedia(leg({ droppedInbound: 0, droppedBeforeStart: 0 })), undefined);
+  assert.equal(droppedMedia(leg({})), undefined);
 });
