@@ -175,6 +175,9 @@ providers:
         "llm/ollama/connect": 2,
       });
       assert.equal(end.fields!.reason, "caller_hung_up");
+      assert.equal(end.fields!.turns, 3, "three caller turns (VAD edges)");
+      // Turns 2 and 3 got a reply (the fallback line), timed from the caller's stop.
+      assert.ok((end.fields!.meanTurnLatencySeconds as number) > 0.5, JSON.stringify(end));
       const text = app.metrics.registry.expose();
       assert.ok(
         text.includes(

@@ -9,7 +9,8 @@ import { type LogRecord, memoryLogger } from "../core/log.ts";
 import { type AgentServer, createAgentServer } from "../server/app.ts";
 import { droppedMedia } from "../server/call_log.ts";
 import { parseConfigText } from "../server/config.ts";
-import type { MediaTransport } from "../core/seams.ts";
+import type { MediaTransport, RealtimeEvent, RealtimeLlm } from "../core/seams.ts";
+import { RealtimeEventQueue } from "../providers/realtime/_shared.ts";
 import { twilioSignature } from "../telephony/security.ts";
 import { socketFromWebSocket } from "../telephony/ws_transport.ts";
 import { permissionFlags } from "../server/permissions.ts";
@@ -216,6 +217,89 @@ Deno.test("call log: a realtime model refused at connect is one failure line and
   } finally {
     await s.close();
     await refuser.shutdown();
+  }
+});
+
+/** A realtime model that greets, then closes its session with `code` and `reason`. */
+class ClosingModel implements RealtimeLlm {
+  readonly #q = new RealtimeEventQueue();
+  connect(): Promise<void> {
+    this.#q.push({
+      type: "audio_out",
+      audio: { pcm: new Int16Array(2400), sampleRate: 24000, numChannels: 1 },
+    });
+    setTimeout(() => this.#q.close("socket closed (1011: internal error)"), 300);
+    return Promise.resolve();
+  }
+  sendAudio(): void {}
+  updateSystem(): Promise<void> {
+    return Promise.resolve();
+  }
+  sendToolResult(): Promise<void> {
+    return Promise.resolve();
+  }
+  nextEvent(): Promise<RealtimeEvent | undefined> {
+    return this.#q.next();
+  }
+  listen(deliver: (ev: RealtimeEvent | undefined) => void): void {
+    this.#q.listen(deliver);
+  }
+  close(): Promise<void> {
+    this.#q.close();
+    return Promise.resolve();
+  }
+}
+
+Deno.test("call log: a model that closes mid-call is one failure line with its close code", async () => {
+  const r = await parseConfigText(
+    JSON.stringify(config({ recording: { enabled: false } })),
+    "json",
+    ".",
+  );
+  if (!r.ok) throw new Error(JSON.stringify(r.problems));
+  const log = memoryLogger();
+  const app = await createAgentServer({
+    config: r.config,
+    env: (n) => (n === "TWILIO_AUTH_TOKEN" ? SECRET : undefined),
+    logger: log,
+    realtimeFactory: () => new ClosingModel(),
+  });
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, app.handler);
+  const s: Running = {
+    app,
+    log,
+    base: `http://127.0.0.1:${server.addr.port}`,
+    close: async () => {
+      await server.shutdown();
+      await app.close();
+    },
+  };
+  try {
+    const { call, runId } = await dial(s.base);
+    const end = await ended(s, runId);
+    await call.close();
+    assert.equal(end.fields!.reason, "model_error");
+    assert.equal(end.fields!.detail, "end: model closed: socket closed (1011: internal error)");
+    const said = log.records.filter((x) => x.level === "warn" || x.level === "error");
+    assert.deepEqual(said.map((x) => [x.message, x.fields]), [[
+      "provider failed",
+      {
+        runId,
+        service: "realtime",
+        provider: "echo",
+        kind: "ws_close",
+        closeCode: 1011,
+        error: "model closed: socket closed (1011: internal error)",
+        caller: "the call ended",
+      },
+    ]]);
+    assert.ok(
+      app.metrics.registry.expose().includes(
+        'flowcat_provider_errors_total{service="realtime",provider="echo",kind="ws_close"} 1',
+      ),
+    );
+  } finally {
+    await s.close();
   }
 });
 
