@@ -86,6 +86,11 @@ export interface AgentServerOptions {
    * ms with a count (default 10000): a flood costs one line per interval.
    */
   refusalLogIntervalMs?: number;
+  /**
+   * Where `/metrics` text comes from instead of this server's registry (a worker asks the main
+   * thread, which joins every worker's metrics).
+   */
+  metricsText?: () => Promise<string>;
 }
 
 /** A running agent server's parts. */
@@ -166,6 +171,7 @@ export async function createAgentServer(opts: AgentServerOptions): Promise<Agent
       logger,
       refusals,
       metrics,
+      ...(opts.metricsText !== undefined ? { metricsText: opts.metricsText } : {}),
       dialer,
       webrtc: opts.webrtc,
     }),

@@ -3,6 +3,9 @@
  * machine (a loopback peer, with no proxy's forwarding header); from anywhere else it needs
  * `Authorization: Bearer <token>`, the token of `api.token_env` (compared in constant time),
  * and is refused (403) when the config names none.
+ *
+ * With `--workers`, the worker that takes the scrape answers for all of them: each sample carries
+ * a `worker` label (server/workers.ts joins them).
  * @module
  */
 
@@ -52,14 +55,16 @@ export interface MetricsRouteContext {
   token: string | undefined;
   /** Where refused scrapes are logged (rate-limited). */
   refusals: Logger;
+  /** The text to answer instead of `metrics`' own (workers: every worker's, joined). */
+  metricsText?: () => Promise<string>;
 }
 
 /** Answer one scrape. */
-export function serveMetrics(
+export async function serveMetrics(
   ctx: MetricsRouteContext,
   req: Request,
   remote: string | undefined,
-): Response {
+): Promise<Response> {
   const verdict = scrapeVerdict(req.headers, remote, ctx.token);
   if (verdict !== "ok") {
     ctx.metrics.requestsRefused.labels("metrics_auth").inc();
@@ -71,7 +76,10 @@ export function serveMetrics(
       )
       : jsonError(401, "bad bearer token", { "www-authenticate": "Bearer" });
   }
-  return new Response(ctx.metrics.registry.expose(), {
+  const text = ctx.metricsText !== undefined
+    ? await ctx.metricsText()
+    : ctx.metrics.registry.expose();
+  return new Response(text, {
     status: 200,
     headers: { "content-type": PROMETHEUS_CONTENT_TYPE, "cache-control": "no-store" },
   });

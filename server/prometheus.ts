@@ -55,11 +55,57 @@ function checkNames(name: string, labels: readonly string[]): void {
   }
 }
 
-/** `{a="x",b="y"}` for the label names and values, or "" when there are none. */
-function labelText(names: readonly string[], values: readonly string[], extra = ""): string {
+/**
+ * `{a="x",b="y"}` for the label names and values, after the rendered constant labels `fixed`
+ * and before `extra` (`le`), or "" when there are none.
+ */
+function labelText(
+  fixed: string,
+  names: readonly string[],
+  values: readonly string[],
+  extra = "",
+): string {
   const parts = names.map((n, i) => `${n}="${escapeLabelValue(values[i])}"`);
+  if (fixed) parts.unshift(fixed);
   if (extra) parts.push(extra);
   return parts.length === 0 ? "" : `{${parts.join(",")}}`;
+}
+
+/** One family's lines, ready to be rendered or merged with the same family of other sources. */
+export interface FamilySnapshot {
+  /** Metric name. */
+  name: string;
+  /** HELP text (unescaped). */
+  help: string;
+  /** TYPE word. */
+  type: "counter" | "gauge" | "histogram";
+  /** Sample lines. */
+  samples: string[];
+}
+
+/** The text format of `families`: HELP, TYPE, then samples each; ends with a newline. */
+export function renderFamilies(families: readonly FamilySnapshot[]): string {
+  const out: string[] = [];
+  for (const f of families) {
+    out.push(`# HELP ${f.name} ${escapeHelp(f.help)}`, `# TYPE ${f.name} ${f.type}`, ...f.samples);
+  }
+  return out.join("\n") + "\n";
+}
+
+/**
+ * Families of several sources (each worker's registry, with its own constant `worker` label) as
+ * one list: a family once, in first-seen order, with every source's samples.
+ */
+export function mergeFamilies(sources: readonly (readonly FamilySnapshot[])[]): FamilySnapshot[] {
+  const byName = new Map<string, FamilySnapshot>();
+  for (const list of sources) {
+    for (const f of list) {
+      const seen = byName.get(f.name);
+      if (seen === undefined) byName.set(f.name, { ...f, samples: [...f.samples] });
+      else seen.samples.push(...f.samples);
+    }
+  }
+  return [...byName.values()];
 }
 
 /** What every metric family has: a name, a help text, label names and one child per label set. */
@@ -103,8 +149,8 @@ export abstract class Family<C> {
   protected abstract make(): C;
   /** The TYPE word. */
   abstract readonly type: "counter" | "gauge" | "histogram";
-  /** Sample lines (without HELP and TYPE). */
-  abstract samples(out: string[]): void;
+  /** Sample lines (without HELP and TYPE), each with the rendered constant labels `fixed`. */
+  abstract samples(out: string[], fixed: string): void;
 }
 
 /** One counter series: only goes up. */
@@ -126,9 +172,10 @@ export class Counter extends Family<CounterChild> {
     return new CounterChild();
   }
   /** Sample lines. */
-  samples(out: string[]): void {
+  samples(out: string[], fixed: string): void {
     for (const { values, child } of this.children()) {
-      out.push(`${this.name}${labelText(this.labelNames, values)} ${formatValue(child.value)}`);
+      const labels = labelText(fixed, this.labelNames, values);
+      out.push(`${this.name}${labels} ${formatValue(child.value)}`);
     }
   }
 }
@@ -167,13 +214,14 @@ export class Gauge extends Family<GaugeChild> {
     return this;
   }
   /** Sample lines. */
-  samples(out: string[]): void {
+  samples(out: string[], fixed: string): void {
     if (this.#collect !== undefined) {
-      out.push(`${this.name} ${formatValue(this.#collect())}`);
+      out.push(`${this.name}${labelText(fixed, [], [])} ${formatValue(this.#collect())}`);
       return;
     }
     for (const { values, child } of this.children()) {
-      out.push(`${this.name}${labelText(this.labelNames, values)} ${formatValue(child.value)}`);
+      const labels = labelText(fixed, this.labelNames, values);
+      out.push(`${this.name}${labels} ${formatValue(child.value)}`);
     }
   }
 }
@@ -226,7 +274,7 @@ export class Histogram extends Family<HistogramChild> {
   }
 
   /** Sample lines: cumulative buckets, then sum and count, per child. */
-  samples(out: string[]): void {
+  samples(out: string[], fixed: string): void {
     const bounds = this.#bounds;
     for (const { values, child } of this.children()) {
       let cumulative = 0;
@@ -234,10 +282,12 @@ export class Histogram extends Family<HistogramChild> {
         cumulative += child.counts[i];
         const le = `le="${i < bounds.length ? formatValue(bounds[i]) : "+Inf"}"`;
         out.push(
-          `${this.name}_bucket${labelText(this.labelNames, values, le)} ${formatValue(cumulative)}`,
+          `${this.name}_bucket${labelText(fixed, this.labelNames, values, le)} ${
+            formatValue(cumulative)
+          }`,
         );
       }
-      const l = labelText(this.labelNames, values);
+      const l = labelText(fixed, this.labelNames, values);
       out.push(`${this.name}_sum${l} ${formatValue(child.sum)}`);
       out.push(`${this.name}_count${l} ${formatValue(child.count)}`);
     }
@@ -268,14 +318,24 @@ export class Registry {
     return this.#add(new Histogram(name, help, labelNames, buckets));
   }
 
+  /**
+   * Every family's lines now, each sample carrying the constant labels `constLabels` too (e.g.
+   * `{ worker: "1" }`).
+   */
+  collect(constLabels: Record<string, string> = {}): FamilySnapshot[] {
+    for (const n of Object.keys(constLabels)) checkNames("constant_label", [n]);
+    const fixed = Object.entries(constLabels).map(([n, v]) => `${n}="${escapeLabelValue(v)}"`)
+      .join(",");
+    return [...this.#families.values()].map((f) => {
+      const samples: string[] = [];
+      f.samples(samples, fixed);
+      return { name: f.name, help: f.help, type: f.type, samples };
+    });
+  }
+
   /** Every family in the text format: HELP, TYPE, then its samples; ends with a newline. */
-  expose(): string {
-    const out: string[] = [];
-    for (const f of this.#families.values()) {
-      out.push(`# HELP ${f.name} ${escapeHelp(f.help)}`, `# TYPE ${f.name} ${f.type}`);
-      f.samples(out);
-    }
-    return out.join("\n") + "\n";
+  expose(constLabels: Record<string, string> = {}): string {
+    return renderFamilies(this.collect(constLabels));
   }
 
   #add<F extends Family<unknown>>(f: F): F {

@@ -49,6 +49,8 @@ export interface ServerContext {
   refusals: Logger;
   /** The server's metrics. */
   metrics: ServerMetrics;
+  /** Where `/metrics` text comes from instead (workers: all of them, joined). */
+  metricsText?: () => Promise<string>;
   /** Originates outbound calls (carrier REST or SIP); `/calls` answers 501 without one. */
   dialer?: OutboundDialer;
   /** WebRTC answer options (ICE mode, extra host addresses). */

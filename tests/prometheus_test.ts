@@ -3,8 +3,10 @@ import assert from "node:assert/strict";
 import {
   escapeLabelValue,
   formatValue,
+  mergeFamilies,
   PROMETHEUS_CONTENT_TYPE,
   Registry,
+  renderFamilies,
 } from "../server/prometheus.ts";
 
 Deno.test("prometheus: counters, gauges and histograms with HELP, TYPE and cumulative buckets", () => {
@@ -92,4 +94,35 @@ Deno.test("prometheus: observing resolves nothing per call once the child is kep
   const grew = Deno.memoryUsage().heapUsed - before;
   assert.equal(child.count, 1e6);
   assert.ok(grew < 1_000_000, `a million observations grew the heap by ${grew} bytes`);
+});
+
+Deno.test("prometheus: constant labels lead every sample; several sources join per family", () => {
+  const make = (worker: string, calls: number) => {
+    const reg = new Registry();
+    reg.gauge("active_calls", "Calls now.").collect(() => calls);
+    reg.histogram("lat_seconds", "Lat.", ["service"], [1]).labels("stt").observe(0.5);
+    return reg.collect({ worker });
+  };
+  const text = renderFamilies(mergeFamilies([make("0", 3), make("1", 4)]));
+  assert.equal(
+    text,
+    [
+      "# HELP active_calls Calls now.",
+      "# TYPE active_calls gauge",
+      'active_calls{worker="0"} 3',
+      'active_calls{worker="1"} 4',
+      "# HELP lat_seconds Lat.",
+      "# TYPE lat_seconds histogram",
+      'lat_seconds_bucket{worker="0",service="stt",le="1"} 1',
+      'lat_seconds_bucket{worker="0",service="stt",le="+Inf"} 1',
+      'lat_seconds_sum{worker="0",service="stt"} 0.5',
+      'lat_seconds_count{worker="0",service="stt"} 1',
+      'lat_seconds_bucket{worker="1",service="stt",le="1"} 1',
+      'lat_seconds_bucket{worker="1",service="stt",le="+Inf"} 1',
+      'lat_seconds_sum{worker="1",service="stt"} 0.5',
+      'lat_seconds_count{worker="1",service="stt"} 1',
+      "",
+    ].join("\n"),
+  );
+  assert.throws(() => new Registry().collect({ "bad-name": "x" }));
 });
