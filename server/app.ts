@@ -51,6 +51,7 @@ export type {
   Counter,
   CounterChild,
   Family,
+  FamilySnapshot,
   Gauge,
   GaugeChild,
   Histogram,
