@@ -47,3 +47,18 @@ export function errorMessage(err: unknown): string {
   if (err instanceof Error) return err.message;
   return typeof err === "string" ? err : String(err);
 }
+
+/**
+ * `err`'s message said by `name`: `name: message`, unless the message already starts with
+ * `name: ` (provider errors name their provider themselves).
+ *
+ * @example
+ * ```ts
+ * namedMessage("whisper", new Error("whisper: HTTP 503")); // "whisper: HTTP 503"
+ * namedMessage("whisper", new Error("socket closed")); // "whisper: socket closed"
+ * ```
+ */
+export function namedMessage(name: string, err: unknown): string {
+  const m = errorMessage(err);
+  return m.startsWith(`${name}: `) ? m : `${name}: ${m}`;
+}

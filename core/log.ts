@@ -7,6 +7,9 @@
 /** Log severity, lowest first. */
 export type LogLevel = "debug" | "info" | "warn" | "error" | "silent";
 
+/** How {@link consoleLogger} writes a record: readable text (default) or one JSON object a line. */
+export type LogFormat = "text" | "json";
+
 /** A structured logger. */
 export interface Logger {
   /** Log a detail useful when debugging. */
@@ -26,23 +29,86 @@ export function isLogLevel(s: string | undefined): s is LogLevel {
   return s !== undefined && Object.hasOwn(RANK, s);
 }
 
+/** True when `s` names a {@link LogFormat}. */
+export function isLogFormat(s: string | undefined): s is LogFormat {
+  return s === "text" || s === "json";
+}
+
+/** Options of {@link consoleLogger}. */
+export interface ConsoleLoggerOptions {
+  /** `text` (default): `[level] scope: message {fields}`; `json`: one JSON object a line. */
+  format?: LogFormat;
+  /** Where each line goes, without its newline (default: stderr). */
+  write?: (line: string) => void;
+  /** Clock of the `time` field of JSON lines (default `Date.now`). */
+  now?: () => number;
+}
+
+/** Keys every JSON line has; a field of the same name is written as `field.<name>`. */
+const JSON_KEYS = new Set(["time", "level", "scope", "msg"]);
+
+/** JSON text of `value`: errors as their message, bigints as strings, never a throw. */
+function toJson(value: unknown): string {
+  try {
+    return JSON.stringify(
+      value,
+      (_k, v) => typeof v === "bigint" ? v.toString() : v instanceof Error ? v.message : v,
+    );
+  } catch {
+    return JSON.stringify(String(value));
+  }
+}
+
+/** One record as a line of `format` (no newline). */
+export function formatLogLine(
+  format: LogFormat,
+  record: { time: number; level: Exclude<LogLevel, "silent">; scope?: string; message: string },
+  fields?: Record<string, unknown>,
+): string {
+  const { level, scope, message } = record;
+  if (format === "text") {
+    const head = scope ? `[${level}] ${scope}: ${message}` : `[${level}] ${message}`;
+    return fields && Object.keys(fields).length > 0 ? `${head} ${toJson(fields)}` : head;
+  }
+  const o: Record<string, unknown> = { time: new Date(record.time).toISOString(), level };
+  if (scope) o.scope = scope;
+  o.msg = message;
+  if (fields) {
+    for (const [k, v] of Object.entries(fields)) o[JSON_KEYS.has(k) ? `field.${k}` : k] = v;
+  }
+  return toJson(o);
+}
+
 /**
- * Logger writing one line per record to stderr at or above `level`.
+ * Logger writing one line per record to stderr at or above `level`: readable text by default,
+ * or one JSON object per line (`{"time", "level", "scope", "msg", ...fields}`) with
+ * `format: "json"`.
  *
  * @example
  * ```ts
  * const log = consoleLogger("warn");
  * log.warn("heartbeat late", { seconds: 12 });
+ * const json = consoleLogger("info", "flowcat", { format: "json" });
+ * json.info("call started", { runId: 7 }); // {"time":"...","level":"info","scope":"flowcat",...}
  * ```
  */
-export function consoleLogger(level: LogLevel = "info", scope?: string): Logger {
+export function consoleLogger(
+  level: LogLevel = "info",
+  scope?: string,
+  options: ConsoleLoggerOptions = {},
+): Logger {
   const min = RANK[level];
+  const format = options.format ?? "text";
+  const now = options.now ?? Date.now;
   const enc = new TextEncoder();
-  const write = (lvl: LogLevel, message: string, fields?: Record<string, unknown>) => {
+  const out = options.write ?? ((line: string) => Deno.stderr.writeSync(enc.encode(line + "\n")));
+  const write = (
+    lvl: Exclude<LogLevel, "silent">,
+    message: string,
+    fields?: Record<string, unknown>,
+  ) => {
     if (RANK[lvl] < min) return;
-    const head = scope ? `[${lvl}] ${scope}: ${message}` : `[${lvl}] ${message}`;
-    const tail = fields && Object.keys(fields).length > 0 ? " " + JSON.stringify(fields) : "";
-    Deno.stderr.writeSync(enc.encode(head + tail + "\n"));
+    out(formatLogLine(format, { time: now(), level: lvl, scope, message }, fields));
   };
   return {
     debug: (m, f) => write("debug", m, f),
@@ -50,6 +116,40 @@ export function consoleLogger(level: LogLevel = "info", scope?: string): Logger 
     warn: (m, f) => write("warn", m, f),
     error: (m, f) => write("error", m, f),
   };
+}
+
+/**
+ * A logger that adds `fields` (e.g. a call's id) to every record it passes to `logger`; a
+ * record's own fields win over them.
+ *
+ * @example
+ * ```ts
+ * const callLog = withFields(log, { runId: 7 });
+ * callLog.warn("upload failed"); // fields: { runId: 7 }
+ * ```
+ */
+export function withFields(logger: Logger, fields: Record<string, unknown>): Logger {
+  return new FieldsLogger(logger, fields);
+}
+
+/** {@link withFields}' logger: one small object per call, methods on the prototype. */
+class FieldsLogger implements Logger {
+  constructor(readonly inner: Logger, readonly fields: Record<string, unknown>) {}
+  #merge(f: Record<string, unknown> | undefined): Record<string, unknown> {
+    return f === undefined ? this.fields : { ...this.fields, ...f };
+  }
+  debug(m: string, f?: Record<string, unknown>): void {
+    this.inner.debug(m, this.#merge(f));
+  }
+  info(m: string, f?: Record<string, unknown>): void {
+    this.inner.info(m, this.#merge(f));
+  }
+  warn(m: string, f?: Record<string, unknown>): void {
+    this.inner.warn(m, this.#merge(f));
+  }
+  error(m: string, f?: Record<string, unknown>): void {
+    this.inner.error(m, this.#merge(f));
+  }
 }
 
 /** A logger that drops everything. */

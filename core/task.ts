@@ -115,6 +115,11 @@ function appended<T>(list: readonly T[], item: T): T[] {
   return out;
 }
 
+/** `kinds` as a Set: a Set as it is, an array copied. */
+function kindSet(kinds: readonly FrameKind[] | ReadonlySet<FrameKind>): ReadonlySet<FrameKind> {
+  return kinds instanceof Set ? kinds : new Set(kinds as readonly FrameKind[]);
+}
+
 /** One running pipeline. `run()` may be called once. */
 export class PipelineTask {
   readonly #root: FrameProcessor;
@@ -176,7 +181,10 @@ export class PipelineTask {
   onFinished(fn: TaskHook<[StopReason]>): void {
     this.#onFinished = appended(this.#onFinished, fn);
   }
-  /** An Error frame reached either end of the pipeline. */
+  /**
+   * An Error frame reached either end of the pipeline. Once a hook is registered, reporting
+   * errors is its job: the task no longer logs fatal ones itself (so a failure is said once).
+   */
   onError(fn: TaskHook<[message: string, fatal: boolean, processor: string | undefined]>): void {
     this.#onError = appended(this.#onError, fn);
   }
@@ -188,13 +196,22 @@ export class PipelineTask {
   onHeartbeatTimeout(fn: TaskHook<[seconds: number]>): void {
     this.#onHeartbeatTimeout = appended(this.#onHeartbeatTimeout, fn);
   }
-  /** A frame of one of `kinds` reached the sink. */
-  onFrameReachedDownstream(kinds: readonly FrameKind[], fn: TaskHook<[Frame]>): void {
-    this.#reachedDown = appended(this.#reachedDown, { kinds: new Set(kinds), fn });
+  /**
+   * A frame of one of `kinds` reached the sink. A Set is kept as given (one Set shared by every
+   * call costs no memory per call); an array is copied into a new one.
+   */
+  onFrameReachedDownstream(
+    kinds: readonly FrameKind[] | ReadonlySet<FrameKind>,
+    fn: TaskHook<[Frame]>,
+  ): void {
+    this.#reachedDown = appended(this.#reachedDown, { kinds: kindSet(kinds), fn });
   }
-  /** A frame of one of `kinds` reached the source (travelling upstream). */
-  onFrameReachedUpstream(kinds: readonly FrameKind[], fn: TaskHook<[Frame]>): void {
-    this.#reachedUp = appended(this.#reachedUp, { kinds: new Set(kinds), fn });
+  /** A frame of one of `kinds` reached the source (travelling upstream); `kinds` as above. */
+  onFrameReachedUpstream(
+    kinds: readonly FrameKind[] | ReadonlySet<FrameKind>,
+    fn: TaskHook<[Frame]>,
+  ): void {
+    this.#reachedUp = appended(this.#reachedUp, { kinds: kindSet(kinds), fn });
   }
 
   // ------------------------------------------------------------------ control
@@ -370,7 +387,7 @@ export class PipelineTask {
   }
 
   #onErrorFrame(frame: Extract<Frame, { kind: "Error" }>): void {
-    if (frame.fatal) {
+    if (frame.fatal && this.#onError.length === 0) {
       this.#log.error("fatal error", { processor: frame.processor, message: frame.message });
     }
     for (const fn of this.#onError) {

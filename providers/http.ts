@@ -76,8 +76,8 @@ export async function providerFetch(
       throw new FlowcatError(
         timedOut ? "timeout" : "closed",
         timedOut
-          ? `${provider}: no answer within ${timeoutMs} ms`
-          : `${provider}: request failed: ${err instanceof Error ? err.message : String(err)}`,
+          ? `${provider}: no answer within ${timeoutMs} ms from ${hostOf(url)}${tries(attempt)}`
+          : `${provider}: request failed: ${networkCause(err)} (${hostOf(url)})${tries(attempt)}`,
         { cause: err },
       );
     } finally {
@@ -91,8 +91,42 @@ export async function providerFetch(
       delay = Math.min(delay * 2, 4000);
       continue;
     }
-    throw await providerHttpError(provider, res);
+    throw await providerHttpError(provider, res, attempt + 1);
   }
+}
+
+/** ` (3 attempts)` after retries, else nothing. */
+function tries(attempt: number): string {
+  return attempt > 0 ? ` (${attempt + 1} attempts)` : "";
+}
+
+/** `host:port` of a request URL: where it went, never a secret (keys ride in paths and queries). */
+function hostOf(url: string | URL): string {
+  try {
+    return new URL(url).host;
+  } catch {
+    return "?";
+  }
+}
+
+/**
+ * Why a fetch failed, in a few words: Deno says only "fetch failed" and keeps the reason
+ * (connection refused, DNS, TLS) in the error's cause chain.
+ */
+export function networkCause(err: unknown): string {
+  const chain: string[] = [];
+  for (let e: unknown = err, depth = 0; e !== undefined && depth < 5; depth++) {
+    chain.push(e instanceof Error ? e.message : String(e));
+    e = e instanceof Error ? e.cause : undefined;
+  }
+  const all = chain.join(" | ");
+  if (/connection refused/i.test(all)) return "connection refused";
+  if (/dns error|failed to lookup|name or service not known|no address/i.test(all)) {
+    return "host not found";
+  }
+  if (/connection reset/i.test(all)) return "connection reset";
+  if (/certificate|tls|handshake/i.test(all)) return `TLS failed: ${chain.at(-1)!.slice(0, 200)}`;
+  return chain.at(-1)!.slice(0, 200);
 }
 
 /** A request body that can be sent again (a stream cannot). */
@@ -112,9 +146,14 @@ export function retryAfterMs(header: string | null): number | undefined {
 /**
  * The {@link FlowcatError} for a non-2xx provider answer: `auth` for 401/403, `timeout` for
  * 408/504, else `protocol`; the message holds the status and the start of the body (providers
- * put the reason there; they never echo the key back).
+ * put the reason there; they never echo the key back), and how many attempts were made when
+ * `attempts` is more than one.
  */
-export async function providerHttpError(provider: string, res: Response): Promise<FlowcatError> {
+export async function providerHttpError(
+  provider: string,
+  res: Response,
+  attempts = 1,
+): Promise<FlowcatError> {
   let detail = "";
   try {
     detail = (await res.text()).replace(/\s+/g, " ").trim();
@@ -127,7 +166,7 @@ export async function providerHttpError(provider: string, res: Response): Promis
     : "protocol";
   return new FlowcatError(
     kind,
-    `${provider}: HTTP ${res.status}${detail ? `: ${detail}` : ""}`,
+    `${provider}: HTTP ${res.status}${detail ? `: ${detail}` : ""}${tries(attempts - 1)}`,
   );
 }
 

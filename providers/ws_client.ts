@@ -8,6 +8,7 @@
  */
 
 import { FlowcatError } from "../core/errors.ts";
+import { wsDialFailure } from "./dial_errors.ts";
 import { messageText } from "./realtime/_shared.ts";
 
 /** How long {@link closeSocket} waits for the peer's close before giving up. */
@@ -62,12 +63,11 @@ export function openSocket(
     const onOpen = () => finish();
     const onError = (e: Event) => void (handshakeError = (e as ErrorEvent).message ?? "");
     const onClose = () => {
-      const status = Number(/status code:?\s*(\d{3})/i.exec(handshakeError)?.[1] ?? 0);
-      const http = status ? ` (HTTP ${status})` : "";
+      const why = wsDialFailure(handshakeError);
       finish(
-        status === 401 || status === 403
-          ? new FlowcatError("auth", `${provider}: API key rejected${http}`)
-          : new FlowcatError("closed", `${provider}: could not connect${http}`),
+        why.status === 401 || why.status === 403
+          ? new FlowcatError("auth", `${provider}: API key rejected (${why.text})`)
+          : new FlowcatError("closed", `${provider}: could not connect: ${why.text}`),
       );
     };
     const onAbort = () => finish(new FlowcatError("closed", `${provider}: connect aborted`));

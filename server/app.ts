@@ -12,6 +12,7 @@
  */
 
 import type { Logger } from "../core/log.ts";
+import { rateLimitedLogger } from "../core/log_limit.ts";
 import type { WebRtcAnswerOptions } from "../transports/webrtc.ts";
 import type { RealtimeFactory } from "../providers/registry.ts";
 import { CallManager, type CallWatcher, type EnvGet } from "./calls.ts";
@@ -27,6 +28,7 @@ import type { ServiceFactory, ServiceKind } from "../providers/service_registry.
 import { router } from "./router.ts";
 import { type SipTrunk, startSipTrunk } from "./sip_trunk.ts";
 import { agentRoutes } from "./routes.ts";
+import { createServerMetrics, type ServerMetrics } from "./server_metrics.ts";
 import {
   MemorySessionSource,
   type RunOrigin,
@@ -44,6 +46,18 @@ export type {
   SessionCluster,
 };
 export type { DialRequest, DialResult, OutboundDialer, SipDialFn, SipTrunk };
+export type { ServerMetrics };
+export type {
+  Counter,
+  CounterChild,
+  Family,
+  FamilySnapshot,
+  Gauge,
+  GaugeChild,
+  Histogram,
+  HistogramChild,
+  Registry,
+} from "./prometheus.ts";
 export type { ServiceFactory, ServiceKind };
 
 /** Options of {@link createAgentServer}. */
@@ -68,6 +82,16 @@ export interface AgentServerOptions {
   webrtc?: Omit<WebRtcAnswerOptions, "logger">;
   /** Set on each worker when several share one port (see `server/workers.ts`). */
   cluster?: SessionCluster;
+  /**
+   * Refused requests (bad webhook signature, call token, bearer) are logged once per this many
+   * ms with a count (default 10000): a flood costs one line per interval.
+   */
+  refusalLogIntervalMs?: number;
+  /**
+   * Where `/metrics` text comes from instead of this server's registry (a worker asks the main
+   * thread, which joins every worker's metrics).
+   */
+  metricsText?: () => Promise<string>;
 }
 
 /** A running agent server's parts. */
@@ -80,7 +104,12 @@ export interface AgentServer {
   sessions: MemorySessionSource;
   /** The SIP trunk, when the config has one. */
   sip: SipTrunk | undefined;
-  /** Close what the server opened besides HTTP (the SIP trunk). Call after draining. */
+  /** The server's metrics (what `GET /metrics` exposes). */
+  metrics: ServerMetrics;
+  /**
+   * Close what the server opened besides HTTP (the SIP trunk) and say the refusal counts still
+   * pending. Call after draining.
+   */
   close(): Promise<void>;
 }
 
@@ -106,11 +135,13 @@ export async function createAgentServer(opts: AgentServerOptions): Promise<Agent
     ...(config.recording.enabled ? { artifactDir: config.recording.dir } : {}),
     ...(opts.cluster ? { cluster: opts.cluster } : {}),
   });
+  const metrics = createServerMetrics();
   const calls = await CallManager.create({
     config,
     sessions,
     env,
     logger,
+    metrics,
     ...(opts.realtimeFactory ? { realtimeFactory: opts.realtimeFactory } : {}),
     ...(opts.serviceFactories ? { serviceFactories: opts.serviceFactories } : {}),
   });
@@ -131,12 +162,28 @@ export async function createAgentServer(opts: AgentServerOptions): Promise<Agent
     ...(config.telephony.sip ? { callerId: config.telephony.sip.callerId } : {}),
     ...(sipDial ? { sip: sipDial } : {}),
   });
+  const refusals = rateLimitedLogger(logger, { intervalMs: opts.refusalLogIntervalMs ?? 10_000 });
   const handler = router(
-    agentRoutes({ config, calls, sessions, env, logger, dialer, webrtc: opts.webrtc }),
+    agentRoutes({
+      config,
+      calls,
+      sessions,
+      env,
+      logger,
+      refusals,
+      metrics,
+      ...(opts.metricsText !== undefined ? { metricsText: opts.metricsText } : {}),
+      dialer,
+      webrtc: opts.webrtc,
+    }),
     {
       maxBodyBytes: config.limits.maxBodyBytes,
       logger,
     },
   );
-  return { handler, calls, sessions, sip, close: async () => await sip?.close() };
+  const close = async () => {
+    refusals.close();
+    await sip?.close();
+  };
+  return { handler, calls, sessions, sip, metrics, close };
 }

@@ -38,6 +38,8 @@ export type CallInputs = CallBase & { greeting?: string };
 export interface CallShape {
   /** Provider name a remote brain is told (`provider` in `POST /session`). */
   provider: string;
+  /** The providers and models, for the call-start line: `echo`, `whisper.cpp -> ollama (llama3.2) -> espeak`. */
+  models: string;
   /** Assemble one call. */
   build(inputs: CallInputs): PipelineTask;
 }
@@ -87,9 +89,12 @@ async function loadS2s(opts: LoadShapeOptions): Promise<CallShape> {
   const family = p.name === "openai" ? "openai" : "gemini";
   return {
     provider: p.name,
+    models: described(p.name, base.model),
     build(inputs) {
-      const settings = realtimeEnvSettings(family, env, (l) => logger.warn(l));
-      const o: RealtimeProviderOptions = { ...base, options: { ...base.options } };
+      // The call's own logger (it carries the call's id), for the knobs and the model client.
+      const log = inputs.logger ?? logger;
+      const settings = realtimeEnvSettings(family, env, (l) => log.warn(l));
+      const o: RealtimeProviderOptions = { ...base, logger: log, options: { ...base.options } };
       if (inputs.greeting !== undefined) o.options!.greeting = inputs.greeting;
       return buildS2sTask({
         ...inputs,
@@ -107,8 +112,11 @@ async function loadS2s(opts: LoadShapeOptions): Promise<CallShape> {
 
 /** A loaded cascaded service: its factory and the options every call gets. */
 interface LoadedService<K extends ServiceKind> {
-  make: () => ServiceOf[K];
+  /** A client for one call, logging to `logger` (default: the server's). */
+  make: (logger?: Logger) => ServiceOf[K];
   model?: string;
+  /** Provider and model, as the call-start line names them. */
+  described: string;
 }
 
 async function loadService<K extends ServiceKind>(
@@ -150,7 +158,11 @@ async function loadService<K extends ServiceKind>(
   }
   // Construct one now: a bad option fails at start, not on the first call.
   factory(so);
-  return { make: () => factory(so), ...(model !== undefined ? { model } : {}) };
+  return {
+    make: (logger) => factory(logger === undefined ? so : { ...so, logger }),
+    described: described(p.name, model),
+    ...(model !== undefined ? { model } : {}),
+  };
 }
 
 async function loadCascaded(opts: LoadShapeOptions): Promise<CallShape> {
@@ -160,13 +172,14 @@ async function loadCascaded(opts: LoadShapeOptions): Promise<CallShape> {
   const tts = await loadService("tts", providers.tts, opts);
   return {
     provider: providers.llm!.name,
+    models: `${stt.described} -> ${llm.described} -> ${tts.described}`,
     build(inputs) {
       const { greeting, ...call } = inputs;
       return buildCascadedTask({
         ...call,
-        stt: stt.make(),
-        llm: llm.make(),
-        tts: tts.make(),
+        stt: stt.make(inputs.logger),
+        llm: llm.make(inputs.logger),
+        tts: tts.make(inputs.logger),
         models: { stt: stt.model, llm: llm.model, tts: tts.model },
         ...(greeting !== undefined
           ? { greeting }
@@ -174,4 +187,9 @@ async function loadCascaded(opts: LoadShapeOptions): Promise<CallShape> {
       });
     },
   };
+}
+
+/** `name`, or `name (model)` when a model is named. */
+function described(name: string, model: string | undefined): string {
+  return model === undefined || model === name ? name : `${name} (${model})`;
 }

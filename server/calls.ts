@@ -6,6 +6,9 @@
  *
  * Per call it builds a fresh brain (the config's graph, or the remote brain) and fresh
  * provider clients from the registries, with the provider keys the server read at start.
+ *
+ * Every call leaves a `call started` and a `call ended` line (server/call_log.ts), its failures
+ * said once each (server/call_failures.ts), and its counts in the server's metrics.
  * @module
  */
 
@@ -13,15 +16,21 @@ import { GraphBrain } from "../core/agent/graph_brain.ts";
 import { interpolate } from "../core/agent/interpolate.ts";
 import { RemoteBrain } from "../core/agent/remote_brain.ts";
 import { errorMessage, FlowcatError } from "../core/errors.ts";
-import type { Logger } from "../core/log.ts";
+import type { StopReason } from "../core/frames.ts";
+import { type Logger, withFields } from "../core/log.ts";
 import type { TranscriptLine } from "../core/processors/finalize.ts";
 import type { AgentBrain, Finalize, MediaTransport } from "../core/seams.ts";
 import type { PipelineTask } from "../core/task.ts";
 import { settlesWithin } from "../core/wait.ts";
 import type { RealtimeFactory } from "../providers/registry.ts";
 import type { ServiceFactory, ServiceKind } from "../providers/service_registry.ts";
+import { CallFailures, type ProviderNames } from "./call_failures.ts";
+import { callEndFields, callIdentity, callStartFields, droppedMedia } from "./call_log.ts";
 import { type CallShape, type EnvGet, loadCallShape } from "./call_shapes.ts";
+import { type CallWatch, watchCall, type WatchShared } from "./call_watch.ts";
 import type { AgentServerConfig } from "./config.ts";
+import { endReason, stopDetail } from "./end_reason.ts";
+import type { ServerMetrics } from "./server_metrics.ts";
 import type { MemorySessionSource, RunRecord } from "./session_store.ts";
 
 export type { EnvGet } from "./call_shapes.ts";
@@ -50,6 +59,8 @@ export interface CallManagerOptions {
   realtimeFactory?: RealtimeFactory;
   /** Replaces registry factories of cascaded services (tests). */
   serviceFactories?: { [K in ServiceKind]?: ServiceFactory<K> };
+  /** Where calls are counted (`GET /metrics`); none when absent. */
+  metrics?: ServerMetrics;
 }
 
 /** Runs the server's calls. */
@@ -59,6 +70,9 @@ export class CallManager {
   readonly #log: Logger;
   readonly #shape: CallShape;
   readonly #env: EnvGet;
+  readonly #metrics: ServerMetrics | undefined;
+  readonly #providers: ProviderNames;
+  readonly #shared: WatchShared;
   readonly #tasks = new Map<number, { task: PipelineTask; done: Promise<unknown> }>();
   #draining = false;
 
@@ -68,6 +82,12 @@ export class CallManager {
     this.#log = opts.logger;
     this.#env = opts.env;
     this.#shape = shape;
+    this.#metrics = opts.metrics;
+    this.#providers = providerNames(opts.config);
+    this.#shared = {
+      providers: this.#providers,
+      ...(opts.metrics !== undefined ? { metrics: opts.metrics } : {}),
+    };
   }
 
   /** Load the configured pipeline's providers and read their keys once. */
@@ -110,10 +130,10 @@ export class CallManager {
     try {
       brain = await this.#brain();
     } catch (err) {
-      this.#log.error("brain unavailable; call not started", {
-        runId: run.runId,
-        err: errorMessage(err),
-      });
+      // Said once, as any provider failure: the caller was hung up on at once.
+      const id = callIdentity(run, transport);
+      new CallFailures(withFields(this.#log, { ...id }), this.#providers, this.#metrics)
+        .record(`brain unavailable: ${errorMessage(err)}`, true, "BrainProcessor");
       watch.onFailed?.(`The agent's brain is unavailable: ${errorMessage(err)}`);
       await transport.close?.();
       return undefined;
@@ -132,6 +152,8 @@ export class CallManager {
     brain: AgentBrain,
   ): Promise<Finalize | undefined> {
     let report: Finalize | undefined;
+    const id = callIdentity(run, transport);
+    const log = withFields(this.#log, { runId: run.runId });
     const greeting = this.#greeting(brain);
     const task = this.#shape.build({
       transport,
@@ -146,9 +168,11 @@ export class CallManager {
         report = r;
         watch.onFinalized?.(r);
       },
-      logger: this.#log,
-      taskParams: { idleTimeoutMs: 120_000 },
+      logger: log,
+      // Metrics on: the service processors report their time to first byte (once per request).
+      taskParams: { idleTimeoutMs: 120_000, enableMetrics: true },
     });
+    const observed = watchCall(task, this.#shared, log);
     const onFailed = watch.onFailed;
     if (onFailed !== undefined) {
       // The fatal error frame comes before the task cancels and the leg closes, so the
@@ -161,20 +185,74 @@ export class CallManager {
       () => task.cancel("call too long"),
       this.#cfg.limits.maxCallSeconds * 1000,
     );
-    const ended = () => {
+    const startedAt = performance.now();
+    const ended = (stop: StopReason | undefined) => {
       clearTimeout(limit);
       this.#tasks.delete(run.runId);
+      this.#ended(log, run, transport, { stop, startedAt, watch: observed, report });
       // run() resolves after finalize, so the report is set unless finalize threw.
       return report;
     };
     const done = task.run().then(ended, (err) => {
-      this.#log.error("call failed", { runId: run.runId, err: errorMessage(err) });
-      return ended();
+      observed.failures.record(`call failed: ${errorMessage(err)}`, true, undefined);
+      return ended(undefined);
     });
     this.#tasks.set(run.runId, { task, done });
     this.#sessions.claim(run.runId);
-    this.#log.info("call started", { runId: run.runId, origin: run.origin });
+    this.#metrics?.callsStarted.labels(id.transport).inc();
+    this.#metrics?.activeCalls.labels().inc();
+    this.#log.info("call started", callStartFields(id, this.#cfg.pipeline, this.#shape.models));
     return done;
+  }
+
+  /** The call-end line and counts. */
+  #ended(
+    log: Logger,
+    run: RunRecord,
+    transport: MediaTransport,
+    c: {
+      stop: StopReason | undefined;
+      startedAt: number;
+      watch: CallWatch;
+      report: Finalize | undefined;
+    },
+  ): void {
+    const { stop, watch } = c;
+    const id = callIdentity(run, transport);
+    const detail = stopDetail(stop);
+    const disposition = c.report?.disposition;
+    const reason = endReason(stop, {
+      fatalFromProvider: watch.failed?.fatalFromProvider ?? false,
+      ...(disposition !== undefined ? { disposition } : {}),
+    });
+    // A model that closed on its own mid-call: that is the realtime provider's failure.
+    if (reason === "model_error" && !watch.failed?.has("realtime") && stop?.kind === "end") {
+      watch.failures.record(stop.reason ?? detail, true, "RealtimeProcessor");
+    }
+    const durationSeconds = Math.round((performance.now() - c.startedAt) / 100) / 10;
+    const dropped = droppedMedia(transport);
+    const m = this.#metrics;
+    if (m !== undefined) {
+      m.activeCalls.labels().dec();
+      m.callsEnded.labels(id.transport, reason).inc();
+      m.callDuration.labels().observe(durationSeconds);
+      for (const [why, n] of Object.entries(dropped ?? {})) m.framesDropped.labels(why).inc(n);
+    }
+    const mean = watch.meanLatency();
+    const failed = watch.failed;
+    log.info(
+      "call ended",
+      callEndFields(id, {
+        durationSeconds,
+        reason,
+        detail,
+        turns: watch.turns,
+        ...(mean !== undefined ? { meanTurnLatencySeconds: mean } : {}),
+        ...(c.report !== undefined ? { report: c.report } : {}),
+        ...(failed !== undefined ? { failures: failed.counts } : {}),
+        ...(dropped !== undefined ? { dropped } : {}),
+      }),
+    );
   }
 
   /** Stop taking calls; let running ones finish for `ms`, then cancel them and wait. */
@@ -207,4 +285,15 @@ export class CallManager {
     if (a.greeting === undefined) return undefined;
     return a.kind === "graph" ? interpolate(a.greeting, brain.collectedVars()) : a.greeting;
   }
+}
+
+/** The provider each service of `config` uses, for log lines and metric labels. */
+export function providerNames(config: AgentServerConfig): ProviderNames {
+  const p = config.providers;
+  const out: ProviderNames = { brain: config.agent.kind === "remote" ? "remote" : "graph" };
+  if (p.realtime !== undefined) out.realtime = p.realtime.name;
+  if (p.stt !== undefined) out.stt = p.stt.name;
+  if (p.llm !== undefined) out.llm = p.llm.name;
+  if (p.tts !== undefined) out.tts = p.tts.name;
+  return out;
 }

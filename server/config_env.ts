@@ -15,6 +15,9 @@ import type { CarrierName } from "../telephony/serializers/mod.ts";
 /** Log level variable the server reads (`debug`, `info`, `warn`, `error`, `silent`). */
 export const LOG_ENV = "FLOWCAT_LOG";
 
+/** Log format variable the server reads (`text`, `json`). */
+export const LOG_FORMAT_ENV = "FLOWCAT_LOG_FORMAT";
+
 /** One environment variable the server reads. */
 export interface EnvRequirement {
   /** Variable name, e.g. `GEMINI_API_KEY`. */
@@ -102,6 +105,7 @@ export function requiredEnv(config: AgentServerConfig): EnvRequirement[] {
     });
   }
   add({ name: LOG_ENV, why: "log level (debug, info, warn, error, silent)", required: false });
+  add({ name: LOG_FORMAT_ENV, why: "log format (text, json)", required: false });
   if (config.pipeline === "s2s") {
     for (const name of REALTIME_ENV_NAMES) {
       add({ name, why: "realtime voice and turn-taking knob", required: false });

@@ -15,13 +15,14 @@
 
 import { parseArgs } from "node:util";
 import { errorMessage, FlowcatError } from "../core/errors.ts";
-import { consoleLogger, isLogLevel, type Logger } from "../core/log.ts";
+import type { Logger } from "../core/log.ts";
 import { createAgentServer } from "./app.ts";
 import { checkEnv, formatConfigProblems, loadConfig } from "./config.ts";
 import type { AgentServerConfig, TlsFiles } from "./config.ts";
 import { readTlsFiles, type TlsPem } from "./tls.ts";
 import { permissionCommand, type PermissionOptions } from "./permissions.ts";
 import { hostInterfaces, webrtcPeerHosts } from "./webrtc_peers.ts";
+import { loggerFromEnv } from "./log_env.ts";
 import { parseWorkerCount, startWorkers } from "./workers.ts";
 
 /** Config used when `--config` is not given. */
@@ -49,7 +50,8 @@ Options:
   -h, --help             this text
 
 Environment: <PROVIDER>_API_KEY for the configured provider (e.g. GEMINI_API_KEY),
-FLOWCAT_LOG (debug|info|warn|error), FLOWCAT_VOICE, FLOWCAT_VAD_*. See docs/config.md.
+FLOWCAT_LOG (debug|info|warn|error), FLOWCAT_LOG_FORMAT (text|json), FLOWCAT_VOICE,
+FLOWCAT_VAD_*. See docs/config.md and docs/observability.md.
 `;
 
 /** Parsed command line. */
@@ -199,8 +201,7 @@ export async function main(args: string[]): Promise<number> {
     return 2;
   }
   if (a.workers > 1) return await serveOnWorkers(a, config, tls);
-  const level = envGet("FLOWCAT_LOG");
-  const logger: Logger = consoleLogger(isLogLevel(level) ? level : "info", "flowcat");
+  const logger: Logger = loggerFromEnv(envGet, "flowcat");
   let app;
   try {
     app = await createAgentServer({ config, env: envGet, logger });

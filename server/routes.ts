@@ -7,6 +7,7 @@
  * | GET    | `/`                                    | browser playground                        |
  * | GET    | `/app.js`, `/style.css`                | its script and style                      |
  * | GET    | `/healthz`                             | liveness, active calls, draining          |
+ * | GET    | `/metrics`                             | Prometheus metrics (loopback, or bearer)  |
  * | POST   | `/webrtc/offer`                        | `{sdp}` in, `{sdp, runId}` out (browser)  |
  * | POST   | `/telephony/answer/:carrier`           | inbound carrier call: answer document     |
  * | POST   | `/telephony/answer/:carrier/:run`      | outbound call's answer document           |
@@ -31,7 +32,9 @@ import { socketFromWebSocket, WsMediaTransport } from "../telephony/ws_transport
 import type { CallManager, EnvGet } from "./calls.ts";
 import type { AgentServerConfig } from "./config.ts";
 import type { OutboundDialer } from "./outbound.ts";
+import { serveMetrics } from "./metrics_route.ts";
 import { json, jsonError, type Route, type RouteContext } from "./router.ts";
+import type { ServerMetrics } from "./server_metrics.ts";
 import type { MemorySessionSource } from "./session_store.ts";
 import { servePlayground } from "./static.ts";
 import { browserRequestRefusal, playgroundHosts, RateLimiter } from "./browser_guard.ts";
@@ -44,6 +47,12 @@ export interface ServerContext {
   sessions: MemorySessionSource;
   env: EnvGet;
   logger: Logger;
+  /** Where refused requests are logged: rate-limited, a flood is one line per interval. */
+  refusals: Logger;
+  /** The server's metrics. */
+  metrics: ServerMetrics;
+  /** Where `/metrics` text comes from instead (workers: all of them, joined). */
+  metricsText?: () => Promise<string>;
   /** Originates outbound calls (carrier REST or SIP); `/calls` answers 501 without one. */
   dialer?: OutboundDialer;
   /** WebRTC answer options (ICE mode, extra host addresses). */
@@ -62,6 +71,11 @@ export function agentRoutes(ctx: ServerContext): Route[] {
     { method: "GET", path: "/app.js", handler: file("app.js") },
     { method: "GET", path: "/style.css", handler: file("style.css") },
     { method: "GET", path: "/healthz", handler: () => health(ctx) },
+    {
+      method: "GET",
+      path: "/metrics",
+      handler: (r, c) => serveMetrics({ ...ctx, token: apiToken(ctx) }, r, c.remote),
+    },
     {
       method: "POST",
       path: "/webrtc/offer",
@@ -88,6 +102,23 @@ function health(ctx: ServerContext): Response {
     draining: ctx.calls.draining,
     ...(ctx.sessions.worker !== undefined ? { worker: ctx.sessions.worker } : {}),
   });
+}
+
+/** The value of `api.token_env` (the bearer of `/calls` and remote `/metrics`), if set. */
+function apiToken(ctx: ServerContext): string | undefined {
+  const env = ctx.config.api.tokenEnv;
+  return env === undefined ? undefined : ctx.env(env);
+}
+
+/** Count a refused request and log it (rate-limited: a flood is one line per interval). */
+function refuse(
+  ctx: ServerContext,
+  reason: string,
+  message: string,
+  fields: Record<string, unknown>,
+): void {
+  ctx.metrics.requestsRefused.labels(reason).inc();
+  ctx.refusals.warn(message, fields);
 }
 
 async function jsonBody(c: RouteContext): Promise<Record<string, unknown> | Response> {
@@ -204,7 +235,10 @@ async function carrierAnswer(
     { replay },
   );
   if (!verdict.ok) {
-    ctx.logger.warn("answer webhook refused", { carrier, reason: verdict.reason });
+    refuse(ctx, "webhook_signature", "answer webhook refused", {
+      carrier,
+      reason: verdict.reason,
+    });
     return jsonError(403, "webhook signature check failed");
   }
   if (!hasAnswerDocument(carrier)) {
@@ -254,7 +288,10 @@ async function mediaSocket(
   // A token in the query is checked before the upgrade: a bad one never gets a socket.
   const adopt = { origin: "carrier" as const, carrier };
   if (queryToken !== null && (await ctx.sessions.verify(runId, queryToken, adopt)) === undefined) {
-    ctx.logger.warn("media socket refused: bad call token", { carrier, run: c.params.run });
+    refuse(ctx, "call_token", "media socket refused: bad call token", {
+      carrier,
+      run: c.params.run,
+    });
     return jsonError(401, "bad call token");
   }
   const { socket, response } = Deno.upgradeWebSocket(req);
@@ -281,7 +318,7 @@ async function runMediaCall(
   const adopt = { origin: "carrier" as const, carrier };
   const run = start === undefined ? undefined : await ctx.sessions.verify(runId, token, adopt);
   if (run === undefined || run.finalize !== undefined) {
-    ctx.logger.warn("media socket closed: bad call token", { carrier, run: runId });
+    refuse(ctx, "call_token", "media socket closed: bad call token", { carrier, run: runId });
     await transport.close();
     return;
   }
@@ -296,14 +333,14 @@ function endedEarly(ctx: ServerContext, err: unknown): void {
 // ---------------------------------------------------------------- outbound
 
 async function originate(ctx: ServerContext, req: Request, c: RouteContext): Promise<Response> {
-  const tokenEnv = ctx.config.api.tokenEnv;
-  const expected = tokenEnv === undefined ? undefined : ctx.env(tokenEnv);
+  const expected = apiToken(ctx);
   if (expected === undefined || expected === "") {
     return jsonError(404, "outbound calls are disabled (set api.token_env)");
   }
   const auth = req.headers.get("authorization") ?? "";
   const given = auth.startsWith("Bearer ") ? auth.slice(7) : "";
   if (!timingSafeEqual(given, expected)) {
+    refuse(ctx, "api_token", "POST /calls refused: bad bearer token", { remote: c.remote });
     return jsonError(401, "bad bearer token", { "www-authenticate": "Bearer" });
   }
   const body = await jsonBody(c);

@@ -11,9 +11,10 @@
 
 import type { TlsPem } from "./tls.ts";
 import { errorMessage, FlowcatError } from "../core/errors.ts";
-import { consoleLogger, isLogLevel } from "../core/log.ts";
 import { createAgentServer } from "./app.ts";
 import { loadConfig } from "./config.ts";
+import { loggerFromEnv } from "./log_env.ts";
+import type { FamilySnapshot } from "./prometheus.ts";
 
 /** What the main thread tells a worker. */
 export type WorkerCommand =
@@ -40,7 +41,11 @@ export type WorkerCommand =
   }
   | { type: "drain" }
   | { type: "stats" }
-  | { type: "probe"; arg: string };
+  | { type: "probe"; arg: string }
+  /** Send this worker's metric families (for a scrape another worker is answering). */
+  | { type: "metrics"; id: number }
+  /** The joined metrics text this worker asked for with `metricsRequest`. */
+  | { type: "metricsReply"; id: number; text: string };
 
 /** What a worker tells the main thread. */
 export type WorkerReport =
@@ -48,7 +53,10 @@ export type WorkerReport =
   | { type: "error"; index: number; message: string; userError: boolean }
   | { type: "stopped"; index: number; drained: number }
   | { type: "stats"; index: number; stats: WorkerStats }
-  | { type: "probe"; index: number; data: unknown };
+  | { type: "probe"; index: number; data: unknown }
+  | { type: "metrics"; index: number; id: number; families: FamilySnapshot[] }
+  /** A scrape reached this worker: join every worker's metrics and reply `metricsReply`. */
+  | { type: "metricsRequest"; index: number; id: number };
 
 /** One worker's load and memory. */
 export interface WorkerStats {
@@ -79,6 +87,20 @@ let workerIndex = 0;
 let statsOf: (() => WorkerStats) | undefined;
 /** The instrument module's `probe` (benchmarks), when one was given. */
 let probe: ((arg: string) => unknown) | undefined;
+/** This worker's metric families, each sample labelled with its index. */
+let familiesOf: (() => FamilySnapshot[]) | undefined;
+/** Scrapes waiting for the main thread's joined text, by request id. */
+const joined = new Map<number, (text: string) => void>();
+let nextRequest = 0;
+
+/** Every worker's metrics, joined by the main thread (a scrape that reached this worker). */
+function allWorkersMetrics(): Promise<string> {
+  const id = ++nextRequest;
+  return new Promise((resolve) => {
+    joined.set(id, resolve);
+    scope.postMessage({ type: "metricsRequest", index: workerIndex, id });
+  });
+}
 
 async function start(cmd: Extract<WorkerCommand, { type: "start" }>): Promise<void> {
   if (cmd.instrument !== undefined) {
@@ -93,14 +115,15 @@ async function start(cmd: Extract<WorkerCommand, { type: "start" }>): Promise<vo
   if (cmd.publicUrl !== undefined) config.telephony.publicUrl = cmd.publicUrl;
   // One UDP socket per trunk: the SIP agent lives on worker 0 only.
   if (cmd.index !== 0) config.telephony.sip = undefined;
-  const level = envGet("FLOWCAT_LOG");
-  const logger = consoleLogger(isLogLevel(level) ? level : "info", `flowcat#${cmd.index}`);
+  const logger = loggerFromEnv(envGet, `flowcat#${cmd.index}`);
   const app = await createAgentServer({
     config,
     env: envGet,
     logger,
     cluster: { secret: cmd.secret, index: cmd.index, count: cmd.count },
+    metricsText: allWorkersMetrics,
   });
+  familiesOf = () => app.metrics.registry.collect({ worker: String(cmd.index) });
   const ready = Promise.withResolvers<void>();
   const server = Deno.serve(
     {
@@ -143,6 +166,16 @@ scope.onmessage = (e: MessageEvent<WorkerCommand>) => {
     scope.postMessage({ type: "stats", index: workerIndex, stats });
   } else if (cmd.type === "probe") {
     scope.postMessage({ type: "probe", index: workerIndex, data: probe?.(cmd.arg) });
+  } else if (cmd.type === "metrics") {
+    scope.postMessage({
+      type: "metrics",
+      index: workerIndex,
+      id: cmd.id,
+      families: familiesOf?.() ?? [],
+    });
+  } else if (cmd.type === "metricsReply") {
+    joined.get(cmd.id)?.(cmd.text);
+    joined.delete(cmd.id);
   } else if (cmd.type === "drain") {
     void (stopping?.() ?? Promise.resolve()).finally(() => scope.close());
   }

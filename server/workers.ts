@@ -15,6 +15,7 @@
 
 import { FlowcatError } from "../core/errors.ts";
 import type { TlsPem } from "./tls.ts";
+import { type FamilySnapshot, mergeFamilies, renderFamilies } from "./prometheus.ts";
 import type { WorkerCommand, WorkerReport, WorkerStats } from "./worker.ts";
 
 export type { WorkerStats };
@@ -96,6 +97,30 @@ export async function startWorkers(opts: WorkerPoolOptions): Promise<WorkerPool>
   const url = workerModuleUrl(import.meta.url);
   const workers: Worker[] = [];
   const started: Promise<void>[] = [];
+  /** Scrapes being joined: every worker's families, by gather id. */
+  const gathering = new Map<
+    number,
+    { lists: (FamilySnapshot[] | undefined)[]; left: number; done: () => void }
+  >();
+  let gatherId = 0;
+  /** A scrape reached worker `from`: ask every worker for its families, join, answer `from`. */
+  const joinMetrics = async (from: number, requestId: number) => {
+    const id = ++gatherId;
+    const lists: (FamilySnapshot[] | undefined)[] = new Array(workers.length);
+    const all = new Promise<void>((done) => {
+      gathering.set(id, { lists, left: workers.length, done });
+    });
+    for (const w of workers) w.postMessage({ type: "metrics", id } satisfies WorkerCommand);
+    // A worker too busy to answer within 2 s is left out of this scrape.
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([all, new Promise<void>((r) => (timer = setTimeout(r, 2000)))]);
+    clearTimeout(timer);
+    gathering.delete(id);
+    const text = renderFamilies(mergeFamilies(lists.filter((l) => l !== undefined)));
+    workers[from].postMessage(
+      { type: "metricsReply", id: requestId, text } satisfies WorkerCommand,
+    );
+  };
   /** Waiters for each worker's next report of a type. */
   const waiting: Map<WorkerReport["type"], (r: WorkerReport) => void>[] = [];
   const next = <T extends WorkerReport["type"]>(i: number, type: T) =>
@@ -110,6 +135,15 @@ export async function startWorkers(opts: WorkerPoolOptions): Promise<WorkerPool>
       new Promise<void>((resolve, reject) => {
         w.onmessage = (e: MessageEvent<WorkerReport>) => {
           const r = e.data;
+          if (r.type === "metricsRequest") return void joinMetrics(index, r.id);
+          if (r.type === "metrics") {
+            const g = gathering.get(r.id);
+            if (g !== undefined && g.lists[r.index] === undefined) {
+              g.lists[r.index] = r.families;
+              if (--g.left === 0) g.done();
+            }
+            return;
+          }
           if (r.type === "ready") resolve();
           else if (r.type === "error") {
             reject(new FlowcatError(r.userError ? "config" : "other", r.message));

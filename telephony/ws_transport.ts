@@ -164,6 +164,8 @@ export class WsMediaTransport implements MediaTransport {
   callId: string | undefined;
   /** Number of inbound messages ignored (malformed or unknown). */
   ignored = 0;
+  /** Audio messages that arrived before the stream's start and were dropped. */
+  droppedBeforeStart = 0;
 
   /** Compose `socket` with `serializer`. */
   constructor(
@@ -190,6 +192,7 @@ export class WsMediaTransport implements MediaTransport {
         this.#started = m;
         return m;
       }
+      if (m.type === "audio") this.droppedBeforeStart++;
     }
   }
 

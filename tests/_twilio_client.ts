@@ -3,6 +3,8 @@
  * server whose upgraded socket is handed to `onTransport` as a WsMediaTransport.
  */
 import { ulawDecode, ulawEncode } from "../core/audio/g711.ts";
+import { sine } from "../core/audio/pcm.ts";
+import { twilioSignature } from "../telephony/security.ts";
 import { createTwilioSerializer } from "../telephony/serializers/twilio.ts";
 import { socketFromWebSocket, WsMediaTransport } from "../telephony/ws_transport.ts";
 import { sleep } from "./_core_helpers.ts";
@@ -99,4 +101,38 @@ export async function twilioClient(
       await onClose();
     },
   };
+}
+
+let sids = 0;
+
+/**
+ * Dial an agent server in as Twilio does: POST its signed answer webhook (a fresh CallSid each
+ * time, so the replay guard lets it in), then open the media WebSocket the TwiML names, on
+ * `base` (the server's local origin) instead of the public one.
+ */
+export async function dialTwilio(
+  base: string,
+  opts: { secret: string; publicUrl: string; callSid?: string },
+): Promise<{ call: TwilioCall; runId: number }> {
+  const params = { CallSid: opts.callSid ?? `CA${++sids}` };
+  const path = "/telephony/answer/twilio";
+  const sig = await twilioSignature(opts.secret, `${opts.publicUrl}${path}`, params);
+  const res = await fetch(`${base}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded", "x-twilio-signature": sig },
+    body: new URLSearchParams(params).toString(),
+  });
+  const twiml = await res.text();
+  const m = /url="([^"]+)"/.exec(twiml);
+  if (m === null) throw new Error(`answer webhook: HTTP ${res.status}: ${twiml}`);
+  const url = new URL(m[1].replaceAll("&amp;", "&"));
+  const ws = `${base.replace("http", "ws")}${url.pathname}${url.search}`;
+  const call = await twilioClient(ws, url.searchParams.get("token")!);
+  return { call, runId: Number(url.pathname.split("/").at(-1)) };
+}
+
+/** A caller turn a VAD hears: 0.4 s of a 440 Hz tone, then 0.8 s of silence (sent quickly). */
+export async function speakTurn(call: TwilioCall): Promise<void> {
+  await call.speak(sine({ freq: 440, sampleRate: 8000, samples: 3200, amplitude: 9000 }), 2);
+  await call.speak(new Int16Array(6400), 2);
 }

@@ -307,6 +307,9 @@ async function makeLan(srv: string, web: string, net: string): Promise<() => Pro
     await run("ip", ["link", "set", a, "netns", srv]);
     await run("ip", ["link", "set", b, "netns", web]);
     for (const [ns, dev, host] of [[srv, a, 1], [web, b, 2]] as const) {
+      // IPv4 only: a link-local IPv6 address appearing later would make Chromium see a
+      // network change in the middle of the test.
+      await run("ip", ["netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"]);
       await run("ip", ["-n", ns, "addr", "add", `${net}.${host}/24`, "dev", dev]);
       await run("ip", ["-n", ns, "link", "set", dev, "up"]);
       await run("ip", ["-n", ns, "link", "set", "lo", "up"]);

@@ -44,7 +44,7 @@ Deno.test("env: requiredEnv lists provider keys, secrets and the optional knobs"
     ["FLOWCAT_API_TOKEN", "api.token_env"],
   ]);
   const optional = env.filter((e) => !e.required).map((e) => e.name);
-  assert.equal(optional[0], "FLOWCAT_LOG");
+  assert.deepEqual(optional.slice(0, 2), ["FLOWCAT_LOG", "FLOWCAT_LOG_FORMAT"]);
   assert.ok(optional.includes("FLOWCAT_VAD_SILENCE_DURATION_MS"));
   for (const e of env) assert.ok(e.why.length > 0);
 });
@@ -82,7 +82,10 @@ Deno.test("env: the echo provider needs no key; cascaded skips the realtime knob
   assert.deepEqual(checkEnv(echo, () => undefined), []);
   // A cascaded config cannot validate yet (no stt/llm/tts providers), so build one by hand.
   const cascaded: AgentServerConfig = { ...echo, pipeline: "cascaded", providers: {} };
-  assert.deepEqual(requiredEnv(cascaded).map((e) => e.name), ["FLOWCAT_LOG"]);
+  assert.deepEqual(requiredEnv(cascaded).map((e) => e.name), [
+    "FLOWCAT_LOG",
+    "FLOWCAT_LOG_FORMAT",
+  ]);
 });
 
 Deno.test("env: checkEnv names each missing variable and never prints a value", async () => {

@@ -4,6 +4,7 @@ import { parseWorkerCount, workerModuleUrl } from "../server/workers.ts";
 import { signCallToken } from "../telephony/security.ts";
 import { BENCH_TWILIO_TOKEN, writeBenchConfig } from "../bench/capacity_child.ts";
 import { closeCalls, openCalls, runAudio } from "../bench/capacity_load.ts";
+import { sleep } from "./_core_helpers.ts";
 
 const SECRET = crypto.getRandomValues(new Uint8Array(32));
 
@@ -112,6 +113,18 @@ Deno.test({
       assert.deepEqual([...seen].sort(), [0, 1], "the kernel spread connections over both");
       const { calls, refused } = await openCalls([port], 16);
       assert.deepEqual(refused, [], "no media socket refused, whichever worker it reached");
+      // Whichever worker takes a scrape answers for both, each sample labelled with its worker.
+      const active = async () => {
+        const res = await fetch(`http://127.0.0.1:${port}/metrics`, {
+          headers: { connection: "close" },
+        });
+        const text = await res.text();
+        const per = [...text.matchAll(/^flowcat_active_calls\{worker="(\d)"\} (\d+)$/gm)];
+        assert.deepEqual(per.map((m) => m[1]).sort(), ["0", "1"], text);
+        return per.reduce((a, m) => a + Number(m[2]), 0);
+      };
+      for (let i = 0; i < 50 && (await active()) !== 16; i++) await sleep(100);
+      for (let i = 0; i < 4; i++) assert.equal(await active(), 16, "every scrape sees all calls");
       const run = await runAudio(calls, { durationMs: 1500, warmupFrames: 0, drainMs: 1500 });
       await closeCalls(calls);
       // Starts are spread over the first second: every call talks for at least 0.5 s.

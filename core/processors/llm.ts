@@ -14,7 +14,7 @@
  * @module
  */
 
-import { errorMessage } from "../errors.ts";
+import { errorMessage, namedMessage } from "../errors.ts";
 import {
   type Direction,
   type Frame,
@@ -201,7 +201,7 @@ export class LlmProcessor extends FrameProcessor {
       }
     } catch (err) {
       if (!live()) return;
-      link.pushError(`${this.#llm.name()}: ${errorMessage(err)}`, false);
+      link.pushError(namedMessage(this.#llm.name(), err), false);
       if (started && !ended) link.pushDown(makeFrame("LlmResponseEnd", {}));
       if (this.#fallback) link.pushDown(makeFrame("TtsSpeak", { text: this.#fallback }));
     } finally {

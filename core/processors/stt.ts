@@ -12,7 +12,7 @@
  * @module
  */
 
-import { errorMessage } from "../errors.ts";
+import { errorMessage, namedMessage } from "../errors.ts";
 import type { Direction, Frame, StartParams, StopReason } from "../frames.ts";
 import { FrameProcessor, type Link, type ProcessorSetup } from "../processor.ts";
 import type { SttService } from "../seams.ts";
@@ -113,6 +113,6 @@ export class SttProcessor extends FrameProcessor {
     const now = performance.now();
     if (now - this.#lastErrorAt < this.#errorEveryMs) return;
     this.#lastErrorAt = now;
-    link.pushError(`${this.#stt.name()}: ${errorMessage(err)}`, false);
+    link.pushError(namedMessage(this.#stt.name(), err), false);
   }
 }

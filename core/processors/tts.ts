@@ -13,7 +13,7 @@
  * @module
  */
 
-import { errorMessage } from "../errors.ts";
+import { errorMessage, namedMessage } from "../errors.ts";
 import {
   type Direction,
   type Frame,
@@ -144,7 +144,7 @@ export class TtsProcessor extends FrameProcessor {
       }
     } catch (err) {
       if (signal.aborted) return;
-      link.pushError(`${this.#tts.name()}: ${errorMessage(err)}`, false);
+      link.pushError(namedMessage(this.#tts.name(), err), false);
       if (!stopped) link.pushDown(makeFrame("TtsStopped", {}));
     }
   }

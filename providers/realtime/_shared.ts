@@ -8,6 +8,7 @@
 import { bytesToInt16, int16ToBytes } from "../../core/audio/pcm.ts";
 import { FlowcatError } from "../../core/errors.ts";
 import type { RealtimeEvent } from "../../core/seams.ts";
+import { wsDialFailure } from "../dial_errors.ts";
 
 export { dtmfUserText } from "../../core/keypad_text.ts";
 
@@ -118,7 +119,8 @@ export interface OpenSocketOptions {
 
 /**
  * Open a WebSocket and wait until it is open. Binary frames arrive as ArrayBuffer. The URL is
- * never put in an error message (it may carry `?key=`).
+ * never put in an error message (it may carry `?key=`); the reason is (the handshake's HTTP
+ * status, a refused connection...), and 401/403 are `auth` errors.
  */
 export function openRealtimeSocket(url: string, opts: OpenSocketOptions): Promise<WebSocket> {
   return new Promise((resolve, reject) => {
@@ -146,9 +148,14 @@ export function openRealtimeSocket(url: string, opts: OpenSocketOptions): Promis
       cleanup();
       resolve(ws);
     };
-    const onError = () => {
+    const onError = (e: Event) => {
       cleanup();
-      reject(new FlowcatError("closed", `${opts.provider}: could not connect`));
+      const why = wsDialFailure((e as ErrorEvent).message ?? "");
+      reject(
+        why.status === 401 || why.status === 403
+          ? new FlowcatError("auth", `${opts.provider}: API key rejected (${why.text})`)
+          : new FlowcatError("closed", `${opts.provider}: could not connect: ${why.text}`),
+      );
     };
     const cleanup = () => {
       clearTimeout(timer);

@@ -354,7 +354,8 @@ export class GeminiLiveClient implements RealtimeLlm {
       this.#clearGoAway();
       if (this.#conn) this.#retire(this.#conn);
       this.#events.close(reason);
-      if (reason) this.#log.warn(reason);
+      // The reason travels with the closed event: the call reports it once, as its end.
+      if (reason) this.#log.debug(reason);
       await this.#sockets.closeAll(CLOSE_WAIT_MS);
     })();
     return this.#shutdown;

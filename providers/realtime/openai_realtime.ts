@@ -261,11 +261,12 @@ export class OpenAIRealtimeClient implements RealtimeLlm {
 
   #onSocketClose(ev: CloseEvent): void {
     const p = this.#cfg.provider;
-    this.#failHandshake(new FlowcatError("closed", `${p}: socket closed during session setup`));
     const reason = ev.reason
-      ? `socket closed (${ev.code}: ${ev.reason})`
+      ? `socket closed (${ev.code}: ${ev.reason.slice(0, 200)})`
       : `socket closed (${ev.code})`;
-    if (this.#state !== "closed") this.#log.info(`${p}: ${reason}`);
+    this.#failHandshake(new FlowcatError("closed", `${p}: ${reason} during session setup`));
+    // The reason travels with the closed event: the call reports it once, as its end.
+    if (this.#state !== "closed") this.#log.debug(`${p}: ${reason}`);
     this.#state = "closed";
     this.#queue.close(reason);
   }

@@ -12,6 +12,7 @@
 //   flowcat.transcript  [{role, text, final}] as shown
 //   flowcat.counters    {inboundPackets, inboundBytes, events, audioEnergy, codec} of the
 //                       current call
+//   flowcat.answerToConnectedMs  ICE and DTLS time of the current call, once connected
 //   flowcat.error       the reason shown for a failed call ("" or null when none)
 //   flowcat.channelState the events channel's readyState (null with no call)
 //   flowcat.start() / flowcat.hangup()
@@ -45,6 +46,7 @@ const view = {
   node: null,
   transcript: [],
   counters: newCounters(),
+  timings: { answeredAt: 0, answerToConnectedMs: null },
   error: null,
 };
 
@@ -119,6 +121,7 @@ async function start() {
   showError("");
   clearTranscript();
   view.counters = newCounters();
+  view.timings = { answeredAt: 0, answerToConnectedMs: null };
   setState("connecting");
   if (!globalThis.isSecureContext || !navigator.mediaDevices) {
     // Browsers give the microphone to https pages and to localhost only.
@@ -153,8 +156,12 @@ async function start() {
   });
   pc.addEventListener("connectionstatechange", () => {
     const s = pc.connectionState;
-    if (s === "connected") setState("connected");
-    else if (s === "failed") end("failed", "The media connection failed.");
+    if (s === "connected") {
+      if (view.timings.answeredAt > 0) {
+        view.timings.answerToConnectedMs = Math.round(performance.now() - view.timings.answeredAt);
+      }
+      setState("connected");
+    } else if (s === "failed") end("failed", "The media connection failed.");
     else if (s === "closed" || s === "disconnected") end("ended");
   });
   try {
@@ -165,6 +172,7 @@ async function start() {
     await waitForGathering(pc);
     const answer = await postOffer(pc.localDescription.sdp);
     if (call?.pc !== pc) return; // hung up meanwhile
+    view.timings.answeredAt = performance.now();
     await pc.setRemoteDescription({ type: "answer", sdp: answer });
     call.timer = setInterval(() => readStats(pc), STATS_EVERY_MS);
     setTimeout(() => {
@@ -308,6 +316,10 @@ globalThis.flowcat = {
   },
   get counters() {
     return { ...view.counters };
+  },
+  /** Milliseconds from the server's answer to the media connection (ICE and DTLS). */
+  get answerToConnectedMs() {
+    return view.timings.answerToConnectedMs;
   },
   get error() {
     return view.error;

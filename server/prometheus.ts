@@ -1,0 +1,346 @@
+/**
+ * The Prometheus text exposition format (version 0.0.4), with no dependency: counters, gauges
+ * and histograms, each with optional labels, `# HELP` and `# TYPE` lines, escaped label values
+ * and cumulative `le` buckets.
+ *
+ * Hot paths resolve a labelled child once ({@link Counter.labels}) and then only add to plain
+ * numbers: nothing is allocated per observation.
+ *
+ * @example
+ * ```ts
+ * const reg = new Registry();
+ * const ended = reg.counter("calls_ended_total", "Calls ended, by reason.", ["reason"]);
+ * ended.labels("caller_hung_up").inc();
+ * const latency = reg.histogram("turn_latency_seconds", "Turn latency.", [], [0.5, 1, 2]);
+ * latency.labels().observe(0.7);
+ * reg.gauge("active_calls", "Calls running now.").collect(() => 3);
+ * console.log(reg.expose());
+ * ```
+ * @module
+ */
+
+/** The `Content-Type` of {@link Registry.expose}'s text. */
+export const PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
+
+const METRIC_NAME = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
+const LABEL_NAME = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
+
+/** A label value escaped for the text format (backslash, double quote, newline). */
+export function escapeLabelValue(value: string): string {
+  return value.replaceAll("\\", "\\\\").replaceAll("\n", "\\n").replaceAll('"', '\\"');
+}
+
+/** A HELP text escaped for the text format (backslash, newline). */
+export function escapeHelp(help: string): string {
+  return help.replaceAll("\\", "\\\\").replaceAll("\n", "\\n");
+}
+
+/** A sample value as the text format writes it (`+Inf`, `-Inf`, `NaN`, else the number). */
+export function formatValue(v: number): string {
+  if (Number.isNaN(v)) return "NaN";
+  if (v === Infinity) return "+Inf";
+  if (v === -Infinity) return "-Inf";
+  return String(v);
+}
+
+function checkNames(name: string, labels: readonly string[]): void {
+  if (!METRIC_NAME.test(name)) throw new TypeError(`bad metric name "${name}"`);
+  for (const l of labels) {
+    if (!LABEL_NAME.test(l) || l.startsWith("__")) {
+      throw new TypeError(`bad label name "${l}" on ${name}`);
+    }
+  }
+  if (new Set(labels).size !== labels.length) {
+    throw new TypeError(`duplicate label name on ${name}`);
+  }
+}
+
+/**
+ * `{a="x",b="y"}` for the label names and values, after the rendered constant labels `fixed`
+ * and before `extra` (`le`), or "" when there are none.
+ */
+function labelText(
+  fixed: string,
+  names: readonly string[],
+  values: readonly string[],
+  extra = "",
+): string {
+  const parts = names.map((n, i) => `${n}="${escapeLabelValue(values[i])}"`);
+  if (fixed) parts.unshift(fixed);
+  if (extra) parts.push(extra);
+  return parts.length === 0 ? "" : `{${parts.join(",")}}`;
+}
+
+/** One family's lines, ready to be rendered or merged with the same family of other sources. */
+export interface FamilySnapshot {
+  /** Metric name. */
+  name: string;
+  /** HELP text (unescaped). */
+  help: string;
+  /** TYPE word. */
+  type: "counter" | "gauge" | "histogram";
+  /** Sample lines. */
+  samples: string[];
+}
+
+/** The text format of `families`: HELP, TYPE, then samples each; ends with a newline. */
+export function renderFamilies(families: readonly FamilySnapshot[]): string {
+  const out: string[] = [];
+  for (const f of families) {
+    out.push(`# HELP ${f.name} ${escapeHelp(f.help)}`, `# TYPE ${f.name} ${f.type}`, ...f.samples);
+  }
+  return out.join("\n") + "\n";
+}
+
+/**
+ * Families of several sources (each worker's registry, with its own constant `worker` label) as
+ * one list: a family once, in first-seen order, with every source's samples.
+ */
+export function mergeFamilies(sources: readonly (readonly FamilySnapshot[])[]): FamilySnapshot[] {
+  const byName = new Map<string, FamilySnapshot>();
+  for (const list of sources) {
+    for (const f of list) {
+      const seen = byName.get(f.name);
+      if (seen === undefined) byName.set(f.name, { ...f, samples: [...f.samples] });
+      else seen.samples.push(...f.samples);
+    }
+  }
+  return [...byName.values()];
+}
+
+/** What every metric family has: a name, a help text, label names and one child per label set. */
+export abstract class Family<C> {
+  readonly #children = new Map<string, { values: string[]; child: C }>();
+
+  /** A family named `name` (checked against the format's rules). */
+  constructor(
+    /** Metric name. */
+    readonly name: string,
+    /** HELP text. */
+    readonly help: string,
+    /** Label names, in the order {@link Family.labels} takes their values. */
+    readonly labelNames: readonly string[],
+  ) {
+    checkNames(name, labelNames);
+  }
+
+  /** The child for these label values (made on first use; keep it on hot paths). */
+  labels(...values: string[]): C {
+    if (values.length !== this.labelNames.length) {
+      throw new TypeError(
+        `${this.name}: expected ${this.labelNames.length} label values, got ${values.length}`,
+      );
+    }
+    const key = values.join("\u0000");
+    let entry = this.#children.get(key);
+    if (entry === undefined) {
+      entry = { values: values.map(String), child: this.make() };
+      this.#children.set(key, entry);
+    }
+    return entry.child;
+  }
+
+  /** Children in the order they were made. */
+  protected children(): Iterable<{ values: string[]; child: C }> {
+    return this.#children.values();
+  }
+
+  /** A new child series. */
+  protected abstract make(): C;
+  /** The TYPE word. */
+  abstract readonly type: "counter" | "gauge" | "histogram";
+  /** Sample lines (without HELP and TYPE), each with the rendered constant labels `fixed`. */
+  abstract samples(out: string[], fixed: string): void;
+}
+
+/** One counter series: only goes up. */
+export class CounterChild {
+  /** Current value. */
+  value = 0;
+  /** Add `n` (default 1); a negative `n` is ignored. */
+  inc(n = 1): void {
+    if (n > 0) this.value += n;
+  }
+}
+
+/** A counter family. */
+export class Counter extends Family<CounterChild> {
+  /** TYPE word. */
+  readonly type = "counter";
+  /** A new child series. */
+  protected make(): CounterChild {
+    return new CounterChild();
+  }
+  /** Sample lines. */
+  samples(out: string[], fixed: string): void {
+    for (const { values, child } of this.children()) {
+      const labels = labelText(fixed, this.labelNames, values);
+      out.push(`${this.name}${labels} ${formatValue(child.value)}`);
+    }
+  }
+}
+
+/** One gauge series: set, or moved up and down. */
+export class GaugeChild {
+  /** Current value. */
+  value = 0;
+  /** Set the value. */
+  set(v: number): void {
+    this.value = v;
+  }
+  /** Add `n` (default 1). */
+  inc(n = 1): void {
+    this.value += n;
+  }
+  /** Subtract `n` (default 1). */
+  dec(n = 1): void {
+    this.value -= n;
+  }
+}
+
+/** A gauge family; {@link Gauge.collect} reads an unlabelled value at scrape time instead. */
+export class Gauge extends Family<GaugeChild> {
+  /** TYPE word. */
+  readonly type = "gauge";
+  #collect: (() => number) | undefined;
+  /** A new child series. */
+  protected make(): GaugeChild {
+    return new GaugeChild();
+  }
+  /** Read the (unlabelled) value from `fn` at each scrape. */
+  collect(fn: () => number): this {
+    if (this.labelNames.length > 0) throw new TypeError(`${this.name}: collect needs no labels`);
+    this.#collect = fn;
+    return this;
+  }
+  /** Sample lines. */
+  samples(out: string[], fixed: string): void {
+    if (this.#collect !== undefined) {
+      out.push(`${this.name}${labelText(fixed, [], [])} ${formatValue(this.#collect())}`);
+      return;
+    }
+    for (const { values, child } of this.children()) {
+      const labels = labelText(fixed, this.labelNames, values);
+      out.push(`${this.name}${labels} ${formatValue(child.value)}`);
+    }
+  }
+}
+
+/** One histogram series: counts per bucket (not cumulative until exposed), sum and count. */
+export class HistogramChild {
+  /** Observations per bucket, the last one for values above every bound (+Inf). */
+  readonly counts: Float64Array;
+  /** Sum of every observation. */
+  sum = 0;
+  /** Number of observations. */
+  count = 0;
+
+  /** A series over the upper bounds `bounds` (sorted). */
+  constructor(private readonly bounds: Float64Array) {
+    this.counts = new Float64Array(bounds.length + 1);
+  }
+
+  /** Record one value. */
+  observe(v: number): void {
+    const b = this.bounds;
+    let i = 0;
+    while (i < b.length && v > b[i]) i++;
+    this.counts[i]++;
+    this.sum += v;
+    this.count++;
+  }
+}
+
+/** A histogram family with fixed upper bounds (`le`, inclusive); `+Inf` is added. */
+export class Histogram extends Family<HistogramChild> {
+  /** TYPE word. */
+  readonly type = "histogram";
+  readonly #bounds: Float64Array;
+
+  /** A histogram family with upper bounds `buckets` (sorted here; `+Inf` is implied). */
+  constructor(name: string, help: string, labelNames: readonly string[], buckets: number[]) {
+    super(name, help, labelNames);
+    if (labelNames.includes("le")) throw new TypeError(`${name}: "le" is reserved`);
+    const sorted = [...buckets].filter((b) => Number.isFinite(b)).sort((a, b) => a - b);
+    if (sorted.length === 0 || new Set(sorted).size !== sorted.length) {
+      throw new TypeError(`${name}: buckets must be distinct finite numbers`);
+    }
+    this.#bounds = Float64Array.from(sorted);
+  }
+
+  /** A new child series. */
+  protected make(): HistogramChild {
+    return new HistogramChild(this.#bounds);
+  }
+
+  /** Sample lines: cumulative buckets, then sum and count, per child. */
+  samples(out: string[], fixed: string): void {
+    const bounds = this.#bounds;
+    for (const { values, child } of this.children()) {
+      let cumulative = 0;
+      for (let i = 0; i <= bounds.length; i++) {
+        cumulative += child.counts[i];
+        const le = `le="${i < bounds.length ? formatValue(bounds[i]) : "+Inf"}"`;
+        out.push(
+          `${this.name}_bucket${labelText(fixed, this.labelNames, values, le)} ${
+            formatValue(cumulative)
+          }`,
+        );
+      }
+      const l = labelText(fixed, this.labelNames, values);
+      out.push(`${this.name}_sum${l} ${formatValue(child.sum)}`);
+      out.push(`${this.name}_count${l} ${formatValue(child.count)}`);
+    }
+  }
+}
+
+/** A set of metric families, exposed together. */
+export class Registry {
+  readonly #families = new Map<string, Family<unknown>>();
+
+  /** Add a counter family. */
+  counter(name: string, help: string, labelNames: readonly string[] = []): Counter {
+    return this.#add(new Counter(name, help, labelNames));
+  }
+
+  /** Add a gauge family. */
+  gauge(name: string, help: string, labelNames: readonly string[] = []): Gauge {
+    return this.#add(new Gauge(name, help, labelNames));
+  }
+
+  /** Add a histogram family with upper bounds `buckets` (seconds, bytes...). */
+  histogram(
+    name: string,
+    help: string,
+    labelNames: readonly string[],
+    buckets: number[],
+  ): Histogram {
+    return this.#add(new Histogram(name, help, labelNames, buckets));
+  }
+
+  /**
+   * Every family's lines now, each sample carrying the constant labels `constLabels` too (e.g.
+   * `{ worker: "1" }`).
+   */
+  collect(constLabels: Record<string, string> = {}): FamilySnapshot[] {
+    for (const n of Object.keys(constLabels)) checkNames("constant_label", [n]);
+    const fixed = Object.entries(constLabels).map(([n, v]) => `${n}="${escapeLabelValue(v)}"`)
+      .join(",");
+    return [...this.#families.values()].map((f) => {
+      const samples: string[] = [];
+      f.samples(samples, fixed);
+      return { name: f.name, help: f.help, type: f.type, samples };
+    });
+  }
+
+  /** Every family in the text format: HELP, TYPE, then its samples; ends with a newline. */
+  expose(constLabels: Record<string, string> = {}): string {
+    return renderFamilies(this.collect(constLabels));
+  }
+
+  #add<F extends Family<unknown>>(f: F): F {
+    if (this.#families.has(f.name)) throw new TypeError(`metric ${f.name} registered twice`);
+    this.#families.set(f.name, f);
+    return f;
+  }
+}

@@ -1,0 +1,118 @@
+/**
+ * The agent server's metrics, in one {@link Registry} per server: what `GET /metrics` exposes.
+ * Every name, type and label is listed in docs/observability.md.
+ *
+ * Nothing here runs per audio frame: calls, turns, provider answers and errors add to plain
+ * numbers; process figures (memory, event-loop lag) are read at scrape time.
+ * @module
+ */
+
+import { processLagSampler, processMemory } from "./process_metrics.ts";
+import { type Counter, type Gauge, type Histogram, Registry } from "./prometheus.ts";
+
+/** Upper bounds of the turn-latency histogram, in seconds. */
+export const TURN_LATENCY_BUCKETS = [0.1, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10];
+/** Upper bounds of the time-to-first-byte histogram, in seconds. */
+export const TTFB_BUCKETS = [0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10];
+/** Upper bounds of the call-duration histogram, in seconds. */
+export const CALL_DURATION_BUCKETS = [5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600];
+
+/** The server's metric families. */
+export interface ServerMetrics {
+  /** The registry `/metrics` exposes. */
+  readonly registry: Registry;
+  /** `flowcat_active_calls`: calls running now. */
+  readonly activeCalls: Gauge;
+  /** `flowcat_calls_started_total{transport}`. */
+  readonly callsStarted: Counter;
+  /** `flowcat_calls_ended_total{transport,reason}`. */
+  readonly callsEnded: Counter;
+  /** `flowcat_call_duration_seconds`. */
+  readonly callDuration: Histogram;
+  /** `flowcat_turn_latency_seconds`: caller stopped speaking to the bot's first audio. */
+  readonly turnLatency: Histogram;
+  /** `flowcat_provider_ttfb_seconds{service,provider}`. */
+  readonly ttfb: Histogram;
+  /** `flowcat_provider_errors_total{service,provider,kind}`. */
+  readonly providerErrors: Counter;
+  /** `flowcat_frames_dropped_total{reason}`. */
+  readonly framesDropped: Counter;
+  /** `flowcat_requests_refused_total{reason}`. */
+  readonly requestsRefused: Counter;
+}
+
+/** Make the server's metric families (and the process ones read at scrape time). */
+export function createServerMetrics(): ServerMetrics {
+  const registry = new Registry();
+  const m: ServerMetrics = {
+    registry,
+    activeCalls: registry.gauge("flowcat_active_calls", "Calls running now."),
+    callsStarted: registry.counter(
+      "flowcat_calls_started_total",
+      "Calls started, by transport (browser, sip, or the carrier's name).",
+      ["transport"],
+    ),
+    callsEnded: registry.counter(
+      "flowcat_calls_ended_total",
+      "Calls ended, by transport and end reason.",
+      ["transport", "reason"],
+    ),
+    callDuration: registry.histogram(
+      "flowcat_call_duration_seconds",
+      "How long calls lasted, from start to end.",
+      [],
+      CALL_DURATION_BUCKETS,
+    ),
+    turnLatency: registry.histogram(
+      "flowcat_turn_latency_seconds",
+      "From the caller stopping speaking to the first audio of the bot's reply.",
+      [],
+      TURN_LATENCY_BUCKETS,
+    ),
+    ttfb: registry.histogram(
+      "flowcat_provider_ttfb_seconds",
+      "Time to first byte of a provider's answer (transcript, text, audio), per request.",
+      ["service", "provider"],
+      TTFB_BUCKETS,
+    ),
+    providerErrors: registry.counter(
+      "flowcat_provider_errors_total",
+      "Provider failures seen by calls, by service, provider and kind.",
+      ["service", "provider", "kind"],
+    ),
+    framesDropped: registry.counter(
+      "flowcat_frames_dropped_total",
+      "Inbound audio a call dropped (before_start, overflow), counted when the call ends.",
+      ["reason"],
+    ),
+    requestsRefused: registry.counter(
+      "flowcat_requests_refused_total",
+      "Requests refused before any call work (bad signature, token or bearer).",
+      ["reason"],
+    ),
+  };
+  m.activeCalls.labels().set(0);
+  const lag = processLagSampler();
+  registry.gauge(
+    "flowcat_event_loop_lag_seconds",
+    "How late the latest event-loop probe fired (sampled every 0.5 s).",
+  ).collect(() => {
+    lag.start(); // from the first scrape on (idempotent): nobody scraping, no timer
+    return lag.latestSeconds;
+  });
+  registry.gauge(
+    "flowcat_event_loop_lag_max_seconds",
+    "Largest event-loop lag of the last 10 s.",
+  ).collect(() => lag.maxSeconds);
+  registry.gauge("process_resident_memory_bytes", "Resident memory of the process, bytes.")
+    .collect(() => processMemory().rss);
+  registry.gauge("flowcat_heap_used_bytes", "V8 heap in use, bytes.")
+    .collect(() => processMemory().heapUsed);
+  registry.gauge("flowcat_heap_total_bytes", "V8 heap reserved, bytes.")
+    .collect(() => processMemory().heapTotal);
+  registry.gauge("flowcat_external_memory_bytes", "Memory outside the V8 heap (buffers), bytes.")
+    .collect(() => processMemory().external);
+  registry.gauge("process_start_time_seconds", "Start time of the process, Unix seconds.")
+    .collect(() => Math.round(performance.timeOrigin) / 1000);
+  return m;
+}
