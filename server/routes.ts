@@ -34,6 +34,7 @@ import type { OutboundDialer } from "./outbound.ts";
 import { json, jsonError, type Route, type RouteContext } from "./router.ts";
 import type { MemorySessionSource } from "./session_store.ts";
 import { servePlayground } from "./static.ts";
+import { transcriptEvent } from "./transcript_event.ts";
 
 /** What the handlers share. */
 export interface ServerContext {
@@ -110,10 +111,10 @@ async function webrtcOffer(ctx: ServerContext, _req: Request, c: RouteContext): 
   const run = await ctx.sessions.createRun("browser");
   session.sendEvent({ type: "state", state: "listening", runId: run.runId });
   void ctx.calls.run(session, run, {
-    onTranscript: (line) =>
+    onTranscript: (line, index) =>
       line.role === "node"
         ? session.sendEvent({ type: "node", id: line.text })
-        : session.sendEvent({ type: "transcript", role: line.role, text: line.text, final: true }),
+        : session.sendEvent(transcriptEvent(line, index)),
     onFinalized: (r) => session.sendEvent({ type: "state", state: "ended", usage: r.usage }),
   }).catch((err) => ctx.logger.warn("browser call refused", { err: errorMessage(err) }));
   if (ctx.config.agent.kind === "graph") {
