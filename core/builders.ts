@@ -15,7 +15,7 @@
  */
 
 import { EnergyVad } from "./audio/vad_energy.ts";
-import type { TranscriptLine } from "./processors/finalize.ts";
+import type { TranscriptListener } from "./processors/finalize.ts";
 import {
   AssistantContextAggregator,
   createLlmContext,
@@ -118,8 +118,11 @@ export interface CallBase {
   token: string;
   /** Record the call as WAV and upload it on finalize (default true). */
   record?: boolean;
-  /** Live view of the transcript and node moves (e.g. the browser playground). */
-  onTranscript?: (line: TranscriptLine) => void;
+  /**
+   * Live view of the transcript and node moves (e.g. the browser playground); a bot line cut by
+   * a barge-in comes again, at the same index, marked `interrupted`.
+   */
+  onTranscript?: TranscriptListener;
   /** Sees the finalize report once the call is completed. */
   onFinalized?: (report: Finalize) => void;
   /** Extra task parameters (observers, idle timeout, metrics...). */

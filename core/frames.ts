@@ -124,6 +124,21 @@ export interface LlmContext {
   tools: ToolDecl[];
 }
 
+/**
+ * What the far end heard of the bot utterance an interruption cut short (how it is estimated:
+ * core/playout_ledger.ts).
+ */
+export interface PlayoutCut {
+  /** The utterance that was playing. */
+  utteranceId: string;
+  /** Its text that had reached the output transport ("" when its words come later). */
+  text: string;
+  /** The part of `text` that played: a prefix, cut back to whole words. */
+  heard: string;
+  /** Share of its audio that played (0..1): places the cut in words that arrive after it. */
+  fraction: number;
+}
+
 /** Voice-activity parameters. */
 export interface VadParams {
   /** Minimum speech probability. */
@@ -251,7 +266,14 @@ export type SystemFrame =
   | FrameWith<"BotConnected">
   | FrameWith<"FunctionCallsStarted", { calls: FunctionCall[] }>
   | FrameWith<"FunctionCallInProgress", { call: FunctionCall; cancelOnInterruption: boolean }>
-  | FrameWith<"FunctionCallCancel", { functionName: string; toolCallId: string }>;
+  | FrameWith<"FunctionCallCancel", { functionName: string; toolCallId: string }>
+  /** Upstream from the output transport: `text` of the utterance has now played in full. */
+  | FrameWith<"SpokenText", { utteranceId: string; text: string }>
+  /**
+   * Upstream from the output transport on an Interruption, after the SpokenText of what had
+   * played: the cut (none when nothing was playing). Whatever was not reported played is unheard.
+   */
+  | FrameWith<"BotInterrupted", { cut?: PlayoutCut }>;
 
 /** Data frames: ordered, dropped on interruption. */
 export type DataFrame =
@@ -261,11 +283,23 @@ export type DataFrame =
   | FrameWith<"LlmText", { text: string }>
   | FrameWith<
     "Transcription",
-    { text: string; userId: string; language?: Language; final: boolean }
+    {
+      text: string;
+      userId: string;
+      language?: Language;
+      final: boolean;
+      /** For a bot line: the utterance it says, so it can be cut to what was heard. */
+      utteranceId?: string;
+    }
   >
   | FrameWith<"InterimTranscription", { text: string; userId: string; language?: Language }>
-  | FrameWith<"TtsSpeak", { text: string; appendToContext?: boolean }>
-  | FrameWith<"TtsText", { text: string; contextId?: string }>
+  | FrameWith<"TtsSpeak", { text: string; appendToContext?: boolean; utteranceId?: string }>
+  /**
+   * Text being said, ahead of its audio; `utteranceId` names the bot line it belongs to (the
+   * output transport tracks what of it has played). Empty text opens an utterance whose words
+   * come later (a realtime model's voice before its transcript).
+   */
+  | FrameWith<"TtsText", { text: string; contextId?: string; utteranceId?: string }>
   | FrameWith<"FunctionCallResult", { result: FunctionCallResult }>
   | FrameWith<"LlmRun">
   | FrameWith<"LlmContext", { context: LlmContext }>
@@ -321,6 +355,8 @@ const CLASS_OF: Readonly<Record<Exclude<FrameKind, "Custom">, FrameClass>> = {
   FunctionCallsStarted: "system",
   FunctionCallInProgress: "system",
   FunctionCallCancel: "system",
+  SpokenText: "system",
+  BotInterrupted: "system",
   OutputAudio: "data",
   TtsAudio: "data",
   Text: "data",

@@ -37,8 +37,11 @@ export type { EnvGet } from "./call_shapes.ts";
 
 /** Live view of a call, for the browser playground. */
 export interface CallWatcher {
-  /** A new transcript line of the call (caller, agent or node change). */
-  onTranscript?(line: TranscriptLine): void;
+  /**
+   * A new transcript line of the call (caller, agent or node change), at `index` in the call's
+   * transcript; an agent line a barge-in cut comes again, same index, marked `interrupted`.
+   */
+  onTranscript?(line: TranscriptLine, index: number): void;
   /** The call ended; `report` is its finalize report. */
   onFinalized?(report: Finalize): void;
   /**

@@ -39,6 +39,7 @@ import type { MemorySessionSource } from "./session_store.ts";
 import { servePlayground } from "./static.ts";
 import { browserRequestRefusal, playgroundHosts, RateLimiter } from "./browser_guard.ts";
 import { hostInterfaces } from "./webrtc_peers.ts";
+import { transcriptEvent } from "./transcript_event.ts";
 
 /** What the handlers share. */
 export interface ServerContext {
@@ -178,10 +179,10 @@ async function webrtcOffer(ctx: ServerContext, _req: Request, c: RouteContext): 
   const run = await ctx.sessions.createRun("browser");
   session.sendEvent({ type: "state", state: "listening", runId: run.runId });
   void ctx.calls.run(session, run, {
-    onTranscript: (line) =>
+    onTranscript: (line, index) =>
       line.role === "node"
         ? session.sendEvent({ type: "node", id: line.text })
-        : session.sendEvent({ type: "transcript", role: line.role, text: line.text, final: true }),
+        : session.sendEvent(transcriptEvent(line, index)),
     onFailed: (reason) => session.sendEvent({ type: "error", message: reason }),
     onFinalized: (r) => session.sendEvent({ type: "state", state: "ended", usage: r.usage }),
   }).catch((err) => ctx.logger.warn("browser call refused", { err: errorMessage(err) }));

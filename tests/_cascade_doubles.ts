@@ -67,11 +67,11 @@ export class ScriptedLlm implements LlmService {
   }
 }
 
-/** Text to speech making a tone per character: 10 ms of 16 kHz audio each, in 3 chunks. */
+/** Text to speech making a tone per character: `msPerChar` (10) of 16 kHz audio each, in 3 chunks. */
 export class ToneTts implements TtsService {
   readonly said: string[] = [];
   readonly aborted: string[] = [];
-  constructor(readonly gapMs = 0) {}
+  constructor(readonly gapMs = 0, readonly msPerChar = 10) {}
   name(): string {
     return "tone-tts";
   }
@@ -84,7 +84,7 @@ export class ToneTts implements TtsService {
   async *runTts(text: string, signal?: AbortSignal): AsyncIterable<Frame> {
     this.said.push(text);
     yield makeFrame("TtsStarted", {});
-    const samples = text.length * 160;
+    const samples = text.length * 16 * this.msPerChar;
     for (let part = 0; part < 3; part++) {
       if (this.gapMs) await sleep(this.gapMs);
       if (signal?.aborted) {

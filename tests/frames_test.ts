@@ -39,6 +39,8 @@ Deno.test("frame classes follow the seed's tables", () => {
     "FunctionCallsStarted",
     "FunctionCallInProgress",
     "FunctionCallCancel",
+    "SpokenText",
+    "BotInterrupted",
   ];
   const data = [
     "OutputAudio",

@@ -223,6 +223,42 @@ Deno.test({
     }),
 });
 
+/** examples/agent.yaml's greeting, with its seed variable. */
+const GREETING = "Hi friend! This is the Flowcat echo agent. Say something and I will say it back.";
+
+Deno.test({
+  name: "playground: talking over the greeting cuts its line to what was heard, marked",
+  ignore: why !== undefined,
+  sanitizeResources: false,
+  sanitizeOps: false,
+  fn: () =>
+    withScratch(async (dir) => {
+      // The caller starts speaking 0.3 s into the greeting.
+      const wav = await speechWav(dir, 0.3);
+      const server = await startServer(["--port", "0"]);
+      try {
+        const r = await browserCall({
+          url: server.url,
+          wav,
+          profile: `${dir}/profile`,
+          until: "interrupted",
+          timeoutMs: 40_000,
+        });
+        const context = `${JSON.stringify(r)}\nserver:\n${server.output()}`;
+        assert.ok(r.ok, `call failed: ${r.why}\n${context}`);
+        const greeting = r.transcript[0];
+        assert.equal(greeting.role, "bot", context);
+        assert.equal(greeting.interrupted, true, context);
+        assert.ok(GREETING.startsWith(greeting.text), context);
+        assert.ok(greeting.text.length < GREETING.length - 20, `heard: "${greeting.text}"`);
+        // The caller's turn was heard and answered after the cut.
+        assert.ok(r.transcript.some((l) => l.role === "user"), context);
+      } finally {
+        await server.stop();
+      }
+    }),
+});
+
 Deno.test({
   name: "playground: a model that cannot connect is shown on the page within 1 s",
   ignore: why !== undefined,

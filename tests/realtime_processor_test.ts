@@ -120,3 +120,58 @@ Deno.test("RealtimeEventQueue.listen: queued events first, then live ones, then 
     "a listener after close gets it all",
   );
 });
+
+Deno.test("realtime processor: a model turn is one utterance; words after its cut keep its id", async () => {
+  const model = new PushModel();
+  model.connect = () => Promise.resolve(); // no greeting
+  const rt = new RealtimeProcessor(model, { systemPrompt: "p", tools: [] });
+  const rec = new Recorder("after");
+  const task = new PipelineTask(new Pipeline([rt, rec]), {
+    idleTimeoutMs: null,
+    logger: silentLogger,
+  });
+  const done = task.run();
+  await until(() => rt.connected, 2000, "connected");
+  await new Promise((r) => setTimeout(r, 5));
+  const say = (...evs: RealtimeEvent[]) => evs.forEach((ev) => model.q.push(ev));
+  // Turn 1: voice first, then words, then the end of the turn.
+  say(
+    { type: "audio_out", audio: chunk(1) },
+    { type: "bot_text", text: "Hi ", final: false },
+    { type: "bot_text", text: "there", final: false },
+    { type: "bot_text", text: "Hi there", final: true },
+    { type: "turn_complete" },
+  );
+  // Turn 2: cut short; its transcript comes after the cut; then the next audio is a new turn.
+  say(
+    { type: "audio_out", audio: chunk(2) },
+    { type: "interrupted" },
+    { type: "bot_text", text: "Let me check", final: true },
+    { type: "audio_out", audio: chunk(3) },
+  );
+  await until(() => rec.frames.filter((f) => f.kind === "TtsAudio").length === 3, 2000);
+  await task.stopWhenDone();
+  await done;
+  const seen = rec.frames.filter((f) => f.dir === "downstream").flatMap(({ frame: f }) => {
+    if (f.kind === "TtsText") return [`text ${f.utteranceId} "${f.text}"`];
+    if (f.kind === "Transcription") return [`line ${f.utteranceId} "${f.text}"`];
+    if (f.kind === "TtsAudio" || f.kind === "TtsStopped") return [f.kind];
+    return [];
+  });
+  const [t1, t2, t3] = [...new Set(seen.flatMap((s) => s.match(/turn-\d+/) ?? []))];
+  assert.deepEqual(seen, [
+    `text ${t1} ""`,
+    "TtsAudio",
+    `text ${t1} "Hi "`,
+    `text ${t1} "there"`,
+    `line ${t1} "Hi there"`,
+    "TtsStopped",
+    `text ${t2} ""`,
+    "TtsAudio",
+    // A model that sends only the final words: they still go to the output, under the turn's id.
+    `text ${t2} "Let me check"`,
+    `line ${t2} "Let me check"`,
+    `text ${t3} ""`,
+    "TtsAudio",
+  ]);
+});

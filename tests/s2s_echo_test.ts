@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { buildS2sTask } from "../core/builders.ts";
 import { rms, sine } from "../core/audio/pcm.ts";
+import { visibleLength } from "../core/heard_text.ts";
 import { silentLogger } from "../core/log.ts";
 import type { Finalize } from "../core/seams.ts";
 import { EchoRealtime } from "../providers/realtime/echo.ts";
@@ -20,10 +21,11 @@ interface Harness {
   sessions: MemorySessionSource;
 }
 
-async function harness(): Promise<Harness> {
+async function harness(
+  echo = new EchoRealtime({ greeting: "hi", vad: { stopSecs: 0.3 } }),
+): Promise<Harness> {
   const sessions = new MemorySessionSource({ provider: "echo" });
   const run = await sessions.createRun("carrier", { carrier: "twilio" });
-  const echo = new EchoRealtime({ greeting: "hi", vad: { stopSecs: 0.3 } });
   const finished = Promise.withResolvers<Finalize>();
   const call = await twilioCall((transport) => {
     const task = buildS2sTask({
@@ -100,5 +102,45 @@ Deno.test("s2s echo call: barge-in clears the carrier's playback", async () => {
   });
   await h.call.hangup();
   await h.finished;
+  await h.call.close();
+});
+
+Deno.test("s2s echo call: a barge-in cuts the bot's transcript line to what was heard", async () => {
+  // A greeting of 40 letters spoken over 2 s: its words are placed by the share of audio played.
+  const greeting = "One two three four five six seven eight nine ten.";
+  const h = await harness(
+    new EchoRealtime({
+      greeting,
+      vad: { stopSecs: 0.3 },
+      speak: () =>
+        Promise.resolve({
+          pcm: sine({ freq: 440, sampleRate: 24000, samples: 48000, amplitude: 6000 }),
+          sampleRate: 24000,
+          numChannels: 1,
+        }),
+    }),
+  );
+  // About 1 s into the greeting the caller talks over it: the model raises interrupted.
+  await until(() => h.call.media().length >= 50, 4000, "greeting half played");
+  await h.call.speak(sine({ freq: 250, sampleRate: 8000, samples: 4000, amplitude: 9000 }));
+  await until(() => h.call.got.some((m) => m.event === "clear"), 3000, "clear");
+  const sentShare = (h.call.media().length * 20) / 2000;
+  await h.call.hangup();
+  await h.finished;
+  const doc = JSON.parse(
+    new TextDecoder().decode(h.sessions.memoryArtifact("run-1-transcript.json")),
+  );
+  const line = doc.lines[0];
+  assert.equal(line.role, "bot");
+  assert.equal(line.interrupted, true, JSON.stringify(doc.lines));
+  // Whole words from the start, about as many letters as the audio that had played (a word
+  // being spoken at the cut is left out: up to 5 letters fewer).
+  assert.ok(greeting.startsWith(line.text) && line.text.length < greeting.length, line.text);
+  const letters = visibleLength(line.text);
+  assert.ok(sentShare > 0.5 && sentShare < 1, `${sentShare} of the greeting sent`);
+  assert.ok(
+    letters <= sentShare * 40 && letters >= sentShare * 40 - 12,
+    `${line.text} at ${sentShare}`,
+  );
   await h.call.close();
 });

@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
 import {
-  type AudioChunk,
   type Direction,
   type Frame,
   FrameProcessor,
@@ -15,41 +14,7 @@ import {
 import { TransportInput, TransportOutput } from "../core/processors/transport.ts";
 import { silentLogger } from "../core/log.ts";
 import { until } from "./_core_helpers.ts";
-
-/** In-memory media leg: tests push inbound events and read what was sent. */
-class FakeLeg implements MediaTransport {
-  inbox: (MediaIn | undefined)[] = [];
-  #wait: ((m: MediaIn | undefined) => void) | undefined;
-  sent: { at: number; audio: AudioChunk }[] = [];
-  clears = 0;
-  closed = false;
-  feed(m: MediaIn | undefined) {
-    if (this.#wait) {
-      const w = this.#wait;
-      this.#wait = undefined;
-      w(m);
-    } else this.inbox.push(m);
-  }
-  recv() {
-    if (this.inbox.length) return Promise.resolve(this.inbox.shift());
-    return new Promise<MediaIn | undefined>((r) => (this.#wait = r));
-  }
-  sendAudio(audio: AudioChunk) {
-    this.sent.push({ at: performance.now(), audio });
-    return Promise.resolve();
-  }
-  sendClear() {
-    this.clears++;
-    return Promise.resolve();
-  }
-  carrierRate() {
-    return 8000;
-  }
-  close() {
-    this.closed = true;
-    return Promise.resolve();
-  }
-}
+import { FakeLeg } from "./_fake_leg.ts";
 
 class Echo extends FrameProcessor {
   override processFrame(f: Frame, d: Direction, link: Link) {
@@ -263,4 +228,48 @@ Deno.test("output sends OutputDtmf through the leg's sendDtmf when it has one", 
   });
   await task.run();
   assert.deepEqual(keys, [["1", "#"]]);
+});
+
+Deno.test("output reports each sentence once it has played, and where an interruption cut", async () => {
+  const rig = outputRig();
+  const { leg, task } = rig;
+  const up: Frame[] = [];
+  task.onFrameReachedUpstream(["SpokenText", "BotInterrupted"], (f) => void up.push(f));
+  const ms = (n: number) =>
+    makeFrame("TtsAudio", {
+      audio: { pcm: new Int16Array(16 * n), sampleRate: 16000, numChannels: 1 },
+    });
+  let spokenAt = 0;
+  task.onStarted(async () => {
+    const t0 = performance.now();
+    for (const [text, dur] of [["One two.", 200], ["Three four five six.", 1000]] as const) {
+      rig.link.pushDown(makeFrame("TtsText", { text, utteranceId: "reply-1" }));
+      rig.link.pushDown(makeFrame("TtsStarted", {}));
+      rig.link.pushDown(ms(dur));
+      rig.link.pushDown(makeFrame("TtsStopped", {}));
+    }
+    await until(() => up.length === 1, 2000, "first sentence played");
+    spokenAt = performance.now() - t0;
+    // Half of the second sentence has been sent (so a little less played): barge in.
+    await until(() => leg.sentMs() >= 700, 2000, "second sentence half sent");
+    rig.link.broadcast(makeFrame("Interruption", {}));
+    await until(() => up.length === 2, 2000, "BotInterrupted");
+    await task.stopWhenDone();
+  });
+  await task.run();
+  // Played, not merely sent: the far end is sent 40 ms ahead.
+  assert.ok(spokenAt >= 150, `first sentence reported after ${spokenAt} ms`);
+  assert.deepEqual(up[0], {
+    ...up[0],
+    kind: "SpokenText",
+    utteranceId: "reply-1",
+    text: "One two.",
+  });
+  const bi = up[1];
+  assert.equal(bi.kind, "BotInterrupted");
+  const cut = bi.kind === "BotInterrupted" ? bi.cut! : undefined;
+  assert.ok(cut && cut.fraction > 0.3 && cut.fraction < 0.6, JSON.stringify(cut));
+  assert.equal(cut.utteranceId, "reply-1");
+  assert.equal(cut.text, "Three four five six.");
+  assert.match(cut.heard, /^Three( four)?$/); // 5 to 10 of its 17 letters, whole words
 });

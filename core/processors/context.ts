@@ -6,9 +6,12 @@
  *   Transcriptions (and typed InputText); when the caller's turn is over it appends one user
  *   message and pushes LlmContext downstream, which makes the model answer.
  * - {@link AssistantContextAggregator} (after the language model) collects the reply's LlmText
- *   and tool calls, appends one assistant message at LlmResponseEnd (or what was said so far on
- *   an interruption), and reports the reply as a bot Transcription. Tool results travel
+ *   and tool calls, appends one assistant message at LlmResponseEnd (or what was generated so
+ *   far on an interruption), and reports the reply as a bot Transcription. Tool results travel
  *   upstream through it: each becomes a tool message, always after its assistant message.
+ *   When a barge-in cuts the reply's playout, the message keeps only what the caller heard
+ *   (from the output transport's SpokenText and BotInterrupted, see core/heard_tracker.ts); a
+ *   reply none of which was heard leaves the context, unless it made tool calls.
  *
  * @example
  * ```ts
@@ -19,6 +22,7 @@
  * @module
  */
 
+import { HeardTracker } from "../heard_tracker.ts";
 import { dtmfUserText } from "../keypad_text.ts";
 import {
   type Direction,
@@ -26,11 +30,16 @@ import {
   type FrameOf,
   type FunctionCall,
   type LlmContext,
+  type LlmMessage,
   makeFrame,
   type StartParams,
   type ToolDecl,
 } from "../frames.ts";
 import { FrameProcessor, type Link, type ProcessorSetup } from "../processor.ts";
+import { replyUtteranceId } from "../utterance.ts";
+
+/** An assistant message of a context. */
+export type AssistantMessage = Extract<LlmMessage, { role: "assistant" }>;
 
 /** A fresh context holding the system prompt and tools. */
 export function createLlmContext(systemPrompt: string, tools: readonly ToolDecl[]): LlmContext {
@@ -50,6 +59,19 @@ export function setContextSystem(
   if (i >= 0) context.messages[i] = { role: "system", content: systemPrompt };
   else context.messages.unshift({ role: "system", content: systemPrompt });
   context.tools = [...tools];
+}
+
+/**
+ * Make `message` of `context` say only `heard` (a barge-in cut it short); a message with nothing
+ * heard and no tool calls is removed, since the caller never heard it.
+ */
+export function keepHeard(context: LlmContext, message: AssistantMessage, heard: string): void {
+  if (heard !== "" || (message.toolCalls?.length ?? 0) > 0) {
+    message.content = heard;
+    return;
+  }
+  const i = context.messages.indexOf(message);
+  if (i >= 0) context.messages.splice(i, 1);
 }
 
 /** Builds user messages from the caller's transcriptions and keypad presses. */
@@ -108,7 +130,9 @@ export class AssistantContextAggregator extends FrameProcessor {
   #link: Link | undefined;
   #open = false;
   #text = "";
+  #utterance: string | undefined;
   #calls: FunctionCall[] = [];
+  readonly #heard = new HeardTracker<AssistantMessage>();
   /** Tool results that overtook their reply's end, forwarded once it is committed. */
   #early: FrameOf<"FunctionCallResult">[] = [];
 
@@ -123,10 +147,18 @@ export class AssistantContextAggregator extends FrameProcessor {
     this.#link = link;
   }
 
-  /** Collects the reply downstream; turns tool results into tool messages upstream. */
+  /**
+   * Collects the reply downstream; turns tool results into tool messages upstream, and cuts
+   * replies to what was heard.
+   */
   override processFrame(frame: Frame, dir: Direction, link: Link): void {
     if (dir === "upstream") {
-      if (frame.kind === "FunctionCallResult") {
+      if (frame.kind === "SpokenText") this.#heard.spoken(frame.utteranceId, frame.text);
+      else if (frame.kind === "BotInterrupted") {
+        for (const c of this.#heard.interrupted(frame.cut)) {
+          keepHeard(this.context, c.target, c.heard);
+        }
+      } else if (frame.kind === "FunctionCallResult") {
         // FunctionCallsStarted is a system frame and may overtake its reply's text: hold the
         // result until the assistant message it answers is in the context.
         if (this.#open || this.#calls.length > 0) {
@@ -141,6 +173,7 @@ export class AssistantContextAggregator extends FrameProcessor {
       case "LlmResponseStart":
         if (this.#open) this.#commit(link); // a new reply replaced an unfinished one
         this.#open = true;
+        this.#utterance = replyUtteranceId(frame);
         break;
       case "LlmText":
         if (this.#open) this.#text += frame.text;
@@ -162,18 +195,30 @@ export class AssistantContextAggregator extends FrameProcessor {
 
   #commit(link: Link | undefined): void {
     const text = this.#text.trim();
+    const utteranceId = this.#utterance;
     if (text || this.#calls.length > 0) {
-      this.context.messages.push(
-        this.#calls.length > 0
-          ? { role: "assistant", content: text, toolCalls: this.#calls }
-          : { role: "assistant", content: text },
-      );
+      const message: AssistantMessage = this.#calls.length > 0
+        ? { role: "assistant", content: text, toolCalls: this.#calls }
+        : { role: "assistant", content: text };
+      this.context.messages.push(message);
+      const heard = utteranceId === undefined
+        ? undefined
+        : this.#heard.expect(utteranceId, text, message);
+      if (heard !== undefined) keepHeard(this.context, message, heard);
     }
     if (text && link) {
-      link.pushDown(makeFrame("Transcription", { text, userId: "bot", final: true }));
+      link.pushDown(
+        makeFrame(
+          "Transcription",
+          utteranceId === undefined
+            ? { text, userId: "bot", final: true }
+            : { text, userId: "bot", final: true, utteranceId },
+        ),
+      );
     }
     this.#open = false;
     this.#text = "";
+    this.#utterance = undefined;
     this.#calls = [];
     const early = this.#early;
     this.#early = [];

@@ -1,6 +1,7 @@
 /**
  * The end of a call: {@link CallTranscript} keeps both sides' final text and the brain's
- * node moves; {@link FinalizeProcessor} sits last in the pipeline and, when End (or Stop, or
+ * node moves (a bot line a barge-in cut short ends where playout stopped, marked
+ * `interrupted`); {@link FinalizeProcessor} sits last in the pipeline and, when End (or Stop, or
  * Cancel) reaches it, uploads the recording and the transcript through the embedder's
  * {@link SessionSource} and reports {@link Finalize} with `complete` exactly once, whatever
  * ended the call (the brain, the caller hanging up, a model error, a cancel).
@@ -11,6 +12,7 @@
 
 import { errorMessage } from "../errors.ts";
 import type { Direction, Frame, StopReason } from "../frames.ts";
+import { HeardTracker } from "../heard_tracker.ts";
 import type { Logger } from "../log.ts";
 import { silentLogger } from "../log.ts";
 import { FrameProcessor, type Link, type ProcessorSetup } from "../processor.ts";
@@ -24,12 +26,28 @@ export interface TranscriptLine {
   text: string;
   /** Milliseconds since the collector started. */
   atMs: number;
+  /**
+   * A bot line the caller talked over: `text` is what they heard of it (possibly nothing), up
+   * to where the bot's playout stopped. Absent on lines heard in full.
+   */
+  interrupted?: true;
 }
+
+/**
+ * Sees each line as it is added, at its `index` in the transcript, and again (same index, same
+ * object) when a barge-in cuts it.
+ */
+export type TranscriptListener = (line: TranscriptLine, index: number) => void;
 
 /**
  * A call's transcript: both sides' final text and the brain's node moves, in call order. Not a
  * processor: the {@link BrainProcessor} (which the built-in call shapes place where these frames
  * pass) feeds it, so keeping the transcript costs no processor loop of its own.
+ *
+ * A bot line says what was heard: the output transport's SpokenText and BotInterrupted frames
+ * (upstream) cut a line whose playout a barge-in stopped to its heard part and mark it
+ * `interrupted`; the listener then sees the line again. Only lines whose Transcription carries
+ * an `utteranceId` are tracked, so the feeder must sit above the output transport.
  *
  * @example
  * ```ts
@@ -41,10 +59,11 @@ export class CallTranscript {
   /** Lines in call order. */
   readonly lines: TranscriptLine[] = [];
   #t0 = performance.now();
-  readonly #onLine: ((line: TranscriptLine) => void) | undefined;
+  readonly #onLine: TranscriptListener | undefined;
+  readonly #heard = new HeardTracker<TranscriptLine>();
 
-  /** `onLine` sees each line as it is added (e.g. a browser's live transcript). */
-  constructor(onLine?: (line: TranscriptLine) => void) {
+  /** `onLine` sees each line as it is added or cut (e.g. a browser's live transcript). */
+  constructor(onLine?: TranscriptListener) {
     this.#onLine = onLine;
   }
 
@@ -53,20 +72,48 @@ export class CallTranscript {
     this.#t0 = performance.now();
   }
 
-  /** Record `frame` when it is a final Transcription or a node move (UpdateSettings `nodeId`). */
+  /**
+   * Record `frame` when it is a final Transcription or a node move (UpdateSettings `nodeId`);
+   * cut bot lines on the output transport's SpokenText and BotInterrupted.
+   */
   observe(frame: Frame): void {
-    if (frame.kind === "Transcription" && frame.final) {
-      this.add(frame.userId === "user" ? "user" : "bot", frame.text);
-    } else if (frame.kind === "UpdateSettings" && typeof frame.settings.nodeId === "string") {
-      this.add("node", frame.settings.nodeId);
+    switch (frame.kind) {
+      case "Transcription": {
+        if (!frame.final) return;
+        const id = frame.userId === "user" ? undefined : frame.utteranceId;
+        return this.add(frame.userId === "user" ? "user" : "bot", frame.text, id);
+      }
+      case "UpdateSettings":
+        if (typeof frame.settings.nodeId === "string") this.add("node", frame.settings.nodeId);
+        return;
+      case "SpokenText":
+        return this.#heard.spoken(frame.utteranceId, frame.text);
+      case "BotInterrupted":
+        for (const c of this.#heard.interrupted(frame.cut)) this.#cut(c.target, c.heard);
     }
   }
 
-  /** Add one line now. */
-  add(role: TranscriptLine["role"], text: string): void {
-    const line = { role, text, atMs: Math.round(performance.now() - this.#t0) };
+  /**
+   * Add one line now. A bot line with `utteranceId` is kept to what is heard of it (already cut
+   * when that utterance was interrupted before its line came).
+   */
+  add(role: TranscriptLine["role"], text: string, utteranceId?: string): void {
+    const line: TranscriptLine = { role, text, atMs: Math.round(performance.now() - this.#t0) };
+    if (utteranceId !== undefined) {
+      const heard = this.#heard.expect(utteranceId, text, line);
+      if (heard !== undefined) {
+        line.text = heard;
+        line.interrupted = true;
+      }
+    }
     this.lines.push(line);
-    this.#onLine?.(line);
+    this.#onLine?.(line, this.lines.length - 1);
+  }
+
+  #cut(line: TranscriptLine, heard: string): void {
+    line.text = heard;
+    line.interrupted = true;
+    this.#onLine?.(line, this.lines.indexOf(line));
   }
 }
 
@@ -75,8 +122,8 @@ export class TranscriptCollector extends FrameProcessor {
   /** What has been collected. */
   readonly transcript: CallTranscript;
 
-  /** `onLine` sees each line as it is added (e.g. a browser's live transcript). */
-  constructor(onLine?: (line: TranscriptLine) => void, name = "TranscriptCollector") {
+  /** `onLine` sees each line as it is added or cut (e.g. a browser's live transcript). */
+  constructor(onLine?: TranscriptListener, name = "TranscriptCollector") {
     super(name);
     this.transcript = new CallTranscript(onLine);
   }
@@ -91,7 +138,7 @@ export class TranscriptCollector extends FrameProcessor {
     this.transcript.start();
   }
 
-  /** Records final Transcriptions and node moves; forwards every frame. */
+  /** Records final Transcriptions and node moves, cuts bot lines; forwards every frame. */
   override processFrame(frame: Frame, dir: Direction, link: Link): void {
     this.transcript.observe(frame);
     link.push(frame, dir);

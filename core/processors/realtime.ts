@@ -11,7 +11,14 @@
  * Transcription (`userId` "user"); model text -> TtsText / Transcription (`userId` "bot");
  * tool call -> FunctionCallsStarted; interrupted -> Interruption broadcast (the output
  * transport clears the far end's playback); usage -> Metrics and {@link RealtimeProcessor.usage};
- * closed -> End upstream (the call drains and is finalized).
+ * turn complete -> TtsStopped (the turn has all its audio); closed -> End upstream (the call
+ * drains and is finalized).
+ *
+ * Each model turn is one utterance: its TtsText (an empty one opens it when the voice comes
+ * before the words) and its bot Transcription carry the same `utteranceId`, so the output
+ * transport can say what of it played and the transcript line can be cut to that on a barge-in.
+ * A turn's words that arrive after its interruption (a final transcript) keep the turn's id;
+ * the next audio starts a new turn.
  *
  * Control calls to the model are chained off the frame path. Its events arrive pushed
  * ({@link RealtimeLlm.listen}, from the model socket's own callback: no reader task, no promise
@@ -33,6 +40,7 @@ import {
 } from "../frames.ts";
 import { FrameProcessor, type Link, type ProcessorSetup } from "../processor.ts";
 import type { RealtimeEvent, RealtimeLlm, RealtimeSetup } from "../seams.ts";
+import { newUtteranceId } from "../utterance.ts";
 import { settlesWithin } from "../wait.ts";
 
 /** Options of a {@link RealtimeProcessor}. */
@@ -71,6 +79,12 @@ export class RealtimeProcessor extends FrameProcessor {
   #ended = false;
   /** Wakes `stop` when the model's events end in push mode. */
   #onEnded: (() => void) | undefined;
+  /** Utterance id of the model's turn being relayed. */
+  #turn: string | undefined;
+  /** The turn's words have been sent as TtsText. */
+  #turnHasText = false;
+  /** The turn was interrupted: its late words keep its id, its next audio is a new turn. */
+  #turnCut = false;
   /** Usage summed over the call (for finalize). */
   readonly usage: RealtimeUsage = {
     promptTokens: 0,
@@ -240,6 +254,8 @@ export class RealtimeProcessor extends FrameProcessor {
           this.#awaitingFirstAudio = false;
           link.stopTtfb(this.#model);
         }
+        // The voice may come before the words: open the turn for the output's ledger.
+        if (this.#turn === undefined || this.#turnCut) this.#sayText("", this.#newTurn(), link);
         return link.pushDown(ttsAudio(ev.audio));
       case "user_text":
         if (!ev.final) {
@@ -253,11 +269,20 @@ export class RealtimeProcessor extends FrameProcessor {
         return link.pushDown(
           makeFrame("Transcription", { text: ev.text, userId: "user", final: true }),
         );
-      case "bot_text":
-        if (!ev.final) return link.pushDown(makeFrame("TtsText", { text: ev.text }));
+      case "bot_text": {
+        const id = this.#turn ?? this.#newTurn();
+        if (!ev.final) return this.#sayText(ev.text, id, link);
+        // A model that sends only the final text: the output still needs the words.
+        if (!this.#turnHasText) this.#sayText(ev.text, id, link);
         return link.pushDown(
-          makeFrame("Transcription", { text: ev.text, userId: "bot", final: true }),
+          makeFrame("Transcription", {
+            text: ev.text,
+            userId: "bot",
+            final: true,
+            utteranceId: id,
+          }),
         );
+      }
       case "tool_call":
         return link.pushDown(
           makeFrame("FunctionCallsStarted", {
@@ -265,6 +290,7 @@ export class RealtimeProcessor extends FrameProcessor {
           }),
         );
       case "interrupted":
+        if (this.#turn !== undefined) this.#turnCut = true;
         return link.broadcast(makeFrame("Interruption", {}));
       case "usage": {
         const u = this.usage;
@@ -275,8 +301,21 @@ export class RealtimeProcessor extends FrameProcessor {
         return link.reportLlmUsage(ev.usage, this.#model);
       }
       case "turn_complete":
-        return;
+        if (this.#turn === undefined) return;
+        this.#turn = undefined;
+        return link.pushDown(makeFrame("TtsStopped", {}));
     }
+  }
+
+  #newTurn(): string {
+    this.#turnHasText = false;
+    this.#turnCut = false;
+    return (this.#turn = newUtteranceId("turn"));
+  }
+
+  #sayText(text: string, utteranceId: string, link: Link): void {
+    if (text !== "") this.#turnHasText = true;
+    link.pushDown(makeFrame("TtsText", { text, utteranceId }));
   }
 
   /** Usage metrics are reported when the task enables them. */

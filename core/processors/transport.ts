@@ -6,7 +6,10 @@
  *   the stream stops or the leg closes (the task turns it into End downstream).
  * - {@link TransportOutput} (the sink): plays OutputAudio and TtsAudio paced at real time in
  *   20 ms chunks, broadcasts BotStartedSpeaking / BotSpeaking / BotStoppedSpeaking, and on
- *   Interruption drops what is queued and clears the far end's playback.
+ *   Interruption drops what is queued and clears the far end's playback. It knows which bot
+ *   words have played (a {@link PlayoutLedger} fed by TtsText): SpokenText goes upstream as each
+ *   piece finishes playing, and an Interruption sends BotInterrupted with where playout stopped,
+ *   so the transcript and the context keep only what the caller heard.
  * @module
  */
 
@@ -24,6 +27,7 @@ import {
 import { FrameProcessor, type Link, type ProcessorSetup } from "../processor.ts";
 import type { MediaIn, MediaTransport } from "../seams.ts";
 import { joinPlayoutClock, leavePlayoutClock } from "../playout_clock.ts";
+import { PlayoutLedger, type SpokenPiece } from "../playout_ledger.ts";
 
 /** The leg ended (stop, close): End goes upstream so the task drains the call. */
 function hangUp(link: Link): void {
@@ -145,6 +149,9 @@ export class TransportOutput extends FrameProcessor {
   #speaking = false;
   #sent = 0;
   #nextAt = 0;
+  /** Milliseconds of audio sent since the ledger's timeline began (the last interruption). */
+  #sentMs = 0;
+  readonly #ledger = new PlayoutLedger();
   #drained: (() => void) | undefined;
 
   /** Sink for `transport`. */
@@ -170,26 +177,49 @@ export class TransportOutput extends FrameProcessor {
     this.#link = link;
   }
 
-  /** Queues audio; forwards everything else. */
+  /** Queues audio; notes the words that come with it; forwards everything else. */
   override processFrame(frame: Frame, dir: Direction, link: Link): void {
-    if (dir === "downstream" && (frame.kind === "OutputAudio" || frame.kind === "TtsAudio")) {
-      this.#enqueue(frame.audio);
-      return;
-    }
-    if (dir === "downstream" && frame.kind === "OutputDtmf" && this.#t.sendDtmf !== undefined) {
-      this.#t.sendDtmf(frame.keys).catch((err) =>
-        link.pushError(`send dtmf failed: ${errorMessage(err)}`)
-      );
-      return;
+    if (dir === "downstream") {
+      switch (frame.kind) {
+        case "OutputAudio":
+        case "TtsAudio":
+          return this.#enqueue(frame.audio);
+        case "OutputDtmf":
+          if (this.#t.sendDtmf === undefined) break;
+          this.#t.sendDtmf(frame.keys).catch((err) =>
+            link.pushError(`send dtmf failed: ${errorMessage(err)}`)
+          );
+          return;
+        case "TtsText":
+          if (frame.utteranceId === undefined) break;
+          this.#ledger.text(frame.utteranceId, frame.text);
+          // A new segment ends the one before, which may have played already.
+          this.#reportPlayed(performance.now());
+          break;
+        case "TtsStopped":
+          this.#ledger.close();
+          this.#reportPlayed(performance.now());
+          break;
+      }
     }
     link.push(frame, dir);
   }
 
-  /** Barge-in: drop queued audio and clear the far end. */
+  /**
+   * Barge-in: drop queued audio and clear the far end; tell upstream what had played of the
+   * bot's words and where it stopped.
+   */
   override async onInterruption(): Promise<void> {
+    const { spoken, cut } = this.#ledger.cut(this.#playedMs(performance.now()));
     this.#queue = [];
     this.#nextAt = 0; // the clear drops what the far end had buffered
+    this.#sentMs = 0;
     this.#stopPlaying();
+    const link = this.#link;
+    if (link !== undefined) {
+      this.#pushSpoken(spoken, link);
+      link.push(makeFrame("BotInterrupted", cut === undefined ? {} : { cut }), "upstream");
+    }
     await this.#t.sendClear();
   }
 
@@ -206,6 +236,7 @@ export class TransportOutput extends FrameProcessor {
   #enqueue(audio: AudioFrame): void {
     const n = Math.round((audio.sampleRate * this.#chunkMs) / 1000);
     const pcm = audio.pcm;
+    this.#ledger.audio((pcm.length * 1000) / audio.sampleRate);
     // A frame of one chunk or less is its own chunk; longer ones are cut into views of their PCM
     // (no copy).
     if (pcm.length <= n) {
@@ -250,8 +281,11 @@ export class TransportOutput extends FrameProcessor {
         link?.broadcast(makeFrame("BotSpeaking", {}));
       }
       this.#t.sendAudio(chunk).catch(this.#sendFailed);
-      this.#nextAt += (chunk.pcm.length * 1000) / chunk.sampleRate;
+      const ms = (chunk.pcm.length * 1000) / chunk.sampleRate;
+      this.#nextAt += ms;
+      this.#sentMs += ms;
     }
+    if (this.#ledger.active) this.#reportPlayed(now);
     if (this.#queue.length > 0 || now < this.#nextAt) return true;
     this.#playing = false;
     this.#stopSpeaking();
@@ -259,6 +293,27 @@ export class TransportOutput extends FrameProcessor {
     this.#drained = undefined;
     return false;
   };
+
+  /** How far the far end has played, on the ledger's timeline: sent, less what it still holds. */
+  #playedMs(now: number): number {
+    return this.#sentMs - Math.max(0, this.#nextAt - now);
+  }
+
+  /** SpokenText upstream for every piece whose audio has now played. */
+  #reportPlayed(now: number): void {
+    const link = this.#link;
+    if (link === undefined || !this.#ledger.active) return;
+    this.#pushSpoken(this.#ledger.played(this.#playedMs(now)), link);
+  }
+
+  #pushSpoken(pieces: readonly SpokenPiece[], link: Link): void {
+    for (const p of pieces) {
+      link.push(
+        makeFrame("SpokenText", { utteranceId: p.utteranceId, text: p.text }),
+        "upstream",
+      );
+    }
+  }
 
   #stopPlaying(): void {
     if (this.#playing) leavePlayoutClock(this.#service);

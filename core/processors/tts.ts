@@ -3,7 +3,8 @@
  *
  * Downstream in: LlmText is split into sentences (speech starts with the first one, not the
  * whole reply), LlmResponseEnd speaks the rest; TtsSpeak and Text are spoken as they are.
- * Out, per sentence: TtsText (what is being said), then the service's TtsStarted, TtsAudio...,
+ * Out, per sentence: TtsText (what is being said, with the utterance id of its reply or line, so
+ * the output transport can tell what of it played), then the service's TtsStarted, TtsAudio...,
  * Metrics, TtsStopped. LlmText itself stops here.
  *
  * Synthesis runs off the frame path, one sentence after another. An Interruption aborts the
@@ -24,6 +25,7 @@ import {
 import { FrameProcessor, type Link, type ProcessorSetup } from "../processor.ts";
 import type { TtsService } from "../seams.ts";
 import { SentenceSplitter } from "../sentences.ts";
+import { replyUtteranceId, speakUtteranceId } from "../utterance.ts";
 import { settlesWithin } from "../wait.ts";
 
 /** Options of a {@link TtsProcessor}. */
@@ -46,6 +48,8 @@ export class TtsProcessor extends FrameProcessor {
   readonly #drainMs: number;
   #splitter = new SentenceSplitter();
   #whole = "";
+  /** Utterance id of the reply whose text is arriving. */
+  #reply: string | undefined;
   #queue: Promise<void> = Promise.resolve();
   #ctl = new AbortController();
   /** Characters sent to the service over the call. */
@@ -76,19 +80,24 @@ export class TtsProcessor extends FrameProcessor {
         case "LlmResponseStart":
           this.#splitter.reset();
           this.#whole = "";
+          this.#reply = replyUtteranceId(frame);
           break;
         case "LlmText":
-          if (this.#split) { for (const s of this.#splitter.push(frame.text)) this.#say(s, link); }
-          else this.#whole += frame.text;
+          if (this.#split) {
+            for (const s of this.#splitter.push(frame.text)) this.#say(s, this.#reply, link);
+          } else this.#whole += frame.text;
           return;
         case "LlmResponseEnd":
-          if (this.#split) { for (const s of this.#splitter.flush()) this.#say(s, link); }
-          else if (this.#whole.trim()) this.#say(this.#whole.trim(), link);
+          if (this.#split) {
+            for (const s of this.#splitter.flush()) this.#say(s, this.#reply, link);
+          } else if (this.#whole.trim()) this.#say(this.#whole.trim(), this.#reply, link);
           this.#whole = "";
           break;
         case "TtsSpeak":
+          if (frame.text.trim()) this.#say(frame.text.trim(), speakUtteranceId(frame), link);
+          return;
         case "Text":
-          if (frame.text.trim()) this.#say(frame.text.trim(), link);
+          if (frame.text.trim()) this.#say(frame.text.trim(), `text-${frame.id}`, link);
           return;
       }
     }
@@ -118,15 +127,22 @@ export class TtsProcessor extends FrameProcessor {
     return true;
   }
 
-  #say(text: string, link: Link): void {
+  #say(text: string, utteranceId: string | undefined, link: Link): void {
     const ctl = this.#ctl;
-    this.#queue = this.#queue.then(() => this.#speak(text, ctl.signal, link));
+    this.#queue = this.#queue.then(() => this.#speak(text, utteranceId, ctl.signal, link));
   }
 
-  async #speak(text: string, signal: AbortSignal, link: Link): Promise<void> {
+  async #speak(
+    text: string,
+    utteranceId: string | undefined,
+    signal: AbortSignal,
+    link: Link,
+  ): Promise<void> {
     if (signal.aborted) return;
     this.characters += text.length;
-    link.pushDown(makeFrame("TtsText", { text }));
+    link.pushDown(
+      makeFrame("TtsText", utteranceId === undefined ? { text } : { text, utteranceId }),
+    );
     link.startTtfb();
     let first = true;
     let stopped = false;

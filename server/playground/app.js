@@ -9,7 +9,8 @@
 //   flowcat.state       "idle" | "connecting" | "connected" | "ended" | "failed"
 //   flowcat.agentState  last {type:"state"} value from the server
 //   flowcat.node        last {type:"node"} id
-//   flowcat.transcript  [{role, text, final}] as shown
+//   flowcat.transcript  [{role, text, final}] as shown; a bot line the caller talked over has
+//                       interrupted: true and the text they heard (shown with a trailing "—")
 //   flowcat.counters    {inboundPackets, inboundBytes, events, audioEnergy, codec} of the
 //                       current call
 //   flowcat.answerToConnectedMs  ICE and DTLS time of the current call, once connected
@@ -57,6 +58,8 @@ function newCounters() {
 let call = null;
 /** Index into view.transcript of the open (interim) line of each role. */
 const openLine = { user: -1, bot: -1 };
+/** Index into view.transcript of each server line id: an event with a known id updates it. */
+const lineOfId = new Map();
 
 const LABELS = {
   idle: "Not connected",
@@ -249,26 +252,38 @@ function onEvent(data) {
   }
 }
 
-/** Interim text for a role replaces that role's open line; a final line closes it. */
+/**
+ * A line the server sent before (same id) is updated in place: an agent line cut short by the
+ * caller comes again with the words they heard and interrupted: true. Otherwise interim text
+ * for a role replaces that role's open line, and a final line closes it.
+ */
 function addTranscript(msg) {
   const role = msg.role === "user" ? "user" : "bot";
   const text = String(msg.text ?? "");
   const final = msg.final !== false;
-  let i = openLine[role];
+  const id = typeof msg.id === "number" ? msg.id : undefined;
+  const known = id === undefined ? undefined : lineOfId.get(id);
+  let i = known ?? openLine[role];
   if (i < 0) {
     i = view.transcript.length;
     view.transcript.push({ role, text, final });
     ui.transcript.append(renderLine(role));
   }
+  if (id !== undefined) lineOfId.set(id, i);
   const line = view.transcript[i];
   line.text = text;
   line.final = final;
   const li = ui.transcript.children[i];
   li.classList.toggle("interim", !final);
   li.querySelector(".text").textContent = text;
-  openLine[role] = final ? -1 : i;
+  if (msg.interrupted === true) {
+    line.interrupted = true;
+    markInterrupted(li);
+  }
+  // An update of an earlier line leaves the role's open interim line alone.
+  if (known === undefined || openLine[role] === i) openLine[role] = final ? -1 : i;
   ui.empty.hidden = true;
-  li.scrollIntoView({ block: "nearest" });
+  if (known === undefined) li.scrollIntoView({ block: "nearest" });
 }
 
 function renderLine(role) {
@@ -277,14 +292,36 @@ function renderLine(role) {
   const who = document.createElement("span");
   who.className = "who";
   who.textContent = role === "user" ? "You" : "Agent";
+  // The words and, once cut short, the interruption mark flow as one run of text.
+  const said = document.createElement("span");
+  said.className = "said";
   const text = document.createElement("span");
   text.className = "text";
-  li.append(who, text);
+  said.append(text);
+  li.append(who, said);
   return li;
+}
+
+/** A trailing dash where the caller cut in, read out as "(interrupted)". */
+function markInterrupted(li) {
+  if (li.classList.contains("interrupted")) return;
+  li.classList.add("interrupted");
+  const mark = document.createElement("span");
+  mark.className = "cut";
+  mark.title = "Interrupted: the caller spoke over the agent here";
+  const dash = document.createElement("span");
+  dash.setAttribute("aria-hidden", "true");
+  dash.textContent = "—";
+  const label = document.createElement("span");
+  label.className = "sr-only";
+  label.textContent = " (interrupted)";
+  mark.append(dash, label);
+  li.querySelector(".said").append(mark);
 }
 
 function clearTranscript() {
   view.transcript.length = 0;
+  lineOfId.clear();
   openLine.user = openLine.bot = -1;
   ui.transcript.replaceChildren();
   ui.empty.hidden = false;
