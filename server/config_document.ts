@@ -123,6 +123,10 @@ export interface LimitsDocument {
   max_body_bytes: number;
   /** Time running calls get to finish on shutdown, seconds (default 10). */
   drain_seconds: number;
+  /** Longest audio one carrier media message may carry, ms (default 1000). */
+  max_message_audio_ms: number;
+  /** How far a carrier's inbound audio may run ahead of real time, ms (default 1000). */
+  media_burst_ms: number;
 }
 
 /** `server`: where the HTTP server listens. */

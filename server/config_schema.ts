@@ -183,6 +183,8 @@ const limitsSchema = z.strictObject({
   max_call_seconds: z.int().min(1).default(3600),
   max_body_bytes: z.int().min(1024).max(64 * 1024 * 1024).default(65536),
   drain_seconds: z.int().min(0).max(3600).default(10),
+  max_message_audio_ms: z.int().min(20).max(60_000).default(1000),
+  media_burst_ms: z.int().min(0).max(600_000).default(1000),
 });
 
 const serverSchema = z.strictObject({

@@ -127,6 +127,10 @@ export interface LimitsConfig {
   maxBodyBytes: number;
   /** On shutdown, running calls get this long to finish before they are cancelled, seconds. */
   drainSeconds: number;
+  /** Longest audio one carrier media message may carry, ms; longer ones are dropped. */
+  maxMessageAudioMs: number;
+  /** How far inbound carrier audio may run ahead of real time, ms; the excess is dropped. */
+  mediaBurstMs: number;
 }
 
 /** Where the HTTP server listens (the CLI's --host/--port override it). */
@@ -290,6 +294,8 @@ export function toServerConfig(
       maxCallSeconds: doc.limits.max_call_seconds,
       maxBodyBytes: doc.limits.max_body_bytes,
       drainSeconds: doc.limits.drain_seconds,
+      maxMessageAudioMs: doc.limits.max_message_audio_ms,
+      mediaBurstMs: doc.limits.media_burst_ms,
     },
     server: {
       host: doc.server.host,

@@ -65,6 +65,7 @@ export function agentRoutes(ctx: ServerContext): Route[] {
   const secrets = webhookSecrets(ctx);
   const replay = new ReplayGuard();
   const page = browserPolicy(ctx);
+  const gate: MediaGate = { pending: 0 };
   const file = (name: string) => (r: Request) =>
     page.refuse(r) ?? servePlayground(ctx.config, name);
   return [
@@ -90,7 +91,7 @@ export function agentRoutes(ctx: ServerContext): Route[] {
     {
       method: "GET",
       path: "/telephony/ws/:carrier/:run",
-      handler: (r, c) => mediaSocket(ctx, r, c),
+      handler: (r, c) => mediaSocket(ctx, gate, r, c),
     },
     { method: "POST", path: "/calls", handler: (r, c) => originate(ctx, r, c) },
   ];
@@ -274,8 +275,18 @@ async function carrierAnswer(
   return new Response(doc.body, { status: 200, headers: { "content-type": doc.contentType } });
 }
 
+/** Sockets that may wait for their start message at once, and how long each may wait. */
+const MAX_PENDING_SOCKETS = 200;
+const START_DEADLINE_MS = 5000;
+
+/** Media sockets upgraded but not yet past their start message (counted and capped). */
+interface MediaGate {
+  pending: number;
+}
+
 async function mediaSocket(
   ctx: ServerContext,
+  gate: MediaGate,
   req: Request,
   c: RouteContext,
 ): Promise<Response> {
@@ -286,40 +297,100 @@ async function mediaSocket(
   }
   const runId = /^\d{1,15}$/.test(c.params.run) ? Number(c.params.run) : -1;
   const queryToken = c.url.searchParams.get("token");
-  // A token in the query is checked before the upgrade: a bad one never gets a socket.
+  // A token in the query is checked before the upgrade: a bad one never gets a socket, nor does
+  // a second socket for the same run or one for a call that has ended.
   const adopt = { origin: "carrier" as const, carrier };
-  if (queryToken !== null && (await ctx.sessions.verify(runId, queryToken, adopt)) === undefined) {
-    refuse(ctx, "call_token", "media socket refused: bad call token", {
+  if (queryToken !== null) {
+    const run = await ctx.sessions.verify(runId, queryToken, adopt);
+    if (run === undefined) {
+      refuse(ctx, "call_token", "media socket refused: bad call token", {
+        carrier,
+        run: c.params.run,
+      });
+      return jsonError(401, "bad call token");
+    }
+    if (!ctx.sessions.bindMedia(run)) {
+      refuse(ctx, "call_token", "media socket refused: the run has had its socket", {
+        carrier,
+        run: runId,
+      });
+      return jsonError(409, "this call already has (or had) its media socket");
+    }
+  }
+  if (gate.pending >= MAX_PENDING_SOCKETS) {
+    refuse(ctx, "pending_sockets", "media socket refused: too many waiting for a start", {
       carrier,
-      run: c.params.run,
     });
-    return jsonError(401, "bad call token");
+    return jsonError(503, "too many media sockets waiting for their start");
   }
   const { socket, response } = Deno.upgradeWebSocket(req);
+  const limits = ctx.config.limits;
   const transport = new WsMediaTransport(socketFromWebSocket(socket), createSerializer(carrier), {
     logger: ctx.logger,
+    maxMessageAudioMs: limits.maxMessageAudioMs,
+    maxAudioBurstMs: limits.mediaBurstMs,
   });
   // A function of its own, so the call (which lives for minutes) holds on to what it needs and
   // not to the upgrade request, its headers and the route context.
-  runMediaCall(ctx, transport, runId, queryToken, carrier).catch((err) => endedEarly(ctx, err));
+  runMediaCall(ctx, gate, transport, runId, queryToken, carrier).catch((err) =>
+    endedEarly(ctx, err)
+  );
   return response;
+}
+
+/** The stream's start, or undefined when it ends first or does not come within the deadline. */
+async function startWithin(
+  transport: WsMediaTransport,
+  ms: number,
+): Promise<Awaited<ReturnType<WsMediaTransport["waitForStart"]>>> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<undefined>((r) => (timer = setTimeout(() => r(undefined), ms)));
+  try {
+    return await Promise.race([transport.waitForStart(), late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 async function runMediaCall(
   ctx: ServerContext,
+  gate: MediaGate,
   transport: WsMediaTransport,
   runId: number,
   queryToken: string | null,
   carrier: CarrierName,
 ): Promise<void> {
   // Carriers that cannot put a query on the stream URL (Twilio) pass the token in the start
-  // message: nothing is resolved until it checks out.
-  const start = await transport.waitForStart();
-  const token = queryToken ?? start?.params?.token ?? "";
+  // message: nothing is resolved until it checks out, and a socket that never sends one is
+  // closed after the deadline.
+  gate.pending++;
+  let start;
+  try {
+    start = await startWithin(transport, START_DEADLINE_MS);
+  } finally {
+    gate.pending--;
+  }
+  if (start === undefined) {
+    refuse(ctx, "no_start", "media socket closed: no start message in time", { carrier });
+    await transport.close();
+    return;
+  }
   const adopt = { origin: "carrier" as const, carrier };
-  const run = start === undefined ? undefined : await ctx.sessions.verify(runId, token, adopt);
+  if (queryToken === null) {
+    const run = await ctx.sessions.verify(runId, start.params?.token ?? "", adopt);
+    if (run === undefined || !ctx.sessions.bindMedia(run)) {
+      refuse(ctx, "call_token", "media socket closed: bad or used call token", {
+        carrier,
+        run: runId,
+      });
+      await transport.close();
+      return;
+    }
+    ctx.calls.run(transport, run).catch((err) => endedEarly(ctx, err));
+    return;
+  }
+  const run = ctx.sessions.get(runId);
   if (run === undefined || run.finalize !== undefined) {
-    refuse(ctx, "call_token", "media socket closed: bad call token", { carrier, run: runId });
     await transport.close();
     return;
   }

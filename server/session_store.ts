@@ -46,6 +46,8 @@ export interface RunRecord {
   startedAt?: number;
   /** Set once the call was completed. */
   finalize?: Finalize;
+  /** Set once a media socket was accepted for the run: its token opens no second one. */
+  mediaBound?: boolean;
   /** Artifacts written for the run: kind -> file path or memory key. */
   artifacts: Partial<Record<ArtifactKind, string>>;
 }
@@ -130,6 +132,16 @@ export class MemorySessionSource implements SessionSource {
     this.#runs.set(rec.runId, rec);
     if (now - this.#lastSweep >= 10_000) this.#sweepUnclaimed(now);
     return rec;
+  }
+
+  /**
+   * Take the run's one media socket: true the first time, false when a socket was already
+   * accepted for it or its call has ended (a token opens one live socket, once).
+   */
+  bindMedia(rec: RunRecord): boolean {
+    if (rec.mediaBound || rec.finalize !== undefined) return false;
+    rec.mediaBound = true;
+    return true;
   }
 
   /** Record that the run's call has started: it no longer expires unclaimed. */

@@ -141,6 +141,29 @@ type Inbound = Exclude<SerIn, { type: "mark" | "ignore" }>;
 export interface WsMediaTransportOptions {
   /** Where ignored (malformed or unknown) messages are reported, with their reason. */
   logger?: Logger;
+  /**
+   * Longest audio one inbound message may carry; default 1000 ms. A longer one is dropped, and
+   * a message too big to hold that much audio in any carrier's encoding (16-bit PCM at 48 kHz,
+   * base64 in JSON) is dropped before it is parsed.
+   */
+  maxMessageAudioMs?: number;
+  /**
+   * How far inbound audio may run ahead of real time (a burst after a network stall); default
+   * 1000 ms. Audio beyond it is dropped and counted: a peer cannot queue minutes of audio.
+   */
+  maxAudioBurstMs?: number;
+  /** Clock for the real-time check; `performance.now` by default (tests pass a fake). */
+  now?: () => number;
+}
+
+/** Default of {@link WsMediaTransportOptions.maxMessageAudioMs}. */
+export const MAX_MESSAGE_AUDIO_MS = 1000;
+/** Default of {@link WsMediaTransportOptions.maxAudioBurstMs}. */
+export const MAX_AUDIO_BURST_MS = 1000;
+
+/** Bytes of a message that carries `ms` of 16-bit 48 kHz audio as base64 in JSON, with room. */
+export function maxMessageBytes(ms: number): number {
+  return Math.ceil((ms * 96 * 4) / 3) + 4096;
 }
 
 /** A call's media leg over a carrier WebSocket. */
@@ -166,6 +189,17 @@ export class WsMediaTransport implements MediaTransport {
   ignored = 0;
   /** Audio messages that arrived before the stream's start and were dropped. */
   droppedBeforeStart = 0;
+  /** Inbound messages dropped for size (over `maxMessageAudioMs` of audio). */
+  droppedOversized = 0;
+  /** Inbound audio messages dropped for running ahead of real time beyond the burst. */
+  droppedTooFast = 0;
+  readonly #maxMessageMs: number;
+  readonly #maxBytes: number;
+  readonly #burstMs: number;
+  readonly #now: () => number;
+  /** Audio (ms) the peer may still send ahead of real time, and when that was worked out. */
+  #allowanceMs: number;
+  #allowanceAt: number | undefined;
 
   /** Compose `socket` with `serializer`. */
   constructor(
@@ -176,6 +210,11 @@ export class WsMediaTransport implements MediaTransport {
     this.#socket = socket;
     this.#ser = serializer;
     this.#log = options.logger ?? silentLogger;
+    this.#maxMessageMs = options.maxMessageAudioMs ?? MAX_MESSAGE_AUDIO_MS;
+    this.#maxBytes = maxMessageBytes(this.#maxMessageMs);
+    this.#burstMs = options.maxAudioBurstMs ?? MAX_AUDIO_BURST_MS;
+    this.#allowanceMs = this.#burstMs;
+    this.#now = options.now ?? (() => performance.now());
   }
 
   /**
@@ -260,6 +299,14 @@ export class WsMediaTransport implements MediaTransport {
 
   /** One message through the serializer: its event, or `undefined` for a mark or an ignore. */
   #decode(msg: WsIn): Inbound | undefined {
+    if (msg.type !== "close" && msg.data.length > this.#maxBytes) {
+      // Never parsed: a 30 MB message would otherwise become 20 MB of PCM queued for the call.
+      this.droppedOversized++;
+      if (this.droppedOversized === 1) {
+        this.#log.warn("media message too large; dropped", { bytes: msg.data.length });
+      }
+      return undefined;
+    }
     const r = this.#ser.onMessage(msg);
     // Handshakes (Genesys "opened", Sinch pong) owe the carrier a reply before anything else.
     const replies = this.#ser.takeReplies?.();
@@ -271,6 +318,7 @@ export class WsMediaTransport implements MediaTransport {
         this.callId = r.callId;
         return r;
       case "audio":
+        return this.#withinRealTime(r) ? r : undefined;
       case "dtmf":
         return r;
       case "stop":
@@ -283,6 +331,35 @@ export class WsMediaTransport implements MediaTransport {
         this.#log.debug("media message ignored", { reason: r.reason });
         return undefined;
     }
+  }
+
+  /**
+   * Whether an audio message fits: at most `maxMessageAudioMs` long, and no further ahead of
+   * real time than the burst allows (a token bucket refilled by the clock, in ms of audio).
+   */
+  #withinRealTime(r: Extract<Inbound, { type: "audio" }>): boolean {
+    const { pcm, sampleRate } = r.audio;
+    const ms = (pcm.length * 1000) / sampleRate;
+    if (ms > this.#maxMessageMs) {
+      this.droppedOversized++;
+      return false;
+    }
+    const now = this.#now();
+    if (this.#allowanceAt !== undefined) {
+      this.#allowanceMs = Math.min(this.#burstMs, this.#allowanceMs + (now - this.#allowanceAt));
+    }
+    this.#allowanceAt = now;
+    if (ms > this.#allowanceMs) {
+      this.droppedTooFast++;
+      if (this.droppedTooFast === 1) {
+        this.#log.warn("inbound audio faster than real time; dropping the excess", {
+          burstMs: this.#burstMs,
+        });
+      }
+      return false;
+    }
+    this.#allowanceMs -= ms;
+    return true;
   }
 
   async #sendAll(replies: readonly WsOut[]): Promise<void> {

@@ -14,7 +14,7 @@ export interface TwilioCall {
   /** Every JSON message the server sent. */
   got: Record<string, unknown>[];
   send(o: unknown): Promise<void>;
-  /** Send 8 kHz PCM as 20 ms mu-law media messages. */
+  /** Send 8 kHz PCM as 20 ms mu-law media messages, one every `pauseMs` (default 20: real time). */
   speak(pcm8k: Int16Array, pauseMs?: number): Promise<void>;
   /** Outbound media messages so far. */
   media(): Record<string, unknown>[];
@@ -76,7 +76,7 @@ export async function twilioClient(
     got,
     send,
     media,
-    async speak(pcm, pauseMs = 5) {
+    async speak(pcm, pauseMs = 20) {
       const mu = ulawEncode(pcm);
       for (let i = 0; i < mu.length; i += 160) {
         await send({
@@ -133,6 +133,6 @@ export async function dialTwilio(
 
 /** A caller turn a VAD hears: 0.4 s of a 440 Hz tone, then 0.8 s of silence (sent quickly). */
 export async function speakTurn(call: TwilioCall): Promise<void> {
-  await call.speak(sine({ freq: 440, sampleRate: 8000, samples: 3200, amplitude: 9000 }), 2);
-  await call.speak(new Int16Array(6400), 2);
+  await call.speak(sine({ freq: 440, sampleRate: 8000, samples: 3200, amplitude: 9000 }));
+  await call.speak(new Int16Array(6400));
 }

@@ -134,8 +134,8 @@ providers:
     let report: Promise<unknown> | undefined;
     const call = await twilioCall((t) => (report = app.calls.run(t, run)), run.token);
     const turn = async () => {
-      await call.speak(sine({ freq: 300, sampleRate: 8000, samples: 8000, amplitude: 9000 }), 2);
-      await call.speak(new Int16Array(8000), 2);
+      await call.speak(sine({ freq: 300, sampleRate: 8000, samples: 8000, amplitude: 9000 }));
+      await call.speak(new Int16Array(8000));
     };
     const failed = (service: string) =>
       log.records.filter((r) => r.message === "provider failed" && r.fields?.service === service);

@@ -44,7 +44,14 @@ Deno.test("config: a minimal JSON config gets every default", async () => {
     providers: { realtime: { name: "echo", options: {} } },
     telephony: { carriers: [], webhookSecretsEnv: {} },
     recording: { enabled: false, dir: "cfg/recordings" },
-    limits: { maxCalls: 100, maxCallSeconds: 3600, maxBodyBytes: 65536, drainSeconds: 10 },
+    limits: {
+      maxCalls: 100,
+      maxCallSeconds: 3600,
+      maxBodyBytes: 65536,
+      drainSeconds: 10,
+      maxMessageAudioMs: 1000,
+      mediaBurstMs: 1000,
+    },
     server: { host: "127.0.0.1", port: 6210 },
     api: {},
     playground: { enabled: true, mediaHosts: [], hosts: [] },
@@ -120,6 +127,8 @@ playground: { enabled: false, media_hosts: ["*"] }
     maxCallSeconds: 60,
     maxBodyBytes: 2048,
     drainSeconds: 0,
+    maxMessageAudioMs: 1000,
+    mediaBurstMs: 1000,
   });
   assert.deepEqual(c.server, { host: "0.0.0.0", port: 8000 });
   assert.deepEqual(c.api, { tokenEnv: "FLOWCAT_API_TOKEN" });

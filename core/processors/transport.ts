@@ -29,9 +29,12 @@ import type { MediaIn, MediaTransport } from "../seams.ts";
 import { joinPlayoutClock, leavePlayoutClock } from "../playout_clock.ts";
 import { PlayoutLedger, type SpokenPiece } from "../playout_ledger.ts";
 
+/** The End reason a media leg gives when the caller has gone (stream stop or socket closed). */
+export const CALLER_HUNG_UP = "caller hung up";
+
 /** The leg ended (stop, close): End goes upstream so the task drains the call. */
 function hangUp(link: Link): void {
-  link.push(makeFrame("End", { reason: "caller hung up" }), "upstream");
+  link.push(makeFrame("End", { reason: CALLER_HUNG_UP }), "upstream");
 }
 
 /** Reads a media leg and turns it into frames. */
@@ -223,9 +226,13 @@ export class TransportOutput extends FrameProcessor {
     await this.#t.sendClear();
   }
 
-  /** End plays out what is queued; Cancel drops it. Then the leg closes. */
+  /**
+   * End plays out what is queued, unless the caller hung up (nobody is left to hear it, and the
+   * call would stay open for as long as the queue lasts); Cancel drops it. Then the leg closes.
+   */
   override async stop(reason: StopReason): Promise<void> {
-    if (reason.kind === "end" && this.#queue.length > 0) {
+    const hungUp = reason.kind === "end" && reason.reason === CALLER_HUNG_UP;
+    if (reason.kind === "end" && !hungUp && this.#queue.length > 0) {
       await new Promise<void>((resolve) => (this.#drained = resolve));
     }
     this.#queue = [];
