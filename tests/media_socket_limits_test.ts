@@ -73,7 +73,7 @@ Deno.test("WsMediaTransport: oversized messages are dropped unparsed, long audio
 });
 
 Deno.test("WsMediaTransport: audio faster than real time beyond the burst is dropped", async () => {
-  let now = 0;
+  const now = 0;
   const sock = memorySocket();
   const t = new WsMediaTransport(sock, createTwilioSerializer(), {
     maxAudioBurstMs: 200,
