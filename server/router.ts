@@ -71,7 +71,13 @@ export function router(
 ): (req: Request, info?: Deno.ServeHandlerInfo) => Promise<Response> {
   const compiled = routes.map((r) => ({ ...r, pattern: new URLPattern({ pathname: r.path }) }));
   return async (req, info) => {
-    const url = new URL(req.url);
+    let url: URL;
+    try {
+      // Deno builds the URL from the Host header: a malformed one throws here.
+      url = new URL(req.url);
+    } catch {
+      return jsonError(400, "malformed Host header");
+    }
     let allowed: string[] = [];
     for (const r of compiled) {
       const m = r.pattern.exec({ pathname: url.pathname });

@@ -241,9 +241,10 @@ export class MemorySessionSource implements SessionSource {
       rec.artifacts[kind] = url;
       return;
     }
-    await Deno.mkdir(dir, { recursive: true });
+    // Callers' voices and words: readable by the server's user only.
+    await Deno.mkdir(dir, { recursive: true, mode: 0o700 });
     const path = join(dir, m[1]);
-    await Deno.writeFile(path, bytes);
+    await Deno.writeFile(path, bytes, { mode: 0o600 });
     rec.artifacts[kind] = path;
   }
 

@@ -313,3 +313,25 @@ Deno.test("server drain: no new calls, a running call is cancelled after the bou
     await s.close();
   }
 });
+
+Deno.test("server routes: a malformed Host header is a 400, not a 500", async () => {
+  const s = await start();
+  try {
+    const port = Number(new URL(s.base).port);
+    for (const host of ["bad host", "[::1", "%%%"]) {
+      const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+      await conn.write(
+        new TextEncoder().encode(
+          `GET /healthz HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`,
+        ),
+      );
+      const buf = new Uint8Array(256);
+      const n = await conn.read(buf);
+      conn.close();
+      const status = new TextDecoder().decode(buf.subarray(0, n ?? 0)).split("\r\n")[0];
+      assert.match(status, /^HTTP\/1\.1 400/, `${host}: ${status}`);
+    }
+  } finally {
+    await s.close();
+  }
+});

@@ -44,3 +44,17 @@ Deno.test("session store: creating runs sweeps the expired ones out of memory", 
   assert.ok(store.get(fresh.runId));
   assert.deepEqual(store.active().map((r) => r.runId), [fresh.runId]);
 });
+
+Deno.test("session store: recordings and transcripts are written for the server's user only", async () => {
+  const dir = `${await Deno.makeTempDir({ dir: "./.tmp", prefix: "artifacts-" })}/rec`;
+  try {
+    const store = new MemorySessionSource({ provider: "echo", artifactDir: dir });
+    const run = await store.createRun("browser");
+    const target = await store.artifactUploadUrl(run.runId, run.token, "recording");
+    await store.putBytes(target.uploadUrl, new Uint8Array([1, 2, 3]), "audio/wav");
+    assert.equal((await Deno.stat(target.publicUrl)).mode! & 0o777, 0o600);
+    assert.equal((await Deno.stat(dir)).mode! & 0o777, 0o700);
+  } finally {
+    await Deno.remove(dir.replace(/\/rec$/, ""), { recursive: true });
+  }
+});
