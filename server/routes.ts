@@ -258,6 +258,9 @@ async function carrierAnswer(
     if (run === undefined || run.finalize !== undefined || run.carrier !== carrier) {
       return jsonError(404, "no such call");
     }
+    // The token goes out once: a replayed or repeated answer webhook for a run whose media
+    // socket is already bound gets no copy of it.
+    if (run.mediaBound) return jsonError(409, "this call is already connected");
   } else {
     const refused = ctx.calls.refusal();
     if (refused !== undefined) return jsonError(503, refused);

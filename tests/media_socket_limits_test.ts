@@ -10,6 +10,7 @@ import { silentLogger } from "../core/log.ts";
 import type { MediaIn, WsIn } from "../core/seams.ts";
 import { createAgentServer } from "../server/app.ts";
 import { parseConfigText } from "../server/config.ts";
+import { twilioSignature } from "../telephony/security.ts";
 import { createTwilioSerializer } from "../telephony/serializers/twilio.ts";
 import { socketFromWebSocket, WsMediaTransport } from "../telephony/ws_transport.ts";
 import { twilioClient } from "./_twilio_client.ts";
@@ -232,6 +233,39 @@ Deno.test("media route: a caller hanging up with audio queued is finalized withi
     const ms = performance.now() - t0;
     assert.ok(ms < 1000, `finalized ${Math.round(ms)} ms after the hang-up`);
     assert.equal(s.app.sessions.get(run.runId)!.finalize!.usage.endedBy, "end: caller hung up");
+  } finally {
+    await s.close();
+  }
+});
+
+Deno.test("answer webhook: a run whose media socket is bound gets no copy of its token", async () => {
+  const s = await server();
+  try {
+    const run = await s.app.sessions.createRun("outbound", { carrier: "twilio" });
+    const path = `/telephony/answer/twilio/${run.runId}`;
+    const answer = async (status: string) => {
+      const params = { CallSid: "CA7", CallStatus: status, To: "+14155550123" };
+      const sig = await twilioSignature("secret", `https://agent.example.com${path}`, params);
+      return await fetch(`${s.ws.replace("ws:", "http:").replace(/\/telephony.*/, "")}${path}`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/x-www-form-urlencoded",
+          "x-twilio-signature": sig,
+        },
+        body: new URLSearchParams(params).toString(),
+      });
+    };
+    const first = await answer("in-progress");
+    assert.equal(first.status, 200);
+    assert.ok((await first.text()).includes(run.token));
+    const call = await twilioClient(`${s.ws}/${run.runId}?token=${run.token}`, run.token);
+    await until(() => s.app.calls.active === 1, 5000, "call running");
+    // A second, differently signed webhook for the same run (an identical one is a replay).
+    const again = await answer("ringing");
+    assert.equal(again.status, 409);
+    assert.ok(!(await again.text()).includes(run.token));
+    await call.hangup();
+    await call.close();
   } finally {
     await s.close();
   }
