@@ -110,9 +110,18 @@ Deno.test({
     });
     try {
       const page = ctx.pages()[0] ?? await ctx.newPage();
+      // The server's SDP answers, to see which codec the real browser got.
+      const answers: string[] = [];
+      page.on("response", async (r) => {
+        if (r.url().endsWith("/webrtc/offer")) answers.push(String((await r.json()).sdp));
+      });
       await page.goto(`http://127.0.0.1:${server.addr.port}/`);
       assert.equal(await page.textContent("#conn-text"), "Not connected");
       let run = await startCall(page, app, "Start call");
+      // Chromium offers Opus first: the call is wideband (Opus, its PT 111), PCMU the fallback.
+      await until(() => answers.length > 0, 5000, "the SDP answer");
+      assert.match(answers[0], /^m=audio \d+ \S+ 111 0 8\r?$/m);
+      assert.match(answers[0], /a=rtpmap:111 opus\/48000\/2/);
       // The greeting (espeak-ng) and the echo of the caller's turn reach the page.
       let seen = await waitForEcho(page);
       if (seen !== undefined) {
