@@ -4,12 +4,12 @@
  * `opusscript` (MIT wrapper, BSD-3-Clause libopus).
  *
  * The package's own `index.js` wrapper is not used: it addresses its scratch buffers at twice
- * the pointers it allocated (a `HEAPU16.subarray(ptr)` used as a byte address), which writes
- * into wasm memory it does not own once a few codecs exist. This file drives the package's
- * emscripten class `OpusScriptHandler` (one libopus encoder and decoder) itself, through buffers
- * it allocated: one set per process, shared by every codec, since all calls are synchronous.
- * That class takes and gives 16-bit samples as one byte per 16-bit word, hence the byte
- * splitting below. Its wasm file is copied into ./opus_wasm.ts (`deno task wasm`), so loading
+ * the pointers it allocated (a `HEAPU16.subarray(ptr)` used as a byte address), so it reads and
+ * writes wasm memory it does not own, and PLC through it would conceal 120 ms at once (it asks
+ * libopus for up to 5760 samples). This file drives the package's emscripten class
+ * `OpusScriptHandler` (one libopus encoder and decoder) itself, through buffers it allocated: one
+ * set per process, shared by every codec, since all calls are synchronous. That class takes and
+ * gives 16-bit samples as one byte per 16-bit word, hence the byte splitting below. Its wasm file is copied into ./opus_wasm.ts (`deno task wasm`), so loading
  * reads no file and needs no permission; only the package's JavaScript glue is imported.
  *
  * One {@link OpusCodec} is one stream each way: the encoder is VoIP-tuned (32 kbit/s, in-band
