@@ -32,7 +32,6 @@
  */
 
 import { FlowcatError } from "../errors.ts";
-import { OPUS_WASM_GZIP_BASE64 } from "./opus_wasm.ts";
 
 /** The only rate this codec runs at (Opus' RTP clock rate, RFC 7587). */
 export const OPUS_RATE = 48000;
@@ -90,8 +89,12 @@ export interface OpusModuleLike {
   OpusScriptHandler: new (rate: number, channels: number, application: number) => OpusHandlerLike;
 }
 
-/** Decompress and return the Opus WebAssembly carried by ./opus_wasm.ts. */
+/**
+ * Decompress and return the Opus WebAssembly carried by ./opus_wasm.ts (imported here, on first
+ * use, so that a program that imports this module but never makes a codec does not parse it).
+ */
 export async function opusWasmBytes(): Promise<Uint8Array<ArrayBuffer>> {
+  const { OPUS_WASM_GZIP_BASE64 } = await import("./opus_wasm.ts");
   const gz = Uint8Array.fromBase64(OPUS_WASM_GZIP_BASE64);
   const stream = new Blob([gz]).stream().pipeThrough(new DecompressionStream("gzip"));
   return new Uint8Array(await new Response(stream).arrayBuffer());
