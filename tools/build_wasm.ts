@@ -37,9 +37,14 @@ export async function opusPackage(denoJson = "deno.json"): Promise<string> {
   return m[1];
 }
 
+/** Where the Opus package is installed under node_modules (`deno install`). */
+function opusPackageDir(pkg: string): string {
+  return `node_modules/.deno/${pkg}/node_modules/${OPUS_PACKAGE}`;
+}
+
 /** The Opus package's WebAssembly as installed under node_modules (`deno install`). */
 export async function readOpusWasm(pkg: string): Promise<Uint8Array<ArrayBuffer>> {
-  const path = `node_modules/.deno/${pkg}/node_modules/${OPUS_PACKAGE}/${OPUS_PACKAGE_WASM}`;
+  const path = `${opusPackageDir(pkg)}/${OPUS_PACKAGE_WASM}`;
   try {
     return await Deno.readFile(path);
   } catch (err) {
@@ -64,6 +69,17 @@ export async function opusModuleSource(
   pkg: string,
   bytes: Uint8Array<ArrayBuffer>,
 ): Promise<string> {
+  // The binary is redistributed: both licences ask for their notices to travel with it.
+  const notices: string[] = [];
+  for (const file of ["LICENSE", "build/COPYING.libopus"]) {
+    const text = await Deno.readTextFile(`${opusPackageDir(pkg)}/${file}`);
+    notices.push(` * --- ${pkg}/${file} ---`, " *");
+    for (const line of text.trimEnd().split(/\r?\n/)) {
+      notices.push(` * ${line.replaceAll("*/", "* /")}`.trimEnd());
+    }
+    notices.push(" *");
+  }
+  notices.pop(); // no blank comment line before the close
   const b64 = (await gzip(bytes)).toBase64();
   const lines: string[] = [];
   for (let i = 0; i < b64.length; i += 92) lines.push(`  "${b64.slice(i, i + 92)}",`);
@@ -76,6 +92,12 @@ export async function opusModuleSource(
     ` * - package: ${pkg}`,
     ` * - file: ${OPUS_PACKAGE_WASM} (${bytes.length} bytes)`,
     " * @module",
+    " */",
+    "",
+    "/*",
+    " * Licence notices of what the bytes are built from (opusscript's binding, libopus):",
+    " *",
+    ...notices,
     " */",
     "",
     "/** The npm package (name@version) the bytes come from. */",
