@@ -234,6 +234,15 @@ Deno.test("jitter buffer: an underrun waits for the target depth again instead o
   assert.equal(jb.stats.concealed, 0);
 });
 
+Deno.test("jitter buffer: the last frames of a stream that stops while refilling still play", () => {
+  const jb = buffer({ minDelayMs: 60 }); // three frames
+  push(jb, 0, 0);
+  push(jb, 1, 20);
+  // Two frames and no more: after three pulls' wait they play rather than stay forever.
+  assert.deepEqual(pulls(jb, 6), ["-", "-", 0, 1, "-", "-"]);
+  assert.equal(jb.stats.lost, 0);
+});
+
 Deno.test("jitter buffer: a new SSRC starts over at once", () => {
   const jb = buffer();
   push(jb, 500, 0, 0xaaaa);

@@ -17,6 +17,7 @@ import { alawDecode, alawEncode, ulawDecode, ulawEncode } from "../core/audio/g7
 import { OpusCodec } from "../core/audio/opus.ts";
 import { sine } from "../core/audio/pcm.ts";
 import { FlowcatError } from "../core/errors.ts";
+import type { AudioChunk } from "../core/frames.ts";
 import type { MediaIn } from "../core/seams.ts";
 import { RtpSender } from "../telephony/sip/rtp.ts";
 import {
@@ -208,6 +209,23 @@ async function drain(session: WebRtcSession, ms = 5000): Promise<MediaIn[]> {
   }
 }
 
+/** The next `n` inbound audio chunks (each checked to be audio); fails after `ms`. */
+async function audioChunks(session: WebRtcSession, n: number, ms = 10_000): Promise<AudioChunk[]> {
+  const out: AudioChunk[] = [];
+  const deadline = sleepAbortable(ms);
+  try {
+    while (out.length < n) {
+      const m = await Promise.race([session.recv(), deadline.promise]);
+      if (m === "timeout") throw new Error(`timed out with ${out.length} of ${n} audio chunks`);
+      if (m?.type !== "audio") throw new Error(`expected audio, got ${JSON.stringify(m)}`);
+      out.push(m.audio);
+    }
+    return out;
+  } finally {
+    deadline.cancel();
+  }
+}
+
 function sleepAbortable(ms: number): { promise: Promise<"timeout">; cancel: () => void } {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const promise = new Promise<"timeout">((r) => (timer = setTimeout(() => r("timeout"), ms)));
@@ -246,13 +264,10 @@ Deno.test("webrtc: an offer with Opus gets Opus; wideband audio both ways, 960 a
     const spoken = a.map((x, i) => x + b[i]);
     const speaking = browser.speak(spoken);
     const inbound: Int16Array[] = [];
-    while (inbound.length < 50) {
-      const m = await session.recv();
-      assert.equal(m?.type, "audio");
-      if (m?.type !== "audio") break;
-      assert.equal(m.audio.sampleRate, 48000);
-      assert.equal(m.audio.pcm.length, 960);
-      inbound.push(m.audio.pcm);
+    for (const a of await audioChunks(session, 50)) {
+      assert.equal(a.sampleRate, 48000);
+      assert.equal(a.pcm.length, 960);
+      inbound.push(a.pcm);
     }
     await speaking;
     const heard = new Int16Array(inbound.length * 960);
@@ -308,12 +323,7 @@ Deno.test("webrtc: lost, reordered and repeated packets come out in order, losse
     const tone = sine({ freq: 440, sampleRate: 48000, samples: 48000, amplitude: 8000 });
     const fate = (i: number) => (i === 10 || i === 30 ? "drop" : i === 40 ? "twice" : "send");
     const speaking = browser.speak(tone, { fate, swap: [20] });
-    const frames: Int16Array[] = [];
-    while (frames.length < 50) {
-      const m = await session.recv();
-      if (m?.type !== "audio") throw new Error(`expected audio, got ${JSON.stringify(m)}`);
-      frames.push(m.audio.pcm);
-    }
+    const frames = (await audioChunks(session, 50)).map((a) => a.pcm);
     await speaking;
     const stats = session.inboundStats;
     assert.equal(stats.received, 48, "each packet once (the repeat is not played again)");
@@ -357,11 +367,9 @@ Deno.test("webrtc: an offer without Opus falls back to PCMU, then PCMA", async (
       });
       await browser.speak(sine({ freq: 440, sampleRate: 8000, samples: 4000, amplitude: 8000 }));
       const inbound: Int16Array[] = [];
-      while (inbound.length < 20) {
-        const m = await session.recv();
-        if (m?.type !== "audio") throw new Error(`expected audio, got ${JSON.stringify(m)}`);
-        assert.equal(m.audio.sampleRate, 8000);
-        inbound.push(m.audio.pcm);
+      for (const a of await audioChunks(session, 20)) {
+        assert.equal(a.sampleRate, 8000);
+        inbound.push(a.pcm);
       }
       const heard = new Int16Array(inbound.length * 160);
       inbound.forEach((p, i) => heard.set(p, i * 160));
@@ -408,13 +416,10 @@ Deno.test('webrtc: codecs ["pcmu"]: PCMU only in the answer, audio and events bo
     // The browser speaks 1 s of a 440 Hz tone.
     await browser.speak(sine({ freq: 440, sampleRate: 8000, samples: 8000, amplitude: 8000 }));
     const inbound: Int16Array[] = [];
-    while (inbound.length < 40) {
-      const m = await session.recv();
-      assert.equal(m?.type, "audio");
-      if (m?.type !== "audio") break;
-      assert.equal(m.audio.sampleRate, 8000);
-      assert.equal(m.audio.pcm.length, 160);
-      inbound.push(m.audio.pcm);
+    for (const a of await audioChunks(session, 40)) {
+      assert.equal(a.sampleRate, 8000);
+      assert.equal(a.pcm.length, 160);
+      inbound.push(a.pcm);
     }
     const heard = new Int16Array(inbound.length * 160);
     inbound.forEach((p, i) => heard.set(p, i * 160));

@@ -86,7 +86,8 @@ export class RtpPacer {
     this.#encoder = encoder;
     this.#frameSamples = encoder.frameSamples;
     this.#frame = new Int16Array(encoder.frameSamples);
-    this.#queue = new Int16Array(encoder.frameSamples * 50);
+    // Made on the first push and grown as needed: a call whose bot never speaks holds none.
+    this.#queue = new Int16Array(0);
     this.#now = opts.now ?? (() => performance.now());
     this.#onTick = opts.onTick;
     this.#rtp = new RtpSender({

@@ -11,7 +11,8 @@
  * - **Duplicates** of a packet buffered or already played, and **late** packets (their frame
  *   was already played or concealed), are dropped and counted.
  * - **Depth.** Playout starts, and restarts after an underrun, once the buffer spans the target
- *   depth: the RFC 3550 (A.8) interarrival jitter estimate times `jitterFactor`, clamped to
+ *   depth (or its first frame has waited that many pulls: the sender may have stopped): the RFC
+ *   3550 (A.8) interarrival jitter estimate times `jitterFactor`, clamped to
  *   `minDelayMs`..`maxDelayMs` and rounded up to whole frames. A packet that would make the
  *   buffer span more than `maxDelayMs` moves playout forward (older frames are discarded or
  *   counted lost); and when the buffer stays two frames or more above its target for half a
@@ -140,6 +141,8 @@ export class JitterBuffer<T> {
   #target: number;
   #minLevel = Infinity;
   #windowPulls = 0;
+  /** Pulls made while refilling with something buffered. */
+  #waitPulls = 0;
 
   /** A buffer for a stream at `opts.clockRate`. */
   constructor(opts: JitterBufferOptions) {
@@ -253,8 +256,12 @@ export class JitterBuffer<T> {
     if (!this.#started) return undefined;
     const level = this.#highest - this.#play + 1;
     if (!this.#playing) {
-      if (level < this.#target) return undefined;
+      // Refilling: start at the target depth, or once the first frame has waited that long
+      // (the sender may have stopped: its last frames must not stay in the buffer).
+      if (level <= 0) return undefined;
+      if (level < this.#target && ++this.#waitPulls < this.#target) return undefined;
       this.#playing = true;
+      this.#waitPulls = 0;
       this.#minLevel = Infinity;
       this.#windowPulls = 0;
     }
@@ -297,6 +304,7 @@ export class JitterBuffer<T> {
     this.#seqs.fill(-1);
     this.#started = this.#playing = this.#playedSinceStart = false;
     this.#probation = -1;
+    this.#waitPulls = 0;
     this.#lastTransit = Number.NaN;
   }
 
