@@ -1,6 +1,10 @@
 /**
  * `deno task bench`: runs the benchmarks and writes JSON under bench/results/.
- * Options: --only routing|demo|memory|audio|capacity (repeatable), --quick (fewer runs).
+ * Options: --only routing|demo|memory|audio|webrtc|capacity (repeatable), --quick (fewer runs).
+ *
+ * routing, demo, memory and audio go to `core-<host>.json`; webrtc and capacity write their own
+ * file (`webrtc-<host>.json`, `capacity-<host>.json`) and leave a pointer in the core file, which
+ * is written only when one of its own groups ran (so `--only webrtc` does not wipe it).
  * @module
  */
 
@@ -8,6 +12,7 @@ import { parseArgs } from "node:util";
 import { runAudioBench } from "./audio.ts";
 import { runCapacityBench, writeCapacityResults } from "./capacity.ts";
 import { benchDemo, benchIdleMemory, benchRouting } from "./core.ts";
+import { runWebRtcBench } from "./webrtc.ts";
 
 const { values } = parseArgs({
   args: Deno.args,
@@ -18,22 +23,26 @@ const { values } = parseArgs({
   },
 });
 if (values.help) {
-  console.log("Usage: deno task bench [--only routing|demo|memory|audio|capacity]... [--quick]");
+  console.log(
+    "Usage: deno task bench [--only routing|demo|memory|audio|webrtc|capacity]... [--quick]",
+  );
   Deno.exit(0);
 }
 const want = (name: string) => !values.only || values.only.includes(name);
 const quick = values.quick === true;
 const host = Deno.hostname();
+const command = `deno task bench ${Deno.args.join(" ")}`.trim();
+const machine = {
+  host,
+  os: Deno.build.os,
+  arch: Deno.build.arch,
+  cpus: navigator.hardwareConcurrency,
+  memory_bytes: Deno.systemMemoryInfo().total,
+};
 const result: Record<string, unknown> = {
-  command: `deno task bench ${Deno.args.join(" ")}`.trim(),
+  command,
   date: new Date().toISOString(),
-  machine: {
-    host,
-    os: Deno.build.os,
-    arch: Deno.build.arch,
-    cpus: navigator.hardwareConcurrency,
-    memory_bytes: Deno.systemMemoryInfo().total,
-  },
+  machine,
   deno: Deno.version,
   reference: {
     design_bare_async_loop_us_per_hop: 0.037,
@@ -57,6 +66,32 @@ if (want("memory")) {
 if (want("audio")) {
   console.error("bench: audio path (codecs, resamplers, VAD, noise filter, recorder)...");
   result.audio = await runAudioBench(quick);
+}
+if (want("webrtc")) {
+  console.error("bench: WebRTC leg (Opus and G.711 per 20 ms frame, jitter buffer, resamplers)...");
+  const webrtc = await runWebRtcBench(quick);
+  const file = `bench/results/webrtc-${host}.json`;
+  // Other work on the machine shows in per-frame timings: keep the load next to them.
+  const load = Deno.permissions.querySync({ name: "sys", kind: "loadavg" }).state === "granted"
+    ? Deno.loadavg()
+    : undefined;
+  const doc = {
+    command,
+    date: new Date().toISOString(),
+    machine,
+    load_average_1_5_15m: load,
+    deno: Deno.version,
+    webrtc,
+  };
+  await Deno.writeTextFile(file, JSON.stringify(doc, null, 2) + "\n");
+  console.error(`bench: wrote ${file}`);
+  const opus = webrtc.opus as { decode_plus_encode_ms: { p50: number } };
+  const leg = webrtc.leg_per_call_frame as { opus_48k: { total_ms: { p50: number } } };
+  result.webrtc = {
+    file,
+    opus_decode_plus_encode_ms_p50: opus.decode_plus_encode_ms.p50,
+    opus_leg_ms_per_call_frame_p50: leg.opus_48k.total_ms.p50,
+  };
 }
 if (want("capacity")) {
   console.error("bench: capacity (concurrent Twilio calls through a server child; minutes)...");
@@ -83,10 +118,13 @@ if (routing) {
     pipecat_measured: await pipecatRatios(routing),
   };
 }
-const path = `bench/results/core-${host}.json`;
-await Deno.writeTextFile(path, JSON.stringify(result, null, 2) + "\n");
+const coreGroups = ["routing", "demo", "memory", "audio"];
+if (coreGroups.some(want)) {
+  const path = `bench/results/core-${host}.json`;
+  await Deno.writeTextFile(path, JSON.stringify(result, null, 2) + "\n");
+  console.error(`bench: wrote ${path}`);
+}
 console.log(JSON.stringify(result, null, 2));
-console.error(`bench: wrote ${path}`);
 
 /**
  * Ratios against pipecat measured on this host by bench/pipecat_routing.py (its JSON, when

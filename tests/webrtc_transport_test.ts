@@ -13,9 +13,11 @@ import {
   RTCRtpCodecParameters,
   type RTCRtpTransceiver,
 } from "werift";
-import { ulawDecode, ulawEncode } from "../core/audio/g711.ts";
+import { alawDecode, alawEncode, ulawDecode, ulawEncode } from "../core/audio/g711.ts";
+import { OpusCodec } from "../core/audio/opus.ts";
 import { sine } from "../core/audio/pcm.ts";
 import { FlowcatError } from "../core/errors.ts";
+import type { AudioChunk } from "../core/frames.ts";
 import type { MediaIn } from "../core/seams.ts";
 import { RtpSender } from "../telephony/sip/rtp.ts";
 import {
@@ -25,15 +27,16 @@ import {
   isLoopbackHost,
   missingIcePermissions,
   type WebRtcAnswerOptions,
+  type WebRtcCodec,
   type WebRtcSession,
   withoutMdnsCandidates,
 } from "../transports/webrtc.ts";
-import { PcmuPacer } from "../transports/webrtc_pacer.ts";
+import { PcmuPacer, RtpPacer } from "../transports/webrtc_pacer.ts";
 import { icePeerConfig } from "../transports/webrtc_ice.ts";
 import { toneAmplitude } from "./_audio_helpers.ts";
 import { sleep, until } from "./_core_helpers.ts";
 
-/** One RTP packet the fake browser received. */
+/** One RTP packet the fake browser received, decoded with the negotiated codec. */
 interface Got {
   seq: number;
   ts: number;
@@ -42,29 +45,42 @@ interface Got {
   pcm: Int16Array;
 }
 
-/** A werift peer standing in for Chromium: offers Opus and PCMU, opens "events". */
+/** What the fake browser offers, in its order of preference. */
+type Offered = "opus" | "pcmu" | "pcma";
+
+const BROWSER_CODECS: Record<Offered, RTCRtpCodecParameters> = {
+  opus: new RTCRtpCodecParameters({
+    mimeType: "audio/opus",
+    clockRate: 48000,
+    channels: 2,
+    payloadType: 111,
+  }),
+  pcmu: new RTCRtpCodecParameters({ mimeType: "audio/PCMU", clockRate: 8000, payloadType: 0 }),
+  pcma: new RTCRtpCodecParameters({ mimeType: "audio/PCMA", clockRate: 8000, payloadType: 8 }),
+};
+
+/** One outgoing packet of {@link FakeBrowser.speak}: send it, drop it, or send it twice. */
+type Fate = "send" | "drop" | "twice";
+
+/**
+ * A werift peer standing in for Chromium: offers Opus and PCMU by default (as Chromium does,
+ * Opus first), opens "events", and speaks and hears whichever codec the answer chose.
+ */
 class FakeBrowser {
-  readonly pc = new RTCPeerConnection({
-    ...icePeerConfig("loopback"),
-    codecs: {
-      audio: [
-        new RTCRtpCodecParameters({
-          mimeType: "audio/opus",
-          clockRate: 48000,
-          channels: 2,
-          payloadType: 111,
-        }),
-        new RTCRtpCodecParameters({ mimeType: "audio/PCMU", clockRate: 8000, payloadType: 0 }),
-      ],
-    },
-  });
+  readonly pc: RTCPeerConnection;
   readonly audio: RTCRtpTransceiver;
   readonly channel: RTCDataChannel;
   readonly got: Got[] = [];
   readonly messages: Record<string, unknown>[] = [];
-  #rtp = new RtpSender({ payloadType: 0 });
+  #codec: Offered | undefined;
+  #opus: OpusCodec | undefined;
+  #rtp: RtpSender | undefined;
 
-  constructor() {
+  constructor(offered: readonly Offered[] = ["opus", "pcmu"]) {
+    this.pc = new RTCPeerConnection({
+      ...icePeerConfig("loopback"),
+      codecs: { audio: offered.map((c) => BROWSER_CODECS[c]) },
+    });
     this.audio = this.pc.addTransceiver("audio", { direction: "sendrecv" });
     this.channel = this.pc.createDataChannel("events");
     // One message carries one or more JSON events, newline-separated.
@@ -78,7 +94,7 @@ class FakeBrowser {
           ts: p.header.timestamp,
           marker: p.header.marker,
           pt: p.header.payloadType,
-          pcm: ulawDecode(new Uint8Array(p.payload)),
+          pcm: this.#decode(new Uint8Array(p.payload)),
         })
       )
     );
@@ -91,32 +107,92 @@ class FakeBrowser {
     return this.pc.localDescription!.sdp;
   }
 
-  /** Send `pcm` (8 kHz) as 20 ms PCMU packets at real time. */
-  async speak(pcm: Int16Array): Promise<void> {
-    for (let i = 0; i + 160 <= pcm.length; i += 160) {
-      const pkt = this.#rtp.audio(ulawEncode(pcm.subarray(i, i + 160)));
-      await this.audio.sender.sendRtp(Buffer.from(pkt));
-      await sleep(20);
-    }
+  /** Apply the server's answer and take the codec it chose. */
+  async accept(answerSdp: string): Promise<void> {
+    await this.pc.setRemoteDescription({ type: "answer", sdp: answerSdp });
+    const first = this.audio.codecs[0];
+    this.#codec = first.mimeType.toLowerCase() === "audio/opus"
+      ? "opus"
+      : first.mimeType.toLowerCase() === "audio/pcma"
+      ? "pcma"
+      : "pcmu";
+    this.#rtp = new RtpSender({ payloadType: first.payloadType });
+    if (this.#codec === "opus") this.#opus = await OpusCodec.create();
   }
 
-  /** Everything received so far as one 8 kHz signal. */
+  /** The negotiated codec and its rate. */
+  get codec(): Offered {
+    return this.#codec!;
+  }
+  get rate(): number {
+    return this.#codec === "opus" ? 48000 : 8000;
+  }
+
+  #decode(payload: Uint8Array): Int16Array {
+    if (this.#codec === "opus") return this.#opus!.decode(payload);
+    return this.#codec === "pcma" ? alawDecode(payload) : ulawDecode(payload);
+  }
+
+  /**
+   * Send `pcm` (at {@link rate}) as 20 ms packets at real time. `fate(i)` may drop packet i or
+   * send it twice; `swap` lists packet indexes sent after their successor (reordered).
+   */
+  async speak(
+    pcm: Int16Array,
+    opts: { fate?: (i: number) => Fate; swap?: readonly number[] } = {},
+  ): Promise<void> {
+    const n = this.rate / 50;
+    const packets: Uint8Array[] = [];
+    for (let i = 0; i + n <= pcm.length; i += n) {
+      const frame = pcm.subarray(i, i + n);
+      const payload = this.#codec === "opus"
+        ? this.#opus!.encode(frame)
+        : this.#codec === "pcma"
+        ? alawEncode(frame)
+        : ulawEncode(frame);
+      packets.push(this.#rtp!.audio(payload, n).slice());
+    }
+    // werift drops what is sent before its own DTLS is up (the server may be up first).
+    await until(() => this.pc.connectionState === "connected", 5000, "browser connected");
+    const order = packets.map((_, i) => i);
+    for (const i of opts.swap ?? []) [order[i], order[i + 1]] = [order[i + 1], order[i]];
+    // On an absolute schedule, as a browser's audio clock sends: 50 packets a second.
+    const t0 = performance.now();
+    for (const [k, i] of order.entries()) {
+      const wait = t0 + k * 20 - performance.now();
+      if (wait > 0) await sleep(wait);
+      const fate = opts.fate?.(i) ?? "send";
+      if (fate !== "drop") await this.audio.sender.sendRtp(Buffer.from(packets[i]));
+      if (fate === "twice") await this.audio.sender.sendRtp(Buffer.from(packets[i]));
+    }
+    await sleep(20);
+  }
+
+  /** Everything received so far as one signal at {@link rate}. */
   receivedPcm(): Int16Array {
-    const out = new Int16Array(this.got.length * 160);
-    this.got.forEach((g, i) => out.set(g.pcm, i * 160));
+    const n = this.got.reduce((sum, g) => sum + g.pcm.length, 0);
+    const out = new Int16Array(n);
+    let o = 0;
+    for (const g of this.got) out.set(g.pcm, o), o += g.pcm.length;
     return out;
+  }
+
+  async close(): Promise<void> {
+    this.#opus?.close();
+    await this.pc.close();
   }
 }
 
 async function connect(
   opts: WebRtcAnswerOptions = {},
+  offered?: readonly Offered[],
 ): Promise<{ browser: FakeBrowser; session: WebRtcSession; answer: string }> {
-  const browser = new FakeBrowser();
+  const browser = new FakeBrowser(offered);
   const { answerSdp, session } = await answerWebRtcOffer(await browser.offer(), {
     ice: "loopback",
     ...opts,
   });
-  await browser.pc.setRemoteDescription({ type: "answer", sdp: answerSdp });
+  await browser.accept(answerSdp);
   return { browser, session, answer: answerSdp };
 }
 
@@ -137,6 +213,23 @@ async function drain(session: WebRtcSession, ms = 5000): Promise<MediaIn[]> {
   }
 }
 
+/** The next `n` inbound audio chunks (each checked to be audio); fails after `ms`. */
+async function audioChunks(session: WebRtcSession, n: number, ms = 10_000): Promise<AudioChunk[]> {
+  const out: AudioChunk[] = [];
+  const deadline = sleepAbortable(ms);
+  try {
+    while (out.length < n) {
+      const m = await Promise.race([session.recv(), deadline.promise]);
+      if (m === "timeout") throw new Error(`timed out with ${out.length} of ${n} audio chunks`);
+      if (m?.type !== "audio") throw new Error(`expected audio, got ${JSON.stringify(m)}`);
+      out.push(m.audio);
+    }
+    return out;
+  } finally {
+    deadline.cancel();
+  }
+}
+
 function sleepAbortable(ms: number): { promise: Promise<"timeout">; cancel: () => void } {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const promise = new Promise<"timeout">((r) => (timer = setTimeout(() => r("timeout"), ms)));
@@ -145,15 +238,161 @@ function sleepAbortable(ms: number): { promise: Promise<"timeout">; cancel: () =
 
 async function closeBoth(browser: FakeBrowser, session: WebRtcSession): Promise<void> {
   await session.close();
-  await browser.pc.close();
+  await browser.close();
   // werift finishes its DTLS/SCTP shutdown a tick after close() resolves.
   await sleep(50);
 }
 
-Deno.test("webrtc: PCMU only in the answer, audio both ways, events both ways, hangup stops", async () => {
+Deno.test("webrtc: an offer with Opus gets Opus; wideband audio both ways, 960 a packet", async () => {
+  const { browser, session, answer } = await connect({ callId: "web-opus" });
+  try {
+    // Opus (the browser's PT 111) first, PCMU kept as the fallback the browser may switch to.
+    const mAudio = answer.match(/^m=audio \d+ \S+ (.*)$/m);
+    assert.equal(mAudio?.[1].trim(), "111 0");
+    assert.match(answer, /a=rtpmap:111 opus\/48000\/2/);
+    assert.equal(browser.codec, "opus");
+
+    assert.deepEqual(await session.recv(), { type: "start", callId: "web-opus" });
+    assert.equal(session.codec, "opus");
+    assert.equal(session.carrierRate(), 48000);
+
+    // A 1 s greeting at the TTS rate (24 kHz) with a 5 kHz tone: beyond what G.711 can carry.
+    await session.sendAudio({
+      pcm: sine({ freq: 5000, sampleRate: 24000, samples: 24000, amplitude: 8000 }),
+      sampleRate: 24000,
+      numChannels: 1,
+    });
+    // The browser speaks 1 s of 440 Hz plus 6 kHz, at 48 kHz.
+    const a = sine({ freq: 440, sampleRate: 48000, samples: 48000, amplitude: 6000 });
+    const b = sine({ freq: 6000, sampleRate: 48000, samples: 48000, amplitude: 4000 });
+    const spoken = a.map((x, i) => x + b[i]);
+    const speaking = browser.speak(spoken);
+    const inbound: Int16Array[] = [];
+    for (const a of await audioChunks(session, 50)) {
+      assert.equal(a.sampleRate, 48000);
+      assert.equal(a.pcm.length, 960);
+      inbound.push(a.pcm);
+    }
+    await speaking;
+    const heard = new Int16Array(inbound.length * 960);
+    inbound.forEach((p, i) => heard.set(p, i * 960));
+    const body = heard.subarray(4800, 43200);
+    const at440 = toneAmplitude(body, 440, 48000);
+    const at6k = toneAmplitude(body, 6000, 48000);
+    assert.ok(at440 > 4800, `440 Hz amplitude ${at440}`);
+    assert.ok(at6k > 3000, `6 kHz amplitude ${at6k} (wideband)`);
+    assert.ok(toneAmplitude(body, 5000, 48000) < 300, "no foreign tone in the inbound audio");
+    assert.deepEqual(
+      [session.inboundStats.lost, session.inboundStats.late, session.inboundStats.undecodable],
+      [0, 0, 0],
+    );
+
+    // The greeting reached the browser as ~50 paced Opus packets, seq +1 and timestamp +960.
+    await until(() => browser.got.length >= 48, 5000, "greeting packets");
+    const got = browser.got;
+    assert.ok(got.every((g) => g.pt === 111 && g.pcm.length === 960));
+    for (let i = 1; i < got.length; i++) {
+      assert.equal(got[i].seq, (got[i - 1].seq + 1) & 0xffff, `seq at ${i}`);
+      assert.equal(got[i].ts, (got[i - 1].ts + 960) >>> 0, `ts at ${i}`);
+    }
+    assert.equal(got[0].marker, true);
+    const out = browser.receivedPcm().subarray(4800, 43200);
+    const at5k = toneAmplitude(out, 5000, 48000);
+    assert.ok(at5k > 6000, `5 kHz greeting heard by the browser: ${at5k}`);
+    assert.ok(toneAmplitude(out, 440, 48000) < 300);
+
+    // After a pause, the next talkspurt skips the timestamp ahead and sets the marker.
+    const before = got.length;
+    await sleep(300);
+    await session.sendAudio({
+      pcm: sine({ freq: 1000, sampleRate: 48000, samples: 4800, amplitude: 8000 }),
+      sampleRate: 48000,
+      numChannels: 1,
+    });
+    await until(() => browser.got.length >= before + 5, 3000, "second talkspurt");
+    const [last, next] = [browser.got[before - 1], browser.got[before]];
+    assert.equal(next.seq, (last.seq + 1) & 0xffff);
+    assert.equal(next.marker, true);
+    assert.ok(((next.ts - last.ts) >>> 0) >= 960 * 10, `ts skipped ${next.ts - last.ts}`);
+  } finally {
+    await closeBoth(browser, session);
+  }
+});
+
+Deno.test("webrtc: lost, reordered and repeated packets come out in order, losses concealed", async () => {
+  // Three frames of playout delay, so the swapped pair is reordered in time on a loaded machine.
+  const { browser, session } = await connect({ jitter: { minDelayMs: 60 } });
+  try {
+    assert.equal((await session.recv())?.type, "start");
+    const tone = sine({ freq: 440, sampleRate: 48000, samples: 48000, amplitude: 8000 });
+    const fate = (i: number) => (i === 10 || i === 30 ? "drop" : i === 40 ? "twice" : "send");
+    const speaking = browser.speak(tone, { fate, swap: [20] });
+    const frames = (await audioChunks(session, 50)).map((a) => a.pcm);
+    await speaking;
+    const stats = session.inboundStats;
+    assert.equal(stats.received, 48, "each packet once (the repeat is not played again)");
+    assert.equal(stats.lost, 2);
+    assert.equal(stats.concealed, 2);
+    assert.equal(stats.late, 0, "the swapped pair was put back in order in time");
+    assert.ok(stats.duplicates <= 1, `duplicates ${stats.duplicates}`);
+    // The two concealed frames continue the tone (Opus PLC), instead of a hole of silence.
+    for (const k of [10, 30]) {
+      const rmsK = Math.sqrt(frames[k].reduce((s, x) => s + x * x, 0) / frames[k].length);
+      assert.ok(rmsK > 1000, `concealed frame ${k}: rms ${rmsK}`);
+    }
+    const heard = new Int16Array(50 * 960);
+    frames.forEach((f, i) => heard.set(f, i * 960));
+    const at440 = toneAmplitude(heard.subarray(960), 440, 48000);
+    assert.ok(at440 > 6000, `440 Hz amplitude ${at440}`);
+  } finally {
+    await closeBoth(browser, session);
+  }
+});
+
+Deno.test("webrtc: an offer without Opus falls back to PCMU, then PCMA", async () => {
+  for (
+    const [offered, codec, pt] of [[["pcmu", "pcma"], "pcmu", 0], [["pcma"], "pcma", 8]] as const
+  ) {
+    const { browser, session, answer } = await connect({}, offered);
+    try {
+      assert.doesNotMatch(answer, /opus/i);
+      // Our order (PCMU before PCMA), limited to what was offered.
+      assert.equal(
+        answer.match(/^m=audio \d+ \S+ (.*)$/m)?.[1].trim(),
+        codec === "pcmu" ? "0 8" : "8",
+      );
+      assert.equal((await session.recv())?.type, "start");
+      assert.equal(session.codec, codec);
+      assert.equal(session.carrierRate(), 8000);
+      await session.sendAudio({
+        pcm: sine({ freq: 1000, sampleRate: 24000, samples: 12000, amplitude: 8000 }),
+        sampleRate: 24000,
+        numChannels: 1,
+      });
+      await browser.speak(sine({ freq: 440, sampleRate: 8000, samples: 4000, amplitude: 8000 }));
+      const inbound: Int16Array[] = [];
+      for (const a of await audioChunks(session, 20)) {
+        assert.equal(a.sampleRate, 8000);
+        inbound.push(a.pcm);
+      }
+      const heard = new Int16Array(inbound.length * 160);
+      inbound.forEach((p, i) => heard.set(p, i * 160));
+      assert.ok(toneAmplitude(heard, 440, 8000) > 6000, `${codec}: 440 Hz heard by the server`);
+      await until(() => browser.got.length >= 20, 3000, "greeting packets");
+      assert.ok(browser.got.every((g) => g.pt === pt && g.pcm.length === 160));
+      const out = browser.receivedPcm().subarray(400, 3000);
+      assert.ok(toneAmplitude(out, 1000, 8000) > 6000, `${codec}: 1 kHz heard by the browser`);
+    } finally {
+      await closeBoth(browser, session);
+    }
+  }
+});
+
+Deno.test('webrtc: codecs ["pcmu"]: PCMU only in the answer, audio and events both ways, hangup stops', async () => {
   const pageMessages: Record<string, unknown>[] = [];
   const { browser, session, answer } = await connect({
     callId: "web-1",
+    codecs: ["pcmu"],
     onPageMessage: (m) => pageMessages.push(m),
   });
   try {
@@ -166,6 +405,7 @@ Deno.test("webrtc: PCMU only in the answer, audio both ways, events both ways, h
     assert.match(answer, /m=application \d+ UDP\/DTLS\/SCTP/);
 
     assert.deepEqual(await session.recv(), { type: "start", callId: "web-1" });
+    assert.equal(session.codec, "pcmu");
     assert.equal(session.carrierRate(), 8000);
 
     // The server sends a greeting at 16 kHz (resampled to 8 kHz) and an event before the
@@ -180,13 +420,10 @@ Deno.test("webrtc: PCMU only in the answer, audio both ways, events both ways, h
     // The browser speaks 1 s of a 440 Hz tone.
     await browser.speak(sine({ freq: 440, sampleRate: 8000, samples: 8000, amplitude: 8000 }));
     const inbound: Int16Array[] = [];
-    while (inbound.length < 40) {
-      const m = await session.recv();
-      assert.equal(m?.type, "audio");
-      if (m?.type !== "audio") break;
-      assert.equal(m.audio.sampleRate, 8000);
-      assert.equal(m.audio.pcm.length, 160);
-      inbound.push(m.audio.pcm);
+    for (const a of await audioChunks(session, 40)) {
+      assert.equal(a.sampleRate, 8000);
+      assert.equal(a.pcm.length, 160);
+      inbound.push(a.pcm);
     }
     const heard = new Int16Array(inbound.length * 160);
     inbound.forEach((p, i) => heard.set(p, i * 160));
@@ -304,8 +541,9 @@ Deno.test("webrtc: audio sent before the peer connects is kept for the connectio
       sampleRate: 8000,
       numChannels: 1,
     });
-    assert.equal(session.queuedSamples, 1600);
-    await browser.pc.setRemoteDescription({ type: "answer", sdp: answerSdp });
+    // Kept at the negotiated codec's rate: Opus, 48 kHz.
+    assert.equal(session.queuedSamples, 9600);
+    await browser.accept(answerSdp);
     assert.equal((await session.recv())?.type, "start");
     await until(() => browser.got.length >= 10, 3000, "early audio");
   } finally {
@@ -327,24 +565,37 @@ Deno.test("webrtc: a peer that never connects times out with stop", async () => 
   }
 });
 
-Deno.test("webrtc: bad offers and Opus are refused with FlowcatError", async () => {
+Deno.test("webrtc: bad offers and codec choices are refused with FlowcatError", async () => {
   await assert.rejects(
     answerWebRtcOffer("hello", { ice: "loopback" }),
     (e) => e instanceof FlowcatError && e.kind === "protocol",
   );
-  const noPcmu = "v=0\r\no=- 1 0 IN IP4 0.0.0.0\r\ns=-\r\nt=0 0\r\n" +
+  const opusOnly = "v=0\r\no=- 1 0 IN IP4 0.0.0.0\r\ns=-\r\nt=0 0\r\n" +
     "m=audio 9 UDP/TLS/RTP/SAVPF 111\r\na=rtpmap:111 opus/48000/2\r\n";
   await assert.rejects(
-    answerWebRtcOffer(noPcmu, { ice: "loopback" }),
-    (e) => e instanceof FlowcatError && e.kind === "protocol" && /PCMU/.test(e.message),
+    answerWebRtcOffer(opusOnly, { ice: "loopback", codecs: ["pcmu"] }),
+    (e) =>
+      e instanceof FlowcatError && e.kind === "protocol" &&
+      /no audio offering PCMU$/.test(e.message),
+  );
+  const g722Only = "v=0\r\no=- 1 0 IN IP4 0.0.0.0\r\ns=-\r\nt=0 0\r\n" +
+    "m=audio 9 UDP/TLS/RTP/SAVPF 9\r\na=rtpmap:9 G722/8000\r\n";
+  await assert.rejects(
+    answerWebRtcOffer(g722Only, { ice: "loopback" }),
+    (e) =>
+      e instanceof FlowcatError && e.kind === "protocol" &&
+      e.message.endsWith("no audio offering Opus, PCMU or PCMA"),
   );
   const browser = new FakeBrowser();
   try {
     const offer = await browser.offer();
-    await assert.rejects(
-      answerWebRtcOffer(offer, { codecs: ["pcmu", "opus"] }),
-      (e) => e instanceof FlowcatError && e.kind === "config" && /Opus/.test(e.message),
-    );
+    for (const codecs of [["pcmu", "g729"], [], ["opus", "opus"]]) {
+      await assert.rejects(
+        answerWebRtcOffer(offer, { ice: "loopback", codecs: codecs as WebRtcCodec[] }),
+        (e) => e instanceof FlowcatError && e.kind === "config" && /webrtc\.codecs/.test(e.message),
+        JSON.stringify(codecs),
+      );
+    }
     // Under the test task's flags the default "interfaces" mode lacks its permissions: a
     // clear error before werift starts (its wildcard bind would throw where nothing catches).
     const missing = missingIcePermissions("interfaces");
@@ -355,7 +606,7 @@ Deno.test("webrtc: bad offers and Opus are refused with FlowcatError", async () 
       );
     }
   } finally {
-    await browser.pc.close();
+    await browser.close();
     await sleep(50);
   }
 });
@@ -487,4 +738,66 @@ Deno.test("webrtc: close() delivers queued events before releasing the connectio
     await browser.pc.close();
     await sleep(50);
   }
+});
+
+Deno.test("RtpPacer: Opus-sized frames, timestamp +960 a packet, payload of any length", async () => {
+  const packets: Uint8Array[] = [];
+  const frames: Int16Array[] = [];
+  const encoder = {
+    frameSamples: 960,
+    encode: (f: Int16Array) => (frames.push(f.slice()), new Uint8Array([1, 2, 3])),
+  };
+  const pacer = new RtpPacer((p) => packets.push(p.slice()), encoder, {
+    payloadType: 111,
+    sequence: 10,
+    timestamp: 0xffffffff - 959,
+  });
+  try {
+    pacer.push(new Int16Array(960 * 2 + 100).fill(7));
+    await until(() => packets.length === 3, 2000, "three packets");
+    const ts = packets.map((p) => new DataView(p.buffer).getUint32(4));
+    assert.deepEqual(ts, [0xffffffff - 959, 0, 960], "wraps at 2^32");
+    assert.ok(packets.every((p) => p.length === 12 + 3 && (p[1] & 0x7f) === 111));
+    assert.ok(frames.every((f) => f.length === 960));
+    assert.ok(frames[2].subarray(0, 100).every((s) => s === 7));
+    assert.ok(frames[2].subarray(100).every((s) => s === 0), "padded with silence");
+  } finally {
+    pacer.close();
+  }
+});
+
+Deno.test("RtpPacer: one clock for both ways: onTick every 20 ms, a push meanwhile goes out at once", async () => {
+  const packets: Uint8Array[] = [];
+  let ticks = 0;
+  let listen = true;
+  const encoder = { frameSamples: 160, encode: (f: Int16Array) => ulawEncode(f) };
+  const pacer = new RtpPacer((p) => packets.push(p.slice()), encoder, {
+    onTick: () => (ticks++, listen),
+  });
+  try {
+    assert.equal(pacer.ticking, false);
+    pacer.wake();
+    assert.equal(ticks, 1, "wake ticks at once");
+    const t0 = performance.now();
+    await until(() => ticks >= 11, 2000, "ten more ticks");
+    const elapsed = performance.now() - t0;
+    assert.ok(elapsed >= 180 && elapsed < 600, `ten ticks took ${elapsed} ms`);
+    // The clock runs for the inbound side: a talkspurt's first packet does not wait for it.
+    pacer.push(new Int16Array(160 * 3));
+    assert.equal(packets.length, 1);
+    await until(() => packets.length === 3, 2000, "the rest on the clock");
+    // Nothing to send and nothing to listen to: the clock stops, and wake restarts it.
+    listen = false;
+    await until(() => !pacer.ticking, 2000, "clock stopped");
+    const stoppedAt = ticks;
+    await sleep(60);
+    assert.equal(ticks, stoppedAt, "no tick while stopped");
+    listen = true;
+    pacer.wake();
+    assert.equal(pacer.ticking, true);
+    assert.equal(ticks, stoppedAt + 1);
+  } finally {
+    pacer.close();
+  }
+  assert.equal(pacer.ticking, false);
 });

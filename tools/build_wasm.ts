@@ -1,7 +1,9 @@
 /**
  * `deno task wasm`: assembles core/audio/fir.wat (the resampler's SIMD kernel) with wabt and
  * writes core/audio/fir_wasm.ts, the bytes as a module the runtime imports (no file read, no
- * network at run time). `--check` only compares and exits 1 when the committed module is stale.
+ * network at run time). It also copies the Opus codec's WebAssembly out of the pinned npm
+ * package `opusscript` (deno.json) into core/audio/opus_wasm.ts, gzip-compressed, for the same
+ * reason. `--check` only compares and exits 1 when a committed module is stale.
  * @module
  */
 
@@ -11,6 +13,107 @@ import { ToolInputError } from "./tool_error.ts";
 export const FIR_WAT = "core/audio/fir.wat";
 /** The generated module holding the kernel's bytes. */
 export const FIR_MODULE = "core/audio/fir_wasm.ts";
+
+/** The generated module holding the Opus codec's bytes (gzip, base64). */
+export const OPUS_MODULE = "core/audio/opus_wasm.ts";
+/** The import-map name of the npm package the Opus bytes come from. */
+export const OPUS_PACKAGE = "opusscript";
+/** Path of the WebAssembly file inside that package. */
+export const OPUS_PACKAGE_WASM = "build/opusscript_native_wasm.wasm";
+
+/**
+ * `name@version` of the Opus package pinned in deno.json's imports (`npm:opusscript@0.1.1`).
+ * Throws a {@link ToolInputError} when the entry is missing or not an exact version.
+ */
+export async function opusPackage(denoJson = "deno.json"): Promise<string> {
+  const config = JSON.parse(await Deno.readTextFile(denoJson)) as {
+    imports?: Record<string, string>;
+  };
+  const spec = config.imports?.[OPUS_PACKAGE] ?? "";
+  const m = /^npm:(opusscript@\d+\.\d+\.\d+)$/.exec(spec);
+  if (!m) {
+    throw new ToolInputError(`${denoJson}: imports.${OPUS_PACKAGE} must pin an exact npm version`);
+  }
+  return m[1];
+}
+
+/** Where the Opus package is installed under node_modules (`deno install`). */
+function opusPackageDir(pkg: string): string {
+  return `node_modules/.deno/${pkg}/node_modules/${OPUS_PACKAGE}`;
+}
+
+/** The Opus package's WebAssembly as installed under node_modules (`deno install`). */
+export async function readOpusWasm(pkg: string): Promise<Uint8Array<ArrayBuffer>> {
+  const path = `${opusPackageDir(pkg)}/${OPUS_PACKAGE_WASM}`;
+  try {
+    return await Deno.readFile(path);
+  } catch (err) {
+    if (!(err instanceof Deno.errors.NotFound)) throw err;
+    throw new ToolInputError(`${path} is missing: run deno install`);
+  }
+}
+
+/** Lower-case hex SHA-256 of `bytes`. */
+export async function sha256Hex(bytes: Uint8Array<ArrayBuffer>): Promise<string> {
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
+  return Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+async function gzip(bytes: Uint8Array<ArrayBuffer>): Promise<Uint8Array> {
+  const stream = new Blob([bytes]).stream().pipeThrough(new CompressionStream("gzip"));
+  return new Uint8Array(await new Response(stream).arrayBuffer());
+}
+
+/** The TypeScript module that carries the Opus package's WebAssembly `bytes`. */
+export async function opusModuleSource(
+  pkg: string,
+  bytes: Uint8Array<ArrayBuffer>,
+): Promise<string> {
+  // The binary is redistributed: both licences ask for their notices to travel with it.
+  const notices: string[] = [];
+  for (const file of ["LICENSE", "build/COPYING.libopus"]) {
+    const text = await Deno.readTextFile(`${opusPackageDir(pkg)}/${file}`);
+    notices.push(` * --- ${pkg}/${file} ---`, " *");
+    for (const line of text.trimEnd().split(/\r?\n/)) {
+      notices.push(` * ${line.replaceAll("*/", "* /")}`.trimEnd());
+    }
+    notices.push(" *");
+  }
+  notices.pop(); // no blank comment line before the close
+  const b64 = (await gzip(bytes)).toBase64();
+  const lines: string[] = [];
+  for (let i = 0; i < b64.length; i += 92) lines.push(`  "${b64.slice(i, i + 92)}",`);
+  return [
+    "/**",
+    " * libopus as WebAssembly, gzip-compressed: the file below of the npm package below (MIT;",
+    " * libopus itself is BSD-3-Clause), copied by `deno task wasm` so that loading the codec reads",
+    " * no file. Generated: do not edit.",
+    " *",
+    ` * - package: ${pkg}`,
+    ` * - file: ${OPUS_PACKAGE_WASM} (${bytes.length} bytes)`,
+    " * @module",
+    " */",
+    "",
+    "/*",
+    " * Licence notices of what the bytes are built from (opusscript's binding, libopus):",
+    " *",
+    ...notices,
+    " */",
+    "",
+    "/** The npm package (name@version) the bytes come from. */",
+    `export const OPUS_WASM_PACKAGE: string = "${pkg}";`,
+    "",
+    "/** Lower-case hex SHA-256 of the uncompressed bytes. */",
+    "export const OPUS_WASM_SHA256: string =",
+    `  "${await sha256Hex(bytes)}";`,
+    "",
+    "/** Base64 of the gzip-compressed bytes. */",
+    "export const OPUS_WASM_GZIP_BASE64: string = [",
+    ...lines,
+    '].join("");',
+    "",
+  ].join("\n");
+}
 
 /** Assemble WebAssembly text (SIMD and saturating conversions on) into a module's bytes. */
 export async function assembleWat(name: string, text: string): Promise<Uint8Array> {
@@ -49,20 +152,39 @@ export function wasmModuleSource(bytes: Uint8Array): string {
   ].join("\n");
 }
 
+/** The SHA-256 and package recorded in the committed Opus module, or undefined. */
+async function committedOpus(): Promise<{ pkg: string; sha: string } | undefined> {
+  const text = await Deno.readTextFile(OPUS_MODULE).catch(() => "");
+  const pkg = /OPUS_WASM_PACKAGE: string = "([^"]+)"/.exec(text)?.[1];
+  const sha = /OPUS_WASM_SHA256: string =\s*"([0-9a-f]+)"/.exec(text)?.[1];
+  return pkg && sha ? { pkg, sha } : undefined;
+}
+
 if (import.meta.main) {
   try {
     const bytes = await assembleWat(FIR_WAT, await Deno.readTextFile(FIR_WAT));
     const source = wasmModuleSource(bytes);
+    const pkg = await opusPackage();
+    const opus = await readOpusWasm(pkg);
     if (Deno.args.includes("--check")) {
+      let stale = false;
       const current = await Deno.readTextFile(FIR_MODULE).catch(() => "");
       if (current !== source) {
         console.error(`${FIR_MODULE} is stale: run deno task wasm`);
-        Deno.exit(1);
-      }
-      console.log(`${FIR_MODULE} matches ${FIR_WAT}`);
+        stale = true;
+      } else console.log(`${FIR_MODULE} matches ${FIR_WAT}`);
+      // The gzip stream may differ between Deno versions: compare what it decompresses to.
+      const committed = await committedOpus();
+      if (committed?.pkg !== pkg || committed.sha !== await sha256Hex(opus)) {
+        console.error(`${OPUS_MODULE} is stale: run deno task wasm`);
+        stale = true;
+      } else console.log(`${OPUS_MODULE} matches ${pkg}`);
+      if (stale) Deno.exit(1);
     } else {
       await Deno.writeTextFile(FIR_MODULE, source);
       console.log(`wrote ${FIR_MODULE} (${bytes.length} bytes of WebAssembly)`);
+      await Deno.writeTextFile(OPUS_MODULE, await opusModuleSource(pkg, opus));
+      console.log(`wrote ${OPUS_MODULE} (${opus.length} bytes of WebAssembly from ${pkg})`);
     }
   } catch (err) {
     if (!(err instanceof ToolInputError)) throw err;

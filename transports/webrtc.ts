@@ -2,12 +2,13 @@
  * WebRTC media leg on werift: the browser playground's {@link MediaTransport}.
  *
  * The server answers a browser's SDP offer without trickle ICE (the answer carries every
- * candidate). Audio is PCMU (G.711 mu-law, PT 0) both ways: werift has no Opus decoder, so the
- * answer accepts PCMU only and the browser sends PCMU. Inbound RTP is decoded to 8 kHz PCM;
- * outbound audio at any rate is resampled to 8 kHz, encoded and paced at one 20 ms packet per
- * tick. A data channel named `"events"` carries JSON both ways: the server pushes transcript,
- * node and state events with {@link WebRtcSession.sendEvent}; the page's `{type:"hangup"}`
- * ends the session.
+ * candidate). Audio is Opus (48 kHz wideband, libopus in WebAssembly) both ways when the browser
+ * offers it, as every browser does; else PCMU, else PCMA (G.711, 8 kHz): ./webrtc_codec.ts.
+ * Inbound RTP goes through an adaptive jitter buffer and is decoded (lost packets concealed) to
+ * PCM at the codec's rate; outbound audio at any rate is resampled to it, encoded and paced at
+ * one 20 ms packet per tick. A data channel named `"events"` carries JSON both ways: the server
+ * pushes transcript, node and state events with {@link WebRtcSession.sendEvent}; the page's
+ * `{type:"hangup"}` ends the session.
  *
  * @example
  * ```ts
@@ -22,9 +23,18 @@
  */
 
 import { Buffer } from "node:buffer";
-import { RTCPeerConnection, RTCRtpCodecParameters } from "werift";
+import { RTCPeerConnection } from "werift";
 import { errorMessage, FlowcatError } from "../core/errors.ts";
 import { WebRtcSession, type WebRtcSessionOptions } from "./webrtc_session.ts";
+import {
+  checkWebRtcCodecs,
+  codecListText,
+  codecOfMime,
+  offeredCodecs,
+  openMediaCodec,
+  rtpCodecParameters,
+  type WebRtcCodec,
+} from "./webrtc_codec.ts";
 import {
   type IceMode,
   icePeerConfig,
@@ -39,10 +49,13 @@ export {
   missingIcePermissions,
 } from "./webrtc_ice.ts";
 export type { IceMode, IcePermissions, IceServer } from "./webrtc_ice.ts";
-export { EVENTS_CHANNEL, WebRtcSession, type WebRtcSessionOptions } from "./webrtc_session.ts";
-
-/** Codecs a caller may ask for. Only `"pcmu"` is supported: werift cannot decode Opus. */
-export type WebRtcCodec = "pcmu" | "opus";
+export {
+  EVENTS_CHANNEL,
+  type WebRtcInboundStats,
+  WebRtcSession,
+  type WebRtcSessionOptions,
+} from "./webrtc_session.ts";
+export { DEFAULT_WEBRTC_CODECS, type WebRtcCodec } from "./webrtc_codec.ts";
 
 /** Options of {@link answerWebRtcOffer}. */
 export interface WebRtcAnswerOptions extends WebRtcSessionOptions {
@@ -56,7 +69,7 @@ export interface WebRtcAnswerOptions extends WebRtcSessionOptions {
   iceAdditionalHostAddresses?: string[];
   /** STUN/TURN servers; none by default. */
   iceServers?: IceServer[];
-  /** Codecs to accept; default `["pcmu"]`. `"opus"` is refused with a config error. */
+  /** Codecs to accept, most preferred first; default `["opus", "pcmu", "pcma"]`. */
   codecs?: readonly WebRtcCodec[];
   /** Longest wait for local candidate gathering before answering; default 5000 ms. */
   gatherTimeoutMs?: number;
@@ -71,29 +84,23 @@ export interface WebRtcAnswer {
 }
 
 /**
- * Answer a browser's SDP offer: negotiates PCMU audio and the `"events"` data channel, waits
- * for local ICE gathering to complete, and returns the answer with a live session. Throws
- * `FlowcatError("protocol")` for an offer without PCMU audio or when no candidate could be
- * gathered, and `FlowcatError("config")` for an unsupported codec choice or an ICE mode whose
- * Deno permissions are missing; on any failure every werift resource is already released.
+ * Answer a browser's SDP offer: negotiates audio (the first of `codecs` the offer has: Opus,
+ * PCMU, PCMA by default) and the `"events"` data channel, waits for local ICE gathering to
+ * complete, and returns the answer with a live session. Throws `FlowcatError("protocol")` for
+ * an offer without any of those codecs or when no candidate could be gathered, and
+ * `FlowcatError("config")` for an unknown codec name or an ICE mode whose Deno permissions are
+ * missing; on any failure every werift resource is already released.
  */
 export async function answerWebRtcOffer(
   offerSdp: string,
   opts: WebRtcAnswerOptions = {},
 ): Promise<WebRtcAnswer> {
-  const codecs = opts.codecs ?? ["pcmu"];
-  if (codecs.includes("opus")) {
-    throw new FlowcatError(
-      "config",
-      'webrtc.codecs: "opus" is not supported (werift has no Opus decoder); use ["pcmu"]',
-    );
-  }
-  if (!codecs.includes("pcmu")) throw new FlowcatError("config", 'webrtc.codecs: need "pcmu"');
+  const codecs = checkWebRtcCodecs(opts.codecs);
   if (typeof offerSdp !== "string" || !offerSdp.trimStart().startsWith("v=0")) {
     throw new FlowcatError("protocol", "webrtc offer: body is not an SDP offer");
   }
-  if (!/^m=audio .*\s0(\s|$)/m.test(offerSdp)) {
-    throw new FlowcatError("protocol", "webrtc offer: no audio section offering PCMU (PT 0)");
+  if (offeredCodecs(offerSdp, codecs).length === 0) {
+    throw new FlowcatError("protocol", `webrtc offer: no audio offering ${codecListText(codecs)}`);
   }
   const ice = opts.ice ?? "interfaces";
   const missing = missingIcePermissions(ice);
@@ -110,12 +117,7 @@ export async function answerWebRtcOffer(
     // (peer-reflexive). A full werift agent would also ask a public STUN server for our
     // address when none is configured: a lite agent asks nobody.
     iceLite: true,
-    codecs: {
-      audio: [
-        new RTCRtpCodecParameters({ mimeType: "audio/PCMU", clockRate: 8000, payloadType: 0 }),
-      ],
-      video: [],
-    },
+    codecs: { audio: rtpCodecParameters(codecs), video: [] },
   });
   const session = new WebRtcSession(pc, opts);
   try {
@@ -124,7 +126,16 @@ export async function answerWebRtcOffer(
     const audio = pc.getTransceivers().find((t) => t.kind === "audio");
     if (!audio) throw new FlowcatError("protocol", "webrtc offer: no audio transceiver");
     audio.setDirection("sendrecv");
-    session.bindSender((bytes) => void audio.sender.sendRtp(Buffer.from(bytes)).catch(() => {}));
+    // The negotiated codecs, in our order, with the browser's payload types.
+    const chosen = audio.codecs.find((c) => codecOfMime(c.mimeType, c.clockRate) !== undefined);
+    if (!chosen) {
+      throw new FlowcatError("protocol", "webrtc offer: audio rejected (no common codec)");
+    }
+    session.bindSender(
+      (bytes) => void audio.sender.sendRtp(Buffer.from(bytes)).catch(() => {}),
+      await openMediaCodec(codecOfMime(chosen.mimeType, chosen.clockRate)!),
+      chosen.payloadType,
+    );
     await pc.setLocalDescription(await pc.createAnswer());
     await waitForGathering(pc, opts.gatherTimeoutMs ?? 5000);
     const answerSdp = sessionLevelIceLite(pc.localDescription?.sdp);

@@ -1,18 +1,24 @@
 /**
  * One browser call over WebRTC as a {@link MediaTransport}: werift peer connection in, PCM
- * events out, paced PCMU back, JSON events on the `"events"` data channel. Made by
- * `answerWebRtcOffer` in ./webrtc.ts.
+ * events out, paced audio back, JSON events on the `"events"` data channel. Made by
+ * `answerWebRtcOffer` in ./webrtc.ts, which negotiates the codec (Opus, else PCMU or PCMA).
+ *
+ * Inbound RTP goes through an adaptive jitter buffer (core/audio/jitter_buffer.ts) pulled on the
+ * pacer's 20 ms tick (one timer per call for both directions), then the codec decodes it, or
+ * conceals a packet that did not come in time; audio is delivered at the codec's rate (48 kHz
+ * for Opus, 8 kHz for G.711), which is {@link WebRtcSession.carrierRate}.
  * @module
  */
 
 import type { RTCDataChannel, RTCPeerConnection, RtpPacket } from "werift";
-import { ulawDecode } from "../core/audio/g711.ts";
-import { Resampler } from "../core/audio/resample.ts";
+import { JitterBuffer, type JitterBufferStats, LOST } from "../core/audio/jitter_buffer.ts";
+import { Resampler, transitionFor } from "../core/audio/resample.ts";
 import { errorMessage } from "../core/errors.ts";
 import type { AudioChunk } from "../core/frames.ts";
 import { type Logger, silentLogger } from "../core/log.ts";
 import type { MediaIn, MediaTransport } from "../core/seams.ts";
-import { PcmuPacer } from "./webrtc_pacer.ts";
+import type { MediaCodec, WebRtcCodec } from "./webrtc_codec.ts";
+import { PACKET_MS, RtpPacer } from "./webrtc_pacer.ts";
 
 /** Label of the JSON data channel the playground opens. */
 export const EVENTS_CHANNEL = "events";
@@ -29,24 +35,47 @@ export interface WebRtcSessionOptions {
   disconnectGraceMs?: number;
   /** Called with every JSON object the page sends on the events channel (hangup included). */
   onPageMessage?: (msg: Record<string, unknown>) => void;
+  /**
+   * Inbound jitter buffer bounds: the least and most playout delay, ms (defaults 20 and 200;
+   * the delay adapts to the measured jitter in between).
+   */
+  jitter?: { minDelayMs?: number; maxDelayMs?: number };
 }
 
 /** Inbound audio kept while nobody reads: 10 s of 20 ms packets. Older packets are dropped. */
 const MAX_QUEUED_AUDIO = 500;
-/** Outbound audio kept before the peer has connected: 10 s at 8 kHz. */
-const MAX_EARLY_SAMPLES = 80_000;
+/** Outbound audio kept before the peer has connected: 10 s. */
+const MAX_EARLY_MS = 10_000;
 /** Events kept while the data channel is still opening (or for the next message). */
 const MAX_EARLY_EVENTS = 100;
+/** The rate before a codec is bound (answerWebRtcOffer binds one before returning). */
+const UNBOUND_RATE = 8000;
+/** The playout tick keeps running this long after the last inbound packet. */
+const LISTEN_IDLE_MS = 500;
+
+/** Inbound media counters of a {@link WebRtcSession} (see {@link WebRtcSession.inboundStats}). */
+export interface WebRtcInboundStats extends JitterBufferStats {
+  /** Frames in the jitter buffer now. */
+  depth: number;
+  /** The depth playout aims at, following the jitter estimate. */
+  targetDepth: number;
+  /** RFC 3550 interarrival jitter estimate, ms. */
+  jitterMs: number;
+  /** Packets with a payload type other than the negotiated codec's, dropped. */
+  otherPayloadType: number;
+  /** Payloads the codec could not decode (concealed instead). */
+  undecodable: number;
+}
 /**
  * How long close() waits for the page to receive queued events (a call that fails before the
  * data channel opens still tells the page why) and for the last sent ones to leave.
  */
 const EVENT_FLUSH_WAIT_MS = 3000;
-const CARRIER_RATE = 8000;
 
 /**
  * One browser call over WebRTC. `recv()` yields `start` once ICE and DTLS connect, `audio` at
- * 8 kHz, and `stop` when the page hangs up or the peer closes, fails, or stays disconnected.
+ * the codec's rate ({@link carrierRate}), and `stop` when the page hangs up or the peer
+ * closes, fails, or stays disconnected.
  */
 export class WebRtcSession implements MediaTransport {
   /** Call id reported in the `start` event. */
@@ -56,7 +85,13 @@ export class WebRtcSession implements MediaTransport {
   readonly #opts: WebRtcSessionOptions;
   readonly #inbox: MediaIn[] = [];
   #waiter: ((m: MediaIn | undefined) => void) | undefined;
-  #pacer: PcmuPacer | undefined;
+  #pacer: RtpPacer | undefined;
+  #codec: MediaCodec | undefined;
+  #payloadType = -1;
+  #jitter: JitterBuffer<Uint8Array> | undefined;
+  #lastArrival = 0;
+  #otherPayloadType = 0;
+  #undecodable = 0;
   #down: Resampler | undefined;
   #early: Int16Array[] = [];
   #earlySamples = 0;
@@ -70,7 +105,6 @@ export class WebRtcSession implements MediaTransport {
   #closed = false;
   /** The page or the network ended the call (nobody left to tell). */
   #peerEnded = false;
-  #lastSeq: number | undefined;
   #connectTimer: ReturnType<typeof setTimeout> | undefined;
   #graceTimer: ReturnType<typeof setTimeout> | undefined;
   #unsubscribe: (() => void)[] = [];
@@ -106,9 +140,26 @@ export class WebRtcSession implements MediaTransport {
     );
   }
 
-  /** @internal Wire the outbound RTP path (called once by `answerWebRtcOffer`). */
-  bindSender(send: (packet: Uint8Array) => void): void {
-    this.#pacer = new PcmuPacer(send);
+  /**
+   * @internal Wire the media (called once by `answerWebRtcOffer`): the negotiated codec, the
+   * payload type the browser sends it with, and the outbound RTP path. The session owns the
+   * codec from here on and closes it.
+   */
+  bindSender(send: (packet: Uint8Array) => void, codec: MediaCodec, payloadType: number): void {
+    this.#codec = codec;
+    this.#payloadType = payloadType;
+    this.#jitter = new JitterBuffer({
+      clockRate: codec.clockRate,
+      frameMs: PACKET_MS,
+      minDelayMs: this.#opts.jitter?.minDelayMs,
+      maxDelayMs: this.#opts.jitter?.maxDelayMs,
+    });
+    this.#pacer = new RtpPacer(send, codec, { payloadType, onTick: this.#playout });
+  }
+
+  /** The negotiated codec's name (`"opus"`, `"pcmu"`, `"pcma"`); undefined before binding. */
+  get codec(): WebRtcCodec | undefined {
+    return this.#codec?.name;
   }
 
   /** Next inbound event; `undefined` once the session has ended and the queue is drained. */
@@ -119,18 +170,21 @@ export class WebRtcSession implements MediaTransport {
     return new Promise((resolve) => (this.#waiter = resolve));
   }
 
-  /** Resample to 8 kHz, encode PCMU and queue for the paced sender. */
+  /** Resample to the codec's rate and queue for the paced sender (which encodes). */
   sendAudio(audio: AudioChunk): Promise<void> {
     if (this.#ended || audio.pcm.length === 0) return Promise.resolve();
     let pcm = audio.pcm;
-    if (audio.sampleRate !== CARRIER_RATE) {
+    const rate = this.carrierRate();
+    if (audio.sampleRate !== rate) {
       if (this.#down === undefined || this.#down.inRate !== audio.sampleRate) {
-        this.#down = new Resampler(audio.sampleRate, CARRIER_RATE);
+        this.#down = new Resampler(audio.sampleRate, rate, {
+          transition: transitionFor(audio.sampleRate, rate),
+        });
       }
       pcm = this.#down.process(pcm);
     }
     if (this.#started) this.#pacer?.push(pcm); // the pacer copies
-    else if (this.#earlySamples + pcm.length <= MAX_EARLY_SAMPLES) {
+    else if (this.#earlySamples + pcm.length <= (MAX_EARLY_MS * rate) / 1000) {
       // Audio before DTLS is up (a greeting) waits for the connection instead of being lost;
       // copied, since the caller may reuse its buffer.
       this.#early.push(pcm.slice());
@@ -147,12 +201,34 @@ export class WebRtcSession implements MediaTransport {
     return Promise.resolve();
   }
 
-  /** 8000: the leg carries PCMU. */
+  /** The negotiated codec's rate: 48000 for Opus, 8000 for PCMU and PCMA. */
   carrierRate(): number {
-    return CARRIER_RATE;
+    return this.#codec?.clockRate ?? UNBOUND_RATE;
   }
 
-  /** Outbound audio samples (8 kHz) still queued. */
+  /** Inbound counters: the jitter buffer's, and packets dropped before it. */
+  get inboundStats(): WebRtcInboundStats {
+    const jb = this.#jitter;
+    return {
+      received: 0,
+      duplicates: 0,
+      late: 0,
+      lost: 0,
+      concealed: 0,
+      discarded: 0,
+      underruns: 0,
+      outOfRange: 0,
+      resets: 0,
+      ...jb?.stats,
+      depth: jb?.depth ?? 0,
+      targetDepth: jb?.targetDepth ?? 0,
+      jitterMs: jb?.jitterMs ?? 0,
+      otherPayloadType: this.#otherPayloadType,
+      undecodable: this.#undecodable,
+    };
+  }
+
+  /** Outbound audio samples (at {@link carrierRate}) still queued. */
   get queuedSamples(): number {
     return (this.#pacer?.queuedSamples ?? 0) + this.#earlySamples;
   }
@@ -198,6 +274,7 @@ export class WebRtcSession implements MediaTransport {
     this.#pacer?.close();
     await this.#flushEvents();
     this.#closed = true;
+    this.#codec?.close();
     for (const un of this.#unsubscribe) un();
     this.#unsubscribe = [];
     try {
@@ -256,27 +333,52 @@ export class WebRtcSession implements MediaTransport {
   }
 
   #onRtp(rtp: RtpPacket): void {
-    if (this.#ended || rtp.header.payloadType !== 0) return;
+    const jb = this.#jitter;
+    if (this.#ended || jb === undefined) return;
+    const h = rtp.header;
+    if (h.payloadType !== this.#payloadType) {
+      this.#otherPayloadType++;
+      return;
+    }
     this.packetsReceived++;
-    // Loopback and LAN rarely reorder; a late or repeated packet is dropped rather than
-    // played out of order (no jitter buffer: the browser paces what it sends).
-    const seq = rtp.header.sequenceNumber;
-    if (this.#lastSeq !== undefined) {
-      const ahead = (seq - this.#lastSeq + 0x10000) & 0xffff;
-      if (ahead === 0 || ahead > 0x8000) return;
-    }
-    this.#lastSeq = seq;
     this.#start();
-    if (this.#inbox.length >= MAX_QUEUED_AUDIO) {
-      const i = this.#inbox.findIndex((m) => m.type === "audio");
-      if (i >= 0) {
-        this.#inbox.splice(i, 1);
-        this.packetsDropped++;
-      }
-    }
-    const pcm = ulawDecode(new Uint8Array(rtp.payload));
-    this.#deliver({ type: "audio", audio: { pcm, sampleRate: CARRIER_RATE, numChannels: 1 } });
+    const now = performance.now();
+    this.#lastArrival = now;
+    // The payload is kept for up to the buffer's depth: a copy, whatever werift does with it.
+    jb.push(h.sequenceNumber, h.timestamp, new Uint8Array(rtp.payload), now, h.ssrc);
+    this.#pacer!.wake();
   }
+
+  /** One 20 ms tick of inbound playout; true while the clock should keep running for it. */
+  #playout = (): boolean => {
+    const jb = this.#jitter!;
+    const next = jb.pull();
+    if (next !== undefined && !this.#ended) {
+      const codec = this.#codec!;
+      let pcm: Int16Array;
+      if (next === LOST) pcm = codec.conceal();
+      else {
+        try {
+          pcm = codec.decode(next);
+        } catch {
+          this.#undecodable++;
+          pcm = codec.conceal();
+        }
+      }
+      if (this.#inbox.length >= MAX_QUEUED_AUDIO) {
+        const i = this.#inbox.findIndex((m) => m.type === "audio");
+        if (i >= 0) {
+          this.#inbox.splice(i, 1);
+          this.packetsDropped++;
+        }
+      }
+      this.#deliver({
+        type: "audio",
+        audio: { pcm, sampleRate: codec.clockRate, numChannels: 1 },
+      });
+    }
+    return !this.#ended && (jb.depth > 0 || performance.now() - this.#lastArrival < LISTEN_IDLE_MS);
+  };
 
   #onChannel(ch: RTCDataChannel): void {
     if (ch.label !== EVENTS_CHANNEL) return;

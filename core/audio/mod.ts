@@ -1,8 +1,9 @@
 /**
  * Audio toolkit: G.711, resampling, WAV, recording, DTMF (RFC 4733, Goertzel detection, tone
- * generation) and energy voice-activity detection. All pure and synchronous, and no npm package:
- * Silero (onnxruntime-web) and RNNoise (wasm from npm) are their own entry points,
- * `./audio/silero` (core/audio/vad_silero.ts) and `./audio/rnnoise` (core/audio/rnnoise.ts).
+ * generation), energy voice-activity detection and an adaptive RTP playout jitter buffer. All
+ * pure and synchronous, and no npm package: Silero (onnxruntime-web), RNNoise and Opus (wasm from
+ * npm) are their own entry points, `./audio/silero` (core/audio/vad_silero.ts), `./audio/rnnoise`
+ * (core/audio/rnnoise.ts) and `./audio/opus` (core/audio/opus.ts).
  *
  * @example
  * ```ts
@@ -80,3 +81,11 @@ export {
   volumeOfMeanSquare,
 } from "./vad_state.ts";
 export { EnergyVad, type EnergyVadOptions } from "./vad_energy.ts";
+export {
+  JitterBuffer,
+  type JitterBufferOptions,
+  type JitterBufferStats,
+  type JitterPush,
+  LOST,
+  type Lost,
+} from "./jitter_buffer.ts";
