@@ -22,10 +22,12 @@ import type { AgentServerConfig } from "./config_types.ts";
 export const PLAYGROUND_DIR = "server/playground";
 /** The server's entry module, as run from the project root. */
 export const SERVER_ENTRY = "server/main.ts";
-/** Wildcard addresses werift binds its WebRTC UDP sockets to. */
-export const WEBRTC_BIND_HOSTS: readonly string[] = Object.freeze(["0.0.0.0", "[::]"]);
-/** Where a browser on this machine receives WebRTC media. */
-export const LOOPBACK_HOSTS: readonly string[] = Object.freeze(["127.0.0.1", "[::1]"]);
+/**
+ * The wildcard address werift binds its WebRTC UDP sockets to (IPv4 only; any port, since ICE
+ * ports are ephemeral). The browsers' own addresses are added where the server runs
+ * (server/webrtc_peers.ts).
+ */
+export const WEBRTC_BIND_HOSTS: readonly string[] = Object.freeze(["0.0.0.0"]);
 /** The address SIP and RTP sockets bind to (any port: Deno cannot grant a port range). */
 export const SIP_BIND_HOST = "0.0.0.0";
 
@@ -94,7 +96,7 @@ export function netGrants(config: AgentServerConfig, opts: PermissionOptions): s
   if (config.agent.kind === "remote") all.push(urlHostPort(config.agent.url));
   all.push(...sipHosts(config));
   if (config.playground.enabled) {
-    all.push(...WEBRTC_BIND_HOSTS, ...LOOPBACK_HOSTS, ...config.playground.mediaHosts);
+    all.push(...WEBRTC_BIND_HOSTS, ...config.playground.mediaHosts);
   }
   all.push(...(opts.extraNet ?? []));
   if (all.includes("*")) return ["*"];
@@ -151,11 +153,35 @@ export function shellQuote(word: string): string {
  * `--port` when they differ from the config's.
  */
 export function permissionCommand(config: AgentServerConfig, opts: PermissionOptions): string {
-  const words = ["deno", "run", ...permissionFlags(config, opts), opts.entry ?? SERVER_ENTRY];
+  const words = [
+    ...denoCommand(),
+    "run",
+    ...permissionFlags(config, opts),
+    opts.entry ?? SERVER_ENTRY,
+  ];
   words.push("--config", opts.configPath);
   if (opts.host !== undefined && opts.host !== config.server.host) words.push("--host", opts.host);
   if (opts.port !== undefined && opts.port !== config.server.port) {
     words.push("--port", String(opts.port));
   }
   return words.map(shellQuote).join(" ");
+}
+
+/**
+ * How to run this Deno again, as the user started it: `npx -y deno@<version>` when it came from
+ * npm through npx (no `deno` on the PATH then), else `deno`.
+ */
+export function denoCommand(execPath: string | undefined = safeExecPath()): string[] {
+  if (execPath !== undefined && /[\\/](_npx|node_modules)[\\/]/.test(execPath)) {
+    return ["npx", "-y", `deno@${Deno.version.deno}`];
+  }
+  return ["deno"];
+}
+
+function safeExecPath(): string | undefined {
+  try {
+    return Deno.execPath();
+  } catch {
+    return undefined; // needs --allow-read; then the plain name is printed
+  }
 }

@@ -179,9 +179,11 @@ function assertEchoCall(r: BrowserCallReport, server: StartedServer): void {
   // Wideband: Chromium offers Opus first and the server takes it.
   assert.equal(String(r.counters.codec).toLowerCase(), "audio/opus", context());
   assert.equal(r.endedState, "ended", context());
-  // ICE finishes in under a second once the browser has the answer.
+  // ICE and DTLS take 100-300 ms here once the browser has the answer (the transport test holds
+  // them to 1 s in-process); the bound leaves room for a loaded CI machine.
+  console.log(`playground: media connected ${r.connectedAfterAnswerMs} ms after the answer`);
   assert.ok(
-    r.connectedAfterAnswerMs! < 1000,
+    r.connectedAfterAnswerMs! < 2500,
     `connected ${r.connectedAfterAnswerMs} ms after answer`,
   );
 }

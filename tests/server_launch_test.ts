@@ -51,5 +51,8 @@ Deno.test("launch: --help, a bad flag and a broken config never start the server
   assert.doesNotMatch(missing.err, /\n\s+at /, "no stack trace");
   const printed = await quiet(() => launchArgs(["--print-permissions"]));
   assert.equal(printed.value, 0);
-  assert.match(printed.out, /^deno run .* server\/main\.ts --config examples\/agent\.yaml\n$/);
+  assert.match(
+    printed.out,
+    /^(deno|npx -y deno@[\d.]+) run .* server\/main\.ts --config examples\/agent\.yaml\n$/,
+  );
 });

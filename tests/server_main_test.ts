@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { loadConfig } from "../server/config.ts";
 import { ESPEAK_WASM, implementationReads, isLoopback } from "../server/main.ts";
-import { permissionFlags } from "../server/permissions.ts";
+import { denoCommand, permissionFlags } from "../server/permissions.ts";
 
 const dec = new TextDecoder();
 
@@ -65,7 +65,7 @@ Deno.test("server main: runs under exactly its printed flags, serves, drains on 
   });
   assert.equal(
     printed.stdout.trim(),
-    `deno run ${
+    `${denoCommand().join(" ")} run ${
       flags.map((f) => f.includes("[") ? `'${f}'` : f).join(" ")
     } server/main.ts --config examples/agent.yaml --port 0`,
   );

@@ -5,7 +5,13 @@ import {
   loadConfig,
   parseConfigText,
 } from "../server/config.ts";
-import { netHost, permissionCommand, permissionFlags, urlHostPort } from "../server/permissions.ts";
+import {
+  denoCommand,
+  netHost,
+  permissionCommand,
+  permissionFlags,
+  urlHostPort,
+} from "../server/permissions.ts";
 
 const GRAPH = `
 start: a
@@ -69,7 +75,9 @@ Deno.test("permissions: the default echo config", async () => {
   assert.ok(res.ok);
   const flags = permissionFlags(res.config, { configPath: "examples/agent.yaml" });
   assert.deepEqual(flags, [
-    "--allow-net=0.0.0.0,[::],127.0.0.1,[::1]",
+    // The listen address with its port; werift's wildcard bind (no loopback: browsers never
+    // send WebRTC media over it, and the peers' own addresses are added where it runs).
+    "--allow-net=127.0.0.1:6210,0.0.0.0",
     "--allow-read=examples/agent.yaml,examples/echo_graph.yaml,server/playground",
     `--allow-env=FLOWCAT_LOG,FLOWCAT_LOG_FORMAT,${REALTIME_KNOBS}`,
     "--ignore-env",
@@ -77,7 +85,7 @@ Deno.test("permissions: the default echo config", async () => {
   ]);
   assert.equal(
     permissionCommand(res.config, { configPath: "examples/agent.yaml" }),
-    "deno run '--allow-net=0.0.0.0,[::],127.0.0.1,[::1]' " +
+    `${denoCommand().join(" ")} run --allow-net=127.0.0.1:6210,0.0.0.0 ` +
       "--allow-read=examples/agent.yaml,examples/echo_graph.yaml,server/playground " +
       `--allow-env=FLOWCAT_LOG,FLOWCAT_LOG_FORMAT,${REALTIME_KNOBS} --ignore-env --allow-sys=networkInterfaces ` +
       "server/main.ts --config examples/agent.yaml",
@@ -181,4 +189,14 @@ console.log(JSON.stringify({
     key: "granted",
     home: null, // --ignore-env: an unlisted variable reads as unset instead of failing
   });
+});
+
+Deno.test("permissions: the printed command runs Deno as it was started", () => {
+  assert.deepEqual(denoCommand("/usr/local/bin/deno"), ["deno"]);
+  // npx keeps its Deno under its cache, and puts no `deno` on the user's PATH.
+  assert.deepEqual(denoCommand("/root/.npm/_npx/7a40be787520bede/node_modules/deno/deno"), [
+    "npx",
+    "-y",
+    `deno@${Deno.version.deno}`,
+  ]);
 });
