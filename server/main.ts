@@ -23,6 +23,7 @@ import { readTlsFiles, type TlsPem } from "./tls.ts";
 import { permissionCommand, type PermissionOptions } from "./permissions.ts";
 import { hostInterfaces, webrtcPeerHosts } from "./webrtc_peers.ts";
 import { loggerFromEnv } from "./log_env.ts";
+import { grantProblems } from "./grant_check.ts";
 import { parseWorkerCount, startWorkers } from "./workers.ts";
 
 /** Config used when `--config` is not given. */
@@ -195,9 +196,12 @@ export async function main(args: string[]): Promise<number> {
     err(`flowcat: ${errorMessage(e)}`);
     return 2;
   }
-  const envProblems = checkEnv(config, envGet);
-  if (envProblems.length > 0) {
-    err(formatConfigProblems(envProblems, a.config));
+  // A missing key and a missing grant are both fixed before the first call: say them all.
+  const granted = (d: Deno.PermissionDescriptor) =>
+    Deno.permissions.querySync(d).state === "granted";
+  const startProblems = [...checkEnv(config, envGet), ...grantProblems(config, granted)];
+  if (startProblems.length > 0) {
+    err(formatConfigProblems(startProblems, a.config));
     return 2;
   }
   if (a.workers > 1) return await serveOnWorkers(a, config, tls);
