@@ -12,34 +12,20 @@
  */
 
 import { errorMessage } from "../core/errors.ts";
-import { formatConfigProblems, loadConfig } from "./config.ts";
-import { HELP, parseServerArgs, serverPermissionOptions } from "./main.ts";
+import { parseAndLoad, serverPermissionOptions } from "./main.ts";
 import { permissionCommand, permissionFlags, SERVER_ENTRY } from "./permissions.ts";
 
 /** The `deno run` arguments that start the server for `args` under the config's grants. */
 export async function launchArgs(args: string[]): Promise<string[] | number> {
-  let a;
-  try {
-    a = parseServerArgs(args);
-  } catch (e) {
-    console.error(`flowcat: ${errorMessage(e)}`);
-    return 2;
-  }
-  if (a.help) {
-    console.log(HELP);
-    return 0;
-  }
-  const loaded = await loadConfig(a.config);
-  if (!loaded.ok) {
-    console.error(formatConfigProblems(loaded.problems, a.config));
-    return 2;
-  }
-  const opts = serverPermissionOptions(loaded.config, a);
+  const parsed = await parseAndLoad(args);
+  if (typeof parsed === "number") return parsed;
+  const { args: a, config } = parsed;
+  const opts = serverPermissionOptions(config, a);
   if (a.printPermissions) {
-    console.log(permissionCommand(loaded.config, opts));
+    console.log(permissionCommand(config, opts));
     return 0;
   }
-  return ["run", "--no-prompt", ...permissionFlags(loaded.config, opts), SERVER_ENTRY, ...args];
+  return ["run", "--no-prompt", ...permissionFlags(config, opts), SERVER_ENTRY, ...args];
 }
 
 /** Run the server as a child and resolve with its exit code. */

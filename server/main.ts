@@ -161,14 +161,18 @@ function envGet(name: string): string | undefined {
   }
 }
 
-/** Run the server; resolves with the exit code. */
-export async function main(args: string[]): Promise<number> {
-  const err = (s: string) => console.error(s);
+/**
+ * Parse the command line and load its config, answering `--help` and every user mistake (one
+ * line or the config's problem list, no stack trace): the exit code then, else both.
+ */
+export async function parseAndLoad(
+  args: string[],
+): Promise<{ args: ServerArgs; config: AgentServerConfig } | number> {
   let a: ServerArgs;
   try {
     a = parseServerArgs(args);
   } catch (e) {
-    err(`flowcat: ${errorMessage(e)}`);
+    console.error(`flowcat: ${errorMessage(e)}`);
     return 2;
   }
   if (a.help) {
@@ -177,10 +181,18 @@ export async function main(args: string[]): Promise<number> {
   }
   const loaded = await loadConfig(a.config);
   if (!loaded.ok) {
-    err(formatConfigProblems(loaded.problems, a.config));
+    console.error(formatConfigProblems(loaded.problems, a.config));
     return 2;
   }
-  const config = loaded.config;
+  return { args: a, config: loaded.config };
+}
+
+/** Run the server; resolves with the exit code. */
+export async function main(args: string[]): Promise<number> {
+  const err = (s: string) => console.error(s);
+  const parsed = await parseAndLoad(args);
+  if (typeof parsed === "number") return parsed;
+  const { args: a, config } = parsed;
   if (a.printPermissions) {
     console.log(permissionCommand(config, serverPermissionOptions(config, a)));
     return 0;

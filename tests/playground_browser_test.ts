@@ -164,6 +164,45 @@ async function removeDir(dir: string): Promise<void> {
   }
 }
 
+/** What {@link callOnce} starts: the server's arguments and where each side runs. */
+interface CallPlan {
+  /** Seconds of silence before the fake microphone speaks. */
+  lead: number;
+  until: BrowserCallRequest["until"];
+  /** `deno task start` arguments; default `--port 0`. */
+  args?: string[];
+  env?: Record<string, string>;
+  serverNs?: string;
+  browserNs?: string;
+  acceptCert?: boolean;
+}
+
+/** One browser call against a server started as `deno task start`; `check` sees both. */
+async function callOnce(
+  dir: string,
+  plan: CallPlan,
+  check: (r: BrowserCallReport, server: StartedServer) => void | Promise<void>,
+): Promise<void> {
+  const wav = await speechWav(dir, plan.lead);
+  const server = await startServer(plan.args ?? ["--port", "0"], {
+    ...(plan.serverNs !== undefined ? { ns: plan.serverNs } : {}),
+    ...(plan.env !== undefined ? { env: plan.env } : {}),
+  });
+  try {
+    const r = await browserCall({
+      url: server.url,
+      wav,
+      profile: `${dir}/profile`,
+      until: plan.until,
+      timeoutMs: 40_000,
+      ...(plan.acceptCert ? { acceptCert: true } : {}),
+    }, plan.browserNs);
+    await check(r, server);
+  } finally {
+    await server.stop();
+  }
+}
+
 /** The checks every successful echo call must pass, whatever the network. */
 function assertEchoCall(r: BrowserCallReport, server: StartedServer): void {
   const context = () => `${JSON.stringify(r)}\nserver:\n${server.output()}`;
@@ -205,25 +244,14 @@ Deno.test({
   sanitizeResources: false,
   sanitizeOps: false,
   fn: () =>
-    withScratch(async (dir) => {
+    withScratch((dir) =>
       // The caller speaks after the greeting (about 4 s), so no barge-in here.
-      const wav = await speechWav(dir, 6);
-      const server = await startServer(["--port", "0"]);
-      try {
-        const r = await browserCall({
-          url: server.url,
-          wav,
-          profile: `${dir}/profile`,
-          until: "echo",
-          timeoutMs: 40_000,
-        });
+      callOnce(dir, { lead: 6, until: "echo" }, async (r, server) => {
         assertEchoCall(r, server);
         assert.ok(r.connectedAfterClickMs! < 5000, `connected after ${r.connectedAfterClickMs}`);
         await assertHungUpOnce(server);
-      } finally {
-        await server.stop();
-      }
-    }),
+      })
+    ),
 });
 
 /** examples/agent.yaml's greeting, with its seed variable. */
@@ -235,18 +263,9 @@ Deno.test({
   sanitizeResources: false,
   sanitizeOps: false,
   fn: () =>
-    withScratch(async (dir) => {
+    withScratch((dir) =>
       // The caller starts speaking 0.3 s into the greeting.
-      const wav = await speechWav(dir, 0.3);
-      const server = await startServer(["--port", "0"]);
-      try {
-        const r = await browserCall({
-          url: server.url,
-          wav,
-          profile: `${dir}/profile`,
-          until: "interrupted",
-          timeoutMs: 40_000,
-        });
+      callOnce(dir, { lead: 0.3, until: "interrupted" }, (r, server) => {
         const context = `${JSON.stringify(r)}\nserver:\n${server.output()}`;
         assert.ok(r.ok, `call failed: ${r.why}\n${context}`);
         const greeting = r.transcript[0];
@@ -256,10 +275,8 @@ Deno.test({
         assert.ok(greeting.text.length < GREETING.length - 20, `heard: "${greeting.text}"`);
         // The caller's turn was heard and answered after the cut.
         assert.ok(r.transcript.some((l) => l.role === "user"), context);
-      } finally {
-        await server.stop();
-      }
-    }),
+      })
+    ),
 });
 
 Deno.test({
@@ -280,17 +297,13 @@ Deno.test({
         config,
         base.replace(/^ {4}name: echo$/m, `    name: gemini\n    url: ws://127.0.0.1:${port}/ws`),
       );
-      const wav = await speechWav(dir, 1);
-      const server = await startServer(["--config", config, "--port", "0"], {
+      const plan: CallPlan = {
+        lead: 1,
+        until: "failed",
+        args: ["--config", config, "--port", "0"],
         env: { GEMINI_API_KEY: "test-key-not-real" },
-      });
-      try {
-        const r = await browserCall({
-          url: server.url,
-          wav,
-          profile: `${dir}/profile`,
-          until: "failed",
-        });
+      };
+      await callOnce(dir, plan, (r, server) => {
         const context = `${JSON.stringify(r)}\nserver:\n${server.output()}`;
         assert.ok(r.ok, context);
         assert.equal(r.state, "failed");
@@ -298,9 +311,7 @@ Deno.test({
         assert.ok(r.failedAfterAnswerMs! < 1000, `shown ${r.failedAfterAnswerMs} ms after answer`);
         assert.equal(r.canRetry, true, "the page offers to call again");
         assert.doesNotMatch(server.output(), /test-key-not-real/, "the key is never logged");
-      } finally {
-        await server.stop();
-      }
+      });
     }),
 });
 
@@ -392,33 +403,25 @@ Deno.test({
         "-out",
         `${dir}/cert.pem`,
       ]);
-      const wav = await speechWav(dir, 6);
       const teardown = await makeLan(srv, web, net);
-      let server: StartedServer | undefined;
       try {
-        server = await startServer([
-          "--host",
-          `${net}.1`,
-          "--port",
-          "0",
-          "--tls-cert",
-          `${dir}/cert.pem`,
-          "--tls-key",
-          `${dir}/key.pem`,
-        ], { ns: srv });
-        assert.match(server.url, new RegExp(`^https://${net.replaceAll(".", "\\.")}\\.1:\\d+/$`));
-        const r = await browserCall({
-          url: server.url,
-          wav,
-          profile: `${dir}/profile`,
+        const args = ["--host", `${net}.1`, "--port", "0"];
+        args.push("--tls-cert", `${dir}/cert.pem`, "--tls-key", `${dir}/key.pem`);
+        const plan: CallPlan = {
+          lead: 6,
           until: "echo",
+          args,
+          serverNs: srv,
+          browserNs: web,
           acceptCert: true,
-          timeoutMs: 40_000,
-        }, web);
-        assertEchoCall(r, server);
-        await assertHungUpOnce(server);
+        };
+        await callOnce(dir, plan, async (r, server) => {
+          const url = new RegExp(`^https://${net.replaceAll(".", "\\.")}\\.1:\\d+/$`);
+          assert.match(server.url, url);
+          assertEchoCall(r, server);
+          await assertHungUpOnce(server);
+        });
       } finally {
-        await server?.stop();
         await teardown();
       }
     }),
