@@ -11,7 +11,12 @@
  */
 
 import type { RTCDataChannel, RTCPeerConnection, RtpPacket } from "werift";
-import { JitterBuffer, type JitterBufferStats, LOST } from "../core/audio/jitter_buffer.ts";
+import {
+  emptyJitterStats,
+  JitterBuffer,
+  type JitterBufferStats,
+  LOST,
+} from "../core/audio/jitter_buffer.ts";
 import { Resampler, transitionFor } from "../core/audio/resample.ts";
 import { errorMessage } from "../core/errors.ts";
 import type { AudioChunk } from "../core/frames.ts";
@@ -210,16 +215,7 @@ export class WebRtcSession implements MediaTransport {
   get inboundStats(): WebRtcInboundStats {
     const jb = this.#jitter;
     return {
-      received: 0,
-      duplicates: 0,
-      late: 0,
-      lost: 0,
-      concealed: 0,
-      discarded: 0,
-      underruns: 0,
-      outOfRange: 0,
-      resets: 0,
-      ...jb?.stats,
+      ...(jb?.stats ?? emptyJitterStats()),
       depth: jb?.depth ?? 0,
       targetDepth: jb?.targetDepth ?? 0,
       jitterMs: jb?.jitterMs ?? 0,

@@ -97,12 +97,9 @@ const SHRINK_WINDOW = 25;
 /** Extended sequence numbers start here, so that reordering at the start stays positive. */
 const EXT_BASE = 0x10000;
 
-/**
- * A playout buffer for one RTP stream. Push every packet as it arrives; pull once per frame.
- */
-export class JitterBuffer<T> {
-  /** Running counters. */
-  readonly stats: JitterBufferStats = {
+/** Counters of a buffer that has seen nothing yet. */
+export function emptyJitterStats(): JitterBufferStats {
+  return {
     received: 0,
     duplicates: 0,
     late: 0,
@@ -113,6 +110,14 @@ export class JitterBuffer<T> {
     outOfRange: 0,
     resets: 0,
   };
+}
+
+/**
+ * A playout buffer for one RTP stream. Push every packet as it arrives; pull once per frame.
+ */
+export class JitterBuffer<T> {
+  /** Running counters. */
+  readonly stats: JitterBufferStats = emptyJitterStats();
   readonly #clockMs: number;
   readonly #frameMs: number;
   readonly #minFrames: number;

@@ -82,6 +82,7 @@ export {
 } from "./vad_state.ts";
 export { EnergyVad, type EnergyVadOptions } from "./vad_energy.ts";
 export {
+  emptyJitterStats,
   JitterBuffer,
   type JitterBufferOptions,
   type JitterBufferStats,
