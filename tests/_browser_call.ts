@@ -26,6 +26,8 @@ export interface BrowserCallRequest {
   /** Accept the server's self-signed certificate (the user clicking through the warning). */
   acceptCert?: boolean;
   timeoutMs?: number;
+  /** Directory for desktop and 390 px phone screenshots of the live call, taken before hang-up. */
+  screenshots?: string;
 }
 
 /** What the driver saw. */
@@ -117,6 +119,12 @@ async function call(req: BrowserCallRequest): Promise<BrowserCallReport> {
     // Let the stats poll (every 500 ms) read the audio that played.
     await page.waitForTimeout(600);
     const report = await snapshot();
+    if (req.screenshots !== undefined) {
+      await page.setViewportSize({ width: 1280, height: 860 });
+      await Deno.writeFile(`${req.screenshots}/playground.png`, await page.screenshot());
+      await page.setViewportSize({ width: 390, height: 844 });
+      await Deno.writeFile(`${req.screenshots}/playground-phone.png`, await page.screenshot());
+    }
     await page.getByRole("button", { name: "Hang up" }).click();
     await page.waitForFunction("flowcat.state === 'ended'", null, { timeout: 10_000 });
     return {

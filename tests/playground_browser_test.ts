@@ -115,7 +115,7 @@ async function browserCall(req: BrowserCallRequest, ns?: string): Promise<Browse
   const flags = [
     "run",
     `--allow-read=.,${CHROMIUM}`,
-    "--allow-write=./.tmp",
+    "--allow-write=./.tmp,./docs",
     `--allow-run=chromium,${CHROMIUM}`,
     "--allow-env",
     "--allow-sys=homedir,osRelease",
@@ -175,7 +175,15 @@ interface CallPlan {
   serverNs?: string;
   browserNs?: string;
   acceptCert?: boolean;
+  /** Where the live call's screenshots go. */
+  screenshots?: string;
 }
+
+/**
+ * Screenshots of the live call go to docs/ (for the README) when FLOWCAT_UPDATE_SCREENSHOTS=1,
+ * else to .tmp/, so an ordinary run leaves the tree clean.
+ */
+const SCREENSHOTS = Deno.env.get("FLOWCAT_UPDATE_SCREENSHOTS") === "1" ? "./docs" : "./.tmp";
 
 /** One browser call against a server started as `deno task start`; `check` sees both. */
 async function callOnce(
@@ -196,6 +204,7 @@ async function callOnce(
       until: plan.until,
       timeoutMs: 40_000,
       ...(plan.acceptCert ? { acceptCert: true } : {}),
+      ...(plan.screenshots !== undefined ? { screenshots: plan.screenshots } : {}),
     }, plan.browserNs);
     await check(r, server);
   } finally {
@@ -245,8 +254,9 @@ Deno.test({
   sanitizeOps: false,
   fn: () =>
     withScratch((dir) =>
-      // The caller speaks after the greeting (about 4 s), so no barge-in here.
-      callOnce(dir, { lead: 6, until: "echo" }, async (r, server) => {
+      // The caller speaks after the greeting (about 5 s, the first one a little later), so no
+      // barge-in here.
+      callOnce(dir, { lead: 8, until: "echo", screenshots: SCREENSHOTS }, async (r, server) => {
         assertEchoCall(r, server);
         assert.ok(r.connectedAfterClickMs! < 5000, `connected after ${r.connectedAfterClickMs}`);
         await assertHungUpOnce(server);
