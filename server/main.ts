@@ -23,6 +23,7 @@ import { readTlsFiles, type TlsPem } from "./tls.ts";
 import { permissionCommand, type PermissionOptions } from "./permissions.ts";
 import { hostInterfaces, webrtcPeerHosts } from "./webrtc_peers.ts";
 import { loggerFromEnv } from "./log_env.ts";
+import { runCheck, warnUnreachable } from "./check.ts";
 import { parseWorkerCount, startWorkers } from "./workers.ts";
 
 /** Config used when `--config` is not given. */
@@ -47,6 +48,8 @@ Options:
   --tls-key <file>       the certificate's PEM private key
   --workers <n|auto>     serve from n threads sharing the port (auto: one per core; default 1)
   --print-permissions    print the least-privilege deno command for this config and exit
+  --check                probe every configured provider (and its key, where a cheap
+                         endpoint tells), print a table, exit 1 when any failed
   -h, --help             this text
 
 Environment: <PROVIDER>_API_KEY for the configured provider (e.g. GEMINI_API_KEY),
@@ -65,6 +68,8 @@ export interface ServerArgs {
   /** Worker threads sharing the port (1: serve on the main thread). */
   workers: number;
   printPermissions: boolean;
+  /** Probe the providers, print a table and exit (`--check`). */
+  check: boolean;
   help: boolean;
 }
 
@@ -83,6 +88,7 @@ export function parseServerArgs(args: string[]): ServerArgs {
         "tls-key": { type: "string" },
         workers: { type: "string" },
         "print-permissions": { type: "boolean", default: false },
+        check: { type: "boolean", default: false },
         help: { type: "boolean", short: "h", default: false },
       },
       strict: true,
@@ -95,6 +101,7 @@ export function parseServerArgs(args: string[]): ServerArgs {
     config: v.config ?? DEFAULT_CONFIG,
     workers: v.workers === undefined ? 1 : parseWorkerCount(v.workers),
     printPermissions: v["print-permissions"] ?? false,
+    check: v.check ?? false,
     help: v.help ?? false,
   };
   if (v.port !== undefined) {
@@ -184,6 +191,7 @@ export async function main(args: string[]): Promise<number> {
     console.log(permissionCommand(config, serverPermissionOptions(config, a)));
     return 0;
   }
+  if (a.check) return await runCheck(config, { env: envGet, print: (l) => console.log(l) });
   if (a.host !== undefined) config.server.host = a.host;
   if (a.port !== undefined) config.server.port = a.port;
   if (a.publicUrl !== undefined) config.telephony.publicUrl = a.publicUrl;
@@ -200,8 +208,10 @@ export async function main(args: string[]): Promise<number> {
     err(formatConfigProblems(envProblems, a.config));
     return 2;
   }
-  if (a.workers > 1) return await serveOnWorkers(a, config, tls);
   const logger: Logger = loggerFromEnv(envGet, "flowcat");
+  // In the background: a local provider that is down is said now, not at the first call.
+  void warnUnreachable(config, logger, { env: envGet });
+  if (a.workers > 1) return await serveOnWorkers(a, config, tls);
   let app;
   try {
     app = await createAgentServer({ config, env: envGet, logger });
