@@ -29,6 +29,7 @@ import { router } from "./router.ts";
 import { type SipTrunk, startSipTrunk } from "./sip_trunk.ts";
 import { agentRoutes } from "./routes.ts";
 import { createServerMetrics, type ServerMetrics } from "./server_metrics.ts";
+import { type CallTracing, tracingFromEnv } from "./tracing.ts";
 import {
   MemorySessionSource,
   type RunOrigin,
@@ -47,6 +48,7 @@ export type {
 };
 export type { DialRequest, DialResult, OutboundDialer, SipDialFn, SipTrunk };
 export type { ServerMetrics };
+export type { CallTracing, TracedCall, TracedCallEnd, TracedCallInfo } from "./tracing.ts";
 export type {
   Counter,
   CounterChild,
@@ -87,6 +89,11 @@ export interface AgentServerOptions {
    * ms with a count (default 10000): a flood costs one line per interval.
    */
   refusalLogIntervalMs?: number;
+  /**
+   * Traces calls; default: OpenTelemetry when `env` has `OTEL_DENO=true` (server/tracing.ts),
+   * else none.
+   */
+  tracing?: CallTracing;
   /**
    * Where `/metrics` text comes from instead of this server's registry (a worker asks the main
    * thread, which joins every worker's metrics).
@@ -136,6 +143,7 @@ export async function createAgentServer(opts: AgentServerOptions): Promise<Agent
     ...(opts.cluster ? { cluster: opts.cluster } : {}),
   });
   const metrics = createServerMetrics();
+  const tracing = opts.tracing ?? await tracingFromEnv(env);
   const calls = await CallManager.create({
     config,
     sessions,
@@ -144,6 +152,7 @@ export async function createAgentServer(opts: AgentServerOptions): Promise<Agent
     metrics,
     ...(opts.realtimeFactory ? { realtimeFactory: opts.realtimeFactory } : {}),
     ...(opts.serviceFactories ? { serviceFactories: opts.serviceFactories } : {}),
+    ...(tracing !== undefined ? { tracing } : {}),
   });
   const sipCfg = config.telephony.sip;
   const sip = sipCfg === undefined || opts.sipDial !== undefined ? undefined : await startSipTrunk({

@@ -64,14 +64,23 @@ export async function warnUnreachable(
   const targets = probeTargets(config).filter((t) => t.local && !t.inProcess && !t.notWired);
   const results = await probeAll(targets, opts);
   for (const r of results) {
-    if (r.ok) continue;
-    log.warn("provider not reachable: calls will fail until it is", {
-      service: r.target.service,
-      provider: r.target.provider,
-      url: r.target.url,
-      error: r.reason,
-      ...(r.target.start !== undefined ? { start: r.target.start } : {}),
-    });
+    // Only what will fail calls: a server that is down, or up without the model. Any other
+    // answer means it is running (--check says more).
+    if (r.ok || (r.problem !== "unreachable" && r.problem !== "model" && (r.status ?? 0) < 500)) {
+      continue;
+    }
+    log.warn(
+      r.problem === "model"
+        ? "provider model not loaded: calls will fail until it is"
+        : "provider not reachable: calls will fail until it is",
+      {
+        service: r.target.service,
+        provider: r.target.provider,
+        url: r.target.url,
+        error: r.reason,
+        ...(r.target.start !== undefined && r.problem !== "model" ? { start: r.target.start } : {}),
+      },
+    );
   }
   return results;
 }

@@ -11,6 +11,7 @@ import type { Problem } from "../core/agent/problems.ts";
 import type { AgentServerConfig } from "./config_types.ts";
 import { WEBHOOK_SECRET_ENV } from "../telephony/webhooks.ts";
 import type { CarrierName } from "../telephony/serializers/mod.ts";
+import { OTEL_ENV } from "./tracing.ts";
 
 /** Log level variable the server reads (`debug`, `info`, `warn`, `error`, `silent`). */
 export const LOG_ENV = "FLOWCAT_LOG";
@@ -106,6 +107,7 @@ export function requiredEnv(config: AgentServerConfig): EnvRequirement[] {
   }
   add({ name: LOG_ENV, why: "log level (debug, info, warn, error, silent)", required: false });
   add({ name: LOG_FORMAT_ENV, why: "log format (text, json)", required: false });
+  add({ name: OTEL_ENV, why: "OpenTelemetry export on (true): call spans", required: false });
   if (config.pipeline === "s2s") {
     for (const name of REALTIME_ENV_NAMES) {
       add({ name, why: "realtime voice and turn-taking knob", required: false });

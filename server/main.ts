@@ -54,7 +54,8 @@ Options:
 
 Environment: <PROVIDER>_API_KEY for the configured provider (e.g. GEMINI_API_KEY),
 FLOWCAT_LOG (debug|info|warn|error), FLOWCAT_LOG_FORMAT (text|json), FLOWCAT_VOICE,
-FLOWCAT_VAD_*. See docs/config.md and docs/observability.md.
+FLOWCAT_VAD_*, OTEL_DENO=true (OpenTelemetry traces; OTEL_EXPORTER_OTLP_* as Deno reads them).
+See docs/config.md and docs/observability.md.
 `;
 
 /** Parsed command line. */

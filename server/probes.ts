@@ -59,6 +59,11 @@ export interface ProbeResult {
   latencyMs?: number;
   /** HTTP status, when one came. */
   status?: number;
+  /**
+   * What kind of failure: `unreachable` (no answer), `model` (the model is not loaded),
+   * `key` (missing or rejected), `answer` (an unexpected status), `config` (not wired).
+   */
+  problem?: "unreachable" | "model" | "key" | "answer" | "config";
 }
 
 /** What to start for each local provider when it does not answer. */
@@ -269,7 +274,9 @@ export function listsModel(body: unknown, model: string): boolean | undefined {
 
 /** Probe one target. Never throws; never puts a key in the result. */
 export async function probe(t: ProbeTarget, opts: ProbeOptions): Promise<ProbeResult> {
-  if (t.notWired) return { target: t, ok: false, reason: "not wired in Flowcat yet" };
+  if (t.notWired) {
+    return { target: t, ok: false, reason: "not wired in Flowcat yet", problem: "config" };
+  }
   if (t.inProcess || t.request === undefined) {
     return { target: t, ok: true, reason: "in process" };
   }
@@ -282,7 +289,7 @@ export async function probe(t: ProbeTarget, opts: ProbeOptions): Promise<ProbeRe
     }
   }
   if (t.keyRequired && key === undefined) {
-    return { target: t, ok: false, reason: `${t.keyEnv} is not set` };
+    return { target: t, ok: false, reason: `${t.keyEnv} is not set`, problem: "key" };
   }
   const timeoutMs = opts.timeoutMs ?? 2000;
   const began = performance.now();
@@ -296,16 +303,17 @@ export async function probe(t: ProbeTarget, opts: ProbeOptions): Promise<ProbeRe
   } catch (err) {
     const timedOut = err instanceof DOMException && err.name === "TimeoutError";
     const cause = timedOut ? `no answer within ${timeoutMs} ms` : networkCause(err);
-    return { target: t, ok: false, reason: cause, latencyMs: ms() };
+    return { target: t, ok: false, reason: cause, latencyMs: ms(), problem: "unreachable" };
   }
   const latencyMs = ms();
   const status = res.status;
-  const fail = (reason: string): ProbeResult => ({
+  const fail = (reason: string, problem: ProbeResult["problem"] = "answer"): ProbeResult => ({
     target: t,
     ok: false,
     reason,
     latencyMs,
     status,
+    problem,
   });
   if (status === 401 || status === 403) {
     await res.body?.cancel();
@@ -313,6 +321,7 @@ export async function probe(t: ProbeTarget, opts: ProbeOptions): Promise<ProbeRe
       key === undefined
         ? `HTTP ${status}: it wants a key (set ${t.keyEnv ?? "one"})`
         : `key rejected (HTTP ${status}; check ${t.keyEnv})`,
+      "key",
     );
   }
   if (status >= 500 || (t.expect === "ok" && (status < 200 || status > 299))) {
@@ -323,7 +332,7 @@ export async function probe(t: ProbeTarget, opts: ProbeOptions): Promise<ProbeRe
     const listed = listsModel(await res.json().catch(() => undefined), t.model);
     if (listed === false) {
       const load = LISTS_MODELS[`${t.service}/${t.provider}`]!(t.model);
-      return fail(`model ${t.model} is not loaded (${load})`);
+      return fail(`model ${t.model} is not loaded (${load})`, "model");
     }
     return {
       target: t,
