@@ -38,6 +38,8 @@ import type { AgentServerConfig } from "./config.ts";
 import { endReason, stopDetail } from "./end_reason.ts";
 import type { ServerMetrics } from "./server_metrics.ts";
 import type { CallTracing, TracedCall } from "./tracing.ts";
+import type { ErrorReporter } from "./error_reporting.ts";
+import type { CallFailureReport } from "./call_failures.ts";
 import type { MemorySessionSource, RunRecord } from "./session_store.ts";
 
 export type { EnvGet } from "./call_shapes.ts";
@@ -73,6 +75,8 @@ export interface CallManagerOptions {
   metrics?: ServerMetrics;
   /** Traces each call (OpenTelemetry); none when absent (no tracer on any call). */
   tracing?: CallTracing;
+  /** Reports fatal call failures (Sentry-compatible); none when absent. */
+  errors?: ErrorReporter;
 }
 
 /** Runs the server's calls. */
@@ -86,6 +90,7 @@ export class CallManager {
   readonly #providers: ProviderNames;
   readonly #shared: WatchShared;
   readonly #tracing: CallTracing | undefined;
+  readonly #errors: ErrorReporter | undefined;
   readonly #tasks = new Map<number, { task: PipelineTask; done: Promise<unknown> }>();
   #draining = false;
 
@@ -98,6 +103,7 @@ export class CallManager {
     this.#metrics = opts.metrics;
     this.#providers = providerNames(opts.config);
     this.#tracing = opts.tracing;
+    this.#errors = opts.errors;
     this.#shared = {
       providers: this.#providers,
       ...(opts.metrics !== undefined ? { metrics: opts.metrics } : {}),
@@ -146,8 +152,12 @@ export class CallManager {
     } catch (err) {
       // Said once, as any provider failure: the caller was hung up on at once.
       const id = callIdentity(run, transport);
-      new CallFailures(withFields(this.#log, { ...id }), this.#providers, this.#metrics)
-        .record(`brain unavailable: ${errorMessage(err)}`, true, "BrainProcessor");
+      new CallFailures(
+        withFields(this.#log, { ...id }),
+        this.#providers,
+        this.#metrics,
+        this.#reportFatal(id, run.token),
+      ).record(`brain unavailable: ${errorMessage(err)}`, true, "BrainProcessor");
       watch.onFailed?.(`The agent's brain is unavailable: ${errorMessage(err)}`);
       await transport.close?.();
       return undefined;
@@ -191,7 +201,7 @@ export class CallManager {
         ...(traced !== undefined ? { tracer: traced } : {}),
       },
     });
-    const observed = watchCall(task, this.#shared, log);
+    const observed = watchCall(task, this.#shared, log, this.#reportFatal(id, run.token));
     traced?.attach(task);
     const onFailed = watch.onFailed;
     if (onFailed !== undefined) {
@@ -289,6 +299,14 @@ export class CallManager {
       for (const t of this.#tasks.values()) t.task.cancel("server shutting down");
       await all();
     }
+  }
+
+  /** Where a call's fatal failures go, when the server reports errors. */
+  #reportFatal(id: CallIdentity, token: string): ((f: CallFailureReport) => void) | undefined {
+    const errors = this.#errors;
+    if (errors === undefined) return undefined;
+    const call = { ...id, pipeline: this.#cfg.pipeline, models: this.#shape.models, token };
+    return (f) => errors.callFailure(call, f);
   }
 
   /** The call's tracer, when the server traces calls. */

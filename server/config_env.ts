@@ -19,6 +19,9 @@ export const LOG_ENV = "FLOWCAT_LOG";
 /** Log format variable the server reads (`text`, `json`). */
 export const LOG_FORMAT_ENV = "FLOWCAT_LOG_FORMAT";
 
+/** The variable holding an error-reporting DSN (it wins over `observability.errors.dsn`). */
+export const SENTRY_DSN_ENV = "SENTRY_DSN";
+
 /** One environment variable the server reads. */
 export interface EnvRequirement {
   /** Variable name, e.g. `GEMINI_API_KEY`. */
@@ -108,6 +111,11 @@ export function requiredEnv(config: AgentServerConfig): EnvRequirement[] {
   add({ name: LOG_ENV, why: "log level (debug, info, warn, error, silent)", required: false });
   add({ name: LOG_FORMAT_ENV, why: "log format (text, json)", required: false });
   add({ name: OTEL_ENV, why: "OpenTelemetry export on (true): call spans", required: false });
+  add({
+    name: SENTRY_DSN_ENV,
+    why: "error reports to this DSN (wins over the config's)",
+    required: false,
+  });
   if (config.pipeline === "s2s") {
     for (const name of REALTIME_ENV_NAMES) {
       add({ name, why: "realtime voice and turn-taking knob", required: false });

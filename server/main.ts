@@ -24,6 +24,7 @@ import { permissionCommand, type PermissionOptions } from "./permissions.ts";
 import { hostInterfaces, webrtcPeerHosts } from "./webrtc_peers.ts";
 import { loggerFromEnv } from "./log_env.ts";
 import { runCheck, warnUnreachable } from "./check.ts";
+import { dsnNetHost, type ErrorReporter } from "./error_reporting.ts";
 import { parseWorkerCount, startWorkers } from "./workers.ts";
 
 /** Config used when `--config` is not given. */
@@ -54,7 +55,8 @@ Options:
 
 Environment: <PROVIDER>_API_KEY for the configured provider (e.g. GEMINI_API_KEY),
 FLOWCAT_LOG (debug|info|warn|error), FLOWCAT_LOG_FORMAT (text|json), FLOWCAT_VOICE,
-FLOWCAT_VAD_*, OTEL_DENO=true (OpenTelemetry traces; OTEL_EXPORTER_OTLP_* as Deno reads them).
+FLOWCAT_VAD_*, OTEL_DENO=true (OpenTelemetry traces; OTEL_EXPORTER_OTLP_* as Deno reads them),
+SENTRY_DSN (error reports).
 See docs/config.md and docs/observability.md.
 `;
 
@@ -142,21 +144,27 @@ export function implementationReads(config: AgentServerConfig): string[] {
 
 /**
  * The inputs of the least-privilege flags for `config` run with `a`'s overrides on this host:
- * the files the implementation reads and, with the playground on, the addresses WebRTC
- * answers browsers at (read from this host's interfaces now).
+ * the files the implementation reads, with the playground on the addresses WebRTC answers
+ * browsers at (read from this host's interfaces now), and the error-reporting server when a DSN
+ * is configured (in the config or in `SENTRY_DSN`, read through `env`).
  */
 export function serverPermissionOptions(
   config: AgentServerConfig,
   a: Pick<ServerArgs, "config" | "host" | "port" | "tls">,
+  env: (name: string) => string | undefined = () => undefined,
 ): PermissionOptions {
   const host = a.host ?? config.server.host;
   const tls = a.tls ?? config.server.tls;
+  const dsn = dsnNetHost(config, env);
   return {
     configPath: a.config,
     host,
     port: a.port ?? config.server.port,
     extraRead: [...implementationReads(config), ...(tls ? [tls.certFile, tls.keyFile] : [])],
-    extraNet: config.playground.enabled ? webrtcPeerHosts(host, hostInterfaces()) : [],
+    extraNet: [
+      ...(config.playground.enabled ? webrtcPeerHosts(host, hostInterfaces()) : []),
+      ...(dsn !== undefined ? [dsn] : []),
+    ],
   };
 }
 
@@ -189,7 +197,7 @@ export async function main(args: string[]): Promise<number> {
   }
   const config = loaded.config;
   if (a.printPermissions) {
-    console.log(permissionCommand(config, serverPermissionOptions(config, a)));
+    console.log(permissionCommand(config, serverPermissionOptions(config, a, envGet)));
     return 0;
   }
   if (a.check) return await runCheck(config, { env: envGet, print: (l) => console.log(l) });
@@ -224,6 +232,7 @@ export async function main(args: string[]): Promise<number> {
     }
     throw e;
   }
+  if (app.errors !== undefined) reportUncaught(app.errors);
   const { host, port } = config.server;
   const ready = Promise.withResolvers<Deno.NetAddr>();
   let server: Deno.HttpServer<Deno.NetAddr>;
@@ -267,6 +276,27 @@ function printBanner(
       );
     }
   }
+}
+
+/**
+ * Report what escapes every handler (an unhandled rejection, an uncaught error) before the
+ * process dies of it, as it would have anyway.
+ */
+function reportUncaught(errors: ErrorReporter): void {
+  const fatal = async (err: unknown, where: string) => {
+    errors.unexpected(err, { where }, "fatal");
+    await errors.flush(2000);
+    console.error(`flowcat: ${where}: ${errorMessage(err)}`);
+    Deno.exit(1);
+  };
+  globalThis.addEventListener("unhandledrejection", (e) => {
+    e.preventDefault();
+    void fatal(e.reason, "unhandled rejection");
+  });
+  globalThis.addEventListener("error", (e) => {
+    e.preventDefault();
+    void fatal(e.error, "uncaught error");
+  });
 }
 
 /** Whether `host` is a loopback address (or a name for one). */

@@ -21,17 +21,31 @@ export interface ServerChild {
   stop(): Promise<number>;
 }
 
-/** Start `server/main.ts --config <path> --port 0` as `deno task start` would run it. */
+/**
+ * Start `server/main.ts --config <path> --port 0` under the flags `deno task start` computes
+ * (`env` is what the server and the launcher see); with `launcher`, start it through the start
+ * task itself.
+ */
 export async function startServerChild(
   configPath: string,
   env: Record<string, string>,
+  opts: { launcher?: boolean } = {},
 ): Promise<ServerChild> {
   const loaded = await loadConfig(configPath);
   if (!loaded.ok) throw new Error(JSON.stringify(loaded.problems));
-  const opts = serverPermissionOptions(loaded.config, { config: configPath, port: 0 });
-  const flags = permissionFlags(loaded.config, opts);
+  const perms = serverPermissionOptions(
+    loaded.config,
+    { config: configPath, port: 0 },
+    (n) => env[n],
+  );
+  const flags = permissionFlags(loaded.config, perms);
+  const server = ["server/main.ts", "--config", configPath, "--port", "0"];
+  // Through the launcher (deno task start), which computes the flags itself in the child.
+  const args = opts.launcher
+    ? [...startTaskArgs(), "--config", configPath, "--port", "0"]
+    : ["run", "--no-prompt", ...flags, ...server];
   const child = new Deno.Command("deno", {
-    args: ["run", "--no-prompt", ...flags, "server/main.ts", "--config", configPath, "--port", "0"],
+    args,
     // Only what the test gives, plus what Deno itself needs to find its caches.
     env: { ...inherited(["HOME", "PATH", "DENO_DIR", "XDG_CACHE_HOME"]), NO_COLOR: "1", ...env },
     clearEnv: true,
@@ -76,4 +90,12 @@ function inherited(names: string[]): Record<string, string> {
     if (v !== undefined) out[n] = v;
   }
   return out;
+}
+
+/** The `start` task's own flags, read from deno.json: a test runs what users run. */
+export function startTaskArgs(): string[] {
+  const tasks = JSON.parse(Deno.readTextFileSync("deno.json")).tasks as Record<string, string>;
+  const words = tasks.start.split(/\s+/);
+  if (words[0] !== "deno") throw new Error(`the start task is not a deno command: ${tasks.start}`);
+  return words.slice(1);
 }

@@ -10,6 +10,7 @@ import { parseConfigText } from "../server/config.ts";
 import { formatCheckTable } from "../server/check.ts";
 import { listsModel, probe, probeTargets, shownUrl } from "../server/probes.ts";
 import { permissionFlags } from "../server/permissions.ts";
+import { startTaskArgs } from "./_server_child.ts";
 
 const DIR = ".tmp/server_check_test";
 const LOCAL = "examples/cascaded_local.yaml";
@@ -31,15 +32,7 @@ function examplePortsFree(): boolean {
 /** Run `deno task start`'s launcher with `args`; its output and exit code. */
 async function launcher(args: string[], env: Record<string, string> = {}) {
   const out = await new Deno.Command("deno", {
-    args: [
-      "run",
-      "--allow-read",
-      "--allow-run=deno",
-      "--allow-sys=networkInterfaces",
-      "--ignore-env",
-      "server/launch.ts",
-      ...args,
-    ],
+    args: [...startTaskArgs(), ...args],
     env: { NO_COLOR: "1", ...env },
     stdout: "piped",
     stderr: "piped",
@@ -83,12 +76,7 @@ Deno.test({
   async fn() {
     const child = new Deno.Command("deno", {
       args: [
-        "run",
-        "--allow-read",
-        "--allow-run=deno",
-        "--allow-sys=networkInterfaces",
-        "--ignore-env",
-        "server/launch.ts",
+        ...startTaskArgs(),
         "--config",
         LOCAL,
         "--port",

@@ -86,6 +86,7 @@ Deno.test("env: the echo provider needs no key; cascaded skips the realtime knob
     "FLOWCAT_LOG",
     "FLOWCAT_LOG_FORMAT",
     "OTEL_DENO",
+    "SENTRY_DSN",
   ]);
 });
 
