@@ -154,7 +154,8 @@ export async function createAgentServer(opts: AgentServerOptions): Promise<Agent
     ...(opts.cluster ? { cluster: opts.cluster } : {}),
   });
   const metrics = createServerMetrics();
-  const tracing = opts.tracing ?? await tracingFromEnv(env);
+  const tracing = opts.tracing ??
+    await tracingFromEnv(env, { recordContent: config.observability.tracing.recordContent });
   const errors = opts.errors ?? await errorReporterFrom(config, env, logger);
   const calls = await CallManager.create({
     config,

@@ -32,15 +32,19 @@ export function tracingWanted(env: EnvGet): boolean {
 }
 
 /**
- * The call tracing `env` asks for, or `undefined` (nothing loaded). Loading it also keeps
- * query values (call tokens) out of the URLs of Deno's own HTTP spans.
+ * The call tracing `env` asks for, or `undefined` (nothing loaded); with `recordContent`, LLM
+ * spans carry prompts and completions. Loading it also keeps query values (call tokens) out of
+ * the URLs of Deno's own HTTP spans.
  */
-export async function tracingFromEnv(env: EnvGet): Promise<CallTracing | undefined> {
+export async function tracingFromEnv(
+  env: EnvGet,
+  opts: { recordContent?: boolean } = {},
+): Promise<CallTracing | undefined> {
   if (!tracingWanted(env)) return undefined;
   const [otel, urls] = await Promise.all([
     import("../providers/obs/otel.ts"),
     import("../providers/obs/url_redaction.ts"),
   ]);
   urls.redactUrlAttributes();
-  return otel.createOtelTracing();
+  return otel.createOtelTracing({ recordContent: opts.recordContent === true });
 }

@@ -18,6 +18,7 @@ import {
   OpenAIChatFake,
   streamReply,
   textChunk,
+  toolCallChunk,
   usageChunk,
 } from "./fakes/openai_chat_fake.ts";
 import { WhisperHttpFake } from "./fakes/whisper_http_fake.ts";
@@ -29,10 +30,10 @@ const PUBLIC = "https://agent.example.com";
 const tone = (seconds: number) =>
   sine({ freq: 440, sampleRate: 8000, samples: Math.round(8000 * seconds), amplitude: 9000 });
 
-async function writeConfig(stt: string, llm: string): Promise<string> {
+async function writeConfig(stt: string, llm: string, extra = ""): Promise<string> {
   await Deno.mkdir(DIR, { recursive: true });
   await Deno.copyFile("examples/echo_graph.yaml", `${DIR}/echo_graph.yaml`);
-  const path = `${DIR}/agent.yaml`;
+  const path = `${DIR}/agent${extra === "" ? "" : "-content"}.yaml`;
   await Deno.writeTextFile(
     path,
     `version: 1
@@ -44,7 +45,7 @@ providers:
   tts: { name: espeak }
 telephony: { public_url: "${PUBLIC}", carriers: [twilio] }
 playground: { enabled: false }
-`,
+${extra}`,
   );
   return path;
 }
@@ -63,6 +64,29 @@ async function quietAfterSpeech(call: TwilioCall): Promise<void> {
     10_000,
     "the bot to finish its line",
   );
+}
+
+/** The GenAI attributes a chat span carries without content. */
+const GENAI = [
+  "gen_ai.operation.name",
+  "gen_ai.provider.name",
+  "gen_ai.system",
+  "gen_ai.request.model",
+  "gen_ai.usage.input_tokens",
+  "gen_ai.usage.output_tokens",
+  "gen_ai.response.finish_reasons",
+];
+/** Attributes that hold what was said: only with `record_content`. */
+const CONTENT = [
+  "gen_ai.input.messages",
+  "gen_ai.output.messages",
+  "gen_ai.system_instructions",
+  "flowcat.stt.transcript",
+  "flowcat.tts.text",
+];
+
+function pick(o: Record<string, unknown>, keys: string[]): Record<string, unknown> {
+  return Object.fromEntries(keys.filter((k) => k in o).map((k) => [k, o[k]]));
 }
 
 function byId(spans: ReceivedSpan[]): Map<string, ReceivedSpan> {
@@ -199,12 +223,32 @@ Deno.test("otel: a cascaded call's spans reach an OTLP receiver as call -> turn 
       assert.equal(s.attributes["flowcat.provider"], "speaches");
       assert.equal(typeof s.attributes["flowcat.ttfb_seconds"], "number");
     }
-    const chats = named("llm chat");
+    // Model requests as the OpenTelemetry GenAI conventions name them: what LLM-tracing
+    // backends (Langfuse and the like) read.
+    const chats = named("chat tiny-llm");
     assert.deepEqual(chats.map(turnOf), [1, 2]);
     assert.equal(chats[0].attributes["flowcat.provider"], "ollama");
     assert.equal(chats[0].attributes["flowcat.model"], "tiny-llm");
-    assert.equal(chats[0].attributes["flowcat.usage.input_tokens"], 42);
-    assert.equal(chats[0].attributes["flowcat.usage.output_tokens"], 17);
+    assert.deepEqual(pick(chats[0].attributes, GENAI), {
+      "gen_ai.operation.name": "chat",
+      "gen_ai.provider.name": "ollama",
+      "gen_ai.system": "ollama",
+      "gen_ai.request.model": "tiny-llm",
+      "gen_ai.usage.input_tokens": 42,
+      "gen_ai.usage.output_tokens": 17,
+      "gen_ai.response.finish_reasons": ["stop"],
+    });
+    assert.ok(chats[0].intAttributes.has("gen_ai.usage.input_tokens"), "token counts are ints");
+    assert.equal(chats[1].attributes["gen_ai.usage.input_tokens"], 60);
+    assert.equal(typeof chats[0].attributes["flowcat.ttfb_seconds"], "number");
+    // Content is opt-in: by default no prompt, completion, transcript or spoken text.
+    for (const s of ours) {
+      for (const key of CONTENT) assert.equal(s.attributes[key], undefined, `${s.name} ${key}`);
+    }
+    const everything = receiver.bodies.map((b) => b.text).join("\n");
+    for (const words of ["Tell me a story", "This is sentence", "Hi there"]) {
+      assert.ok(!everything.includes(words), `"${words}" is not exported`);
+    }
     const tts = named("tts speak");
     assert.ok(tts.some((t) => turnOf(t) === 0), "the greeting is spoken in turn 0");
     assert.ok(tts.some((t) => turnOf(t) === 1), "the reply is spoken in turn 1");
@@ -215,7 +259,6 @@ Deno.test("otel: a cascaded call's spans reach an OTLP receiver as call -> turn 
     );
     assert.ok(media, "Deno traced the media-socket request");
     assert.match(String(media.attributes["url.query"]), /^token=REDACTED$/);
-    const everything = receiver.bodies.map((b) => b.text).join("\n");
     assert.ok(!everything.includes(SECRET), "the carrier secret is not exported");
     assert.ok(token.length > 10 && !everything.includes(token), "no call token is exported");
     assert.ok(!everything.includes("flowcat.probe"), "the redaction probe span is never exported");
@@ -234,4 +277,83 @@ Deno.test("otel: query values of URL attributes are redacted, names kept", () =>
   assert.equal(redactQuery("http://h/a/b"), "http://h/a/b");
   assert.equal(redactQuery("http://h/a?flag#frag"), "http://h/a?flag");
   assert.equal(redactQuery(""), "");
+});
+
+Deno.test("otel: with record_content the model's prompt, reply and tool call are in its span", async () => {
+  const receiver = new OtlpReceiver();
+  const stt = new WhisperHttpFake();
+  await stt.start();
+  const llm = new OpenAIChatFake();
+  stt.reply({ body: { text: "Goodbye now." } });
+  llm.reply(
+    { kind: "json", status: 200, body: { object: "list", data: [{ id: "tiny-llm" }] } },
+    streamReply([
+      textChunk("Bye!"),
+      toolCallChunk(0, { id: "call_1", name: "goodbye", arguments: "{}" }),
+      finishChunk("tool_calls"),
+      usageChunk({ prompt_tokens: 30, completion_tokens: 4, total_tokens: 34 }),
+    ]),
+  );
+  const path = await writeConfig(
+    stt.url,
+    llm.baseUrl,
+    "observability: { tracing: { record_content: true } }\n",
+  );
+  const server = await startServerChild(path, {
+    OTEL_DENO: "true",
+    OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint,
+    OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
+    OTEL_BSP_SCHEDULE_DELAY: "200",
+    TWILIO_AUTH_TOKEN: SECRET,
+  });
+  try {
+    const { call } = await dialTwilio(server.base, { secret: SECRET, publicUrl: PUBLIC });
+    await quietAfterSpeech(call);
+    await call.speak(tone(1));
+    await call.speak(new Int16Array(8000 * 1.2));
+    // The model calls goodbye: the brain ends the call after its line.
+    await until(() => server.stderr().includes("call ended"), 15_000, "the agent to end the call");
+    await call.close();
+  } finally {
+    assert.equal(await server.stop(), 0, server.stderr());
+    await stt.close();
+    await llm.close();
+  }
+  try {
+    await until(() => receiver.scoped("flowcat").some((s) => s.name === "call"), 10_000, "spans");
+    const ours = receiver.scoped("flowcat");
+    const [chat] = ours.filter((s) => s.name === "chat tiny-llm");
+    assert.ok(chat, ours.map((s) => s.name).join(", "));
+    assert.deepEqual(chat.attributes["gen_ai.response.finish_reasons"], ["tool_calls"]);
+    assert.deepEqual(chat.attributes["flowcat.tool_calls"], ["goodbye"]);
+    assert.equal(chat.attributes["gen_ai.usage.output_tokens"], 4);
+    const system = JSON.parse(String(chat.attributes["gen_ai.system_instructions"]));
+    assert.match(system[0].content, /You are the Flowcat demo agent/);
+    const input = JSON.parse(String(chat.attributes["gen_ai.input.messages"]));
+    assert.deepEqual(input.at(-1), {
+      role: "user",
+      parts: [{ type: "text", content: "Goodbye now." }],
+    });
+    assert.deepEqual(input[0], {
+      role: "assistant",
+      parts: [{ type: "text", content: "Hi there." }],
+    });
+    assert.deepEqual(JSON.parse(String(chat.attributes["gen_ai.output.messages"])), [{
+      role: "assistant",
+      parts: [
+        { type: "text", content: "Bye!" },
+        { type: "tool_call", id: "call_1", name: "goodbye", arguments: {} },
+      ],
+      finish_reason: "tool_calls",
+    }]);
+    const [heard] = ours.filter((s) => s.name === "stt transcribe");
+    assert.equal(heard.attributes["flowcat.stt.transcript"], "Goodbye now.");
+    assert.ok(ours.some((s) => s.attributes["flowcat.tts.text"] === "Bye!"));
+    const call = ours.find((s) => s.name === "call")!;
+    assert.equal(call.attributes["flowcat.call.end_reason"], "agent_ended");
+    const everything = receiver.bodies.map((b) => b.text).join("\n");
+    assert.ok(!everything.includes(SECRET), "content or not, no secret");
+  } finally {
+    await receiver.close();
+  }
 });

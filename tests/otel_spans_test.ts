@@ -59,7 +59,7 @@ Deno.test("otel spans: a model reply with a tool call carries tokens, tools and 
     await r.task.stopWhenDone();
   });
   r.call.end({ reason: "agent_ended", turns: 0 });
-  const [chat] = r.rec.named("llm chat");
+  const [chat] = r.rec.named("chat scripted-1");
   assert.ok(chat.ended);
   assert.equal(chat.parent?.name, "turn", "requests hang off a turn");
   assert.equal(chat.parent?.attributes["flowcat.turn.index"], 0);
@@ -70,8 +70,8 @@ Deno.test("otel spans: a model reply with a tool call carries tokens, tools and 
       provider: chat.attributes["flowcat.provider"],
       model: chat.attributes["flowcat.model"],
       tools: chat.attributes["flowcat.tool_calls"],
-      input: chat.attributes["flowcat.usage.input_tokens"],
-      output: chat.attributes["flowcat.usage.output_tokens"],
+      input: chat.attributes["gen_ai.usage.input_tokens"],
+      output: chat.attributes["gen_ai.usage.output_tokens"],
       interrupted: chat.attributes["flowcat.interrupted"],
     },
     {
@@ -98,10 +98,10 @@ Deno.test("otel spans: a failing model is an error span; a barge-in marks the re
   const failing = rig([{ text: ["Hmm"], fail: "HTTP 503: busy (3 attempts)" }]);
   await drive(failing.task, async () => {
     await failing.task.queueFrame(makeFrame("LlmRun", {}));
-    await until(() => failing.rec.named("llm chat")[0]?.ended === true);
+    await until(() => failing.rec.named("chat scripted-1")[0]?.ended === true);
     await failing.task.stopWhenDone();
   });
-  const [bad] = failing.rec.named("llm chat");
+  const [bad] = failing.rec.named("chat scripted-1");
   assert.deepEqual(bad.status, {
     code: 2,
     message: "scripted-llm: HTTP 503: busy (3 attempts)",
@@ -111,13 +111,13 @@ Deno.test("otel spans: a failing model is an error span; a barge-in marks the re
   const cut = rig([{ text: ["A long ", "answer ", "that goes on."], gapMs: 60 }]);
   await drive(cut.task, async () => {
     await cut.task.queueFrame(makeFrame("LlmRun", {}));
-    await until(() => cut.rec.named("llm chat").length === 1);
+    await until(() => cut.rec.named("chat scripted-1").length === 1);
     await sleep(70);
     await cut.task.queueFrame(makeFrame("Interruption", {}));
-    await until(() => cut.rec.named("llm chat")[0].ended);
+    await until(() => cut.rec.named("chat scripted-1")[0].ended);
     await cut.task.stopWhenDone();
   });
-  const [chat] = cut.rec.named("llm chat");
+  const [chat] = cut.rec.named("chat scripted-1");
   assert.equal(chat.attributes["flowcat.interrupted"], true);
   assert.deepEqual(chat.status, { code: 0 }, "a barge-in is no error");
 });
@@ -177,14 +177,16 @@ Deno.test("otel spans: a speech-to-speech call has a session under the call and 
     assert.equal(session.parent, callSpan, "the session lasts the call: under the call itself");
     assert.ok(session.ended);
     assert.deepEqual(session.status, { code: 0 });
-    const responses = rec.named("realtime response");
+    const responses = rec.named("chat echo");
     assert.ok(responses.length >= 2, `greeting and echo: ${responses.length}`);
     const turnIndex = (s: { parent?: { attributes: Record<string, unknown> } }) =>
       s.parent?.attributes["flowcat.turn.index"];
     assert.deepEqual([...new Set(responses.map(turnIndex))], [0, 1]);
     const echo = responses.find((s) => turnIndex(s) === 1)!;
     assert.equal(typeof echo.attributes["flowcat.ttfb_seconds"], "number");
-    assert.ok(Number(echo.attributes["flowcat.usage.input_tokens"]) > 0, "the echo's usage");
+    assert.ok(Number(echo.attributes["gen_ai.usage.input_tokens"]) > 0, "the echo's usage");
+    assert.equal(echo.attributes["gen_ai.provider.name"], "echo");
+    assert.equal(echo.attributes["gen_ai.input.messages"], undefined, "no content by default");
     // Spans come per request and turn, never per frame: some 60 caller frames, a few spans.
     assert.ok(rec.spans.length <= 8, `${rec.spans.length} spans: ${rec.spans.map((s) => s.name)}`);
     assert.ok(rec.spans.every((s) => s.ended), "every span ended");
@@ -212,4 +214,56 @@ Deno.test("otel spans: tracing is off unless OTEL_DENO is true, and loads nothin
   const task = new PipelineTask(new Pipeline([probe]));
   await drive(task, () => task.stopWhenDone());
   assert.equal(probe.setup?.tracer, undefined);
+});
+
+Deno.test("otel spans: content, when recorded, holds the messages; a realtime response the caller's words", async () => {
+  const rec = new RecordingTracer();
+  const call = createOtelTracing({ tracer: rec, recordContent: true }).startCall(INFO);
+  const context = createLlmContext("Be brief.", []);
+  context.messages.push({ role: "user", content: "Hello?" });
+  const task = new PipelineTask(
+    new Pipeline([new LlmProcessor(new ScriptedLlm([{ text: ["Hi ", "there."] }]), context)]),
+    { enableUsageMetrics: true, tracer: call },
+  );
+  await drive(task, async () => {
+    await task.queueFrame(makeFrame("LlmRun", {}));
+    await until(() => rec.named("chat scripted-1")[0]?.ended === true);
+    await task.stopWhenDone();
+  });
+  const [chat] = rec.named("chat scripted-1");
+  assert.equal(
+    chat.attributes["gen_ai.system_instructions"],
+    '[{"type":"text","content":"Be brief."}]',
+  );
+  assert.equal(
+    chat.attributes["gen_ai.input.messages"],
+    '[{"role":"user","parts":[{"type":"text","content":"Hello?"}]}]',
+  );
+  assert.equal(
+    chat.attributes["gen_ai.output.messages"],
+    '[{"role":"assistant","parts":[{"type":"text","content":"Hi there."}],"finish_reason":"stop"}]',
+  );
+  // A realtime response: the caller's final transcript in, the bot's transcript out.
+  const s2s = createOtelTracing({ tracer: rec, recordContent: true }).startCall({
+    ...INFO,
+    pipeline: "s2s",
+    providers: { realtime: "gemini" },
+    models: { realtime: "gemini-live-2.5" },
+  });
+  const req = s2s.request({
+    service: "realtime",
+    operation: "response",
+    answersCaller: true,
+    messages: [{ role: "user", content: "What time is it?" }],
+  });
+  req.output("It is noon.");
+  req.end();
+  const [reply] = rec.named("chat gemini-live-2.5");
+  assert.equal(reply.attributes["gen_ai.provider.name"], "gcp.gemini");
+  assert.equal(reply.parent?.attributes["flowcat.turn.initiator"], "caller", "it opened the turn");
+  assert.equal(
+    reply.attributes["gen_ai.input.messages"],
+    '[{"role":"user","parts":[{"type":"text","content":"What time is it?"}]}]',
+  );
+  assert.match(String(reply.attributes["gen_ai.output.messages"]), /It is noon\./);
 });

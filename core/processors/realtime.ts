@@ -202,14 +202,16 @@ export class RealtimeProcessor extends FrameProcessor {
     this.#endTraces();
   }
 
-  /** A traced request of the model, when a tracer is set. */
-  #trace(operation: "session" | "response", answersCaller = false): RequestTrace | undefined {
+  /** Trace a session or a response (to the caller's `heard` words, when it answers them). */
+  #trace(operation: "session" | "response", heard?: string): RequestTrace | undefined {
     const model = this.#model;
     return this.#tracer?.request({
       service: "realtime",
       operation,
       ...(model !== undefined ? { model } : {}),
-      ...(answersCaller ? { answersCaller } : {}),
+      ...(heard !== undefined
+        ? { answersCaller: true, messages: [{ role: "user" as const, content: heard }] }
+        : {}),
     });
   }
 
@@ -307,7 +309,7 @@ export class RealtimeProcessor extends FrameProcessor {
         link.startTtfb();
         if (this.#session !== undefined) {
           this.#response?.end();
-          this.#response = this.#trace("response", true);
+          this.#response = this.#trace("response", ev.text);
         }
         return link.pushDown(
           makeFrame("Transcription", { text: ev.text, userId: "user", final: true }),

@@ -116,7 +116,10 @@ export class SttProcessor extends FrameProcessor {
       if (f.kind === "Transcription" && this.#awaitingFinal) {
         this.#awaitingFinal = false;
         link.stopTtfb(this.#model);
-        this.#req?.firstByte();
+        if (this.#req !== undefined) {
+          this.#req.firstByte();
+          this.#req.output(f.text);
+        }
         this.#endReq();
       }
       link.pushDown(f);

@@ -42,6 +42,7 @@ import type {
   RequestTrace,
   TracedService,
 } from "../../core/tracing.ts";
+import { genAiProvider, inputMessages, outputMessage } from "./genai.ts";
 
 /** Name of the tracer (the instrumentation scope of every span). */
 export const TRACER_NAME = "flowcat";
@@ -94,6 +95,12 @@ export interface OtelTracingOptions {
   tracer?: Tracer;
   /** Wall clock in epoch ms (default `performance.timeOrigin + performance.now()`). */
   now?: () => number;
+  /**
+   * Record prompts and completions (`gen_ai.input.messages`, `gen_ai.output.messages`,
+   * `gen_ai.system_instructions`), transcripts and spoken text in spans (default false: the
+   * operator opts in with `observability.tracing.record_content`).
+   */
+  recordContent?: boolean;
 }
 
 /**
@@ -110,7 +117,8 @@ const epochMs = () => performance.timeOrigin + performance.now();
 export function createOtelTracing(opts: OtelTracingOptions = {}): CallTracing {
   const tracer = opts.tracer ?? trace.getTracer(TRACER_NAME);
   const now = opts.now ?? epochMs;
-  return { startCall: (info) => new OtelCall(tracer, info, now) };
+  const content = opts.recordContent === true;
+  return { startCall: (info) => new OtelCall(tracer, info, now, content) };
 }
 
 /** One turn's span and what is known of it. */
@@ -140,6 +148,7 @@ class OtelCall implements TracedCall {
   readonly #tracer: Tracer;
   readonly #now: () => number;
   readonly #info: TracedCallInfo;
+  readonly #content: boolean;
   readonly #span: Span;
   readonly #ctx: Context;
   #turn: Turn | undefined;
@@ -148,10 +157,11 @@ class OtelCall implements TracedCall {
   #vad = false;
   #ended = false;
 
-  constructor(tracer: Tracer, info: TracedCallInfo, now: () => number) {
+  constructor(tracer: Tracer, info: TracedCallInfo, now: () => number, content: boolean) {
     this.#tracer = tracer;
     this.#now = now;
     this.#info = info;
+    this.#content = content;
     const attributes: Attributes = {
       "flowcat.call.id": info.callId,
       "flowcat.transport": info.transport,
@@ -191,14 +201,39 @@ class OtelCall implements TracedCall {
     if (turn !== undefined) attributes["flowcat.turn.index"] = intValue(turn.index);
     if (start.text !== undefined) {
       attributes["flowcat.tts.characters"] = intValue(start.text.length);
+      if (this.#content) attributes["flowcat.tts.text"] = start.text;
     }
-    const span = this.#tracer.startSpan(`${start.service} ${start.operation}`, {
+    // A model reply is a GenAI `chat` operation: named and attributed as the conventions say.
+    const genAi = start.service === "llm" || start.operation === "response";
+    let name = `${start.service} ${start.operation}`;
+    if (genAi) {
+      const system = genAiProvider(provider ?? start.service);
+      name = `chat ${model ?? system}`;
+      attributes["gen_ai.operation.name"] = "chat";
+      attributes["gen_ai.provider.name"] = system;
+      attributes["gen_ai.system"] = system;
+      if (model !== undefined) attributes["gen_ai.request.model"] = model;
+      if (this.#content && start.messages !== undefined) {
+        const { system: instructions, input } = inputMessages(start.messages);
+        if (instructions.length > 0) {
+          attributes["gen_ai.system_instructions"] = JSON.stringify(instructions);
+        }
+        attributes["gen_ai.input.messages"] = JSON.stringify(input);
+      }
+    }
+    const span = this.#tracer.startSpan(name, {
       kind: SpanKind.CLIENT,
       attributes,
       startTime: at,
     }, turn?.ctx ?? this.#ctx);
-    return new OtelRequest(span, at, this.#now, (end) => {
-      if (turn !== undefined && end > (turn.lastActivity ?? 0)) turn.lastActivity = end;
+    return new OtelRequest(span, at, {
+      now: this.#now,
+      genAi,
+      content: this.#content,
+      service: start.service,
+      onEnd: (end) => {
+        if (turn !== undefined && end > (turn.lastActivity ?? 0)) turn.lastActivity = end;
+      },
     });
   }
 
@@ -313,61 +348,93 @@ class OtelCall implements TracedCall {
   }
 }
 
+/** How a request span records. */
+interface RequestOptions {
+  now: () => number;
+  /** A model reply: GenAI usage, finish reasons and messages. */
+  genAi: boolean;
+  /** Record content (the reply, the transcript). */
+  content: boolean;
+  service: TracedService;
+  onEnd: (at: number) => void;
+}
+
 /** One provider request's span. */
 class OtelRequest implements RequestTrace {
   readonly #span: Span;
   readonly #startedAt: number;
-  readonly #now: () => number;
-  readonly #onEnd: (at: number) => void;
+  readonly #o: RequestOptions;
   #ended = false;
   #firstByte = false;
+  #usage = false;
   #input = 0;
   #output = 0;
-  #tools: string[] | undefined;
+  #calls: FunctionCall[] | undefined;
+  #text = "";
 
-  constructor(span: Span, startedAt: number, now: () => number, onEnd: (at: number) => void) {
+  constructor(span: Span, startedAt: number, o: RequestOptions) {
     this.#span = span;
     this.#startedAt = startedAt;
-    this.#now = now;
-    this.#onEnd = onEnd;
+    this.#o = o;
   }
 
   firstByte(): void {
     if (this.#firstByte || this.#ended) return;
     this.#firstByte = true;
-    this.#span.setAttribute("flowcat.ttfb_seconds", (this.#now() - this.#startedAt) / 1000);
+    this.#span.setAttribute("flowcat.ttfb_seconds", (this.#o.now() - this.#startedAt) / 1000);
   }
 
   usage(tokens: LlmTokenUsage): void {
+    this.#usage = true;
     this.#input += tokens.promptTokens;
     this.#output += tokens.completionTokens;
   }
 
   toolCalls(calls: readonly FunctionCall[]): void {
-    this.#tools ??= [];
-    for (const c of calls) this.#tools.push(c.functionName);
+    (this.#calls ??= []).push(...calls);
   }
 
-  output(_text: string): void {}
+  output(text: string): void {
+    // Kept only when it may be recorded: content off, nothing is held per piece of text.
+    if (this.#o.content) this.#text += text;
+  }
 
   end(outcome?: RequestOutcome): void {
     if (this.#ended) return;
     this.#ended = true;
-    const at = this.#now();
+    const at = this.#o.now();
     const s = this.#span;
-    if (this.#input > 0 || this.#output > 0) {
+    const { genAi, content } = this.#o;
+    if (this.#usage) {
+      const prefix = genAi ? "gen_ai" : "flowcat";
       s.setAttributes({
-        "flowcat.usage.input_tokens": intValue(this.#input),
-        "flowcat.usage.output_tokens": intValue(this.#output),
+        [`${prefix}.usage.input_tokens`]: intValue(this.#input),
+        [`${prefix}.usage.output_tokens`]: intValue(this.#output),
       });
     }
-    if (this.#tools !== undefined) s.setAttribute("flowcat.tool_calls", this.#tools);
-    s.setAttribute("flowcat.interrupted", outcome?.interrupted === true);
+    const calls = this.#calls ?? [];
+    if (calls.length > 0) s.setAttribute("flowcat.tool_calls", calls.map((c) => c.functionName));
+    const interrupted = outcome?.interrupted === true;
+    s.setAttribute("flowcat.interrupted", interrupted);
+    const done = !interrupted && outcome?.error === undefined;
+    if (genAi) {
+      const finish = calls.length > 0 ? "tool_calls" : "stop";
+      if (done) s.setAttribute("gen_ai.response.finish_reasons", [finish]);
+      if (content && (this.#text !== "" || calls.length > 0)) {
+        const reason = done ? finish : interrupted ? "interrupted" : "error";
+        s.setAttribute(
+          "gen_ai.output.messages",
+          JSON.stringify([outputMessage(this.#text, calls, reason)]),
+        );
+      }
+    } else if (content && this.#text !== "" && this.#o.service === "stt") {
+      s.setAttribute("flowcat.stt.transcript", this.#text);
+    }
     if (outcome?.error !== undefined) {
       s.setAttribute("error.type", "provider_error");
       s.setStatus({ code: SpanStatusCode.ERROR, message: outcome.error });
     }
     s.end(at);
-    this.#onEnd(at);
+    this.#o.onEnd(at);
   }
 }
