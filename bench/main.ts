@@ -1,12 +1,14 @@
 /**
  * `deno task bench`: runs the benchmarks and writes JSON under bench/results/.
- * Options: --only routing|demo|memory|audio|capacity (repeatable), --quick (fewer runs).
+ * Options: --only routing|demo|memory|audio|capacity|observe (repeatable), --quick (fewer runs).
+ * `observe` (server CPU per frame unobserved vs traced and scraped) runs only when named.
  * @module
  */
 
 import { parseArgs } from "node:util";
 import { runAudioBench } from "./audio.ts";
 import { runCapacityBench, writeCapacityResults } from "./capacity.ts";
+import { runObserveBench } from "./capacity_observe.ts";
 import { benchDemo, benchIdleMemory, benchRouting } from "./core.ts";
 
 const { values } = parseArgs({
@@ -18,7 +20,9 @@ const { values } = parseArgs({
   },
 });
 if (values.help) {
-  console.log("Usage: deno task bench [--only routing|demo|memory|audio|capacity]... [--quick]");
+  console.log(
+    "Usage: deno task bench [--only routing|demo|memory|audio|capacity|observe]... [--quick]",
+  );
   Deno.exit(0);
 }
 const want = (name: string) => !values.only || values.only.includes(name);
@@ -68,6 +72,26 @@ if (want("capacity")) {
   const paths = await writeCapacityResults(capacity);
   result.capacity = { file: paths.json, saturated_at: capacity.saturated_at };
   console.error(`bench: wrote ${paths.json} and ${paths.svg}`);
+}
+if (values.only?.includes("observe")) {
+  console.error(
+    "bench: observing cost (capacity point unobserved vs traced + scraped; minutes)...",
+  );
+  const observe = await runObserveBench(
+    quick ? { calls: 100, durationS: 5, rounds: 2 } : { calls: 200, durationS: 10, rounds: 3 },
+  );
+  const path = `bench/results/observe-${host}.json`;
+  await Deno.writeTextFile(path, JSON.stringify(observe, null, 2) + "\n");
+  result.observe = {
+    file: path,
+    off_us_per_frame: observe.off_median,
+    on_us_per_frame: observe.on_median,
+    ratio: observe.ratio,
+  };
+  console.error(
+    `bench: observe: ${observe.off_median} us/frame unobserved, ${observe.on_median} observed ` +
+      `(x${observe.ratio}); wrote ${path}`,
+  );
 }
 type Routing = Record<
   string,
