@@ -9,7 +9,7 @@
  * @module
  */
 
-import { errorMessage } from "../core/errors.ts";
+import { errorMessage, FlowcatError } from "../core/errors.ts";
 import type { Logger } from "../core/log.ts";
 import type { CallFailureReport } from "./call_failures.ts";
 import type { CallIdentity } from "./call_log.ts";
@@ -82,8 +82,8 @@ function secretValues(config: AgentServerConfig, env: EnvGet): string[] {
 
 /**
  * The reporter `config` and `env` ask for, or `undefined` when no DSN is set (nothing loaded).
- * A DSN that cannot be parsed is a config error; one whose host the process may not reach is a
- * warning now rather than silence later.
+ * A DSN that cannot be parsed is a config error (`FlowcatError` kind `config`, the value not
+ * shown); one whose host the process may not reach is a warning now rather than silence later.
  */
 export async function errorReporterFrom(
   config: AgentServerConfig,
@@ -92,7 +92,16 @@ export async function errorReporterFrom(
 ): Promise<ErrorReporter | undefined> {
   const dsn = configuredDsn(config, env);
   if (dsn === undefined) return undefined;
-  const { createErrorReports, stackFrames } = await import("../providers/obs/error_reports.ts");
+  const { createErrorReports, parseDsn, stackFrames } = await import(
+    "../providers/obs/error_reports.ts"
+  );
+  if (parseDsn(dsn) === undefined) {
+    // Only SENTRY_DSN can get here (the config's DSN is validated); its value holds the key.
+    throw new FlowcatError(
+      "config",
+      `${SENTRY_DSN_ENV} is not a DSN (expected https://<public key>@<host>/<project id>)`,
+    );
+  }
   let warned = false;
   const reports = createErrorReports({
     dsn,

@@ -7,6 +7,7 @@
  * and reporting off (nothing loaded) without a DSN.
  */
 import assert from "node:assert/strict";
+import { FlowcatError } from "../core/errors.ts";
 import { silentLogger } from "../core/log.ts";
 import {
   createErrorReports,
@@ -153,6 +154,13 @@ Deno.test("error reports: off without a DSN, and nothing is loaded", async () =>
   assert.ok(parsed.ok);
   assert.equal(await errorReporterFrom(parsed.config, () => undefined, silentLogger), undefined);
   assert.equal(configuredDsn(parsed.config, () => ""), undefined);
+  // A SENTRY_DSN that is no DSN stops the start with one line that does not show it.
+  await assert.rejects(
+    errorReporterFrom(parsed.config, () => "secretish-not-a-dsn", silentLogger),
+    (err) =>
+      err instanceof FlowcatError && err.kind === "config" &&
+      err.message.startsWith("SENTRY_DSN is not a DSN") && !err.message.includes("secretish"),
+  );
 });
 
 Deno.test("error reports: a route handler that throws is reported with its stack", async () => {

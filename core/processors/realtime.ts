@@ -217,7 +217,8 @@ export class RealtimeProcessor extends FrameProcessor {
 
   /** End the response in flight and the session (each once). */
   #endTraces(outcome?: { error?: string; interrupted?: boolean }): void {
-    const { response, session } = { response: this.#response, session: this.#session };
+    const response = this.#response;
+    const session = this.#session;
     this.#response = this.#session = undefined;
     response?.end(outcome?.error === undefined ? { interrupted: true } : outcome);
     session?.end(outcome);
