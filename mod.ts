@@ -19,6 +19,7 @@ export * from "./core/task.ts";
 export * from "./core/runner.ts";
 export * from "./core/observers.ts";
 export * from "./core/metrics.ts";
+export type * from "./core/tracing.ts";
 export * from "./core/utterance.ts";
 export * from "./core/heard_text.ts";
 export * from "./core/heard_tracker.ts";

@@ -77,6 +77,11 @@ export interface SpawnOptions {
   traceWarmupFrames?: number;
   /** A directory the child may write to (heap snapshots); none by default. */
   writeDir?: string;
+  /**
+   * Trace calls: the child runs with `OTEL_DENO=true` and exports over OTLP (http/protobuf) to
+   * this endpoint, as an operator's server would to a collector.
+   */
+  otelEndpoint?: string;
 }
 
 /** The server-side latency split since the last call (ms). */
@@ -143,7 +148,7 @@ export async function spawnServer(opts: SpawnOptions): Promise<ServerChild> {
     "--allow-net=127.0.0.1",
     "--allow-read=.",
     ...(opts.writeDir ? [`--allow-write=${opts.writeDir}`] : []),
-    "--allow-env=TWILIO_AUTH_TOKEN",
+    opts.otelEndpoint ? "--allow-env=TWILIO_AUTH_TOKEN,OTEL_DENO" : "--allow-env=TWILIO_AUTH_TOKEN",
     "--ignore-env", // npm `debug` (via werift) lists the environment at import
     ...(opts.cpuProfDir ? ["--cpu-prof", `--cpu-prof-dir=${opts.cpuProfDir}`] : []),
     serverScript(),
@@ -158,7 +163,18 @@ export async function spawnServer(opts: SpawnOptions): Promise<ServerChild> {
   ];
   const child = new Deno.Command("deno", {
     args,
-    env: { TWILIO_AUTH_TOKEN: BENCH_TWILIO_TOKEN, NO_COLOR: "1" },
+    env: {
+      TWILIO_AUTH_TOKEN: BENCH_TWILIO_TOKEN,
+      NO_COLOR: "1",
+      ...(opts.otelEndpoint
+        ? {
+          OTEL_DENO: "true",
+          OTEL_EXPORTER_OTLP_ENDPOINT: opts.otelEndpoint,
+          OTEL_EXPORTER_OTLP_PROTOCOL: "http/protobuf",
+          OTEL_SERVICE_NAME: "flowcat-capacity",
+        }
+        : {}),
+    },
     stdin: "piped",
     stdout: "piped",
     stderr: "piped",

@@ -42,6 +42,12 @@ export interface PointOptions {
   floor?: boolean;
   /** Write a `--cpu-prof` profile of the (first) server child here. */
   cpuProfDir?: string;
+  /**
+   * Observed as in production: the server exports traces over OTLP to a sink here
+   * (`OTEL_DENO=true`) and `/metrics` is scraped every second while the audio runs. Either part
+   * alone: `{ traces: true }`, `{ scrape: true }`.
+   */
+  observe?: boolean | { traces?: boolean; scrape?: boolean };
   log?: (line: string) => void;
 }
 
@@ -61,9 +67,13 @@ export interface CapacityPoint {
   latency_ms: LatencySummary;
   /** Inside each server process: leg -> output transport, and the playout-clock wait. */
   server_split: ChildTrace[];
+  /** Traces exported and `/metrics` scraped during the run (see `PointOptions.observe`). */
+  observed?: boolean;
   server: {
     /** The server process, all threads; 100 = one core busy. */
     cpu_percent: number;
+    /** Server CPU time per echoed frame, microseconds (the sending window and the drain). */
+    cpu_us_per_frame?: number;
     rss_bytes_max: number;
     rss_bytes_before_calls: number;
   };
@@ -126,6 +136,10 @@ async function warmUp(children: readonly ServerChild[], n: number, open: number)
 export async function measurePoint(o: PointOptions): Promise<CapacityPoint> {
   const log = o.log ?? (() => {});
   const children: ServerChild[] = [];
+  const exportTraces = o.observe === true ||
+    (typeof o.observe === "object" && o.observe.traces === true);
+  const scrape = o.observe === true || (typeof o.observe === "object" && o.observe.scrape === true);
+  const sink = exportTraces ? otlpSink() : undefined;
   try {
     // One process, as in production: with workers > 1 its threads share one port and the
     // kernel spreads the calls (each worker splits its own latency; the child joins them).
@@ -137,6 +151,7 @@ export async function measurePoint(o: PointOptions): Promise<CapacityPoint> {
         traceWarmupFrames: o.warmupFrames ?? 50,
         threads: o.workers,
         ...(o.cpuProfDir ? { cpuProfDir: o.cpuProfDir } : {}),
+        ...(sink !== undefined ? { otelEndpoint: sink.endpoint } : {}),
       }),
     );
     // Idle memory first, on processes that have carried no audio yet (RSS never shrinks), and
@@ -178,6 +193,7 @@ export async function measurePoint(o: PointOptions): Promise<CapacityPoint> {
         rssMax = Math.max(rssMax, r.rssBytes);
       });
     }, 500);
+    const scraper = scrape ? scrapeEverySecond(children.map((c) => c.port)) : undefined;
     const cpu0 = await sampleAll(children);
     const self0 = selfSample();
     const run = await runAudio(calls, {
@@ -189,6 +205,7 @@ export async function measurePoint(o: PointOptions): Promise<CapacityPoint> {
     await sampling;
     const cpu1 = await sampleAll(children);
     const self1 = selfSample();
+    const scrapes = await scraper?.stop();
     const traces = o.trace === false || o.floor
       ? []
       : await Promise.all(children.map((c) => c.trace()));
@@ -213,8 +230,12 @@ export async function measurePoint(o: PointOptions): Promise<CapacityPoint> {
       unsolicited_messages: run.unsolicited,
       latency_ms: latency,
       server_split: traces,
+      ...(exportTraces || scrape ? { observed: true } : {}),
       server: {
         cpu_percent: pct(cpu0, cpu1),
+        cpu_us_per_frame: run.framesEchoed === 0
+          ? NaN
+          : Math.round(((cpu1.cpuSeconds - cpu0.cpuSeconds) / run.framesEchoed) * 1e8) / 100,
         rss_bytes_max: rssMax,
         rss_bytes_before_calls: total(before, (s) => s.rss),
       },
@@ -235,8 +256,50 @@ export async function measurePoint(o: PointOptions): Promise<CapacityPoint> {
     point.healthy = refused.length === 0 && lost === 0 &&
       (traces.length === 0 || pipelineP99 <= (o.p99LimitMs ?? 5)) &&
       latency.p99 <= (o.e2eLimitMs ?? 50);
+    if (exportTraces || scrape) {
+      log(`  observed: ${scrapes ?? 0} /metrics scrapes, ${sink?.bytes() ?? 0} OTLP bytes so far`);
+    }
     return point;
   } finally {
     for (const c of children) await c.stop();
+    await sink?.close();
   }
+}
+
+/** An OTLP/HTTP endpoint that takes every export and keeps only its size. */
+function otlpSink(): { endpoint: string; bytes(): number; close(): Promise<void> } {
+  let bytes = 0;
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async (req) => {
+    bytes += (await req.arrayBuffer()).byteLength;
+    return new Response(new Uint8Array(0), {
+      headers: { "content-type": "application/x-protobuf" },
+    });
+  });
+  return {
+    endpoint: `http://127.0.0.1:${server.addr.port}`,
+    bytes: () => bytes,
+    close: () => server.shutdown(),
+  };
+}
+
+/** `GET /metrics` on each port every second, as a Prometheus would, until `stop`. */
+function scrapeEverySecond(ports: readonly number[]): { stop(): Promise<number> } {
+  let n = 0;
+  let busy = Promise.resolve();
+  const timer = setInterval(() => {
+    busy = busy.then(async () => {
+      for (const port of ports) {
+        const res = await fetch(`http://127.0.0.1:${port}/metrics`).catch(() => undefined);
+        await res?.text();
+        if (res?.ok) n++;
+      }
+    });
+  }, 1000);
+  return {
+    async stop() {
+      clearInterval(timer);
+      await busy;
+      return n;
+    },
+  };
 }

@@ -1,16 +1,18 @@
 /**
  * `deno task bench`: runs the benchmarks and writes JSON under bench/results/.
- * Options: --only routing|demo|memory|audio|webrtc|capacity (repeatable), --quick (fewer runs).
+ * Options: --only routing|demo|memory|audio|webrtc|capacity|observe (repeatable), --quick (fewer runs).
  *
  * routing, demo, memory and audio go to `core-<host>.json`; webrtc and capacity write their own
  * file (`webrtc-<host>.json`, `capacity-<host>.json`) and leave a pointer in the core file, which
  * is written only when one of its own groups ran (so `--only webrtc` does not wipe it).
+ * `observe` (server CPU per frame unobserved vs traced and scraped) runs only when named.
  * @module
  */
 
 import { parseArgs } from "node:util";
 import { runAudioBench } from "./audio.ts";
 import { runCapacityBench, writeCapacityResults } from "./capacity.ts";
+import { runObserveBench } from "./capacity_observe.ts";
 import { benchDemo, benchIdleMemory, benchRouting } from "./core.ts";
 import { runWebRtcBench } from "./webrtc.ts";
 
@@ -24,7 +26,7 @@ const { values } = parseArgs({
 });
 if (values.help) {
   console.log(
-    "Usage: deno task bench [--only routing|demo|memory|audio|webrtc|capacity]... [--quick]",
+    "Usage: deno task bench [--only routing|demo|memory|audio|webrtc|capacity|observe]... [--quick]",
   );
   Deno.exit(0);
 }
@@ -103,6 +105,26 @@ if (want("capacity")) {
   const paths = await writeCapacityResults(capacity);
   result.capacity = { file: paths.json, saturated_at: capacity.saturated_at };
   console.error(`bench: wrote ${paths.json} and ${paths.svg}`);
+}
+if (values.only?.includes("observe")) {
+  console.error(
+    "bench: observing cost (capacity point unobserved vs traced + scraped; minutes)...",
+  );
+  const observe = await runObserveBench(
+    quick ? { calls: 100, durationS: 5, rounds: 2 } : { calls: 200, durationS: 10, rounds: 3 },
+  );
+  const path = `bench/results/observe-${host}.json`;
+  await Deno.writeTextFile(path, JSON.stringify(observe, null, 2) + "\n");
+  result.observe = {
+    file: path,
+    off_us_per_frame: observe.off_median,
+    on_us_per_frame: observe.on_median,
+    ratio: observe.ratio,
+  };
+  console.error(
+    `bench: observe: ${observe.off_median} us/frame unobserved, ${observe.on_median} observed ` +
+      `(x${observe.ratio}); wrote ${path}`,
+  );
 }
 type Routing = Record<
   string,

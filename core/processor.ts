@@ -21,6 +21,7 @@
 import type { Direction, Frame, LlmTokenUsage, StartParams, StopReason } from "./frames.ts";
 import type { Logger } from "./log.ts";
 import type { Observer } from "./observers.ts";
+import type { CallTracer } from "./tracing.ts";
 
 /** What the framework hands a processor before Start. */
 export interface ProcessorSetup {
@@ -36,6 +37,8 @@ export interface ProcessorSetup {
   enableUsageMetrics: boolean;
   /** Logger of the task the processor runs in. */
   logger: Logger;
+  /** Where provider requests are traced; `undefined` when tracing is off (the default). */
+  tracer?: CallTracer;
 }
 
 /** How a processor emits frames. One per processor per task; never allocated per frame. */

@@ -29,6 +29,7 @@ import { consoleLogger, type Logger } from "./log.ts";
 import { composeObservers, type Observer } from "./observers.ts";
 import { wirePipeline, type Wiring } from "./pipeline.ts";
 import type { FrameProcessor, ProcessorSetup } from "./processor.ts";
+import type { CallTracer } from "./tracing.ts";
 import type { ProcessorRuntime } from "./runtime.ts";
 
 /** Task parameters; every field is optional and defaults as listed. */
@@ -63,13 +64,15 @@ export interface PipelineTaskParams {
   channelCapacity?: number;
   /** Observers; none by default (zero cost). */
   observers?: readonly Observer[];
+  /** Receives the service processors' provider requests; none by default (zero cost). */
+  tracer?: CallTracer;
   /** Default: warnings and errors to stderr. */
   logger?: Logger;
 }
 
 /** Defaults of {@link PipelineTaskParams}. */
 export const DEFAULT_TASK_PARAMS: Readonly<
-  Required<Omit<PipelineTaskParams, "observers" | "logger">>
+  Required<Omit<PipelineTaskParams, "observers" | "logger" | "tracer">>
 > = Object.freeze({
   audioInSampleRate: 16000,
   audioOutSampleRate: 24000,
@@ -123,9 +126,10 @@ function kindSet(kinds: readonly FrameKind[] | ReadonlySet<FrameKind>): Readonly
 /** One running pipeline. `run()` may be called once. */
 export class PipelineTask {
   readonly #root: FrameProcessor;
-  readonly #p: Required<Omit<PipelineTaskParams, "observers" | "logger">>;
+  readonly #p: Required<Omit<PipelineTaskParams, "observers" | "logger" | "tracer">>;
   readonly #log: Logger;
   readonly #observer: Observer | undefined;
+  readonly #tracer: CallTracer | undefined;
   readonly #abort = new AbortController();
   readonly #t0 = performance.now();
   readonly #idleKinds: ReadonlySet<FrameKind>;
@@ -156,7 +160,8 @@ export class PipelineTask {
   /** A task for `pipeline` (a Pipeline, or any processor). */
   constructor(pipeline: FrameProcessor, params: PipelineTaskParams = {}) {
     this.#root = pipeline;
-    const { observers = [], logger, ...rest } = params;
+    const { observers = [], logger, tracer, ...rest } = params;
+    this.#tracer = tracer;
     const defined = Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined));
     this.#p = { ...DEFAULT_TASK_PARAMS, ...defined };
     this.#log = logger ?? consoleLogger("warn", "task");
@@ -286,6 +291,7 @@ export class PipelineTask {
       enableMetrics: this.#p.enableMetrics,
       enableUsageMetrics: this.#p.enableUsageMetrics,
       logger: this.#log,
+      tracer: this.#tracer,
     };
     const source: FrameTarget = {
       name: "PipelineTask#source",

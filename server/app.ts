@@ -29,6 +29,8 @@ import { router } from "./router.ts";
 import { type SipTrunk, startSipTrunk } from "./sip_trunk.ts";
 import { agentRoutes } from "./routes.ts";
 import { createServerMetrics, type ServerMetrics } from "./server_metrics.ts";
+import { type CallTracing, tracingFromEnv } from "./tracing.ts";
+import { type ErrorReporter, errorReporterFrom } from "./error_reporting.ts";
 import {
   MemorySessionSource,
   type RunOrigin,
@@ -47,6 +49,10 @@ export type {
 };
 export type { DialRequest, DialResult, OutboundDialer, SipDialFn, SipTrunk };
 export type { ServerMetrics };
+export type { CallTracing, TracedCall, TracedCallEnd, TracedCallInfo } from "./tracing.ts";
+export type { ErrorReporter, ReportedCall } from "./error_reporting.ts";
+export type { CallIdentity } from "./call_log.ts";
+export type { CallFailureReport, CallService, FailureKind } from "./call_failures.ts";
 export type {
   Counter,
   CounterChild,
@@ -88,6 +94,16 @@ export interface AgentServerOptions {
    */
   refusalLogIntervalMs?: number;
   /**
+   * Traces calls; default: OpenTelemetry when `env` has `OTEL_DENO=true` (server/tracing.ts),
+   * else none.
+   */
+  tracing?: CallTracing;
+  /**
+   * Reports fatal call failures and unexpected errors; default: to the DSN of
+   * `observability.errors.dsn` or `SENTRY_DSN` (server/error_reporting.ts), else none.
+   */
+  errors?: ErrorReporter;
+  /**
    * Where `/metrics` text comes from instead of this server's registry (a worker asks the main
    * thread, which joins every worker's metrics).
    */
@@ -106,6 +122,8 @@ export interface AgentServer {
   sip: SipTrunk | undefined;
   /** The server's metrics (what `GET /metrics` exposes). */
   metrics: ServerMetrics;
+  /** Where error reports go, when reporting is on. */
+  errors: ErrorReporter | undefined;
   /**
    * Close what the server opened besides HTTP (the SIP trunk) and say the refusal counts still
    * pending. Call after draining.
@@ -136,6 +154,9 @@ export async function createAgentServer(opts: AgentServerOptions): Promise<Agent
     ...(opts.cluster ? { cluster: opts.cluster } : {}),
   });
   const metrics = createServerMetrics();
+  const tracing = opts.tracing ??
+    await tracingFromEnv(env, { recordContent: config.observability.tracing.recordContent });
+  const errors = opts.errors ?? await errorReporterFrom(config, env, logger);
   const calls = await CallManager.create({
     config,
     sessions,
@@ -144,6 +165,8 @@ export async function createAgentServer(opts: AgentServerOptions): Promise<Agent
     metrics,
     ...(opts.realtimeFactory ? { realtimeFactory: opts.realtimeFactory } : {}),
     ...(opts.serviceFactories ? { serviceFactories: opts.serviceFactories } : {}),
+    ...(tracing !== undefined ? { tracing } : {}),
+    ...(errors !== undefined ? { errors } : {}),
   });
   const sipCfg = config.telephony.sip;
   const sip = sipCfg === undefined || opts.sipDial !== undefined ? undefined : await startSipTrunk({
@@ -179,11 +202,17 @@ export async function createAgentServer(opts: AgentServerOptions): Promise<Agent
     {
       maxBodyBytes: config.limits.maxBodyBytes,
       logger,
+      ...(errors !== undefined
+        ? {
+          onError: (err: unknown, path: string) => errors.unexpected(err, { where: "route", path }),
+        }
+        : {}),
     },
   );
   const close = async () => {
     refusals.close();
     await sip?.close();
+    await errors?.flush(2000);
   };
-  return { handler, calls, sessions, sip, metrics, close };
+  return { handler, calls, sessions, sip, metrics, errors, close };
 }

@@ -107,6 +107,26 @@ export function callerExperience(service: CallService | undefined, fatal: boolea
   }
 }
 
+/** A fatal failure as it is reported (server/error_reporting.ts). */
+export interface CallFailureReport {
+  /** The failure's message, as logged. */
+  message: string;
+  /** What kind of failure. */
+  kind: FailureKind;
+  /** The service it is charged to, when it is one. */
+  service?: CallService;
+  /** The configured provider of that service. */
+  provider?: string;
+  /** The processor it came from, outside the services. */
+  processor?: string;
+  /** HTTP status, when the message names one. */
+  status?: number;
+  /** WebSocket close code, when the message names one. */
+  closeCode?: number;
+  /** What the caller lived through. */
+  caller: string;
+}
+
 /** One call's failures: classified, counted, each kind logged once. */
 export class CallFailures {
   readonly #log: Logger;
@@ -118,12 +138,22 @@ export class CallFailures {
   fatalFromProvider = false;
   /** Kinds already logged, fatal ones apart (a failure that ends the call is said too). */
   #logged: Set<string> | undefined;
+  readonly #onFatal: ((f: CallFailureReport) => void) | undefined;
 
-  /** Failures of one call, logged to `log` (which carries the call's id). */
-  constructor(log: Logger, providers: ProviderNames, metrics?: ServerMetrics) {
+  /**
+   * Failures of one call, logged to `log` (which carries the call's id); each fatal one is also
+   * handed to `onFatal` once (error reporting), when given.
+   */
+  constructor(
+    log: Logger,
+    providers: ProviderNames,
+    metrics?: ServerMetrics,
+    onFatal?: (f: CallFailureReport) => void,
+  ) {
     this.#log = log;
     this.#providers = providers;
     this.#metrics = metrics;
+    this.#onFatal = onFatal;
   }
 
   /** Any failures at all. */
@@ -164,5 +194,17 @@ export class CallFailures {
     fields.caller = callerExperience(service, fatal);
     const level = fatal ? "error" : "warn";
     this.#log[level](service === undefined ? "call error" : "provider failed", fields);
+    if (fatal && this.#onFatal !== undefined) {
+      const report: CallFailureReport = {
+        message,
+        kind: failure.kind,
+        caller: fields.caller as string,
+      };
+      if (service !== undefined) [report.service, report.provider] = [service, provider!];
+      else report.processor = processor ?? "pipeline";
+      if (failure.status !== undefined) report.status = failure.status;
+      if (failure.closeCode !== undefined) report.closeCode = failure.closeCode;
+      this.#onFatal(report);
+    }
   }
 }

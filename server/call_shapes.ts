@@ -40,6 +40,8 @@ export interface CallShape {
   provider: string;
   /** The providers and models, for the call-start line: `echo`, `whisper.cpp -> ollama (llama3.2) -> espeak`. */
   models: string;
+  /** Model per service, where one is known (for traces). */
+  serviceModels: Partial<Record<"realtime" | "stt" | "llm" | "tts", string>>;
   /** Assemble one call. */
   build(inputs: CallInputs): PipelineTask;
 }
@@ -90,6 +92,7 @@ async function loadS2s(opts: LoadShapeOptions): Promise<CallShape> {
   return {
     provider: p.name,
     models: described(p.name, base.model),
+    serviceModels: { realtime: base.model ?? p.name },
     build(inputs) {
       // The call's own logger (it carries the call's id), for the knobs and the model client.
       const log = inputs.logger ?? logger;
@@ -173,6 +176,7 @@ async function loadCascaded(opts: LoadShapeOptions): Promise<CallShape> {
   return {
     provider: providers.llm!.name,
     models: `${stt.described} -> ${llm.described} -> ${tts.described}`,
+    serviceModels: definedOnly({ stt: stt.model, llm: llm.model, tts: tts.model }),
     build(inputs) {
       const { greeting, ...call } = inputs;
       return buildCascadedTask({
@@ -187,6 +191,10 @@ async function loadCascaded(opts: LoadShapeOptions): Promise<CallShape> {
       });
     },
   };
+}
+
+function definedOnly<T>(o: Record<string, T | undefined>): Record<string, T> {
+  return Object.fromEntries(Object.entries(o).filter((e): e is [string, T] => e[1] !== undefined));
 }
 
 /** `name`, or `name (model)` when a model is named. */

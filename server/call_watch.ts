@@ -16,7 +16,12 @@
 import type { Frame, FrameKind } from "../core/frames.ts";
 import type { Logger } from "../core/log.ts";
 import type { PipelineTask } from "../core/task.ts";
-import { CallFailures, type ProviderNames, serviceOf } from "./call_failures.ts";
+import {
+  type CallFailureReport,
+  CallFailures,
+  type ProviderNames,
+  serviceOf,
+} from "./call_failures.ts";
 import type { ServerMetrics } from "./server_metrics.ts";
 
 /**
@@ -107,13 +112,18 @@ const DOWN_KINDS: ReadonlySet<FrameKind> = new Set([
 export class CallWatch extends TurnMeter {
   readonly #shared: WatchShared;
   readonly #log: Logger;
+  readonly #onFatal: ((f: CallFailureReport) => void) | undefined;
   #failures: CallFailures | undefined;
 
-  /** A watch logging to `log` (which carries the call's id). */
-  constructor(shared: WatchShared, log: Logger) {
+  /**
+   * A watch logging to `log` (which carries the call's id); fatal failures also go to
+   * `onFatal` (error reporting), when given.
+   */
+  constructor(shared: WatchShared, log: Logger, onFatal?: (f: CallFailureReport) => void) {
     super();
     this.#shared = shared;
     this.#log = log;
+    this.#onFatal = onFatal;
   }
 
   /** The call's failures (made on first use). */
@@ -122,6 +132,7 @@ export class CallWatch extends TurnMeter {
       this.#log,
       this.#shared.providers,
       this.#shared.metrics,
+      this.#onFatal,
     );
   }
 
@@ -170,8 +181,13 @@ export class CallWatch extends TurnMeter {
 }
 
 /** Watch `task` (before it runs): a {@link CallWatch} attached to it. */
-export function watchCall(task: PipelineTask, shared: WatchShared, log: Logger): CallWatch {
-  const w = new CallWatch(shared, log);
+export function watchCall(
+  task: PipelineTask,
+  shared: WatchShared,
+  log: Logger,
+  onFatal?: (f: CallFailureReport) => void,
+): CallWatch {
+  const w = new CallWatch(shared, log, onFatal);
   w.attach(task);
   return w;
 }

@@ -25,12 +25,21 @@ import { settlesWithin } from "../core/wait.ts";
 import type { RealtimeFactory } from "../providers/registry.ts";
 import type { ServiceFactory, ServiceKind } from "../providers/service_registry.ts";
 import { CallFailures, type ProviderNames } from "./call_failures.ts";
-import { callEndFields, callIdentity, callStartFields, droppedMedia } from "./call_log.ts";
+import {
+  callEndFields,
+  type CallIdentity,
+  callIdentity,
+  callStartFields,
+  droppedMedia,
+} from "./call_log.ts";
 import { type CallShape, type EnvGet, loadCallShape } from "./call_shapes.ts";
 import { type CallWatch, watchCall, type WatchShared } from "./call_watch.ts";
 import type { AgentServerConfig } from "./config.ts";
 import { endReason, stopDetail } from "./end_reason.ts";
 import type { ServerMetrics } from "./server_metrics.ts";
+import type { CallTracing, TracedCall } from "./tracing.ts";
+import type { ErrorReporter } from "./error_reporting.ts";
+import type { CallFailureReport } from "./call_failures.ts";
 import type { MemorySessionSource, RunRecord } from "./session_store.ts";
 
 export type { EnvGet } from "./call_shapes.ts";
@@ -64,6 +73,10 @@ export interface CallManagerOptions {
   serviceFactories?: { [K in ServiceKind]?: ServiceFactory<K> };
   /** Where calls are counted (`GET /metrics`); none when absent. */
   metrics?: ServerMetrics;
+  /** Traces each call (OpenTelemetry); none when absent (no tracer on any call). */
+  tracing?: CallTracing;
+  /** Reports fatal call failures (Sentry-compatible); none when absent. */
+  errors?: ErrorReporter;
 }
 
 /** Runs the server's calls. */
@@ -76,6 +89,8 @@ export class CallManager {
   readonly #metrics: ServerMetrics | undefined;
   readonly #providers: ProviderNames;
   readonly #shared: WatchShared;
+  readonly #tracing: CallTracing | undefined;
+  readonly #errors: ErrorReporter | undefined;
   readonly #tasks = new Map<number, { task: PipelineTask; done: Promise<unknown> }>();
   #draining = false;
 
@@ -87,6 +102,8 @@ export class CallManager {
     this.#shape = shape;
     this.#metrics = opts.metrics;
     this.#providers = providerNames(opts.config);
+    this.#tracing = opts.tracing;
+    this.#errors = opts.errors;
     this.#shared = {
       providers: this.#providers,
       ...(opts.metrics !== undefined ? { metrics: opts.metrics } : {}),
@@ -135,8 +152,12 @@ export class CallManager {
     } catch (err) {
       // Said once, as any provider failure: the caller was hung up on at once.
       const id = callIdentity(run, transport);
-      new CallFailures(withFields(this.#log, { ...id }), this.#providers, this.#metrics)
-        .record(`brain unavailable: ${errorMessage(err)}`, true, "BrainProcessor");
+      new CallFailures(
+        withFields(this.#log, { ...id }),
+        this.#providers,
+        this.#metrics,
+        this.#reportFatal(id, run.token),
+      ).record(`brain unavailable: ${errorMessage(err)}`, true, "BrainProcessor");
       watch.onFailed?.(`The agent's brain is unavailable: ${errorMessage(err)}`);
       await transport.close?.();
       return undefined;
@@ -158,6 +179,7 @@ export class CallManager {
     const id = callIdentity(run, transport);
     const log = withFields(this.#log, { runId: run.runId });
     const greeting = this.#greeting(brain);
+    const traced = this.#trace(id);
     const task = this.#shape.build({
       transport,
       brain,
@@ -173,9 +195,14 @@ export class CallManager {
       },
       logger: log,
       // Metrics on: the service processors report their time to first byte (once per request).
-      taskParams: { idleTimeoutMs: 120_000, enableMetrics: true },
+      taskParams: {
+        idleTimeoutMs: 120_000,
+        enableMetrics: true,
+        ...(traced !== undefined ? { tracer: traced } : {}),
+      },
     });
-    const observed = watchCall(task, this.#shared, log);
+    const observed = watchCall(task, this.#shared, log, this.#reportFatal(id, run.token));
+    traced?.attach(task);
     const onFailed = watch.onFailed;
     if (onFailed !== undefined) {
       // The fatal error frame comes before the task cancels and the leg closes, so the
@@ -192,7 +219,7 @@ export class CallManager {
     const ended = (stop: StopReason | undefined) => {
       clearTimeout(limit);
       this.#tasks.delete(run.runId);
-      this.#ended(log, run, transport, { stop, startedAt, watch: observed, report });
+      this.#ended(log, run, transport, { stop, startedAt, watch: observed, report, traced });
       // run() resolves after finalize, so the report is set unless finalize threw.
       return report;
     };
@@ -218,6 +245,7 @@ export class CallManager {
       startedAt: number;
       watch: CallWatch;
       report: Finalize | undefined;
+      traced: TracedCall | undefined;
     },
   ): void {
     const { stop, watch } = c;
@@ -241,6 +269,11 @@ export class CallManager {
       m.callDuration.labels().observe(durationSeconds);
       for (const [why, n] of Object.entries(dropped ?? {})) m.framesDropped.labels(why).inc(n);
     }
+    c.traced?.end({
+      reason,
+      turns: watch.turns,
+      failed: reason === "model_error" || reason === "error",
+    });
     const mean = watch.meanLatency();
     const failed = watch.failed;
     log.info(
@@ -266,6 +299,27 @@ export class CallManager {
       for (const t of this.#tasks.values()) t.task.cancel("server shutting down");
       await all();
     }
+  }
+
+  /** Where a call's fatal failures go, when the server reports errors. */
+  #reportFatal(id: CallIdentity, token: string): ((f: CallFailureReport) => void) | undefined {
+    const errors = this.#errors;
+    if (errors === undefined) return undefined;
+    const call = { ...id, pipeline: this.#cfg.pipeline, models: this.#shape.models, token };
+    return (f) => errors.callFailure(call, f);
+  }
+
+  /** The call's tracer, when the server traces calls. */
+  #trace(id: CallIdentity): TracedCall | undefined {
+    return this.#tracing?.startCall({
+      callId: String(id.runId),
+      ...(id.callId !== undefined ? { legId: id.callId } : {}),
+      transport: id.transport,
+      direction: id.direction,
+      pipeline: this.#cfg.pipeline,
+      providers: this.#providers,
+      models: this.#shape.serviceModels,
+    });
   }
 
   async #brain(): Promise<AgentBrain> {

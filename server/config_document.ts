@@ -155,6 +155,22 @@ export interface PlaygroundDocument {
   hosts: string[];
 }
 
+/** `observability`: exporters beyond logs and `/metrics` (all off by default). */
+export interface ObservabilityDocument {
+  /** Error reporting to a Sentry-compatible server. */
+  errors: {
+    /** Where reports go; `SENTRY_DSN` in the environment wins. Off when neither is set. */
+    dsn?: string;
+    /** The `environment` of each report (e.g. `production`). */
+    environment?: string;
+  };
+  /** Call spans (on with `OTEL_DENO=true`). */
+  tracing: {
+    /** Put prompts and completions in LLM spans (default false). */
+    record_content: boolean;
+  };
+}
+
 /** The whole config document after schema validation. */
 export interface ConfigDocument {
   /** Config format version; only 1 exists. */
@@ -177,4 +193,6 @@ export interface ConfigDocument {
   api: ApiDocument;
   /** The browser playground. */
   playground: PlaygroundDocument;
+  /** Error reporting and LLM-call tracing. */
+  observability: ObservabilityDocument;
 }

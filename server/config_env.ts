@@ -11,12 +11,16 @@ import type { Problem } from "../core/agent/problems.ts";
 import type { AgentServerConfig } from "./config_types.ts";
 import { WEBHOOK_SECRET_ENV } from "../telephony/webhooks.ts";
 import type { CarrierName } from "../telephony/serializers/mod.ts";
+import { OTEL_ENV } from "./tracing.ts";
 
 /** Log level variable the server reads (`debug`, `info`, `warn`, `error`, `silent`). */
 export const LOG_ENV = "FLOWCAT_LOG";
 
 /** Log format variable the server reads (`text`, `json`). */
 export const LOG_FORMAT_ENV = "FLOWCAT_LOG_FORMAT";
+
+/** The variable holding an error-reporting DSN (it wins over `observability.errors.dsn`). */
+export const SENTRY_DSN_ENV = "SENTRY_DSN";
 
 /** One environment variable the server reads. */
 export interface EnvRequirement {
@@ -106,6 +110,12 @@ export function requiredEnv(config: AgentServerConfig): EnvRequirement[] {
   }
   add({ name: LOG_ENV, why: "log level (debug, info, warn, error, silent)", required: false });
   add({ name: LOG_FORMAT_ENV, why: "log format (text, json)", required: false });
+  add({ name: OTEL_ENV, why: "OpenTelemetry export on (true): call spans", required: false });
+  add({
+    name: SENTRY_DSN_ENV,
+    why: "error reports to this DSN (wins over the config's)",
+    required: false,
+  });
   if (config.pipeline === "s2s") {
     for (const name of REALTIME_ENV_NAMES) {
       add({ name, why: "realtime voice and turn-taking knob", required: false });

@@ -204,6 +204,40 @@ const playgroundSchema = z.strictObject({
   hosts: z.array(z.string().min(1, "must not be empty")).default([]),
 });
 
+/** A Sentry DSN: `https://<public key>@<host>[/<path>]/<project id>`. */
+const dsnUrl = z.string().superRefine((value, ctx) => {
+  if (parseDsnShape(value)) return;
+  ctx.addIssue({
+    code: "custom",
+    message: `${shown(value)} is not a DSN (e.g. https://publickey@o123.ingest.sentry.io/456)`,
+  });
+});
+
+/** True when `value` has a DSN's parts: http(s), a public key, a numeric-ish project id. */
+function parseDsnShape(value: string): boolean {
+  try {
+    const u = new URL(value);
+    return (u.protocol === "https:" || u.protocol === "http:") && u.username !== "" &&
+      /\/[^/]+$/.test(u.pathname);
+  } catch {
+    return false;
+  }
+}
+
+const errorsSchema = z.strictObject({
+  dsn: dsnUrl.optional(),
+  environment: z.string().min(1, "must not be empty").optional(),
+});
+
+const tracingSchema = z.strictObject({
+  record_content: z.boolean().default(false),
+});
+
+const observabilitySchema = z.strictObject({
+  errors: errorsSchema.prefault({}),
+  tracing: tracingSchema.prefault({}),
+});
+
 /** Zod schema of the whole config document. */
 export const configSchema = z.strictObject({
   version: z.literal(1, "the only config version is 1").optional(),
@@ -216,6 +250,7 @@ export const configSchema = z.strictObject({
   server: serverSchema.prefault({}),
   api: apiSchema.prefault({}),
   playground: playgroundSchema.prefault({}),
+  observability: observabilitySchema.prefault({}),
 });
 
 export type { ConfigDocument };
@@ -243,6 +278,9 @@ export const KNOWN_KEYS: Readonly<Record<string, readonly string[]>> = Object.fr
   server: Object.keys(serverSchema.shape),
   api: Object.keys(apiSchema.shape),
   playground: Object.keys(playgroundSchema.shape),
+  observability: Object.keys(observabilitySchema.shape),
+  "observability.errors": Object.keys(errorsSchema.shape),
+  "observability.tracing": Object.keys(tracingSchema.shape),
 });
 
 /** Where each secret comes from instead, for keys that would put a secret in the file. */

@@ -173,6 +173,14 @@ export interface PlaygroundConfig {
   hosts: string[];
 }
 
+/** Exporters beyond logs and `/metrics`. */
+export interface ObservabilityConfig {
+  /** Error reporting; off without a DSN (here or in `SENTRY_DSN`). */
+  errors: { dsn?: string; environment?: string };
+  /** Call spans: whether LLM spans carry prompts and completions. */
+  tracing: { recordContent: boolean };
+}
+
 /** The validated agent server config. */
 export interface AgentServerConfig {
   /** The config file as given, when loaded from a file. */
@@ -197,6 +205,8 @@ export interface AgentServerConfig {
   api: ApiConfig;
   /** The browser playground. */
   playground: PlaygroundConfig;
+  /** Error reporting and LLM-call tracing. */
+  observability: ObservabilityConfig;
 }
 
 /** `path` resolved against `baseDir` (no `Deno.cwd()`, which would need read permission). */
@@ -312,6 +322,10 @@ export function toServerConfig(
       enabled: doc.playground.enabled,
       mediaHosts: [...doc.playground.media_hosts],
       hosts: [...doc.playground.hosts],
+    },
+    observability: {
+      errors: { ...doc.observability.errors },
+      tracing: { recordContent: doc.observability.tracing.record_content },
     },
   };
   if (configFile !== undefined) out.configFile = configFile;

@@ -3,7 +3,8 @@
  * exactly the permissions its config needs, computed here as `--print-permissions` prints
  * them. This launcher itself may read files (the config may live anywhere), list the network
  * interfaces (the playground's WebRTC peers are this host's addresses) and run `deno`; it
- * opens no socket and reads no environment variable.
+ * opens no socket and reads one environment variable, `SENTRY_DSN` (an error-reporting server
+ * to grant); the server gets the whole environment, as the shell had it.
  *
  * ```sh
  * deno task start --config my-agent.yaml --port 8000
@@ -20,12 +21,21 @@ export async function launchArgs(args: string[]): Promise<string[] | number> {
   const parsed = await parseAndLoad(args);
   if (typeof parsed === "number") return parsed;
   const { args: a, config } = parsed;
-  const opts = serverPermissionOptions(config, a);
+  const opts = serverPermissionOptions(config, a, readEnv);
   if (a.printPermissions) {
     console.log(permissionCommand(config, opts));
     return 0;
   }
   return ["run", "--no-prompt", ...permissionFlags(config, opts), SERVER_ENTRY, ...args];
+}
+
+/** A variable the launcher may read (`SENTRY_DSN`); any other reads as unset. */
+function readEnv(name: string): string | undefined {
+  try {
+    return Deno.env.get(name);
+  } catch {
+    return undefined;
+  }
 }
 
 /** Run the server as a child and resolve with its exit code. */

@@ -24,6 +24,8 @@ import { permissionCommand, type PermissionOptions } from "./permissions.ts";
 import { hostInterfaces, webrtcPeerHosts } from "./webrtc_peers.ts";
 import { loggerFromEnv } from "./log_env.ts";
 import { grantProblems } from "./grant_check.ts";
+import { runCheck, warnUnreachable } from "./check.ts";
+import { dsnNetHost, type ErrorReporter } from "./error_reporting.ts";
 import { parseWorkerCount, startWorkers } from "./workers.ts";
 
 /** Config used when `--config` is not given. */
@@ -48,11 +50,15 @@ Options:
   --tls-key <file>       the certificate's PEM private key
   --workers <n|auto>     serve from n threads sharing the port (auto: one per core; default 1)
   --print-permissions    print the least-privilege deno command for this config and exit
+  --check                probe every configured provider (and its key, where a cheap
+                         endpoint tells), print a table, exit 1 when any failed
   -h, --help             this text
 
 Environment: <PROVIDER>_API_KEY for the configured provider (e.g. GEMINI_API_KEY),
 FLOWCAT_LOG (debug|info|warn|error), FLOWCAT_LOG_FORMAT (text|json), FLOWCAT_VOICE,
-FLOWCAT_VAD_*. See docs/config.md and docs/observability.md.
+FLOWCAT_VAD_*, OTEL_DENO=true (OpenTelemetry traces; OTEL_EXPORTER_OTLP_* as Deno reads them),
+SENTRY_DSN (error reports).
+See docs/config.md and docs/observability.md.
 `;
 
 /** Parsed command line. */
@@ -66,6 +72,8 @@ export interface ServerArgs {
   /** Worker threads sharing the port (1: serve on the main thread). */
   workers: number;
   printPermissions: boolean;
+  /** Probe the providers, print a table and exit (`--check`). */
+  check: boolean;
   help: boolean;
 }
 
@@ -84,6 +92,7 @@ export function parseServerArgs(args: string[]): ServerArgs {
         "tls-key": { type: "string" },
         workers: { type: "string" },
         "print-permissions": { type: "boolean", default: false },
+        check: { type: "boolean", default: false },
         help: { type: "boolean", short: "h", default: false },
       },
       strict: true,
@@ -96,6 +105,7 @@ export function parseServerArgs(args: string[]): ServerArgs {
     config: v.config ?? DEFAULT_CONFIG,
     workers: v.workers === undefined ? 1 : parseWorkerCount(v.workers),
     printPermissions: v["print-permissions"] ?? false,
+    check: v.check ?? false,
     help: v.help ?? false,
   };
   if (v.port !== undefined) {
@@ -135,21 +145,27 @@ export function implementationReads(config: AgentServerConfig): string[] {
 
 /**
  * The inputs of the least-privilege flags for `config` run with `a`'s overrides on this host:
- * the files the implementation reads and, with the playground on, the addresses WebRTC
- * answers browsers at (read from this host's interfaces now).
+ * the files the implementation reads, with the playground on the addresses WebRTC answers
+ * browsers at (read from this host's interfaces now), and the error-reporting server when a DSN
+ * is configured (in the config or in `SENTRY_DSN`, read through `env`).
  */
 export function serverPermissionOptions(
   config: AgentServerConfig,
   a: Pick<ServerArgs, "config" | "host" | "port" | "tls">,
+  env: (name: string) => string | undefined = () => undefined,
 ): PermissionOptions {
   const host = a.host ?? config.server.host;
   const tls = a.tls ?? config.server.tls;
+  const dsn = dsnNetHost(config, env);
   return {
     configPath: a.config,
     host,
     port: a.port ?? config.server.port,
     extraRead: [...implementationReads(config), ...(tls ? [tls.certFile, tls.keyFile] : [])],
-    extraNet: config.playground.enabled ? webrtcPeerHosts(host, hostInterfaces()) : [],
+    extraNet: [
+      ...(config.playground.enabled ? webrtcPeerHosts(host, hostInterfaces()) : []),
+      ...(dsn !== undefined ? [dsn] : []),
+    ],
   };
 }
 
@@ -194,9 +210,10 @@ export async function main(args: string[]): Promise<number> {
   if (typeof parsed === "number") return parsed;
   const { args: a, config } = parsed;
   if (a.printPermissions) {
-    console.log(permissionCommand(config, serverPermissionOptions(config, a)));
+    console.log(permissionCommand(config, serverPermissionOptions(config, a, envGet)));
     return 0;
   }
+  if (a.check) return await runCheck(config, { env: envGet, print: (l) => console.log(l) });
   if (a.host !== undefined) config.server.host = a.host;
   if (a.port !== undefined) config.server.port = a.port;
   if (a.publicUrl !== undefined) config.telephony.publicUrl = a.publicUrl;
@@ -216,8 +233,10 @@ export async function main(args: string[]): Promise<number> {
     err(formatConfigProblems(startProblems, a.config));
     return 2;
   }
-  if (a.workers > 1) return await serveOnWorkers(a, config, tls);
   const logger: Logger = loggerFromEnv(envGet, "flowcat");
+  // In the background: a local provider that is down is said now, not at the first call.
+  void warnUnreachable(config, logger, { env: envGet });
+  if (a.workers > 1) return await serveOnWorkers(a, config, tls);
   let app;
   try {
     app = await createAgentServer({ config, env: envGet, logger });
@@ -229,6 +248,7 @@ export async function main(args: string[]): Promise<number> {
     }
     throw e;
   }
+  if (app.errors !== undefined) reportUncaught(app.errors);
   const { host, port } = config.server;
   const ready = Promise.withResolvers<Deno.NetAddr>();
   let server: Deno.HttpServer<Deno.NetAddr>;
@@ -272,6 +292,27 @@ function printBanner(
       );
     }
   }
+}
+
+/**
+ * Report what escapes every handler (an unhandled rejection, an uncaught error) before the
+ * process dies of it, as it would have anyway.
+ */
+function reportUncaught(errors: ErrorReporter): void {
+  const fatal = async (err: unknown, where: string) => {
+    errors.unexpected(err, { where }, "fatal");
+    await errors.flush(2000);
+    console.error(`flowcat: ${where}: ${errorMessage(err)}`);
+    Deno.exit(1);
+  };
+  globalThis.addEventListener("unhandledrejection", (e) => {
+    e.preventDefault();
+    void fatal(e.reason, "unhandled rejection");
+  });
+  globalThis.addEventListener("error", (e) => {
+    e.preventDefault();
+    void fatal(e.error, "uncaught error");
+  });
 }
 
 /** Whether `host` is a loopback address (or a name for one). */

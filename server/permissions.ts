@@ -68,8 +68,16 @@ function providerHosts(config: AgentServerConfig): string[] {
     const p = config.providers[kind];
     if (p === undefined) continue;
     // An endpoint override replaces the registry's hosts: the provider dials only that URL.
-    if (p.url !== undefined) out.push(urlHostPort(p.url));
-    else out.push(...(providersOfKind(kind)[p.name]?.hosts ?? []));
+    if (p.url !== undefined) {
+      out.push(urlHostPort(p.url));
+      continue;
+    }
+    const info = providersOfKind(kind)[p.name];
+    out.push(...(info?.hosts ?? []));
+    // A local server (whisper.cpp, Ollama, Piper...) is dialled at its default http URL,
+    // which the registry does not list as a host.
+    const base = (info as { baseUrl?: string } | undefined)?.baseUrl;
+    if (info?.hosts.length === 0 && base !== undefined) out.push(urlHostPort(base));
   }
   return out;
 }

@@ -41,6 +41,8 @@ export interface Route {
 export interface RouterOptions {
   maxBodyBytes: number;
   logger: Logger;
+  /** Also told of each handler that threw (error reporting). */
+  onError?: (err: unknown, path: string) => void;
 }
 
 /** A JSON response. */
@@ -101,6 +103,7 @@ export function router(
         return await r.handler(req, ctx);
       } catch (err) {
         opts.logger.error("handler failed", { path: url.pathname, err: errorMessage(err) });
+        opts.onError?.(err, url.pathname);
         return jsonError(500, "internal error");
       }
     }

@@ -113,7 +113,7 @@ let sids = 0;
 export async function dialTwilio(
   base: string,
   opts: { secret: string; publicUrl: string; callSid?: string },
-): Promise<{ call: TwilioCall; runId: number }> {
+): Promise<{ call: TwilioCall; runId: number; token: string }> {
   const params = { CallSid: opts.callSid ?? `CA${++sids}` };
   const path = "/telephony/answer/twilio";
   const sig = await twilioSignature(opts.secret, `${opts.publicUrl}${path}`, params);
@@ -127,8 +127,9 @@ export async function dialTwilio(
   if (m === null) throw new Error(`answer webhook: HTTP ${res.status}: ${twiml}`);
   const url = new URL(m[1].replaceAll("&amp;", "&"));
   const ws = `${base.replace("http", "ws")}${url.pathname}${url.search}`;
-  const call = await twilioClient(ws, url.searchParams.get("token")!);
-  return { call, runId: Number(url.pathname.split("/").at(-1)) };
+  const token = url.searchParams.get("token")!;
+  const call = await twilioClient(ws, token);
+  return { call, runId: Number(url.pathname.split("/").at(-1)), token };
 }
 
 /** A caller turn a VAD hears: 0.4 s of a 440 Hz tone, then 0.8 s of silence (sent quickly). */

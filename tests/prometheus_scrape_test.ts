@@ -1,7 +1,8 @@
 /**
  * A real Prometheus (Debian's `prometheus`) scrapes the agent server's `/metrics` every second
  * while two carrier calls run through the answer webhook and media WebSocket; the test asks
- * Prometheus's HTTP API (`/api/v1/query`) for the active-calls and turn-latency series. Ignored,
+ * Prometheus's HTTP API (`/api/v1/query`) for the active-calls and turn-latency series, then runs
+ * every query of the example Grafana dashboard (examples/grafana_dashboard.json). Ignored,
  * saying why, where `prometheus` is not installed (`.ci/run` installs it).
  */
 import assert from "node:assert/strict";
@@ -10,6 +11,7 @@ import { createAgentServer } from "../server/app.ts";
 import { parseConfigText } from "../server/config.ts";
 import { sleep } from "./_core_helpers.ts";
 import { dialTwilio, speakTurn } from "./_twilio_client.ts";
+import { DASHBOARD, dashboardQueries, runnable } from "./_grafana.ts";
 
 const SECRET = "twilio-secret";
 const PUBLIC = "https://agent.example.com";
@@ -181,6 +183,18 @@ Deno.test({
       const ttfb = await query(prom, "flowcat_provider_ttfb_seconds_count");
       assert.equal(ttfb[0]?.metric.service, "realtime");
       assert.equal(ttfb[0]?.metric.provider, "echo");
+
+      // Every query of the example Grafana dashboard is PromQL this Prometheus runs (rates over
+      // a few seconds of history have no value yet; the gauges do).
+      const dash = JSON.parse(await Deno.readTextFile(DASHBOARD));
+      const answers = new Map<string, number>();
+      for (const { panel, expr } of dashboardQueries(dash)) {
+        const samples = await query(prom, runnable(expr));
+        if (samples.length > 0 && !answers.has(panel)) answers.set(panel, samples[0].v);
+      }
+      assert.equal(answers.get("Active calls"), 0, "both calls are over");
+      assert.ok((answers.get("Memory") ?? 0) > 1e6, JSON.stringify([...answers]));
+      assert.ok((answers.get("Uptime") ?? 0) > 0);
     } finally {
       for (const c of calls) await c.call.close();
       child.kill("SIGTERM");

@@ -85,6 +85,8 @@ Deno.test("env: the echo provider needs no key; cascaded skips the realtime knob
   assert.deepEqual(requiredEnv(cascaded).map((e) => e.name), [
     "FLOWCAT_LOG",
     "FLOWCAT_LOG_FORMAT",
+    "OTEL_DENO",
+    "SENTRY_DSN",
   ]);
 });
 

@@ -55,6 +55,7 @@ Deno.test("config: a minimal JSON config gets every default", async () => {
     server: { host: "127.0.0.1", port: 6210 },
     api: {},
     playground: { enabled: true, mediaHosts: [], hosts: [] },
+    observability: { errors: {}, tracing: { recordContent: false } },
   });
 });
 
@@ -86,9 +87,16 @@ limits: { max_calls: 5, max_call_seconds: 60, max_body_bytes: 2048, drain_second
 server: { host: 0.0.0.0, port: 8000 }
 api: { token_env: FLOWCAT_API_TOKEN }
 playground: { enabled: false, media_hosts: ["*"] }
+observability:
+  errors: { dsn: "https://k@o1.ingest.sentry.io/42", environment: staging }
+  tracing: { record_content: true }
 `);
   assert.ok(res.ok, res.ok ? "" : formatConfigProblems(res.problems));
   const c = res.config;
+  assert.deepEqual(c.observability, {
+    errors: { dsn: "https://k@o1.ingest.sentry.io/42", environment: "staging" },
+    tracing: { recordContent: true },
+  });
   assert.deepEqual(c.agent, {
     kind: "remote",
     url: "http://127.0.0.1:8080",

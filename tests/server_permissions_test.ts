@@ -79,7 +79,7 @@ Deno.test("permissions: the default echo config", async () => {
     // send WebRTC media over it, and the peers' own addresses are added where it runs).
     "--allow-net=127.0.0.1:6210,0.0.0.0",
     "--allow-read=examples/agent.yaml,examples/echo_graph.yaml,server/playground",
-    `--allow-env=FLOWCAT_LOG,FLOWCAT_LOG_FORMAT,${REALTIME_KNOBS}`,
+    `--allow-env=FLOWCAT_LOG,FLOWCAT_LOG_FORMAT,OTEL_DENO,SENTRY_DSN,${REALTIME_KNOBS}`,
     "--ignore-env",
     "--allow-sys=networkInterfaces",
   ]);
@@ -87,7 +87,7 @@ Deno.test("permissions: the default echo config", async () => {
     permissionCommand(res.config, { configPath: "examples/agent.yaml" }),
     `${denoCommand().join(" ")} run --allow-net=127.0.0.1:6210,0.0.0.0 ` +
       "--allow-read=examples/agent.yaml,examples/echo_graph.yaml,server/playground " +
-      `--allow-env=FLOWCAT_LOG,FLOWCAT_LOG_FORMAT,${REALTIME_KNOBS} --ignore-env --allow-sys=networkInterfaces ` +
+      `--allow-env=FLOWCAT_LOG,FLOWCAT_LOG_FORMAT,OTEL_DENO,SENTRY_DSN,${REALTIME_KNOBS} --ignore-env --allow-sys=networkInterfaces ` +
       "server/main.ts --config examples/agent.yaml",
   );
 });
@@ -98,7 +98,7 @@ Deno.test("permissions: gemini + twilio + recording", async () => {
     "--allow-net=0.0.0.0:8080,generativelanguage.googleapis.com:443",
     "--allow-read=deploy/agent.yaml,deploy/graph.yaml",
     "--allow-write=deploy/rec",
-    `--allow-env=GEMINI_API_KEY,TWILIO_AUTH_TOKEN,FLOWCAT_LOG,FLOWCAT_LOG_FORMAT,${REALTIME_KNOBS}`,
+    `--allow-env=GEMINI_API_KEY,TWILIO_AUTH_TOKEN,FLOWCAT_LOG,FLOWCAT_LOG_FORMAT,OTEL_DENO,SENTRY_DSN,${REALTIME_KNOBS}`,
     "--ignore-env",
   ]);
 });
@@ -108,7 +108,7 @@ Deno.test("permissions: openai + SIP trunk + remote brain", async () => {
   assert.deepEqual(permissionFlags(c, { configPath: "deploy/agent.yaml" }), [
     "--allow-net=127.0.0.1:6210,api.openai.com:443,127.0.0.1:8080,0.0.0.0,trunk.example.com:5060,203.0.113.10",
     "--allow-read=deploy/agent.yaml",
-    `--allow-env=OPENAI_API_KEY,BRAIN_TOKEN,SIP_PASSWORD,FLOWCAT_API_TOKEN,FLOWCAT_LOG,FLOWCAT_LOG_FORMAT,${REALTIME_KNOBS}`,
+    `--allow-env=OPENAI_API_KEY,BRAIN_TOKEN,SIP_PASSWORD,FLOWCAT_API_TOKEN,FLOWCAT_LOG,FLOWCAT_LOG_FORMAT,OTEL_DENO,SENTRY_DSN,${REALTIME_KNOBS}`,
     "--ignore-env",
     "--allow-sys=networkInterfaces",
   ]);
@@ -133,7 +133,7 @@ playground: { enabled: false }
   assert.deepEqual(flags, [
     "--allow-net=[::1],proxy.internal:9443,0.0.0.0,trunk.example.com:5060",
     "--allow-read=deploy/agent.yaml,deploy/graph.yaml,models/vad.onnx",
-    `--allow-env=OPENAI_API_KEY,P,FLOWCAT_LOG,FLOWCAT_LOG_FORMAT,${REALTIME_KNOBS},NO_COLOR`,
+    `--allow-env=OPENAI_API_KEY,P,FLOWCAT_LOG,FLOWCAT_LOG_FORMAT,OTEL_DENO,SENTRY_DSN,${REALTIME_KNOBS},NO_COLOR`,
     "--ignore-env",
   ]);
   const cmd = permissionCommand(c, { configPath: "my dir/agent.yaml", host: "::1", port: 7000 });

@@ -28,6 +28,7 @@ import {
 } from "../frames.ts";
 import { FrameProcessor, type Link, type ProcessorSetup } from "../processor.ts";
 import type { LlmService } from "../seams.ts";
+import type { CallTracer, RequestOutcome } from "../tracing.ts";
 import { setContextSystem } from "./context.ts";
 
 /** Options of an {@link LlmProcessor}. */
@@ -64,6 +65,7 @@ export class LlmProcessor extends FrameProcessor {
   #awaitingResults = new Set<string>();
   #rerun = false;
   #stopped = false;
+  #tracer: CallTracer | undefined;
   /** Usage summed over the call (for finalize). */
   readonly usage: LlmUsage = { promptTokens: 0, completionTokens: 0, totalTokens: 0, turns: 0 };
 
@@ -84,7 +86,8 @@ export class LlmProcessor extends FrameProcessor {
   }
 
   /** Starts the service; a service that cannot start makes the call fail (fatal). */
-  override async start(_s: ProcessorSetup, params: StartParams, link: Link): Promise<void> {
+  override async start(s: ProcessorSetup, params: StartParams, link: Link): Promise<void> {
+    this.#tracer = s.tracer;
     try {
       await this.#llm.start(params);
       this.#llm.setTools(this.#context.tools);
@@ -168,6 +171,13 @@ export class LlmProcessor extends FrameProcessor {
     let first = true;
     link.startTtfb();
     link.startProcessing();
+    const req = this.#tracer?.request({
+      service: "llm",
+      operation: "chat",
+      messages: this.#context.messages,
+      ...(this.#model !== undefined ? { model: this.#model } : {}),
+    });
+    let outcome: RequestOutcome | undefined;
     try {
       for await (const frame of this.#llm.runLlm(this.#context, ctl.signal)) {
         if (!live()) break;
@@ -179,13 +189,17 @@ export class LlmProcessor extends FrameProcessor {
             if (first) {
               first = false;
               link.stopTtfb(this.#model);
+              req?.firstByte();
             }
+            req?.output(frame.text);
             break;
           case "FunctionCallsStarted":
             for (const c of frame.calls) this.#awaitingResults.add(c.toolCallId);
+            req?.toolCalls(frame.calls);
             break;
           case "Metrics":
             this.#addUsage(frame.data, link);
+            if (req !== undefined) usageOf(frame.data, (t) => req.usage(t));
             continue;
           case "LlmResponseEnd":
             ended = true;
@@ -201,10 +215,13 @@ export class LlmProcessor extends FrameProcessor {
       }
     } catch (err) {
       if (!live()) return;
-      link.pushError(namedMessage(this.#llm.name(), err), false);
+      const message = namedMessage(this.#llm.name(), err);
+      outcome = { error: message };
+      link.pushError(message, false);
       if (started && !ended) link.pushDown(makeFrame("LlmResponseEnd", {}));
       if (this.#fallback) link.pushDown(makeFrame("TtsSpeak", { text: this.#fallback }));
     } finally {
+      req?.end(outcome ?? (live() ? undefined : { interrupted: true }));
       link.stopProcessing(this.#model);
       if (this.#current === ctl) this.#current = undefined;
     }
@@ -220,6 +237,11 @@ export class LlmProcessor extends FrameProcessor {
       link.reportLlmUsage(t, this.#model);
     }
   }
+}
+
+/** Each token report in `data`. */
+function usageOf(data: readonly MetricsData[], fn: (t: LlmTokenUsage) => void): void {
+  for (const d of data) if (d.type === "llm_usage") fn(d.tokens);
 }
 
 function systemOf(context: LlmContext): string {

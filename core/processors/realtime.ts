@@ -40,6 +40,7 @@ import {
 } from "../frames.ts";
 import { FrameProcessor, type Link, type ProcessorSetup } from "../processor.ts";
 import type { RealtimeEvent, RealtimeLlm, RealtimeSetup } from "../seams.ts";
+import type { CallTracer, RequestTrace } from "../tracing.ts";
 import { newUtteranceId } from "../utterance.ts";
 import { settlesWithin } from "../wait.ts";
 
@@ -85,6 +86,10 @@ export class RealtimeProcessor extends FrameProcessor {
   #turnHasText = false;
   /** The turn was interrupted: its late words keep its id, its next audio is a new turn. */
   #turnCut = false;
+  #tracer: CallTracer | undefined;
+  /** The traced session (connect to close) and model response in flight (only with a tracer). */
+  #session: RequestTrace | undefined;
+  #response: RequestTrace | undefined;
   /** Usage summed over the call (for finalize). */
   readonly usage: RealtimeUsage = {
     promptTokens: 0,
@@ -111,7 +116,9 @@ export class RealtimeProcessor extends FrameProcessor {
   }
 
   /** Connects the model (bounded), then listens to its events (or reads them). Fatal on failure. */
-  override async start(_s: ProcessorSetup, _p: StartParams, link: Link): Promise<void> {
+  override async start(s: ProcessorSetup, _p: StartParams, link: Link): Promise<void> {
+    this.#tracer = s.tracer;
+    this.#session = this.#trace("session");
     let timer: ReturnType<typeof setTimeout> | undefined;
     try {
       await Promise.race([
@@ -124,12 +131,15 @@ export class RealtimeProcessor extends FrameProcessor {
         }),
       ]);
     } catch (err) {
-      link.pushError(`realtime model failed to connect: ${errorMessage(err)}`, true);
+      const message = `realtime model failed to connect: ${errorMessage(err)}`;
+      this.#endTraces({ error: message });
+      link.pushError(message, true);
       return;
     } finally {
       clearTimeout(timer);
     }
     this.#connected = true;
+    this.#session?.firstByte();
     // From the next macrotask, as TransportInput does: Start must reach the processors below
     // before the model's first event (a greeting said on connect) does.
     setTimeout(() => this.#receive(link), 0);
@@ -186,9 +196,32 @@ export class RealtimeProcessor extends FrameProcessor {
     try {
       await this.#llm.close();
     } catch { /* closing a broken model is not news */ }
-    if (this.#ended || !this.#connected) return;
+    if (this.#ended || !this.#connected) return this.#endTraces();
     await settlesWithin(new Promise<void>((resolve) => (this.#onEnded = resolve)), 1000);
     this.#onEnded = undefined;
+    this.#endTraces();
+  }
+
+  /** Trace a session or a response (to the caller's `heard` words, when it answers them). */
+  #trace(operation: "session" | "response", heard?: string): RequestTrace | undefined {
+    const model = this.#model;
+    return this.#tracer?.request({
+      service: "realtime",
+      operation,
+      ...(model !== undefined ? { model } : {}),
+      ...(heard !== undefined
+        ? { answersCaller: true, messages: [{ role: "user" as const, content: heard }] }
+        : {}),
+    });
+  }
+
+  /** End the response in flight and the session (each once). */
+  #endTraces(outcome?: { error?: string; interrupted?: boolean }): void {
+    const response = this.#response;
+    const session = this.#session;
+    this.#response = this.#session = undefined;
+    response?.end(outcome?.error === undefined ? { interrupted: true } : outcome);
+    session?.end(outcome);
   }
 
   #sendAudio(pcm: Int16Array, rate: number, link: Link): void {
@@ -243,6 +276,10 @@ export class RealtimeProcessor extends FrameProcessor {
 
   #end(reason: string, link: Link): void {
     this.#ended = true;
+    // Closed by the model, not by us: the session failed.
+    if (this.#session !== undefined) {
+      this.#endTraces(this.#stopping ? undefined : { error: reason });
+    }
     if (!this.#stopping) link.push(makeFrame("End", { reason }), "upstream");
     this.#onEnded?.();
   }
@@ -253,6 +290,11 @@ export class RealtimeProcessor extends FrameProcessor {
         if (this.#awaitingFirstAudio) {
           this.#awaitingFirstAudio = false;
           link.stopTtfb(this.#model);
+          this.#response?.firstByte();
+        } else if (this.#session !== undefined && this.#response === undefined) {
+          // The model speaks on its own (a greeting): a response all the same.
+          this.#response = this.#trace("response");
+          this.#response?.firstByte();
         }
         // The voice may come before the words: open the turn for the output's ledger.
         if (this.#turn === undefined || this.#turnCut) this.#sayText("", this.#newTurn(), link);
@@ -266,6 +308,10 @@ export class RealtimeProcessor extends FrameProcessor {
         // The caller finished a turn: time to the model's first audio starts now.
         this.#awaitingFirstAudio = true;
         link.startTtfb();
+        if (this.#session !== undefined) {
+          this.#response?.end();
+          this.#response = this.#trace("response", ev.text);
+        }
         return link.pushDown(
           makeFrame("Transcription", { text: ev.text, userId: "user", final: true }),
         );
@@ -274,6 +320,7 @@ export class RealtimeProcessor extends FrameProcessor {
         if (!ev.final) return this.#sayText(ev.text, id, link);
         // A model that sends only the final text: the output still needs the words.
         if (!this.#turnHasText) this.#sayText(ev.text, id, link);
+        this.#response?.output(ev.text);
         return link.pushDown(
           makeFrame("Transcription", {
             text: ev.text,
@@ -284,6 +331,11 @@ export class RealtimeProcessor extends FrameProcessor {
         );
       }
       case "tool_call":
+        this.#response?.toolCalls([{
+          toolCallId: ev.id,
+          functionName: ev.name,
+          arguments: ev.args,
+        }]);
         return link.pushDown(
           makeFrame("FunctionCallsStarted", {
             calls: [{ toolCallId: ev.id, functionName: ev.name, arguments: ev.args }],
@@ -291,6 +343,10 @@ export class RealtimeProcessor extends FrameProcessor {
         );
       case "interrupted":
         if (this.#turn !== undefined) this.#turnCut = true;
+        if (this.#response !== undefined) {
+          this.#response.end({ interrupted: true });
+          this.#response = undefined;
+        }
         return link.broadcast(makeFrame("Interruption", {}));
       case "usage": {
         const u = this.usage;
@@ -298,9 +354,14 @@ export class RealtimeProcessor extends FrameProcessor {
         u.completionTokens += ev.usage.completionTokens;
         u.totalTokens += ev.usage.totalTokens;
         u.turns++;
+        (this.#response ?? this.#session)?.usage(ev.usage);
         return link.reportLlmUsage(ev.usage, this.#model);
       }
       case "turn_complete":
+        if (this.#response !== undefined) {
+          this.#response.end();
+          this.#response = undefined;
+        }
         if (this.#turn === undefined) return;
         this.#turn = undefined;
         return link.pushDown(makeFrame("TtsStopped", {}));

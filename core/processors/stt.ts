@@ -16,6 +16,7 @@ import { errorMessage, namedMessage } from "../errors.ts";
 import type { Direction, Frame, StartParams, StopReason } from "../frames.ts";
 import { FrameProcessor, type Link, type ProcessorSetup } from "../processor.ts";
 import type { SttService } from "../seams.ts";
+import type { CallTracer, RequestTrace } from "../tracing.ts";
 import { settlesWithin } from "../wait.ts";
 
 /** Options of an {@link SttProcessor}. */
@@ -36,6 +37,9 @@ export class SttProcessor extends FrameProcessor {
   #lastErrorAt = -Infinity;
   #segments: Promise<void> = Promise.resolve();
   #awaitingFinal = false;
+  #tracer: CallTracer | undefined;
+  /** The traced segment waiting for its final transcript (only with a tracer). */
+  #req: RequestTrace | undefined;
 
   /** Wrap `stt`. */
   constructor(stt: SttService, options: SttProcessorOptions = {}) {
@@ -46,7 +50,8 @@ export class SttProcessor extends FrameProcessor {
   }
 
   /** Starts the service; one that cannot start makes the call fail (fatal). */
-  override async start(_s: ProcessorSetup, params: StartParams, link: Link): Promise<void> {
+  override async start(s: ProcessorSetup, params: StartParams, link: Link): Promise<void> {
+    this.#tracer = s.tracer;
     try {
       await this.#stt.start(params);
     } catch (err) {
@@ -73,10 +78,16 @@ export class SttProcessor extends FrameProcessor {
         // Time from the end of the caller's speech to its final transcript.
         link.startTtfb();
         this.#awaitingFinal = true;
+        if (this.#tracer !== undefined) this.#trace(this.#tracer);
         const stopped = this.#stt.speechStopped?.();
         if (stopped === undefined) return;
+        const req = this.#req;
         this.#segments = this.#segments.then(() =>
-          stopped.then((frames) => this.#emit(frames, link), (err) => this.#fail(err, link))
+          stopped.then((frames) => {
+            this.#emit(frames, link);
+            // A segment with no words (a cough): the request is over all the same.
+            if (req !== undefined && this.#req === req) this.#endReq();
+          }, (err) => this.#fail(err, link))
         );
         return;
       }
@@ -89,6 +100,7 @@ export class SttProcessor extends FrameProcessor {
   /** Waits (bounded) for a segment still being transcribed, then stops the service. */
   override async stop(_reason: StopReason): Promise<void> {
     await settlesWithin(this.#segments, 3000);
+    this.#endReq({ interrupted: true });
     try {
       await this.#stt.stop?.();
     } catch { /* stopping a broken service is not news */ }
@@ -104,12 +116,35 @@ export class SttProcessor extends FrameProcessor {
       if (f.kind === "Transcription" && this.#awaitingFinal) {
         this.#awaitingFinal = false;
         link.stopTtfb(this.#model);
+        if (this.#req !== undefined) {
+          this.#req.firstByte();
+          this.#req.output(f.text);
+        }
+        this.#endReq();
       }
       link.pushDown(f);
     }
   }
 
+  /** A segment is sent for transcription: trace it (ending one still waiting, unanswered). */
+  #trace(tracer: CallTracer): void {
+    this.#endReq();
+    this.#req = tracer.request(
+      this.#model === undefined
+        ? { service: "stt", operation: "transcribe" }
+        : { service: "stt", operation: "transcribe", model: this.#model },
+    );
+  }
+
+  #endReq(outcome?: { error?: string; interrupted?: boolean }): void {
+    const req = this.#req;
+    if (req === undefined) return;
+    this.#req = undefined;
+    req.end(outcome);
+  }
+
   #fail(err: unknown, link: Link): void {
+    if (this.#req !== undefined) this.#endReq({ error: namedMessage(this.#stt.name(), err) });
     const now = performance.now();
     if (now - this.#lastErrorAt < this.#errorEveryMs) return;
     this.#lastErrorAt = now;

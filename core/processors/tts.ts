@@ -24,6 +24,7 @@ import {
 } from "../frames.ts";
 import { FrameProcessor, type Link, type ProcessorSetup } from "../processor.ts";
 import type { TtsService } from "../seams.ts";
+import type { CallTracer, RequestOutcome } from "../tracing.ts";
 import { SentenceSplitter } from "../sentences.ts";
 import { replyUtteranceId, speakUtteranceId } from "../utterance.ts";
 import { settlesWithin } from "../wait.ts";
@@ -52,6 +53,7 @@ export class TtsProcessor extends FrameProcessor {
   #reply: string | undefined;
   #queue: Promise<void> = Promise.resolve();
   #ctl = new AbortController();
+  #tracer: CallTracer | undefined;
   /** Characters sent to the service over the call. */
   characters = 0;
 
@@ -65,7 +67,8 @@ export class TtsProcessor extends FrameProcessor {
   }
 
   /** Starts the service; one that cannot start makes the call fail (fatal). */
-  override async start(_s: ProcessorSetup, params: StartParams, link: Link): Promise<void> {
+  override async start(s: ProcessorSetup, params: StartParams, link: Link): Promise<void> {
+    this.#tracer = s.tracer;
     try {
       await this.#tts.start(params);
     } catch (err) {
@@ -144,6 +147,13 @@ export class TtsProcessor extends FrameProcessor {
       makeFrame("TtsText", utteranceId === undefined ? { text } : { text, utteranceId }),
     );
     link.startTtfb();
+    const req = this.#tracer?.request({
+      service: "tts",
+      operation: "speak",
+      text,
+      ...(this.#model !== undefined ? { model: this.#model } : {}),
+    });
+    let outcome: RequestOutcome | undefined;
     let first = true;
     let stopped = false;
     try {
@@ -152,6 +162,7 @@ export class TtsProcessor extends FrameProcessor {
         if (frame.kind === "TtsAudio" && first) {
           first = false;
           link.stopTtfb(this.#model);
+          req?.firstByte();
         }
         if (frame.kind === "TtsStopped") stopped = true;
         await link.writable();
@@ -160,8 +171,12 @@ export class TtsProcessor extends FrameProcessor {
       }
     } catch (err) {
       if (signal.aborted) return;
-      link.pushError(namedMessage(this.#tts.name(), err), false);
+      const message = namedMessage(this.#tts.name(), err);
+      outcome = { error: message };
+      link.pushError(message, false);
       if (!stopped) link.pushDown(makeFrame("TtsStopped", {}));
+    } finally {
+      req?.end(outcome ?? (signal.aborted ? { interrupted: true } : undefined));
     }
   }
 }

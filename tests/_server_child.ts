@@ -1,0 +1,101 @@
+/**
+ * The agent server as operators run it, for tests: `server/main.ts` in a child Deno process
+ * under exactly the flags `deno task start` computes for its config (server/permissions.ts,
+ * `serverPermissionOptions`), with the environment the test gives (and nothing else).
+ */
+import { loadConfig } from "../server/config.ts";
+import { serverPermissionOptions } from "../server/main.ts";
+import { permissionFlags } from "../server/permissions.ts";
+
+/** A running server child. */
+export interface ServerChild {
+  /** `http://127.0.0.1:<port>`. */
+  base: string;
+  /** The flags it runs under. */
+  flags: string[];
+  /** Everything it wrote to stderr so far (its log lines). */
+  stderr(): string;
+  /** Everything it wrote to stdout so far (banner, drain lines). */
+  stdout(): string;
+  /** SIGTERM (drain), then wait for it to exit; its exit code. */
+  stop(): Promise<number>;
+}
+
+/**
+ * Start `server/main.ts --config <path> --port 0` under the flags `deno task start` computes
+ * (`env` is what the server and the launcher see); with `launcher`, start it through the start
+ * task itself.
+ */
+export async function startServerChild(
+  configPath: string,
+  env: Record<string, string>,
+  opts: { launcher?: boolean } = {},
+): Promise<ServerChild> {
+  const loaded = await loadConfig(configPath);
+  if (!loaded.ok) throw new Error(JSON.stringify(loaded.problems));
+  const perms = serverPermissionOptions(
+    loaded.config,
+    { config: configPath, port: 0 },
+    (n) => env[n],
+  );
+  const flags = permissionFlags(loaded.config, perms);
+  const server = ["server/main.ts", "--config", configPath, "--port", "0"];
+  // Through the launcher (deno task start), which computes the flags itself in the child.
+  const args = opts.launcher
+    ? [...startTaskArgs(), "--config", configPath, "--port", "0"]
+    : ["run", "--no-prompt", ...flags, ...server];
+  const child = new Deno.Command("deno", {
+    args,
+    // Only what the test gives, plus what Deno itself needs to find its caches.
+    env: { ...inherited(["HOME", "PATH", "DENO_DIR", "XDG_CACHE_HOME"]), NO_COLOR: "1", ...env },
+    clearEnv: true,
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const dec = new TextDecoder();
+  let out = "";
+  let err = "";
+  const outDone = (async () => {
+    for await (const c of child.stdout) out += dec.decode(c);
+  })();
+  const errDone = (async () => {
+    for await (const c of child.stderr) err += dec.decode(c);
+  })();
+  const deadline = Date.now() + 20_000;
+  let port = 0;
+  while (port === 0 && Date.now() < deadline) {
+    port = Number(/on http:\/\/127\.0\.0\.1:(\d+)\//.exec(out)?.[1] ?? 0);
+    if (port === 0) await new Promise((r) => setTimeout(r, 25));
+  }
+  const stop = async () => {
+    try {
+      child.kill("SIGTERM");
+    } catch { /* already gone */ }
+    const status = await child.status;
+    await outDone;
+    await errDone;
+    return status.code;
+  };
+  if (port === 0) {
+    await stop();
+    throw new Error(`the server did not start:\n${out}\n${err}`);
+  }
+  return { base: `http://127.0.0.1:${port}`, flags, stderr: () => err, stdout: () => out, stop };
+}
+
+function inherited(names: string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const n of names) {
+    const v = Deno.env.get(n);
+    if (v !== undefined) out[n] = v;
+  }
+  return out;
+}
+
+/** The `start` task's own flags, read from deno.json: a test runs what users run. */
+export function startTaskArgs(): string[] {
+  const tasks = JSON.parse(Deno.readTextFileSync("deno.json")).tasks as Record<string, string>;
+  const words = tasks.start.split(/\s+/);
+  if (words[0] !== "deno") throw new Error(`the start task is not a deno command: ${tasks.start}`);
+  return words.slice(1);
+}
