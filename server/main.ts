@@ -225,18 +225,27 @@ export async function main(args: string[]): Promise<number> {
     err(`flowcat: ${errorMessage(e)}`);
     return 2;
   }
-  // A missing key and a missing grant are both fixed before the first call: say them all.
-  const granted = (d: Deno.PermissionDescriptor) =>
-    Deno.permissions.querySync(d).state === "granted";
-  const startProblems = [...checkEnv(config, envGet), ...grantProblems(config, granted)];
-  if (startProblems.length > 0) {
-    err(formatConfigProblems(startProblems, a.config));
+  // Missing key variables: every one named, before anything starts.
+  const envProblems = checkEnv(config, envGet);
+  if (envProblems.length > 0) {
+    err(formatConfigProblems(envProblems, a.config));
     return 2;
   }
+  // A grant the config needs but this process lacks is said now, naming the field, not found
+  // call by call. Checked once the providers loaded: a provider missing from a compiled
+  // executable is the more useful message.
+  const missingGrants = () => {
+    const problems = grantProblems(
+      config,
+      (d) => Deno.permissions.querySync(d).state === "granted",
+    );
+    if (problems.length > 0) err(formatConfigProblems(problems, a.config));
+    return problems.length > 0;
+  };
   const logger: Logger = loggerFromEnv(envGet, "flowcat");
   // In the background: a local provider that is down is said now, not at the first call.
   void warnUnreachable(config, logger, { env: envGet });
-  if (a.workers > 1) return await serveOnWorkers(a, config, tls);
+  if (a.workers > 1) return missingGrants() ? 2 : await serveOnWorkers(a, config, tls);
   let app;
   try {
     app = await createAgentServer({ config, env: envGet, logger });
@@ -247,6 +256,10 @@ export async function main(args: string[]): Promise<number> {
       return 2;
     }
     throw e;
+  }
+  if (missingGrants()) {
+    await app.close();
+    return 2;
   }
   if (app.errors !== undefined) reportUncaught(app.errors);
   const { host, port } = config.server;
