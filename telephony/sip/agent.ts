@@ -3,9 +3,11 @@
  * the trunk (`register()`), hands inbound calls to the embedder (`nextInbound()` ->
  * {@link SipInvite} -> `answer()` -> {@link SipCall} whose `transport` is a MediaTransport),
  * places outbound calls (`call(e164)`), answers OPTIONS 200, BYE/CANCEL for unknown dialogs
- * 481, INVITEs without a common codec 488, and absorbs retransmissions in its transaction
- * layer. Malformed datagrams are dropped with a logged reason. The password lives only in the
- * digest credentials: never logged, never in an error message.
+ * 481, INVITEs without a common codec 488, what RFC 3261 §8.2 refuses (405/501, 416, 420,
+ * 415, 406, 482, 483: `uas_checks.ts`), and absorbs retransmissions in its transaction layer. A
+ * malformed request that can still be answered gets 400 (505 for another SIP version) with the
+ * reason; other malformed datagrams are dropped with a logged reason. The password lives only
+ * in the digest credentials: never logged, never in an error message.
  *
  * @example
  * ```ts
@@ -24,7 +26,7 @@
 import { errorMessage, FlowcatError } from "../../core/errors.ts";
 import { type Logger, silentLogger } from "../../core/log.ts";
 import { AsyncQueue } from "./async_queue.ts";
-import { buildResponse, newBranch } from "./build.ts";
+import { buildResponse, newBranch, newTag, tagOf } from "./build.ts";
 import type { SipCall } from "./call.ts";
 import { advertisedAddress, resolveSipConfig, type SipConfig, type SipSettings } from "./config.ts";
 import { type AgentCore, ALLOWED_METHODS } from "./core.ts";
@@ -34,7 +36,6 @@ import { handleInDialog } from "./in_dialog.ts";
 import { acceptInvite, type SipInvite } from "./inbound.ts";
 import {
   encodeSipMessage,
-  getHeader,
   isKeepAlive,
   parseSipMessage,
   type SipHeader,
@@ -50,6 +51,7 @@ import {
   TransactionLayer,
 } from "./transaction.ts";
 import type { BaseTimers } from "./txn_timers.ts";
+import { answerMalformed, checkRequest } from "./uas_checks.ts";
 import { type UdpAddress, UdpEndpoint } from "./udp.ts";
 
 /** Options of {@link SipAgent.start} beyond the {@link SipConfig}. */
@@ -288,10 +290,13 @@ export class SipAgent implements AgentCore {
     const r = parseSipMessage(bytes);
     if (!r.ok) {
       this.#malformed++;
+      const answer = answerMalformed(r, this.commonHeaders());
       this.log.debug("sip datagram dropped", {
         reason: r.reason,
         from: `${from.hostname}:${from.port}`,
+        answered: answer?.status ?? "no",
       });
+      if (answer !== undefined) this.layer.sendStateless(answer, from);
       return;
     }
     this.layer.receive(r.message, from);
@@ -299,11 +304,22 @@ export class SipAgent implements AgentCore {
 
   #onRequest(req: SipRequest, txn: ServerTransaction | undefined, _from: UdpAddress): void {
     if (txn === undefined) return; // an ACK that matched nothing: nothing to do
-    const reply = (status: number, headers: SipHeader[] = []) =>
-      txn.respond(buildResponse(req, status, { headers: [...headers, ...this.commonHeaders()] }));
+    const reply = (status: number, headers: SipHeader[] = [], reason?: string) =>
+      txn.respond(
+        buildResponse(req, status, {
+          reason,
+          toTag: newTag(),
+          headers: [...headers, ...this.commonHeaders()],
+        }),
+      );
+    const refusal = checkRequest(req, { merged: this.layer.isMerged(txn) });
+    if (refusal !== undefined) {
+      this.log.debug("sip request refused", { method: req.method, status: refusal.status });
+      return reply(refusal.status, refusal.headers, refusal.reason);
+    }
     switch (req.method) {
       case "INVITE": {
-        if (getHeader(req, "To")?.includes("tag=")) {
+        if (tagOf(req, "To") !== undefined) {
           handleInDialog(this, this.#calls.get(dialogKeyOfRequest(req)), txn);
           return;
         }
@@ -326,11 +342,9 @@ export class SipAgent implements AgentCore {
           { name: "Allow", value: ALLOWED_METHODS },
           { name: "Accept", value: "application/sdp" },
         ]);
-      case "BYE":
-      case "INFO":
-        return handleInDialog(this, this.#calls.get(dialogKeyOfRequest(req)), txn);
       default:
-        return reply(501, [{ name: "Allow", value: ALLOWED_METHODS }]);
+        // BYE and INFO: checkRequest has refused every method the agent does not take.
+        return handleInDialog(this, this.#calls.get(dialogKeyOfRequest(req)), txn);
     }
   }
 

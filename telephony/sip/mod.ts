@@ -26,6 +26,7 @@
 
 export type { ParseResult } from "./result.ts";
 export * from "./headers.ts";
+export * from "./params.ts";
 export * from "./uri.ts";
 export * from "./address.ts";
 export * from "./message.ts";
