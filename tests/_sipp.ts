@@ -29,6 +29,16 @@ export function freeEvenPortBase(count: number): number {
   throw new Error("no free even port range");
 }
 
+/** True when sipp (Debian `sip-tester`) can be run here. */
+export function hasSipp(): boolean {
+  try {
+    return new Deno.Command("sipp", { args: ["-v"], stdout: "null", stderr: "null" })
+      .outputSync().code >= 0;
+  } catch {
+    return false;
+  }
+}
+
 /** Outcome of a sipp run. */
 export interface SippResult {
   code: number;
@@ -150,14 +160,22 @@ export function pcmuPcap(pcm: Int16Array, opts: { ssrc?: number; seq?: number } 
 /** The sipp scenario files of the tests. */
 export const SIPP_SCENARIOS: string = new URL("./fixtures/sipp/", import.meta.url).pathname;
 
-/** sipp arguments that run `scenario` once against 127.0.0.1:`target` on free local ports. */
-export function sippArgs(scenario: string, target: number, extra: string[] = []): string[] {
+/**
+ * sipp arguments that run `scenario` once against 127.0.0.1:`target` on free local ports, from
+ * `localIp` (another loopback address such as 127.0.0.2 makes sipp a different source).
+ */
+export function sippArgs(
+  scenario: string,
+  target: number,
+  extra: string[] = [],
+  localIp = "127.0.0.1",
+): string[] {
   return [
     "-sf",
     SIPP_SCENARIOS + scenario,
     `127.0.0.1:${target}`,
     "-i",
-    "127.0.0.1",
+    localIp,
     "-p",
     String(freeUdpPort()),
     "-mp",

@@ -47,4 +47,8 @@ export { type InviteState, SipInvite } from "./inbound.ts";
 export { buildCancel, type CallOptions } from "./outbound.ts";
 export { dtmfFromInfo } from "./in_dialog.ts";
 export { SipAgent, type SipAgentCounters, type SipAgentOptions } from "./agent.ts";
+export { type InboundAuth, InboundGate, type InboundPolicy } from "./inbound_gate.ts";
+export { type DigestVerdict, DigestVerifier, type DigestVerifierOptions } from "./digest_server.ts";
+export { parseCidr, parseIp, SourceFilter } from "./source_filter.ts";
+export { KeepAlive, type KeepAliveOptions } from "./keepalive.ts";
 export type { AgentCore } from "./core.ts";
