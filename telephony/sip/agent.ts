@@ -48,6 +48,7 @@ import { Registration, type RegistrationState } from "./register.ts";
 import { RtpSession } from "./rtp_session.ts";
 import { type ServerTransaction, TransactionLayer } from "./transaction.ts";
 import { answerMalformed, checkRequest } from "./uas_checks.ts";
+import { warmSipMedia } from "./warm.ts";
 import { type UdpAddress, UdpEndpoint } from "./udp.ts";
 
 import type { SipAgentCounters, SipAgentOptions } from "./agent_options.ts";
@@ -183,6 +184,8 @@ export class SipAgent implements AgentCore {
         { cause: err },
       );
     }
+    // Before the first call, not during it: the codecs and the resampler's WebAssembly.
+    warmSipMedia();
     const agent = new SipAgent(settings, new DigestClient(credentials), gate, ep, opts);
     log.info("sip agent started", {
       local: `${agent.local.hostname}:${agent.local.port}`,

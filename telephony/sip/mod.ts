@@ -41,6 +41,8 @@ export * from "./dialog.ts";
 export * from "./config.ts";
 export * from "./register.ts";
 export * from "./rtp_session.ts";
+export * from "./rtp_clock.ts";
+export * from "./rtp_pacer.ts";
 export * from "./sip_transport.ts";
 export * from "./call.ts";
 export { type InviteState, SipInvite } from "./inbound.ts";
