@@ -54,11 +54,11 @@ export interface Sipp {
   kill(): void;
 }
 
-/** Spawn sipp with `args` in `cwd` (default ./.tmp/sipp). */
-export function runSipp(args: string[], cwd = "./.tmp/sipp"): Sipp {
+/** Spawn sipp with `args` in `cwd` (default ./.tmp/sipp); it gives up after `timeout`. */
+export function runSipp(args: string[], cwd = "./.tmp/sipp", timeout = "15s"): Sipp {
   Deno.mkdirSync(cwd, { recursive: true });
   const child = new Deno.Command("sipp", {
-    args: [...args, "-nostdin", "-timeout", "15s", "-timeout_error"],
+    args: [...args, "-nostdin", "-timeout", timeout, "-timeout_error"],
     cwd,
     stdin: "null",
     stdout: "piped",
@@ -161,19 +161,20 @@ export function pcmuPcap(pcm: Int16Array, opts: { ssrc?: number; seq?: number } 
 export const SIPP_SCENARIOS: string = new URL("./fixtures/sipp/", import.meta.url).pathname;
 
 /**
- * sipp arguments that run `scenario` once against 127.0.0.1:`target` on free local ports, from
- * `localIp` (another loopback address such as 127.0.0.2 makes sipp a different source).
+ * sipp arguments that run `scenario` once against `target` (a port on 127.0.0.1, or
+ * `host:port`) on free local ports, from `localIp` (another loopback address such as 127.0.0.2
+ * makes sipp a different source).
  */
 export function sippArgs(
   scenario: string,
-  target: number,
+  target: number | string,
   extra: string[] = [],
   localIp = "127.0.0.1",
 ): string[] {
   return [
     "-sf",
     SIPP_SCENARIOS + scenario,
-    `127.0.0.1:${target}`,
+    typeof target === "number" ? `127.0.0.1:${target}` : target,
     "-i",
     localIp,
     "-p",
