@@ -22,7 +22,8 @@ function sip(lines: string[], body = ""): Uint8Array {
   );
 }
 
-Deno.test("first call after a start: largest outbound RTP gap under 40 ms", async () => {
+/** Start a fresh server process, take its first call, and return that call's RTP timing. */
+async function firstCall(): Promise<{ largest: number; packets: number; voice: number }> {
   const sipPort = freeUdpPort();
   const dir = `./.tmp/first-call-${crypto.randomUUID()}`;
   Deno.mkdirSync(dir, { recursive: true });
@@ -140,10 +141,7 @@ Deno.test("first call after a start: largest outbound RTP gap under 40 ms", asyn
     }
     await signalling.send(sip(head("BYE", 2, "z9hG4bKbye", tag)), to);
     const gaps = arrivals.slice(1).map((t, i) => t - arrivals[i]);
-    assert.ok(arrivals.length > 100, `only ${arrivals.length} packets in 3 s`);
-    assert.ok(voice > 25, `the greeting was not heard (${voice} voice packets)`);
-    const largest = Math.max(...gaps);
-    assert.ok(largest < 40, `largest outbound gap ${largest.toFixed(1)} ms`);
+    return { largest: Math.max(...gaps), packets: arrivals.length, voice };
   } finally {
     signalling.close();
     media.close();
@@ -152,4 +150,19 @@ Deno.test("first call after a start: largest outbound RTP gap under 40 ms", asyn
     if (!/\bstopped\b/.test(dec.decode(out.stdout))) console.error(dec.decode(out.stderr));
     Deno.removeSync(dir, { recursive: true });
   }
+}
+
+Deno.test("first call after a start: largest outbound RTP gap under 40 ms", async () => {
+  // A stall in the server (what the warm-up removed was ~300 ms) shows in every fresh process;
+  // other work on a shared 2-core machine can preempt one run past 40 ms, so a second fresh
+  // process is allowed before failing.
+  const runs: string[] = [];
+  for (let attempt = 0; attempt < 2; attempt++) {
+    const r = await firstCall();
+    assert.ok(r.packets > 100, `only ${r.packets} packets in 3 s`);
+    assert.ok(r.voice > 25, `the greeting was not heard (${r.voice} voice packets)`);
+    runs.push(`${r.largest.toFixed(1)} ms`);
+    if (r.largest < 40) return;
+  }
+  assert.fail(`largest outbound gap of the first call: ${runs.join(", ")}`);
 });

@@ -27,6 +27,8 @@
 export type { ParseResult } from "./result.ts";
 export * from "./headers.ts";
 export * from "./params.ts";
+export * from "./body.ts";
+export * from "./uas_checks.ts";
 export * from "./uri.ts";
 export * from "./address.ts";
 export * from "./message.ts";
