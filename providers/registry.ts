@@ -64,6 +64,11 @@ export interface RealtimeProviderInfo extends ProviderInfo {
   kind: "realtime";
   /** Import the provider's module and return its factory (loaded only when used). */
   load(): Promise<RealtimeFactory>;
+  /**
+   * Build once, at server start, what the provider would otherwise build during its first call
+   * (a WebAssembly engine), so that call's audio does not stall. Absent: nothing to warm.
+   */
+  warm?(opts: RealtimeProviderOptions): Promise<void>;
 }
 
 /** Realtime (speech-to-speech) providers by name. */
@@ -75,6 +80,7 @@ export const REALTIME_PROVIDERS: Readonly<Record<string, RealtimeProviderInfo>> 
     needsKey: false,
     description: "local, credential-free: speaks back what it hears",
     load: () => import("./realtime/echo.ts").then((m) => m.createEchoRealtime),
+    warm: (opts) => import("./realtime/echo.ts").then((m) => m.warmEchoRealtime(opts)),
   },
   gemini: {
     name: "gemini",

@@ -8,7 +8,7 @@
  */
 
 import { buildCascadedTask, buildS2sTask, type CallBase } from "../core/builders.ts";
-import { FlowcatError } from "../core/errors.ts";
+import { errorMessage, FlowcatError } from "../core/errors.ts";
 import type { Logger } from "../core/log.ts";
 import type { PipelineTask } from "../core/task.ts";
 import {
@@ -84,6 +84,21 @@ async function loadS2s(opts: LoadShapeOptions): Promise<CallShape> {
   }
   const factory = opts.realtimeFactory ?? await info.load();
   const base: RealtimeProviderOptions = { options: { ...p.options }, logger };
+  if (opts.realtimeFactory === undefined && info.warm !== undefined) {
+    const started = performance.now();
+    // A fixed greeting is the first thing every call says: warm it too (one with {{vars}}
+    // differs per call).
+    const greeting = config.agent.greeting;
+    const warmOpts = greeting === undefined || greeting.includes("{{")
+      ? base
+      : { ...base, options: { ...base.options, greeting } };
+    // A provider that cannot warm up still starts: the first call then pays for it.
+    await info.warm(warmOpts).then(
+      () =>
+        logger.debug("provider warmed up", { provider: p.name, ms: performance.now() - started }),
+      (err) => logger.warn("provider warm-up failed", { provider: p.name, err: errorMessage(err) }),
+    );
+  }
   if (p.model !== undefined) base.model = p.model;
   if (p.voice !== undefined) base.voice = p.voice;
   if (p.url !== undefined) base.url = p.url;

@@ -119,6 +119,23 @@ function telephonyProblems(doc: Rec): Problem[] {
   }
   const sip = rec(tel.sip);
   if (sip !== undefined) {
+    // Registering needs credentials; a trunk by IP (register: false) may have none.
+    if (sip.register !== false) {
+      if (sip.login === undefined) {
+        out.push(configProblem(
+          "telephony.sip.login",
+          "is missing",
+          "the SIP auth username of the trunk; or set register: false for a trunk by IP",
+        ));
+      }
+      if (sip.password_env === undefined) {
+        out.push(configProblem(
+          "telephony.sip.password_env",
+          "is missing",
+          "the name of the environment variable holding the trunk password, e.g. SIP_PASSWORD",
+        ));
+      }
+    }
     const base = typeof sip.rtp_port_base === "number" ? sip.rtp_port_base : 16000;
     const tries = typeof sip.rtp_port_tries === "number" ? sip.rtp_port_tries : 200;
     const last = base + 2 * (tries - 1) + 1; // the RTCP port above the last RTP port

@@ -71,14 +71,52 @@ export interface AgentDocument {
   greeting?: string;
 }
 
+/** `telephony.sip.inbound.auth`: digest challenge of inbound INVITEs. */
+export interface SipInboundAuthDocument {
+  /** Username callers must present. */
+  username: string;
+  /** Environment variable holding the password callers must present. */
+  password_env: string;
+  /** Realm of the challenge (default "flowcat"). */
+  realm: string;
+  /** 401 (WWW-Authenticate, default) or 407 (Proxy-Authenticate). */
+  challenge: 401 | 407;
+  /** Algorithms offered, preferred first (default ["MD5"]). */
+  algorithms: ("MD5" | "SHA-256")[];
+}
+
+/** `telephony.sip.inbound`: who may send the agent requests. */
+export interface SipInboundDocument {
+  /** Addresses or CIDR blocks of the trunk, SBC, PBX or proxy. */
+  allow: string[];
+  /** Refuse other sources (default: on when `register` is false). */
+  filter?: boolean;
+  /** A refused source gets 403 (`reject`, default) or nothing (`ignore`). */
+  refused: "reject" | "ignore";
+  /** Digest challenge of new INVITEs. */
+  auth?: SipInboundAuthDocument;
+}
+
+/** `telephony.sip.keepalive`: NAT keep-alive towards `server`. */
+export interface SipKeepaliveDocument {
+  /** `crlf` (default), `options` or `off`. */
+  mode: "crlf" | "options" | "off";
+  /** Seconds between pings (default 30). */
+  interval_seconds: number;
+}
+
 /** `telephony.sip`: a SIP trunk. */
 export interface SipTrunkDocument {
   /** Registrar or proxy SIP URI. */
   server: string;
-  /** SIP auth username. */
-  login: string;
-  /** Environment variable holding the trunk password. */
-  password_env: string;
+  /** Register with `server` (default true); false: a trunk by IP, an SBC, a PBX or a proxy. */
+  register: boolean;
+  /** SIP auth username (required when registering). */
+  login?: string;
+  /** Environment variable holding the trunk password (required when registering). */
+  password_env?: string;
+  /** Registration expiry asked for, seconds (default 300). */
+  register_expires: number;
   /** The trunk number, E.164 (checked by the schema; typed `unknown` as YAML may read a number). */
   caller_id: unknown;
   /** IPv4 address advertised in Via, Contact and SDP (NAT). */
@@ -89,8 +127,14 @@ export interface SipTrunkDocument {
   rtp_port_base: number;
   /** Number of even RTP ports probed (default 200). */
   rtp_port_tries: number;
-  /** Hosts the trunk signals and sends media from (`host`, `host:port` or `*`). */
+  /** Where RTP is sent and accepted from: `latch` (default), `sdp` or `any`. */
+  rtp_source: "latch" | "sdp" | "any";
+  /** Hosts the trunk signals and sends media from (`host`, `host:port`, CIDR or `*`). */
   allow_hosts: string[];
+  /** Source allowlist and digest challenge of inbound requests. */
+  inbound: SipInboundDocument;
+  /** NAT keep-alive. */
+  keepalive: SipKeepaliveDocument;
 }
 
 /** `telephony`: carriers, webhook secrets and the SIP trunk. */

@@ -68,12 +68,20 @@ export function requiredEnv(config: AgentServerConfig): EnvRequirement[] {
     });
   }
   const sip = config.telephony.sip;
-  if (sip !== undefined) {
+  if (sip?.passwordEnv !== undefined) {
     add({
       name: sip.passwordEnv,
       why: "SIP trunk password",
-      required: true,
+      required: sip.register,
       path: "telephony.sip.password_env",
+    });
+  }
+  if (sip?.inbound.auth !== undefined) {
+    add({
+      name: sip.inbound.auth.passwordEnv,
+      why: "password inbound SIP callers must present",
+      required: true,
+      path: "telephony.sip.inbound.auth.password_env",
     });
   }
   for (const [carrier, name] of Object.entries(config.telephony.webhookSecretsEnv)) {

@@ -9,6 +9,7 @@ import { z } from "zod";
 import { type ProviderKind, providersOfKind } from "../providers/registry.ts";
 import { CARRIER_NAMES } from "../telephony/serializers/mod.ts";
 import { isE164 } from "../telephony/security.ts";
+import { parseCidr } from "../telephony/sip/source_filter.ts";
 import { parseHostPort, parseUri } from "../telephony/sip/uri.ts";
 import { VARIABLE_NAME_RE } from "../core/agent/interpolate.ts";
 import { describeType, shown, suggestionHint } from "./config_suggest.ts";
@@ -61,16 +62,45 @@ function urlWith(schemes: readonly string[], example: string) {
 
 const port = z.int().min(1).max(65535);
 
-/** `host`, `host:port`, `[v6]:port`, or `*` (any host) in an allow list. */
+/** `host`, `host:port`, `[v6]:port`, a CIDR block, or `*` (any host) in an allow list. */
 const hostEntry = z.string().superRefine((value, ctx) => {
-  if (value === "*" || parseHostPort(value).ok) return;
+  if (value === "*" || parseHostPort(value).ok || isCidrBlock(value)) return;
   ctx.addIssue({
     code: "custom",
     message: `${
       shown(value)
-    } is not a host, host:port or "*" (e.g. 203.0.113.5 or 203.0.113.5:5060)`,
+    } is not a host, host:port, CIDR block or "*" (e.g. 203.0.113.5, 203.0.113.5:5060 or 203.0.113.0/24)`,
   });
 });
+
+/**
+ * An IPv4 address or CIDR block `a.b.c.d/n`. IPv4 only: the SIP agent listens on 0.0.0.0, and
+ * Deno's --allow-net takes IPv4 blocks but not IPv6 ones.
+ */
+function isIpv4Block(value: string): boolean {
+  return parseCidr(value)?.width === 32;
+}
+
+/** A CIDR block in an allow list (`host` and `host:port` entries are checked apart). */
+function isCidrBlock(value: string): boolean {
+  return value.includes("/") && isIpv4Block(value);
+}
+
+/** An IPv4 address or CIDR block: where SIP requests may come from. */
+const sourceEntry = z.string().superRefine((value, ctx) => {
+  if (isIpv4Block(value)) return;
+  ctx.addIssue({
+    code: "custom",
+    message: `${
+      shown(value)
+    } is not an IPv4 address or CIDR block (e.g. 203.0.113.5 or 203.0.113.0/24)`,
+  });
+});
+
+/** One of `values`, with the list in the message. */
+function choice<const T extends readonly [string, ...string[]]>(values: T) {
+  return z.enum(values, `must be one of: ${values.join(", ")}`);
+}
 
 /** A provider of `kind`: its registry name and the settings every provider understands. */
 function providerSchema<T extends z.ZodRawShape>(kind: ProviderKind, extra: T) {
@@ -149,10 +179,32 @@ const sipServer = z.string().superRefine((value, ctx) => {
   });
 });
 
+const inboundAuthSchema = z.strictObject({
+  username: z.string().min(1, "must not be empty"),
+  password_env: envName,
+  realm: z.string().min(1, "must not be empty").default("flowcat"),
+  challenge: z.union([z.literal(401), z.literal(407)], "must be 401 or 407").default(401),
+  algorithms: z.array(choice(["MD5", "SHA-256"])).min(1).default(["MD5"]),
+});
+
+const inboundSchema = z.strictObject({
+  allow: z.array(sourceEntry).default([]),
+  filter: z.boolean().optional(),
+  refused: choice(["reject", "ignore"]).default("reject"),
+  auth: inboundAuthSchema.optional(),
+});
+
+const keepaliveSchema = z.strictObject({
+  mode: choice(["crlf", "options", "off"]).default("crlf"),
+  interval_seconds: z.int().min(5).max(3600).default(30),
+});
+
 const sipSchema = z.strictObject({
   server: sipServer,
-  login: z.string().min(1, "must not be empty"),
-  password_env: envName,
+  register: z.boolean().default(true),
+  login: z.string().min(1, "must not be empty").optional(),
+  password_env: envName.optional(),
+  register_expires: z.int().min(30).max(86400).default(300),
   caller_id: callerId,
   public_ip: z.ipv4("must be an IPv4 address like 203.0.113.5").optional(),
   sip_port: port.default(5060),
@@ -161,7 +213,10 @@ const sipSchema = z.strictObject({
     "must be even (RTP uses even ports, RTCP the odd one above)",
   ),
   rtp_port_tries: z.int().min(1).max(30000).default(200),
+  rtp_source: choice(["latch", "sdp", "any"]).default("latch"),
   allow_hosts: z.array(hostEntry).default([]),
+  inbound: inboundSchema.prefault({}),
+  keepalive: keepaliveSchema.prefault({}),
 });
 
 const carrierName = oneOfNames("carrier", () => CARRIER_NAMES);
@@ -273,6 +328,9 @@ export const KNOWN_KEYS: Readonly<Record<string, readonly string[]>> = Object.fr
   "providers.tts": Object.keys(ttsSchema.shape),
   telephony: Object.keys(telephonySchema.shape),
   "telephony.sip": Object.keys(sipSchema.shape),
+  "telephony.sip.inbound": Object.keys(inboundSchema.shape),
+  "telephony.sip.inbound.auth": Object.keys(inboundAuthSchema.shape),
+  "telephony.sip.keepalive": Object.keys(keepaliveSchema.shape),
   recording: Object.keys(recordingSchema.shape),
   limits: Object.keys(limitsSchema.shape),
   server: Object.keys(serverSchema.shape),
@@ -293,6 +351,10 @@ export const INLINE_SECRET_HINTS: Readonly<Record<string, Readonly<Record<string
       "telephony.sip": {
         password:
           "put the password in an environment variable and name it: password_env: SIP_PASSWORD",
+      },
+      "telephony.sip.inbound.auth": {
+        password:
+          "put the password in an environment variable and name it: password_env: SIP_INBOUND_PASSWORD",
       },
       api: {
         token: "put the token in an environment variable and name it: token_env: FLOWCAT_API_TOKEN",
@@ -315,10 +377,10 @@ export const MISSING_HINTS: Readonly<Record<string, string>> = Object.freeze({
   "providers.llm.name": "a language-model provider name",
   "providers.tts.name": "a text-to-speech provider name",
   "telephony.sip.server": "the registrar or proxy SIP URI, e.g. sip:trunk.example.com",
-  "telephony.sip.login": "the SIP auth username of the trunk",
-  "telephony.sip.password_env":
-    "the name of the environment variable holding the trunk password, e.g. SIP_PASSWORD",
   "telephony.sip.caller_id": 'the trunk number in E.164 form, e.g. "+15551230000"',
+  "telephony.sip.inbound.auth.username": "the username callers must authenticate with",
+  "telephony.sip.inbound.auth.password_env":
+    "the name of the environment variable holding that password, e.g. SIP_INBOUND_PASSWORD",
 });
 
 /** What a zod type name means to a config author. */

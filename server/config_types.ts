@@ -75,14 +75,44 @@ export interface RemoteAgentConfig {
 /** The agent: a local graph or a remote brain. */
 export type AgentConfig = GraphAgentConfig | RemoteAgentConfig;
 
+/** Digest challenge of inbound INVITEs. */
+export interface SipInboundAuthConfig {
+  /** Username callers must present. */
+  username: string;
+  /** Environment variable holding the password callers must present. */
+  passwordEnv: string;
+  /** Realm of the challenge. */
+  realm: string;
+  /** 401 WWW-Authenticate or 407 Proxy-Authenticate. */
+  challenge: 401 | 407;
+  /** Algorithms offered, preferred first. */
+  algorithms: ("MD5" | "SHA-256")[];
+}
+
+/** Who may send the agent SIP requests. */
+export interface SipInboundConfig {
+  /** Addresses or CIDR blocks of the trunk, SBC, PBX or proxy. */
+  allow: string[];
+  /** Whether sources outside `allow` (and `server`'s address) are refused. */
+  filter: boolean;
+  /** A refused source gets 403 (`reject`) or nothing (`ignore`). */
+  refused: "reject" | "ignore";
+  /** Digest challenge of new INVITEs, when configured. */
+  auth?: SipInboundAuthConfig;
+}
+
 /** A SIP trunk (the seed's SipConfig, with the password named by an environment variable). */
 export interface SipTrunkConfig {
   /** Registrar or proxy SIP URI. */
   server: string;
-  /** SIP auth username. */
+  /** Whether the agent registers with `server`. */
+  register: boolean;
+  /** SIP auth username (also our Contact user; `flowcat` when not registering and unset). */
   login: string;
-  /** Environment variable holding the trunk password. */
-  passwordEnv: string;
+  /** Environment variable holding the trunk password; absent only when not registering. */
+  passwordEnv?: string;
+  /** Registration expiry asked for, seconds. */
+  registerExpires: number;
   /** E.164 number used as the From user on outbound calls. */
   callerId: string;
   /** IPv4 address advertised in Via, Contact and SDP (NAT); absent uses the bound address. */
@@ -95,7 +125,16 @@ export interface SipTrunkConfig {
   rtpPortTries: number;
   /** Hosts the trunk signals and sends media from (`--allow-net`); `*` for any. */
   allowHosts: string[];
+  /** Where RTP is sent and accepted from: `latch` (symmetric RTP), `sdp`, `any`. */
+  rtpSource: "latch" | "sdp" | "any";
+  /** Source allowlist and digest challenge of inbound requests. */
+  inbound: SipInboundConfig;
+  /** NAT keep-alive towards `server` (`off`: none). */
+  keepalive: { mode: "crlf" | "options" | "off"; intervalSeconds: number };
 }
+
+/** The Contact user of a trunk that does not register and names no login. */
+export const DEFAULT_SIP_LOGIN = "flowcat";
 
 /** Carriers, webhook verification and the SIP trunk. */
 export interface TelephonyConfig {
@@ -270,16 +309,36 @@ export function toServerConfig(
   if (t.public_url !== undefined) telephony.publicUrl = t.public_url.replace(/\/+$/, "");
   if (t.sip !== undefined) {
     const s = t.sip;
+    const inbound: SipInboundConfig = {
+      allow: [...s.inbound.allow],
+      filter: s.inbound.filter ?? !s.register,
+      refused: s.inbound.refused,
+    };
+    const a = s.inbound.auth;
+    if (a !== undefined) {
+      inbound.auth = {
+        username: a.username,
+        passwordEnv: a.password_env,
+        realm: a.realm,
+        challenge: a.challenge,
+        algorithms: [...a.algorithms],
+      };
+    }
     telephony.sip = {
       server: s.server,
-      login: s.login,
-      passwordEnv: s.password_env,
+      register: s.register,
+      login: s.login ?? DEFAULT_SIP_LOGIN,
+      registerExpires: s.register_expires,
       callerId: s.caller_id as string,
       sipPort: s.sip_port,
       rtpPortBase: s.rtp_port_base,
       rtpPortTries: s.rtp_port_tries,
       allowHosts: [...s.allow_hosts],
+      rtpSource: s.rtp_source,
+      inbound,
+      keepalive: { mode: s.keepalive.mode, intervalSeconds: s.keepalive.interval_seconds },
     };
+    if (s.password_env !== undefined) telephony.sip.passwordEnv = s.password_env;
     if (s.public_ip !== undefined) telephony.sip.publicIp = s.public_ip;
   }
   const providers: ProvidersConfig = {};

@@ -92,6 +92,9 @@ function sipHosts(config: AgentServerConfig): string[] {
     out.push(`${netHost(uri.value.host)}:${port}`);
   }
   out.push(...sip.allowHosts);
+  // Replies to an allowed peer (an SBC, a PBX, a trunk's signalling block) go to it: IPv4
+  // addresses and blocks, which --allow-net takes as written.
+  out.push(...sip.inbound.allow);
   return out;
 }
 

@@ -1,8 +1,10 @@
 /**
- * The agent server's SIP trunk: registers at start (refresh and backoff run on their own),
- * answers every INVITE with a new run on the server's agent, and places outbound calls for
- * `POST /calls` with `via: "sip"`. The trunk password is read from the variable the config
- * names and handed to the SIP agent only.
+ * The agent server's SIP trunk: registers at start when `register` is on (refresh and backoff
+ * run on their own), otherwise serves as a trunk by IP behind a carrier, SBC, PBX or proxy;
+ * applies the inbound source allowlist and digest challenge, keeps the NAT mapping open,
+ * answers every admitted INVITE with a new run on the server's agent, answers OPTIONS and new
+ * INVITEs 503 while draining, and places outbound calls for `POST /calls` with `via: "sip"`.
+ * Passwords are read from the variables the config names and handed to the SIP agent only.
  *
  * Inbound identity comes from the route (this server serves one agent), never from the
  * INVITE body.
@@ -11,7 +13,12 @@
 
 import { errorMessage, FlowcatError } from "../core/errors.ts";
 import type { Logger } from "../core/log.ts";
-import { SipAgent } from "../telephony/sip/agent.ts";
+import { SipAgent, type SipAgentOptions } from "../telephony/sip/agent.ts";
+import { DigestCredentials } from "../telephony/sip/digest.ts";
+import type { InboundPolicy } from "../telephony/sip/inbound_gate.ts";
+import type { LatchMode } from "../telephony/sip/rtp_jitter.ts";
+import { parseIp } from "../telephony/sip/source_filter.ts";
+import { parseUri } from "../telephony/sip/uri.ts";
 import type { CallManager, EnvGet } from "./calls.ts";
 import type { SipTrunkConfig } from "./config.ts";
 import type { SipDialFn } from "./outbound.ts";
@@ -34,15 +41,59 @@ export interface SipTrunkOptions {
   logger: Logger;
   /** Address to bind (default 0.0.0.0). */
   bindHost?: string;
+  /** Transaction timers (tests shorten T1). */
+  timers?: SipAgentOptions["timers"];
 }
 
-/** Start the SIP agent, register, and serve inbound calls until closed. */
+/** The config's `rtp_source` as the RTP session's latch mode. */
+const LATCH: Readonly<Record<SipTrunkConfig["rtpSource"], LatchMode>> = {
+  latch: "port",
+  sdp: "off",
+  any: "any",
+};
+
+/** A variable the config names, or a config error saying which one is missing. */
+function secret(env: EnvGet, name: string, what: string): string {
+  const value = env(name);
+  if (value === undefined || value === "") {
+    throw new FlowcatError("config", `${name} is not set (${what})`);
+  }
+  return value;
+}
+
+/**
+ * The inbound policy of `sip`: with the filter on, the allowed sources are `inbound.allow` plus
+ * the server's address when it is an IP (a hostname's addresses must be listed).
+ */
+export function inboundPolicy(sip: SipTrunkConfig, env: EnvGet): InboundPolicy {
+  const policy: InboundPolicy = { refused: sip.inbound.refused };
+  if (sip.inbound.filter) {
+    const allow = [...sip.inbound.allow];
+    const uri = parseUri(sip.server);
+    const host = uri.ok ? uri.value.host.replace(/^\[(.*)\]$/, "$1") : "";
+    if (parseIp(host) !== undefined && !allow.includes(host)) allow.push(host);
+    policy.allow = allow;
+  }
+  const auth = sip.inbound.auth;
+  if (auth !== undefined) {
+    const password = secret(env, auth.passwordEnv, "the password inbound SIP callers present");
+    policy.auth = {
+      realm: auth.realm,
+      credentials: new DigestCredentials(auth.username, password),
+      proxy: auth.challenge === 407,
+      algorithms: auth.algorithms,
+    };
+  }
+  return policy;
+}
+
+/** Start the SIP agent, register when configured, and serve inbound calls until closed. */
 export async function startSipTrunk(opts: SipTrunkOptions): Promise<SipTrunk> {
   const { sip, calls, sessions, logger } = opts;
-  const password = opts.env(sip.passwordEnv);
-  if (password === undefined || password === "") {
-    throw new FlowcatError("config", `${sip.passwordEnv} is not set (the SIP trunk password)`);
-  }
+  const password = sip.register
+    ? secret(opts.env, sip.passwordEnv ?? "", "the SIP trunk password")
+    : (sip.passwordEnv === undefined ? "" : opts.env(sip.passwordEnv) ?? "");
+  const inbound = inboundPolicy(sip, opts.env);
   const agent = await SipAgent.start({
     server: sip.server,
     login: sip.login,
@@ -53,11 +104,29 @@ export async function startSipTrunk(opts: SipTrunkOptions): Promise<SipTrunk> {
     rtpPortTries: sip.rtpPortTries,
     ...(sip.publicIp !== undefined ? { publicIp: sip.publicIp } : {}),
     ...(opts.bindHost !== undefined ? { bindHost: opts.bindHost } : {}),
-  }, { logger });
-  agent.register().then(
-    () => logger.info("sip: registered", { server: sip.server }),
-    (err) => logger.warn("sip: registration failed; retrying", { err: errorMessage(err) }),
-  );
+  }, {
+    logger,
+    inbound,
+    registration: { expires: sip.registerExpires },
+    rtp: { latch: LATCH[sip.rtpSource] },
+    unavailable: () => calls.draining,
+    ...(sip.keepalive.mode === "off" ? {} : {
+      keepAlive: { mode: sip.keepalive.mode, intervalMs: sip.keepalive.intervalSeconds * 1000 },
+    }),
+    ...(opts.timers !== undefined ? { timers: opts.timers } : {}),
+  });
+  if (sip.register) {
+    agent.register().then(
+      () => logger.info("sip: registered", { server: sip.server }),
+      (err) => logger.warn("sip: registration failed; retrying", { err: errorMessage(err) }),
+    );
+  } else {
+    logger.info("sip: not registering (register: false)", {
+      server: sip.server,
+      sources: inbound.allow?.join(", ") ?? "any",
+      auth: inbound.auth === undefined ? "none" : `digest ${inbound.auth.proxy ? 407 : 401}`,
+    });
+  }
   const serving = (async () => {
     for (;;) {
       const invite = await agent.nextInbound();

@@ -182,18 +182,29 @@ export function checkTimestamp(
 /** Form parameters of a webhook POST. */
 export type FormParams = Record<string, string> | URLSearchParams | Iterable<[string, string]>;
 
+/**
+ * The signed pairs in Twilio's order: names sorted, and a repeated name's values deduplicated
+ * and then sorted, as twilio-node does (`Array.from(new Set(values)).sort()`); code-unit order.
+ */
 function sortedPairs(params: FormParams): [string, string][] {
   const pairs = Symbol.iterator in params ? [...params] : Object.entries(params);
-  // Code-unit order, by name then value (repeated names), as Twilio's libraries sort.
-  return pairs.sort((
-    [ka, va],
-    [kb, vb],
-  ) => (ka < kb ? -1 : ka > kb ? 1 : va < vb ? -1 : va > vb ? 1 : 0));
+  const byName = new Map<string, Set<string>>();
+  for (const [k, v] of pairs) {
+    const values = byName.get(k);
+    if (values === undefined) byName.set(k, new Set([v]));
+    else values.add(v);
+  }
+  const out: [string, string][] = [];
+  for (const name of [...byName.keys()].sort()) {
+    for (const value of [...byName.get(name)!].sort()) out.push([name, value]);
+  }
+  return out;
 }
 
 /**
  * Twilio's `X-Twilio-Signature`: base64 HMAC-SHA1, keyed by the auth token, over the full URL
- * followed by each POST parameter's name and value, sorted by name, with no separators.
+ * followed by each POST parameter's name and value, sorted by name, with no separators (a
+ * repeated name's values deduplicated, then sorted).
  */
 export async function twilioSignature(
   authToken: KeyInput,
@@ -205,28 +216,63 @@ export async function twilioSignature(
   return (await hmac(authToken, data, "SHA-1")).toBase64();
 }
 
-const EXPLICIT_PORT = /^[a-z][a-z0-9+.-]*:\/\/(?:[^/@]*@)?[^/:]*:\d+/i;
-
-/** `url` with its default port made explicit, or its explicit port removed. */
-function togglePort(url: string): string | undefined {
+/**
+ * The URL forms a Twilio signature may cover, as twilio-node checks them: the URL as given, then
+ * normalized by the WHATWG URL parser (scheme and host lower-cased, path percent-encoded, an
+ * empty path as `/`) without and with the scheme's default port, each also with its query
+ * re-encoded the way Node's legacy `querystring` does (Twilio's back end signs inconsistently).
+ */
+export function twilioUrlForms(url: string): string[] {
   let u: URL;
   try {
     u = new URL(url);
   } catch {
-    return undefined;
+    return [url];
   }
+  const forms = [url];
   const defaultPort = u.protocol === "https:" ? "443" : u.protocol === "http:" ? "80" : undefined;
-  if (defaultPort === undefined) return undefined;
-  const auth = u.username ? `${u.username}${u.password ? `:${u.password}` : ""}@` : "";
-  const port = EXPLICIT_PORT.test(url) ? "" : `:${defaultPort}`;
-  return `${u.protocol}//${auth}${u.hostname}${port}${u.pathname}${u.search}${u.hash}`;
+  const bare = new URL(u);
+  bare.port = "";
+  const normalized = [bare.toString()];
+  if (defaultPort !== undefined && u.port === "") {
+    const auth = u.username ? `${u.username}${u.password ? `:${u.password}` : ""}@` : "";
+    normalized.push(
+      `${u.protocol}//${auth}${u.hostname}:${defaultPort}${u.pathname}${u.search}${u.hash}`,
+    );
+  } else normalized.push(u.toString());
+  for (const form of normalized) forms.push(form, legacyQuery(form));
+  return [...new Set(forms)];
+}
+
+/**
+ * `url` with its query as Node's `querystring.stringify(querystring.parse(q))` writes it: names
+ * grouped in first-seen order, `+` read as a space, components escaped like
+ * `encodeURIComponent`.
+ */
+function legacyQuery(url: string): string {
+  const q = url.indexOf("?");
+  if (q < 0) return url;
+  const hash = url.indexOf("#", q);
+  const query = url.slice(q + 1, hash < 0 ? undefined : hash);
+  const grouped = new Map<string, string[]>();
+  for (const [k, v] of new URLSearchParams(query)) {
+    const values = grouped.get(k);
+    if (values === undefined) grouped.set(k, [v]);
+    else values.push(v);
+  }
+  const parts: string[] = [];
+  for (const [k, values] of grouped) {
+    for (const v of values) parts.push(`${encodeURIComponent(k)}=${encodeURIComponent(v)}`);
+  }
+  return `${url.slice(0, q)}?${parts.join("&")}${hash < 0 ? "" : url.slice(hash)}`;
 }
 
 /**
  * Verify an `X-Twilio-Signature` header (also SignalWire's Compatibility API). The URL must be
- * the one the carrier called, query included; like Twilio's libraries, the form with the default
- * port added or removed is also accepted (proxies rewrite it). Twilio signs no timestamp: dedupe
- * retries with a {@link ReplayGuard} keyed by the signature if replays matter.
+ * the one the carrier called, query included; like Twilio's libraries, its normalized forms
+ * ({@link twilioUrlForms}: default port removed or added, query re-encoded) are also accepted,
+ * since proxies rewrite it and Twilio's back end signs inconsistently. Twilio signs no
+ * timestamp: dedupe retries with a {@link ReplayGuard} keyed by the signature if replays matter.
  */
 export async function verifyTwilioSignature(opts: {
   authToken: KeyInput;
@@ -236,12 +282,12 @@ export async function verifyTwilioSignature(opts: {
 }): Promise<Verdict> {
   if (!opts.signature) return fail("missing X-Twilio-Signature");
   const key = await hmacKey(opts.authToken, "SHA-1");
-  for (const url of [opts.url, togglePort(opts.url)]) {
-    if (url === undefined) continue;
-    if (timingSafeEqual(await twilioSignature(key, url, opts.params ?? {}), opts.signature)) {
-      return OK;
-    }
+  // Every form is checked, so the time taken does not say which one matched.
+  let ok = false;
+  for (const url of twilioUrlForms(opts.url)) {
+    ok = timingSafeEqual(await twilioSignature(key, url, opts.params ?? {}), opts.signature) || ok;
   }
+  if (ok) return OK;
   return fail("X-Twilio-Signature mismatch");
 }
 

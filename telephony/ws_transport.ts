@@ -137,6 +137,12 @@ class WebSocketMediaSocket implements MediaSocket, EventListenerObject {
 /** What an inbound message can carry for the call. */
 type Inbound = Exclude<SerIn, { type: "mark" | "ignore" }>;
 
+/** A serializer that also reports things worth a warning (the carrier serializers do). */
+interface WarningSource {
+  /** Warnings about the last inbound message, each said once; empty when none. */
+  takeWarnings?(): readonly string[];
+}
+
 /** Options of a {@link WsMediaTransport}. */
 export interface WsMediaTransportOptions {
   /** Where ignored (malformed or unknown) messages are reported, with their reason. */
@@ -169,7 +175,7 @@ export function maxMessageBytes(ms: number): number {
 /** A call's media leg over a carrier WebSocket. */
 export class WsMediaTransport implements MediaTransport {
   readonly #socket: MediaSocket;
-  readonly #ser: MediaSerializer;
+  readonly #ser: MediaSerializer & WarningSource;
   readonly #log: Logger;
   #down: Resampler | undefined;
   #ended = false;
@@ -308,6 +314,8 @@ export class WsMediaTransport implements MediaTransport {
       return undefined;
     }
     const r = this.#ser.onMessage(msg);
+    const warnings = this.#ser.takeWarnings?.();
+    if (warnings !== undefined) { for (const w of warnings) this.#log.warn(w); }
     // Handshakes (Genesys "opened", Sinch pong) owe the carrier a reply before anything else.
     const replies = this.#ser.takeReplies?.();
     this.#replying = replies !== undefined && replies.length > 0

@@ -59,13 +59,9 @@ export class RawPeer {
     })();
   }
 
-  async send(text: string, port: number): Promise<void> {
+  async send(text: string, port: number, hostname = "127.0.0.1"): Promise<void> {
     const wire = text.replace(/\r?\n/g, "\r\n");
-    await this.conn.send(new TextEncoder().encode(wire), {
-      transport: "udp",
-      hostname: "127.0.0.1",
-      port,
-    });
+    await this.conn.send(new TextEncoder().encode(wire), { transport: "udp", hostname, port });
   }
 
   async response(status: number, method: string, ms = 2000): Promise<SipResponse> {

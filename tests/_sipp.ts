@@ -29,6 +29,16 @@ export function freeEvenPortBase(count: number): number {
   throw new Error("no free even port range");
 }
 
+/** True when sipp (Debian `sip-tester`) can be run here. */
+export function hasSipp(): boolean {
+  try {
+    return new Deno.Command("sipp", { args: ["-v"], stdout: "null", stderr: "null" })
+      .outputSync().code >= 0;
+  } catch {
+    return false;
+  }
+}
+
 /** Outcome of a sipp run. */
 export interface SippResult {
   code: number;
@@ -44,11 +54,11 @@ export interface Sipp {
   kill(): void;
 }
 
-/** Spawn sipp with `args` in `cwd` (default ./.tmp/sipp). */
-export function runSipp(args: string[], cwd = "./.tmp/sipp"): Sipp {
+/** Spawn sipp with `args` in `cwd` (default ./.tmp/sipp); it gives up after `timeout`. */
+export function runSipp(args: string[], cwd = "./.tmp/sipp", timeout = "15s"): Sipp {
   Deno.mkdirSync(cwd, { recursive: true });
   const child = new Deno.Command("sipp", {
-    args: [...args, "-nostdin", "-timeout", "15s", "-timeout_error"],
+    args: [...args, "-nostdin", "-timeout", timeout, "-timeout_error"],
     cwd,
     stdin: "null",
     stdout: "piped",
@@ -150,14 +160,23 @@ export function pcmuPcap(pcm: Int16Array, opts: { ssrc?: number; seq?: number } 
 /** The sipp scenario files of the tests. */
 export const SIPP_SCENARIOS: string = new URL("./fixtures/sipp/", import.meta.url).pathname;
 
-/** sipp arguments that run `scenario` once against 127.0.0.1:`target` on free local ports. */
-export function sippArgs(scenario: string, target: number, extra: string[] = []): string[] {
+/**
+ * sipp arguments that run `scenario` once against `target` (a port on 127.0.0.1, or
+ * `host:port`) on free local ports, from `localIp` (another loopback address such as 127.0.0.2
+ * makes sipp a different source).
+ */
+export function sippArgs(
+  scenario: string,
+  target: number | string,
+  extra: string[] = [],
+  localIp = "127.0.0.1",
+): string[] {
   return [
     "-sf",
     SIPP_SCENARIOS + scenario,
-    `127.0.0.1:${target}`,
+    typeof target === "number" ? `127.0.0.1:${target}` : target,
     "-i",
-    "127.0.0.1",
+    localIp,
     "-p",
     String(freeUdpPort()),
     "-mp",

@@ -105,7 +105,7 @@ Deno.test("setup: model prefix, default voice, VAD, tool declarations, transcrip
     await h.client.connect(SETUP);
     const setup = setupOf(h.fake.messages("setup")[0]);
     assert.deepEqual(setup, {
-      model: "models/gemini-2.5-flash-native-audio-preview-09-2025",
+      model: "models/gemini-3.8-live",
       generationConfig: {
         responseModalities: ["AUDIO"],
         speechConfig: { voiceConfig: { prebuiltVoiceConfig: { voiceName: "Fenrir" } } },
@@ -116,14 +116,15 @@ Deno.test("setup: model prefix, default voice, VAD, tool declarations, transcrip
           {
             name: "get_weather",
             description: "Weather for a city",
+            behavior: "BLOCKING",
             parameters: {
               type: "object",
               properties: { city: { type: "string" }, days: { type: "integer", nullable: true } },
               required: ["city"],
             },
           },
-          { name: "end_call", description: "Hang up" },
-          { name: "ping", description: "No arguments" },
+          { name: "end_call", description: "Hang up", behavior: "BLOCKING" },
+          { name: "ping", description: "No arguments", behavior: "BLOCKING" },
         ],
       }],
       realtimeInputConfig: {
@@ -435,7 +436,7 @@ Deno.test("updateSystem resumes with a new setup and the latest handle; audio wa
     const setup = setupOf(h.fake.messages("setup", 2)[0]);
     assert.deepEqual(setup.systemInstruction, { parts: [{ text: "You are now booking." }] });
     assert.deepEqual(setup.tools, [{
-      functionDeclarations: [{ name: "book", description: "Book it" }],
+      functionDeclarations: [{ name: "book", description: "Book it", behavior: "BLOCKING" }],
     }]);
     assert.deepEqual(setup.sessionResumption, { handle: "h-1" });
     const t = h.fake.timeline;

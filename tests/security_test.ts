@@ -13,6 +13,7 @@ import {
   signCallToken,
   timingSafeEqual,
   twilioSignature,
+  twilioUrlForms,
   verifyCallToken,
   verifyHmacSignature,
   verifyTelnyxSignature,
@@ -137,6 +138,55 @@ Deno.test("twilio signature: default port added or removed by a proxy still veri
     signature: signedWithout,
   });
   assert.deepEqual(v2, { ok: true });
+});
+
+Deno.test("twilio signature: repeated form values are deduplicated, then sorted (twilio-node)", async () => {
+  // A repeated name with a repeated value (Twilio sends e.g. two identical StirVerstat entries).
+  const params = new URLSearchParams([["b", "2"], ["a", "9"], ["a", "1"], ["a", "9"], ["b", "2"]]);
+  const data = "https://x.test/hook" + "a1" + "a9" + "b2";
+  const expected = createHmac("sha1", "tok").update(data).digest("base64");
+  assert.equal(await twilioSignature("tok", "https://x.test/hook", params), expected);
+  const v = await verifyTwilioSignature({
+    authToken: "tok",
+    url: "https://x.test/hook",
+    params,
+    signature: expected,
+  });
+  assert.deepEqual(v, { ok: true });
+});
+
+Deno.test("twilio signature: the URL is normalized before signing, as Twilio's libraries do", async () => {
+  // What the server reconstructs and what Twilio signed can differ in case, escaping and the
+  // query's encoding; each normalized form twilio-node tries is accepted.
+  assert.deepEqual(twilioUrlForms("https://Example.COM/a b?x=a+b&y=1&x=c"), [
+    "https://Example.COM/a b?x=a+b&y=1&x=c",
+    "https://example.com/a%20b?x=a+b&y=1&x=c",
+    "https://example.com/a%20b?x=a%20b&x=c&y=1",
+    "https://example.com:443/a%20b?x=a+b&y=1&x=c",
+    "https://example.com:443/a%20b?x=a%20b&x=c&y=1",
+  ]);
+  const cases: [string, string][] = [
+    ["https://example.com/a%20b?x=a+b", "https://Example.COM/a b?x=a+b"],
+    ["https://example.com/hook?q=a%20b", "https://example.com/hook?q=a+b"],
+    ["https://example.com:443/hook?q=%C3%A9", "https://example.com/hook?q=é"],
+  ];
+  for (const [signed, seen] of cases) {
+    const signature = await twilioSignature("tok", signed, { A: "1" });
+    const v = await verifyTwilioSignature({
+      authToken: "tok",
+      url: seen,
+      params: { A: "1" },
+      signature,
+    });
+    assert.deepEqual(v, { ok: true }, `${seen} vs signed ${signed}`);
+  }
+  const other = await twilioSignature("tok", "https://example.com/other", {});
+  const refused = await verifyTwilioSignature({
+    authToken: "tok",
+    url: "https://example.com/hook",
+    signature: other,
+  });
+  assert.equal(refused.ok, false);
 });
 
 function telnyxKeys() {

@@ -114,6 +114,33 @@ Deno.test("exotel: ?sample-rate=16000 stream runs at 16 kHz in 100 ms chunks", (
   assert.equal(ser.chunkSamples(), 1600);
 });
 
+Deno.test("exotel: an unknown media_format.encoding is the documented PCM16, with one warning", () => {
+  const ser = createSerializer("exotel");
+  const start = ser.onMessage(text({
+    event: "start",
+    start: { call_sid: "CA1", media_format: { encoding: "base64", sample_rate: "8000" } },
+  }));
+  assert.equal(start.type, "start");
+  const warnings = ser.takeWarnings();
+  assert.equal(warnings.length, 1);
+  assert.match(warnings[0], /unknown media_format\.encoding "base64".*16-bit PCM/);
+  // Every frame decodes (little-endian PCM16), and nothing more is said about it.
+  for (let i = 0; i < 3; i++) {
+    const media = text({
+      event: "media",
+      media: { payload: b64(new Uint8Array([1, 0, 0xff, 0xff])) },
+    });
+    assert.deepEqual([...pcmOf(ser.onMessage(media))], [1, -1]);
+    assert.deepEqual(ser.takeWarnings(), []);
+  }
+  // A known encoding says nothing.
+  const known = createSerializer("exotel");
+  known.onMessage(
+    text({ event: "start", start: { call_sid: "C", media_format: { encoding: "audio/x-raw" } } }),
+  );
+  assert.deepEqual(known.takeWarnings(), []);
+});
+
 Deno.test("vonage: rate from content-type; call id from headers, option, or a clear refusal", () => {
   const ser = createVonageSerializer();
   const got = ser.onMessage(

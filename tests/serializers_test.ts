@@ -283,7 +283,7 @@ const CASES: Case[] = [
     stop: raw(
       '{"eventType":"stop","metadata":{"accountId":"9900000","callId":"c-0001","streamId":"s-0001","streamName":"s1"}}',
     ),
-    clear: undefined,
+    clear: { eventType: "clear" },
     mark: undefined,
   },
   {

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
-import { formatConfigProblems } from "../server/config.ts";
-import { at, problems, SIP_OK, yaml } from "./_server_config_helpers.ts";
+import { formatConfigProblems, requiredEnv } from "../server/config.ts";
+import { permissionFlags } from "../server/permissions.ts";
+import { at, parse, problems, SIP_OK, yaml } from "./_server_config_helpers.ts";
 
 Deno.test("config: carriers and webhook secrets are checked by name", async () => {
   const ps = await problems(yaml(`telephony:
@@ -69,4 +70,95 @@ Deno.test("config: SIP ports, addresses and hosts are range-checked", async () =
   at(tls, "telephony.sip.server", "sips: (SIP over TLS) is not supported");
   const overlap = await problems(yaml(`telephony: { sip: { ${SIP_OK}, sip_port: 16010 } }`));
   at(overlap, "telephony.sip.sip_port", "inside the RTP range 16000-16399");
+});
+
+Deno.test("config: register: false needs no credentials and turns the source filter on", async () => {
+  const r = await parse(yaml(`telephony:
+  sip:
+    server: sip:203.0.113.5
+    register: false
+    caller_id: "+15551230000"
+    inbound: { allow: [198.51.100.0/24, 192.0.2.7] }`));
+  assert.ok(r.ok, r.ok ? "" : formatConfigProblems(r.problems));
+  const sip = r.config.telephony.sip!;
+  assert.equal(sip.register, false);
+  assert.equal(sip.login, "flowcat");
+  assert.equal(sip.passwordEnv, undefined);
+  assert.deepEqual(sip.inbound, {
+    allow: ["198.51.100.0/24", "192.0.2.7"],
+    filter: true,
+    refused: "reject",
+  });
+  assert.deepEqual(requiredEnv(r.config).filter((e) => e.path?.startsWith("telephony")), []);
+  // The peers are granted in --allow-net as written (Deno takes IPv4 CIDR blocks).
+  const net = permissionFlags(r.config, { configPath: "cfg/agent.yaml" })[0];
+  assert.match(net, /,203\.0\.113\.5:5060,198\.51\.100\.0\/24,192\.0\.2\.7(,|$)/);
+});
+
+Deno.test("config: registering still needs login and password_env", async () => {
+  const ps = await problems(
+    yaml(`telephony: { sip: { server: sip:trunk.example.com, caller_id: "+15551230000" } }`),
+  );
+  at(ps, "telephony.sip.login", "is missing (the SIP auth username of the trunk; or set register");
+  at(ps, "telephony.sip.password_env", "is missing");
+});
+
+Deno.test("config: inbound auth, keep-alive, expiry and RTP source are read and checked", async () => {
+  const r = await parse(yaml(`telephony:
+  sip:
+    ${SIP_OK.replaceAll(", ", "\n    ").replaceAll(": ", ": ")}
+    register_expires: 600
+    rtp_source: any
+    keepalive: { mode: options, interval_seconds: 15 }
+    inbound:
+      filter: true
+      refused: ignore
+      auth: { username: pbx, password_env: SIP_INBOUND_PASSWORD, challenge: 407 }`));
+  assert.ok(r.ok, r.ok ? "" : formatConfigProblems(r.problems));
+  const sip = r.config.telephony.sip!;
+  assert.equal(sip.registerExpires, 600);
+  assert.equal(sip.rtpSource, "any");
+  assert.deepEqual(sip.keepalive, { mode: "options", intervalSeconds: 15 });
+  assert.deepEqual(sip.inbound, {
+    allow: [],
+    filter: true,
+    refused: "ignore",
+    auth: {
+      username: "pbx",
+      passwordEnv: "SIP_INBOUND_PASSWORD",
+      realm: "flowcat",
+      challenge: 407,
+      algorithms: ["MD5"],
+    },
+  });
+  const env = requiredEnv(r.config).find((e) => e.name === "SIP_INBOUND_PASSWORD");
+  assert.equal(env?.required, true);
+  const bad = await problems(yaml(`telephony:
+  sip:
+    ${SIP_OK.replaceAll(", ", "\n    ")}
+    register_expires: 5
+    rtp_source: symmetric
+    keepalive: { mode: stun, interval_seconds: 1 }
+    inbound:
+      allow: [example.com, 10.0.0.0/33, "2001:db8::/32"]
+      refused: drop
+      auth: { username: pbx, password: hunter2, challenge: 403 }`));
+  at(bad, "telephony.sip.register_expires", "at least 30");
+  at(bad, "telephony.sip.rtp_source", "must be one of: latch, sdp, any");
+  at(bad, "telephony.sip.keepalive.mode", "must be one of: crlf, options, off");
+  at(bad, "telephony.sip.keepalive.interval_seconds", "at least 5");
+  at(bad, "telephony.sip.inbound.allow[0]", "is not an IPv4 address or CIDR block");
+  at(bad, "telephony.sip.inbound.allow[1]", "is not an IPv4 address or CIDR block");
+  at(bad, "telephony.sip.inbound.allow[2]", "is not an IPv4 address or CIDR block");
+  at(bad, "telephony.sip.inbound.refused", "must be one of: reject, ignore");
+  at(bad, "telephony.sip.inbound.auth.password", "SIP_INBOUND_PASSWORD");
+  at(bad, "telephony.sip.inbound.auth.challenge", "must be 401 or 407");
+  assert.ok(!formatConfigProblems(bad).includes("hunter2"));
+});
+
+Deno.test("config: allow lists take IPv4 CIDR blocks", async () => {
+  const r = await parse(yaml(`telephony: { sip: { ${SIP_OK}, allow_hosts: [203.0.113.0/24] } }`));
+  assert.ok(r.ok, r.ok ? "" : formatConfigProblems(r.problems));
+  const bad = await problems(yaml(`telephony: { sip: { ${SIP_OK}, allow_hosts: [1.2.3.4/40] } }`));
+  at(bad, "telephony.sip.allow_hosts[0]", "CIDR block");
 });

@@ -127,6 +127,11 @@ observability:
       rtpPortBase: 20000,
       rtpPortTries: 50,
       allowHosts: ["203.0.113.10"],
+      register: true,
+      registerExpires: 300,
+      rtpSource: "latch",
+      inbound: { allow: [], filter: false, refused: "reject" },
+      keepalive: { mode: "crlf", intervalSeconds: 30 },
     },
   });
   assert.deepEqual(c.recording, { enabled: true, dir: "/var/flowcat/rec" });

@@ -8,18 +8,17 @@ import { memoryLogger } from "../core/log.ts";
 import { createAgentServer } from "../server/app.ts";
 import { parseConfigText } from "../server/config.ts";
 import { until } from "./_core_helpers.ts";
-import { freeEvenPortBase, freeUdpPort, pcmuPcap, runSipp, sine8k, sippArgs } from "./_sipp.ts";
+import {
+  freeEvenPortBase,
+  freeUdpPort,
+  hasSipp,
+  pcmuPcap,
+  runSipp,
+  sine8k,
+  sippArgs,
+} from "./_sipp.ts";
 
 const PASSWORD = "trunk-pass-4f9c";
-
-function hasSipp(): boolean {
-  try {
-    return new Deno.Command("sipp", { args: ["-v"], stdout: "null", stderr: "null" })
-      .outputSync().code >= 0;
-  } catch {
-    return false;
-  }
-}
 
 Deno.test({
   name: "server SIP trunk: sipp calls in, the echo agent answers, BYE finalizes the call",

@@ -8,7 +8,8 @@ import {
   parseVia,
 } from "../telephony/sip/address.ts";
 import { formatUri, parseHostPort, parseUri } from "../telephony/sip/uri.ts";
-import { canonicalHeaderName, parseParams, splitOutside } from "../telephony/sip/headers.ts";
+import { canonicalHeaderName, splitOutside } from "../telephony/sip/headers.ts";
+import { parseParams } from "../telephony/sip/params.ts";
 import {
   buildResponse,
   cseqOf,
@@ -61,7 +62,8 @@ Deno.test("URI: malformed input fails with a reason", () => {
   for (
     const bad of [
       "alice@example.com",
-      "http://x",
+      "<sip:a@host>",
+      "1http:x",
       "sip:@host",
       "sip:a@host:0",
       "sip:a@host:99999",
@@ -72,6 +74,10 @@ Deno.test("URI: malformed input fails with a reason", () => {
     const r = parseUri(bad);
     assert.equal(r.ok, false, bad);
   }
+  // Any other absolute URI is kept opaque: From, To and Contact may carry one (RFC 4475 §3.3.4).
+  const http = parseUri("http://www.example.com");
+  assert.ok(http.ok && http.value.opaque === "//www.example.com" && http.value.host === "");
+  assert.equal(formatUri(http.value), "http://www.example.com");
   assert.deepEqual(parseHostPort("example.com:5060"), {
     ok: true,
     value: { host: "example.com", port: 5060 },

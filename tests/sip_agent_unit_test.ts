@@ -58,7 +58,7 @@ ${body ? "Content-Type: application/sdp\n" : ""}Content-Length: ${
 ${body}`;
 }
 
-Deno.test("OPTIONS is answered 200; BYE and CANCEL for unknown dialogs get 481; unknown methods 501", async () => {
+Deno.test("OPTIONS is answered 200; BYE and CANCEL for unknown dialogs get 481; other methods 405 or 501", async () => {
   const { agent, logger } = await startAgent();
   const peer = new RawPeer();
   try {
@@ -70,7 +70,9 @@ Deno.test("OPTIONS is answered 200; BYE and CANCEL for unknown dialogs get 481; 
     await peer.send(request("CANCEL", peer), agent.local.port);
     await peer.response(481, "CANCEL");
     await peer.send(request("SUBSCRIBE", peer), agent.local.port);
-    await peer.response(501, "SUBSCRIBE");
+    assert.match(getHeader(await peer.response(405, "SUBSCRIBE"), "Allow")!, /INVITE/);
+    await peer.send(request("FROBNICATE", peer), agent.local.port);
+    await peer.response(501, "FROBNICATE");
   } finally {
     await peer.close();
     await agent.close();
@@ -174,6 +176,32 @@ Deno.test("SIP INFO dtmf-relay keys and a re-INVITE are handled inside the dialo
     await peer.send(request("INFO", peer, { callId, toTag: tag, cseq: 1 }), agent.local.port);
     await peer.response(500, "INFO");
     await peer.send(request("BYE", peer, { callId, toTag: tag, cseq: 4 }), agent.local.port);
+    await peer.response(200, "BYE");
+    assert.equal(await call.ended, "remote hangup");
+  } finally {
+    await peer.close();
+    await agent.close();
+  }
+});
+
+Deno.test("tags written with LWS or in another case find the dialog; an unknown one gets 481", async () => {
+  const { agent } = await startAgent();
+  const peer = new RawPeer();
+  const callId = crypto.randomUUID();
+  const withTo = (text: string, to: string) => text.replace(/^To: (.*)$/m, `To: $1${to}`);
+  try {
+    // RFC 4475 §3.1.1.1 writes `tag = 1918181833n`: an in-dialog INVITE, for no dialog here.
+    const stray = withTo(request("INVITE", peer, { body: sdp(4000) }), " ;   tag    = 1918181833n");
+    await peer.send(stray, agent.local.port);
+    await peer.response(481, "INVITE");
+    await peer.send(request("INVITE", peer, { callId, body: sdp(4000) }), agent.local.port);
+    const call = await (await agent.nextInbound())!.answer();
+    const ok = await peer.response(200, "INVITE");
+    const tag = /tag=([^;>\s]+)/.exec(getHeader(ok, "To")!)![1];
+    await peer.send(request("ACK", peer, { callId, toTag: tag }), agent.local.port);
+    const bye = withTo(request("BYE", peer, { callId, cseq: 2 }), ` ; TAG = ${tag.toUpperCase()}`)
+      .replace(";tag=peer", " ;\n  tag = PEER");
+    await peer.send(bye, agent.local.port);
     await peer.response(200, "BYE");
     assert.equal(await call.ended, "remote hangup");
   } finally {

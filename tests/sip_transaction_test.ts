@@ -252,3 +252,79 @@ Deno.test("CANCEL finds its INVITE server transaction; stray responses are count
   assert.equal(layer.counters.strayResponses, 1);
   layer.close();
 });
+
+/** `request()` with the Request-URI, From tag and Call-ID given (for RFC 2543 matching). */
+function oldStyle(method: string, branch: string | undefined, opts: {
+  ruri?: string;
+  fromTag?: string;
+  callId?: string;
+  cseq?: number;
+  toTag?: string;
+} = {}): SipRequest {
+  const via = `SIP/2.0/UDP 127.0.0.1:5099${branch === undefined ? "" : ";branch=" + branch}`;
+  return parse(
+    `${method} ${opts.ruri ?? "sip:bob@127.0.0.1"} SIP/2.0
+Via: ${via}
+From: <sip:alice@127.0.0.1>;tag=${opts.fromTag ?? "ft"}
+To: <sip:bob@127.0.0.1>${opts.toTag === undefined ? "" : ";tag=" + opts.toTag}
+Call-ID: ${opts.callId ?? "old-1@test"}
+CSeq: ${opts.cseq ?? 1} ${method}
+Content-Length: 0
+
+`,
+  ) as SipRequest;
+}
+
+Deno.test("§17.2.3: requests reusing an old-style branch are separate transactions", () => {
+  const { layer, requests } = harness();
+  // Same branch without the cookie, different Call-ID and CSeq: two requests, two TU calls.
+  layer.receive(oldStyle("OPTIONS", "390skdjuw", { callId: "a@x", cseq: 1 }), PEER);
+  layer.receive(oldStyle("OPTIONS", "390skdjuw", { callId: "b@x", cseq: 2 }), PEER);
+  assert.equal(requests.length, 2);
+  // A true retransmission (every matched field equal) is absorbed.
+  layer.receive(oldStyle("OPTIONS", "390skdjuw", { callId: "a@x", cseq: 1 }), PEER);
+  assert.equal(requests.length, 2);
+  assert.equal(layer.counters.absorbed, 1);
+  // No branch at all (RFC 2543): the Request-URI and From tag take part.
+  layer.receive(oldStyle("OPTIONS", undefined, { ruri: "sip:one@127.0.0.1" }), PEER);
+  layer.receive(oldStyle("OPTIONS", undefined, { ruri: "sip:two@127.0.0.1" }), PEER);
+  layer.receive(oldStyle("OPTIONS", undefined, { ruri: "sip:two@127.0.0.1", fromTag: "f2" }), PEER);
+  assert.equal(requests.length, 5);
+  layer.close();
+});
+
+Deno.test("§17.2.3: the ACK of an old-style INVITE's non-2xx matches by the response's To tag", async () => {
+  const { layer, sent, requests } = harness({ T1: 10, T2: 40, T4: 50 });
+  const invite = oldStyle("INVITE", undefined);
+  layer.receive(invite, PEER);
+  const txn = requests[0].txn!;
+  txn.respond(responseTo(invite, 486, "uas-tag"));
+  // An ACK carrying another To tag is not for this transaction: it reaches the TU unmatched.
+  layer.receive(oldStyle("ACK", undefined, { toTag: "other" }), PEER);
+  assert.equal(requests.length, 2);
+  assert.equal(requests[1].txn, undefined);
+  layer.receive(oldStyle("ACK", undefined, { toTag: "UAS-TAG" }), PEER);
+  assert.equal(txn.state, "confirmed", "tags compare case-insensitively");
+  assert.equal(requests.length, 2);
+  const after = sent.length;
+  await sleep(40);
+  assert.equal(sent.length, after, "no 486 after the ACK");
+  layer.close();
+});
+
+Deno.test("branches compare case-insensitively; a merged request is flagged (§8.2.2.2)", () => {
+  const { layer, requests } = harness();
+  layer.receive(request("INVITE", "z9hG4bKCase"), PEER);
+  layer.receive(request("INVITE", "z9hG4bKcase"), PEER);
+  assert.equal(requests.length, 1, "a retransmission with the branch in another case");
+  // Same From tag, Call-ID and CSeq, no To tag, another branch: the request was merged.
+  layer.receive(request("INVITE", "z9hG4bKfork"), PEER);
+  assert.equal(requests.length, 2);
+  assert.equal(layer.isMerged(requests[0].txn!), false);
+  assert.equal(layer.isMerged(requests[1].txn!), true);
+  // In-dialog requests (with a To tag) are never merged.
+  layer.receive(request("BYE", "z9hG4bKb1", 2, ";tag=x"), PEER);
+  layer.receive(request("BYE", "z9hG4bKb2", 2, ";tag=x"), PEER);
+  assert.equal(layer.isMerged(requests[3].txn!), false);
+  layer.close();
+});

@@ -8,6 +8,7 @@ import { socketFromWebSocket, WsMediaTransport } from "../telephony/ws_transport
 import type { SerIn, WsIn } from "../mod.ts";
 import { createSerializer } from "../telephony/serializers/mod.ts";
 import { ulawDecode } from "../core/audio/g711.ts";
+import { memoryLogger } from "../core/log.ts";
 
 Deno.test("generic serializer: start, audio, dtmf, mark, stop, and malformed input ignored", () => {
   const s = new GenericSerializer();
@@ -275,4 +276,27 @@ Deno.test("WsMediaTransport.sendAudio: a serializer that throws gives a rejectio
     sent = t.sendAudio({ pcm: new Int16Array(160), sampleRate: 16000, numChannels: 1 });
   });
   await assert.rejects(sent!, /encoder broke/);
+});
+
+Deno.test("WsMediaTransport logs a serializer's warnings, each once (Exotel's unknown encoding)", async () => {
+  const text = (o: unknown): WsIn => ({ type: "text", data: JSON.stringify(o) });
+  const payload = btoa(String.fromCharCode(1, 0, 2, 0));
+  const inbox: WsIn[] = [
+    text({ event: "start", start: { call_sid: "CA1", media_format: { encoding: "base64" } } }),
+    text({ event: "media", media: { payload } }),
+    text({ event: "media", media: { payload } }),
+  ];
+  const socket = {
+    recv: () => Promise.resolve(inbox.shift()),
+    sendText: () => Promise.resolve(),
+    sendBinary: () => Promise.resolve(),
+  };
+  const logger = memoryLogger();
+  const t = new WsMediaTransport(socket, createSerializer("exotel"), { logger });
+  assert.equal((await t.recv())?.type, "start");
+  assert.equal((await t.recv())?.type, "audio");
+  assert.equal((await t.recv())?.type, "audio", "frames are decoded, not dropped");
+  const warnings = logger.records.filter((r) => r.level === "warn");
+  assert.equal(warnings.length, 1);
+  assert.match(warnings[0].message, /exotel: unknown media_format\.encoding "base64"/);
 });

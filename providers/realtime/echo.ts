@@ -19,7 +19,7 @@ import { EnergyVad } from "../../core/audio/vad_energy.ts";
 import { FlowcatError } from "../../core/errors.ts";
 import type { AudioFrame, KeypadEntry, ToolDecl, VadParams } from "../../core/frames.ts";
 import type { RealtimeEvent, RealtimeLlm, RealtimeSetup } from "../../core/seams.ts";
-import type { RealtimeFactory } from "../registry.ts";
+import type { RealtimeFactory, RealtimeProviderOptions } from "../registry.ts";
 import { RealtimeEventQueue } from "./_shared.ts";
 
 /** A scripted tool call: after the caller's `afterTurn`-th turn, call `tool`. */
@@ -311,10 +311,34 @@ function chime(): Int16Array {
   return concatInt16([a, b]);
 }
 
-/** Speaks with the local espeak-ng engine, loaded on first use. */
+/** Utterances kept: the greeting comes back every call, and espeak blocks while it speaks. */
+const SPOKEN_CACHE = 8;
+const spoken = new Map<string, AudioFrame>();
+
+/**
+ * Speaks with the local espeak-ng engine, loaded on first use. Synthesis runs synchronously on
+ * this thread (about 1.5 ms per character), so recent texts are kept: the greeting, warmed at
+ * start, then costs nothing in a call.
+ */
 async function espeakSpeak(text: string): Promise<AudioFrame> {
+  const hit = spoken.get(text);
+  if (hit !== undefined) return hit;
   const { espeakSynthesize } = await import("../tts/espeak.ts");
-  return espeakSynthesize(text);
+  const frame = await espeakSynthesize(text);
+  spoken.set(text, frame);
+  if (spoken.size > SPOKEN_CACHE) spoken.delete(spoken.keys().next().value!);
+  return frame;
+}
+
+/**
+ * Load the espeak-ng engine and speak the greeting (or a word), unless `tts` is `"none"`: the
+ * engine's WebAssembly compiles and runs for the first time here instead of in the middle of
+ * the first call, and a fixed greeting is ready before any call.
+ */
+export async function warmEchoRealtime(opts: RealtimeProviderOptions): Promise<void> {
+  if (opts.options?.tts === "none") return;
+  const greeting = opts.options?.greeting;
+  await espeakSpeak(typeof greeting === "string" && greeting !== "" ? greeting : "ok");
 }
 
 /**

@@ -12,8 +12,12 @@ import { pcm16ToBase64 } from "./_shared.ts";
 export const GEMINI_LIVE_URL =
   "wss://generativelanguage.googleapis.com/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent";
 
-/** Model used when the config names none. */
-export const GEMINI_DEFAULT_MODEL = "gemini-2.5-flash-native-audio-preview-09-2025";
+/**
+ * Model used when the config names none: Google's current default for low-latency voice agents
+ * ("Gemini 3.8 Live", stable, September 2026 in ai.google.dev/gemini-api/docs/models), the
+ * successor of gemini-3.1-flash-live-preview and the 2.5 native-audio previews.
+ */
+export const GEMINI_DEFAULT_MODEL = "gemini-3.8-live";
 
 /** Sample rate Gemini Live expects for input audio. */
 export const GEMINI_INPUT_RATE = 16000;
@@ -81,9 +85,17 @@ function activityDetection(
   return Object.keys(out).length > 0 ? out : undefined;
 }
 
-/** One `functionDeclarations` entry; `parameters` is omitted for a tool without arguments. */
+/**
+ * One `functionDeclarations` entry; `parameters` is omitted for a tool without arguments. Every
+ * tool is `BLOCKING`: the brain's transitions and the end of the call must land before the model
+ * goes on, and gemini-3.8-live made `NON_BLOCKING` the default (earlier models accept the field).
+ */
 export function geminiFunctionDeclaration(tool: ToolDecl): Record<string, unknown> {
-  const decl: Record<string, unknown> = { name: tool.name, description: tool.description };
+  const decl: Record<string, unknown> = {
+    name: tool.name,
+    description: tool.description,
+    behavior: "BLOCKING",
+  };
   const props = tool.params?.properties;
   const hasProps = isPlainObject(props) && Object.keys(props).length > 0;
   if (hasProps) decl.parameters = geminiSchema(tool.params);

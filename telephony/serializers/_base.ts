@@ -12,6 +12,7 @@ import { ignore, type JsonObject, parseObject, shortName, STOP } from "./_json.t
 import type { CarrierName, CarrierSerializer } from "./_types.ts";
 
 const NO_REPLIES: readonly WsOut[] = Object.freeze([]);
+const NO_WARNINGS: readonly string[] = Object.freeze([]);
 const ALL_ENCODINGS: readonly Encoding[] = ["pcmu", "pcma", "l16"];
 
 /** How a carrier frames its messages. */
@@ -34,6 +35,7 @@ export abstract class CarrierBase implements CarrierSerializer {
   protected streamId: string | undefined;
   readonly #framing: CarrierFraming;
   #replies: WsOut[] = [];
+  #warnings: string[] = [];
   #unsupported: string | undefined;
 
   /** A serializer with `framing`, assuming `encoding` at `rate` until the start message. */
@@ -97,6 +99,19 @@ export abstract class CarrierBase implements CarrierSerializer {
   /** Queue a reply for {@link CarrierBase.takeReplies}. */
   protected reply(msg: WsOut): void {
     this.#replies.push(msg);
+  }
+
+  /** Warnings owed for the last inbound message; empty when none. */
+  takeWarnings(): readonly string[] {
+    if (this.#warnings.length === 0) return NO_WARNINGS;
+    const out = this.#warnings;
+    this.#warnings = [];
+    return out;
+  }
+
+  /** Queue a warning for {@link CarrierBase.takeWarnings}. */
+  protected warn(message: string): void {
+    this.#warnings.push(message);
   }
 
   /**

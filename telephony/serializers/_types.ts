@@ -51,6 +51,12 @@ export interface CarrierSerializer extends MediaSerializer {
    * `closed`, Sinch `answer`). Call after every {@link MediaSerializer.onMessage}; empty when none.
    */
   takeReplies(): readonly WsOut[];
+  /**
+   * Things an operator should hear about the last inbound message, each said once per stream
+   * (an unknown encoding taken as the carrier's default). Call after every
+   * {@link MediaSerializer.onMessage}; empty when none.
+   */
+  takeWarnings(): readonly string[];
   /** Samples per outbound audio message the carrier wants, at {@link MediaSerializer.carrierRate}. */
   chunkSamples(): number;
 }

@@ -1,13 +1,14 @@
 /**
  * Bandwidth `<StartStream mode="bidirectional">`: JSON keyed by `eventType`; base64 PCMU 8 kHz
- * in and out (`playAudio`). No clear or mark equivalent is known, and DTMF does not travel on
- * the socket (use `<StartGather>` webhooks).
+ * in and out (`playAudio`), and `{"eventType":"clear"}` flushes the audio Bandwidth has queued
+ * (barge-in). No mark equivalent is known, and DTMF does not travel on the socket (use
+ * `<StartGather>` webhooks).
  *
  * @example
  * ```ts
  * import { createBandwidthSerializer } from "./bandwidth.ts";
  * const ser = createBandwidthSerializer();
- * ser.encodeClear(); // undefined
+ * ser.encodeClear(); // '{"eventType":"clear"}'
  * ```
  * @module
  */
@@ -71,9 +72,9 @@ export class BandwidthSerializer extends CarrierBase {
     return `{"eventType":"playAudio","media":{"contentType":"audio/pcmu","payload":"${payload}"}}`;
   }
 
-  /** Bandwidth has no confirmed clear message. */
+  /** `{"eventType":"clear"}`: drop the audio Bandwidth queued but has not played. */
   encodeClear(): WsOut | undefined {
-    return undefined;
+    return '{"eventType":"clear"}';
   }
 
   /** Bandwidth has no confirmed mark message. */

@@ -2,7 +2,8 @@
  * Exotel Voicebot applet (AgentStream): Twilio-shaped JSON keyed by snake_case `stream_sid`;
  * audio is base64 16-bit little-endian PCM at 8 kHz (16 or 24 kHz when the URL asks for it).
  * Exotel wants outbound chunks of at least 100 ms in multiples of 20 ms, hence
- * {@link ExotelSerializer.chunkSamples} is 100 ms.
+ * {@link ExotelSerializer.chunkSamples} is 100 ms. An unknown `media_format.encoding` (streams
+ * seen with `"base64"`) is taken as that PCM, with one warning.
  *
  * @example
  * ```ts
@@ -14,7 +15,8 @@
  */
 
 import type { JsonObject } from "./_json.ts";
-import { objectAt, pickStrings, rateAt, stringAt, stringParams } from "./_json.ts";
+import { encodingFromName } from "./_codec.ts";
+import { objectAt, pickStrings, rateAt, shortName, stringAt, stringParams } from "./_json.ts";
 import { eventFraming, type StartInfo, StreamEventSerializer } from "./_stream_events.ts";
 import type { CarrierName, SerializerOptions } from "./_types.ts";
 
@@ -40,10 +42,24 @@ export class ExotelSerializer extends StreamEventSerializer {
       callId,
       streamId: stringAt(start, "stream_sid") ?? stringAt(o, "stream_sid"),
       params: pickStrings(start, ["from", "to"], stringParams(start?.custom_parameters)),
-      // `audio/x-raw` is PCM16LE, the only format Exotel streams.
-      encoding: stringAt(format, "encoding"),
+      encoding: this.#encoding(stringAt(format, "encoding")),
       rate: rateAt(format, "sample_rate"),
     };
+  }
+
+  /**
+   * The encoding to use for what the start message names. Exotel documents `audio/x-raw` (PCM16LE)
+   * and streams nothing else, but streams in the wild name other things (`"base64"`, the payload's
+   * transport encoding): those are taken as the documented 16-bit PCM, with one warning, rather
+   * than dropping every frame.
+   */
+  #encoding(name: string | undefined): string | undefined {
+    if (name === undefined || encodingFromName(name) !== undefined) return name;
+    this.warn(
+      `exotel: unknown media_format.encoding "${shortName(name)}"; taking it as the ` +
+        "documented 16-bit PCM (audio/x-raw)",
+    );
+    return "audio/x-raw";
   }
 }
 

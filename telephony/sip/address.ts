@@ -4,9 +4,13 @@
  * @module
  */
 
-import { formatParams, parseParams, quote, readQuoted } from "./headers.ts";
+import { quote, readQuoted } from "./headers.ts";
+import { formatParams, parseParams } from "./params.ts";
 import { fail, ok, type ParseResult } from "./result.ts";
 import { formatUri, parseHostPort, parseUri, type SipUri } from "./uri.ts";
+
+/** RFC 3261 §8.1.1.7 magic cookie that every RFC 3261 branch starts with. */
+export const BRANCH_COOKIE = "z9hG4bK";
 
 /** A name-addr or addr-spec value with its header parameters (`tag`, `expires`, ...). */
 export interface NameAddr {
@@ -18,13 +22,18 @@ export interface NameAddr {
   params: Map<string, string | null>;
 }
 
+/** A display name written without quotes: tokens separated by LWS (RFC 3261 §25.1). */
+const TOKEN_DISPLAY = /^[A-Za-z0-9\-.!%*_+`'~]+(?:[ \t]+[A-Za-z0-9\-.!%*_+`'~]+)*$/;
+
 /**
  * Parse a From/To/Contact/Route value: `"Name" <uri>;params`, `Name <uri>;params`,
  * `<uri>;params`, or bare `uri;params` (where `;params` belong to the header, RFC 3261 §20.10).
+ * Strict where RFC 3261 is: an unquoted display name must be tokens, `<` and `>` hug the URI,
+ * and a bare URI may not carry `?headers` (it would need `<>`). Any absolute URI is accepted.
  *
  * @example
  * ```ts
- * const r = parseNameAddr('"Bob" <sip:bob@example.com>;tag=a6c85cf');
+ * const r = parseNameAddr('"Bob" <sip:bob@example.com> ; tag = a6c85cf');
  * if (r.ok) r.value.params.get("tag"); // "a6c85cf"
  * ```
  */
@@ -42,13 +51,17 @@ export function parseNameAddr(text: string): ParseResult<NameAddr> {
   }
   const lt = value.indexOf("<", i);
   if (lt >= 0) {
-    if (displayName === undefined) {
-      const name = value.slice(0, lt).trim();
-      if (name !== "") displayName = name.replace(/\s+/g, " ");
-    } else if (value.slice(i, lt).trim() !== "") return fail("garbage after display name");
+    const before = value.slice(i, lt).trim();
+    if (displayName !== undefined) {
+      if (before !== "") return fail("garbage after display name");
+    } else if (before !== "") {
+      if (!TOKEN_DISPLAY.test(before)) return fail("display name must be quoted");
+      displayName = before.replace(/[ \t]+/g, " ");
+    }
     const gt = value.indexOf(">", lt);
     if (gt < 0) return fail("unterminated '<'");
-    uriText = value.slice(lt + 1, gt).trim();
+    uriText = value.slice(lt + 1, gt);
+    if (uriText.trim() !== uriText) return fail("whitespace inside <>");
     paramText = value.slice(gt + 1).trim();
     if (paramText !== "" && !paramText.startsWith(";")) return fail("garbage after '>'");
   } else {
@@ -56,6 +69,7 @@ export function parseNameAddr(text: string): ParseResult<NameAddr> {
     const semi = value.indexOf(";");
     uriText = (semi < 0 ? value : value.slice(0, semi)).trim();
     paramText = semi < 0 ? "" : value.slice(semi);
+    if (/[?,]/.test(uriText)) return fail("a URI with '?' or ',' must be enclosed in <>");
   }
   const uri = parseUri(uriText);
   if (!uri.ok) return uri;
@@ -115,7 +129,10 @@ export function parseVia(text: string): ParseResult<Via> {
   const via: Via = { transport: m[1].toUpperCase(), host: hp.value.host, params };
   if (hp.value.port !== undefined) via.port = hp.value.port;
   const branch = params.get("branch");
-  if (typeof branch === "string") via.branch = branch;
+  if (branch === null) return fail("Via branch without a value");
+  // RFC 4475 §3.2.1: the cookie alone claims an RFC 3261 transaction id but carries none.
+  if (branch === BRANCH_COOKIE) return fail("Via branch is the magic cookie alone");
+  if (branch !== undefined) via.branch = branch;
   const received = params.get("received");
   if (typeof received === "string") via.received = received;
   if (params.has("rport")) {

@@ -3,9 +3,11 @@
  * the trunk (`register()`), hands inbound calls to the embedder (`nextInbound()` ->
  * {@link SipInvite} -> `answer()` -> {@link SipCall} whose `transport` is a MediaTransport),
  * places outbound calls (`call(e164)`), answers OPTIONS 200, BYE/CANCEL for unknown dialogs
- * 481, INVITEs without a common codec 488, and absorbs retransmissions in its transaction
- * layer. Malformed datagrams are dropped with a logged reason. The password lives only in the
- * digest credentials: never logged, never in an error message.
+ * 481, INVITEs without a common codec 488, what RFC 3261 §8.2 refuses (405/501, 416, 420,
+ * 415, 406, 482, 483: `uas_checks.ts`), and absorbs retransmissions in its transaction layer. A
+ * malformed request that can still be answered gets 400 (505 for another SIP version) with the
+ * reason; other malformed datagrams are dropped with a logged reason. The password lives only
+ * in the digest credentials: never logged, never in an error message.
  *
  * @example
  * ```ts
@@ -24,7 +26,7 @@
 import { errorMessage, FlowcatError } from "../../core/errors.ts";
 import { type Logger, silentLogger } from "../../core/log.ts";
 import { AsyncQueue } from "./async_queue.ts";
-import { buildResponse, newBranch } from "./build.ts";
+import { buildResponse, newBranch, newTag, tagOf } from "./build.ts";
 import type { SipCall } from "./call.ts";
 import { advertisedAddress, resolveSipConfig, type SipConfig, type SipSettings } from "./config.ts";
 import { type AgentCore, ALLOWED_METHODS } from "./core.ts";
@@ -32,51 +34,26 @@ import { dialogKeyOfRequest } from "./dialog.ts";
 import { DigestClient } from "./digest.ts";
 import { handleInDialog } from "./in_dialog.ts";
 import { acceptInvite, type SipInvite } from "./inbound.ts";
+import { InboundGate } from "./inbound_gate.ts";
+import { KeepAlive } from "./keepalive.ts";
 import {
   encodeSipMessage,
-  getHeader,
   isKeepAlive,
   parseSipMessage,
   type SipHeader,
   type SipRequest,
 } from "./message.ts";
 import { type CallOptions, placeCall } from "./outbound.ts";
-import { Registration, type RegistrationOptions, type RegistrationState } from "./register.ts";
-import type { LatchMode } from "./rtp_jitter.ts";
+import { Registration, type RegistrationState } from "./register.ts";
 import { RtpSession } from "./rtp_session.ts";
-import {
-  type ServerTransaction,
-  type TransactionCounters,
-  TransactionLayer,
-} from "./transaction.ts";
-import type { BaseTimers } from "./txn_timers.ts";
+import { type ServerTransaction, TransactionLayer } from "./transaction.ts";
+import { answerMalformed, checkRequest } from "./uas_checks.ts";
+import { warmSipMedia } from "./warm.ts";
 import { type UdpAddress, UdpEndpoint } from "./udp.ts";
 
-/** Options of {@link SipAgent.start} beyond the {@link SipConfig}. */
-export interface SipAgentOptions {
-  /** Where the agent logs (never the password). Default silent. */
-  logger?: Logger;
-  /** Transaction timers T1/T2/T4 in ms (tests shorten T1). Default 500/4000/5000. */
-  timers?: Partial<BaseTimers>;
-  /** REGISTER expiry and retry backoff. */
-  registration?: RegistrationOptions;
-  /** User-Agent header value. Default `Flowcat`. */
-  userAgent?: string;
-  /** Send 180 Ringing for a new INVITE. Default true. */
-  ringing?: boolean;
-  /** Reject an INVITE left unanswered this long with 480, ms (0: never). Default 60000. */
-  answerTimeoutMs?: number;
-  /** How long `hangup()` waits for the BYE's response, ms. Default 2000. */
-  byeWaitMs?: number;
-  /** RTP: jitter depth (20 ms packets), symmetric-RTP latching, idle silence. */
-  rtp?: { jitterDepth?: number; latch?: LatchMode; keepAliveSilence?: boolean };
-}
+import type { SipAgentCounters, SipAgentOptions } from "./agent_options.ts";
 
-/** Counters of an agent (transaction counters plus datagram-level ones). */
-export interface SipAgentCounters extends TransactionCounters {
-  /** Datagrams dropped because they did not parse as SIP. */
-  malformed: number;
-}
+export type { SipAgentCounters, SipAgentOptions };
 
 /**
  * The SIP user agent; see the module doc.
@@ -115,17 +92,21 @@ export class SipAgent implements AgentCore {
   readonly #inbound = new AsyncQueue<SipInvite>();
   readonly #calls = new Map<string, SipCall>();
   readonly #ringing = new Map<ServerTransaction, SipInvite>();
+  readonly #gate: InboundGate;
+  readonly #keepAlive: KeepAlive | undefined;
   #malformed = 0;
   #closing: Promise<void> | undefined;
 
   private constructor(
     settings: SipSettings,
     digest: DigestClient,
+    gate: InboundGate,
     ep: UdpEndpoint,
     opts: SipAgentOptions,
   ) {
     this.settings = settings;
     this.digest = digest;
+    this.#gate = gate;
     this.#ep = ep;
     this.#opts = opts;
     this.log = opts.logger ?? silentLogger;
@@ -156,6 +137,23 @@ export class SipAgent implements AgentCore {
       via: () => this.via(),
       commonHeaders: () => this.commonHeaders(),
     }, opts.registration);
+    if (opts.keepAlive !== undefined) {
+      const server = settings.server;
+      this.#keepAlive = new KeepAlive(
+        {
+          layer: this.layer,
+          log: this.log,
+          sendRaw: (bytes, to) => this.#ep.send(bytes, to),
+          via: () => this.via(),
+          contactUri: () => this.contactUri(),
+          commonHeaders: () => this.commonHeaders(),
+        },
+        server.uri,
+        { hostname: server.host, port: server.port },
+        opts.keepAlive,
+      );
+      this.#keepAlive.start();
+    }
     ep.start((bytes, from) => this.#onDatagram(bytes, from));
   }
 
@@ -173,6 +171,7 @@ export class SipAgent implements AgentCore {
 
   static #startNow(config: SipConfig, opts: SipAgentOptions): SipAgent {
     const { settings, credentials } = resolveSipConfig(config);
+    const gate = new InboundGate(opts.inbound);
     const log = opts.logger ?? silentLogger;
     let ep: UdpEndpoint;
     try {
@@ -185,7 +184,9 @@ export class SipAgent implements AgentCore {
         { cause: err },
       );
     }
-    const agent = new SipAgent(settings, new DigestClient(credentials), ep, opts);
+    // Before the first call, not during it: the codecs and the resampler's WebAssembly.
+    warmSipMedia();
+    const agent = new SipAgent(settings, new DigestClient(credentials), gate, ep, opts);
     log.info("sip agent started", {
       local: `${agent.local.hostname}:${agent.local.port}`,
       advertised: agent.advertised,
@@ -216,7 +217,11 @@ export class SipAgent implements AgentCore {
 
   /** Transaction and datagram counters. */
   get counters(): SipAgentCounters {
-    return { ...this.layer.counters, malformed: this.#malformed };
+    return {
+      ...this.layer.counters,
+      malformed: this.#malformed,
+      refusedSources: this.#gate.refusedSources,
+    };
   }
 
   /**
@@ -286,12 +291,28 @@ export class SipAgent implements AgentCore {
   #onDatagram(bytes: Uint8Array, from: UdpAddress): void {
     if (isKeepAlive(bytes)) return;
     const r = parseSipMessage(bytes);
+    const request = r.ok ? (r.message.kind === "request" ? r.message : undefined) : r.request;
+    if (request !== undefined) {
+      const refused = this.#gate.screen(request, from, this.commonHeaders());
+      if (refused !== undefined) {
+        this.log.debug("sip request from a refused source", {
+          from: `${from.hostname}:${from.port}`,
+          method: request.method,
+          answered: refused?.status ?? "no",
+        });
+        if (refused !== null) this.layer.sendStateless(refused, from);
+        return;
+      }
+    }
     if (!r.ok) {
       this.#malformed++;
+      const answer = answerMalformed(r, this.commonHeaders());
       this.log.debug("sip datagram dropped", {
         reason: r.reason,
         from: `${from.hostname}:${from.port}`,
+        answered: answer?.status ?? "no",
       });
+      if (answer !== undefined) this.layer.sendStateless(answer, from);
       return;
     }
     this.layer.receive(r.message, from);
@@ -299,14 +320,29 @@ export class SipAgent implements AgentCore {
 
   #onRequest(req: SipRequest, txn: ServerTransaction | undefined, _from: UdpAddress): void {
     if (txn === undefined) return; // an ACK that matched nothing: nothing to do
-    const reply = (status: number, headers: SipHeader[] = []) =>
-      txn.respond(buildResponse(req, status, { headers: [...headers, ...this.commonHeaders()] }));
+    const reply = (status: number, headers: SipHeader[] = [], reason?: string) =>
+      txn.respond(
+        buildResponse(req, status, {
+          reason,
+          toTag: newTag(),
+          headers: [...headers, ...this.commonHeaders()],
+        }),
+      );
+    const refusal = checkRequest(req, { merged: this.layer.isMerged(txn) });
+    if (refusal !== undefined) {
+      this.log.debug("sip request refused", { method: req.method, status: refusal.status });
+      return reply(refusal.status, refusal.headers, refusal.reason);
+    }
+    const unavailable = this.#opts.unavailable?.() === true;
     switch (req.method) {
       case "INVITE": {
-        if (getHeader(req, "To")?.includes("tag=")) {
+        if (tagOf(req, "To") !== undefined) {
           handleInDialog(this, this.#calls.get(dialogKeyOfRequest(req)), txn);
           return;
         }
+        if (unavailable) return reply(503);
+        const challenge = this.#gate.authorize(req);
+        if (challenge !== undefined) return reply(challenge.status, challenge.headers);
         const invite = acceptInvite(this, txn);
         if (invite === undefined) return;
         this.#ringing.set(txn, invite);
@@ -322,15 +358,14 @@ export class SipAgent implements AgentCore {
         return;
       }
       case "OPTIONS":
+        if (unavailable) return reply(503);
         return reply(200, [
           { name: "Allow", value: ALLOWED_METHODS },
           { name: "Accept", value: "application/sdp" },
         ]);
-      case "BYE":
-      case "INFO":
-        return handleInDialog(this, this.#calls.get(dialogKeyOfRequest(req)), txn);
       default:
-        return reply(501, [{ name: "Allow", value: ALLOWED_METHODS }]);
+        // BYE and INFO: checkRequest has refused every method the agent does not take.
+        return handleInDialog(this, this.#calls.get(dialogKeyOfRequest(req)), txn);
     }
   }
 
@@ -344,6 +379,7 @@ export class SipAgent implements AgentCore {
   }
 
   async #shutdown(): Promise<void> {
+    this.#keepAlive?.stop();
     this.#inbound.end();
     for (const invite of [...this.#ringing.values()]) invite.reject(503, "Service Unavailable");
     this.#ringing.clear();

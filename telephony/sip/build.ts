@@ -6,6 +6,7 @@
  */
 
 import {
+  BRANCH_COOKIE,
   type CSeq,
   type NameAddr,
   parseCSeq,
@@ -20,9 +21,6 @@ import {
   type SipRequest,
   type SipResponse,
 } from "./message.ts";
-
-/** RFC 3261 §8.1.1.7 magic cookie that every branch must start with. */
-export const BRANCH_COOKIE = "z9hG4bK";
 
 const REASONS: Readonly<Record<number, string>> = Object.freeze({
   100: "Trying",
@@ -133,15 +131,19 @@ export function buildResponse(
 ): SipResponse {
   const headers: SipHeader[] = [];
   for (const v of getHeaders(req, "Via")) headers.push({ name: "Via", value: v });
-  headers.push({ name: "From", value: getHeader(req, "From") ?? "" });
-  let to = getHeader(req, "To") ?? "";
-  if (opts.toTag !== undefined && status > 100) {
+  // A header the request lacks (a malformed request answered 400) stays absent.
+  const copy = (name: string, value = getHeader(req, name)) => {
+    if (value !== undefined) headers.push({ name, value });
+  };
+  copy("From");
+  let to = getHeader(req, "To");
+  if (to !== undefined && opts.toTag !== undefined && status > 100) {
     const parsed = parseNameAddr(to);
     if (parsed.ok && !parsed.value.params.has("tag")) to += `;tag=${opts.toTag}`;
   }
-  headers.push({ name: "To", value: to });
-  headers.push({ name: "Call-ID", value: getHeader(req, "Call-ID") ?? "" });
-  headers.push({ name: "CSeq", value: getHeader(req, "CSeq") ?? "" });
+  copy("To", to);
+  copy("Call-ID");
+  copy("CSeq");
   if (req.method === "INVITE" && status > 100 && status < 300) {
     for (const rr of getHeaders(req, "Record-Route")) {
       headers.push({ name: "Record-Route", value: rr });

@@ -14,6 +14,7 @@ import {
   type SipRequest,
   type SipResponse,
 } from "./message.ts";
+import { tokenKey } from "./params.ts";
 import { parseUri } from "./uri.ts";
 import type { UdpAddress } from "./udp.ts";
 
@@ -39,9 +40,12 @@ export interface Dialog {
   remoteSeq: number;
 }
 
-/** `Call-ID|local tag|remote tag`: how requests find their dialog. */
+/**
+ * `Call-ID|local tag|remote tag`: how requests find their dialog. Tags are tokens and compare
+ * case-insensitively; the Call-ID compares exactly (RFC 3261 §7.3.1, §20.8).
+ */
 export function dialogKey(callId: string, localTag: string, remoteTag: string): string {
-  return `${callId}|${localTag}|${remoteTag}`;
+  return `${callId}|${tokenKey(localTag)}|${tokenKey(remoteTag)}`;
 }
 
 /** The dialog key of a request we received (its To tag is ours, its From tag the peer's). */

@@ -21,7 +21,8 @@
 
 import { createHash } from "node:crypto";
 import { randomHex } from "./build.ts";
-import { quote, readQuoted } from "./headers.ts";
+import { quote } from "./headers.ts";
+import { scanParams } from "./params.ts";
 import { getHeaders, type SipHeader, type SipResponse } from "./message.ts";
 import { fail, ok, type ParseResult } from "./result.ts";
 
@@ -67,35 +68,14 @@ export interface DigestChallenge {
 
 /**
  * Parse a comma-separated auth-param list (`a="x", b=y`); names lower-cased, values unquoted.
- * Returns undefined on malformed input.
+ * Returns undefined on malformed input, including a parameter without a value.
  */
 export function parseAuthParams(text: string): Map<string, string> | undefined {
+  const params = scanParams(text, { separator: ",", allowEmpty: true });
+  if (params === undefined) return undefined;
   const out = new Map<string, string>();
-  let i = 0;
-  const n = text.length;
-  while (i < n) {
-    while (i < n && (text[i] === " " || text[i] === "\t" || text[i] === ",")) i++;
-    if (i >= n) break;
-    const eq = text.indexOf("=", i);
-    if (eq < 0) return undefined;
-    const name = text.slice(i, eq).trim().toLowerCase();
-    if (!/^[a-z0-9\-_.!%*+`'~]+$/.test(name)) return undefined;
-    i = eq + 1;
-    while (i < n && (text[i] === " " || text[i] === "\t")) i++;
-    let value: string;
-    if (text[i] === '"') {
-      const q = readQuoted(text, i);
-      if (q === undefined) return undefined;
-      value = q.text;
-      i = q.end;
-    } else {
-      const comma = text.indexOf(",", i);
-      const stop = comma < 0 ? n : comma;
-      value = text.slice(i, stop).trim();
-      i = stop;
-    }
-    while (i < n && (text[i] === " " || text[i] === "\t")) i++;
-    if (i < n && text[i] !== ",") return undefined;
+  for (const [name, value] of params) {
+    if (value === null) return undefined;
     out.set(name, value);
   }
   return out;

@@ -1,7 +1,7 @@
 /**
  * SIP header-name normalisation and the lexical helpers shared by the header parsers:
  * compact forms (RFC 3261 §7.3.3 and later RFCs), canonical capitalisation, comma splitting
- * that respects quotes and angle brackets, `;name=value` parameter lists and quoted strings.
+ * that respects quotes and angle brackets, and quoted strings. Parameter lists: `params.ts`.
  * @module
  */
 
@@ -221,46 +221,4 @@ export function readQuoted(
 /** Quote `text` as an RFC 3261 quoted-string, escaping `"` and `\`. */
 export function quote(text: string): string {
   return '"' + text.replace(/["\\]/g, (c) => "\\" + c) + '"';
-}
-
-/**
- * Parse a `;name=value;flag` parameter list (the leading `;` optional). Names are lower-cased;
- * a parameter without `=` maps to null; quoted values are unquoted.
- *
- * @example
- * ```ts
- * parseParams(";branch=z9hG4bK1;rport").get("rport"); // null
- * ```
- */
-export function parseParams(text: string): Map<string, string | null> | undefined {
-  const params = new Map<string, string | null>();
-  const parts = splitOutside(text, ";");
-  if (parts === undefined) return undefined;
-  for (const part of parts) {
-    const eq = part.indexOf("=");
-    if (eq < 0) {
-      params.set(part.toLowerCase(), null);
-      continue;
-    }
-    const name = part.slice(0, eq).trim().toLowerCase();
-    let val = part.slice(eq + 1).trim();
-    if (name === "") return undefined;
-    if (val.startsWith('"')) {
-      const q = readQuoted(val, 0);
-      if (q === undefined || q.end !== val.length) return undefined;
-      val = q.text;
-    }
-    params.set(name, val);
-  }
-  return params;
-}
-
-/** Format a parameter map as `;name=value;flag` (values needing it are quoted). */
-export function formatParams(params: ReadonlyMap<string, string | null>): string {
-  let out = "";
-  for (const [name, val] of params) {
-    if (val === null) out += ";" + name;
-    else out += ";" + name + "=" + (/^[^\s";,<>]*$/.test(val) ? val : quote(val));
-  }
-  return out;
 }

@@ -7,6 +7,7 @@
  */
 
 import type { KeypadEntry } from "../../core/frames.ts";
+import { sessionDescription } from "./body.ts";
 import { buildResponse, cseqOf, type ResponseOptions } from "./build.ts";
 import type { SipCall } from "./call.ts";
 import { type AgentCore, dialogHeaders } from "./core.ts";
@@ -62,7 +63,8 @@ function reInvite(core: AgentCore, call: SipCall, txn: ServerTransaction): void 
   const origin = call.sdpOrigin ?? { sessionId: "0", version: "0" };
   const version = nextSessionVersion(origin.version);
   let sdp: string;
-  if (req.body.trim() === "") {
+  const offerText = sessionDescription(req);
+  if (offerText === undefined) {
     // An offerless re-INVITE: we offer our current media again; the answer comes in the ACK.
     sdp = formatSdp(buildOffer({
       address: core.advertised,
@@ -73,7 +75,7 @@ function reInvite(core: AgentCore, call: SipCall, txn: ServerTransaction): void 
       sessionVersion: version,
     }));
   } else {
-    const offer = parseSdp(req.body);
+    const offer = parseSdp(offerText);
     const ans = offer.ok
       ? buildAnswer(offer.value, {
         address: core.advertised,

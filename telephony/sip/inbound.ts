@@ -8,6 +8,7 @@
  */
 
 import { FlowcatError } from "../../core/errors.ts";
+import { sessionDescription } from "./body.ts";
 import { addressOf, buildResponse, newTag } from "./build.ts";
 import { SipCall } from "./call.ts";
 import { type AgentCore, dialogHeaders } from "./core.ts";
@@ -178,13 +179,13 @@ export function acceptInvite(core: AgentCore, txn: ServerTransaction): SipInvite
     respond(503);
     return undefined;
   }
-  const type = (getHeader(req, "Content-Type") ?? "").toLowerCase();
-  if (req.body.trim() === "" || !type.startsWith("application/sdp")) {
+  const sdp = sessionDescription(req);
+  if (sdp === undefined) {
     // Offerless INVITEs (offer in the ACK) are not supported.
     respond(488, "SDP Offer Required");
     return undefined;
   }
-  const offer = parseSdp(req.body);
+  const offer = parseSdp(sdp);
   if (!offer.ok) {
     core.log.debug("sip invite with bad SDP", { reason: offer.reason });
     respond(488);

@@ -16,6 +16,7 @@
  */
 
 import { parseCSeq, parseNameAddr, parseVia } from "./address.ts";
+import { parseUri } from "./uri.ts";
 import {
   canonicalHeaderName,
   isMultiValueHeader,
@@ -70,17 +71,39 @@ export interface SipParseOptions {
   validate?: boolean;
 }
 
+/** A message that did not parse. */
+export interface SipParseFailure {
+  /** Discriminant. */
+  ok: false;
+  /** Why, in a few words (safe to log and to put in a reason phrase). */
+  reason: string;
+  /** A stream buffer that may still complete. */
+  incomplete?: boolean;
+  /** Only CR/LF bytes: an RFC 5626 keep-alive. */
+  keepAlive?: boolean;
+  /**
+   * The request as far as it could be read, when the start line looked like a request and the
+   * header section split into headers: enough to answer it (RFC 3261 §21.4.1, RFC 4475 §3.1.2).
+   */
+  request?: SipRequest;
+  /** The status RFC 3261 asks for when `request` is set: 400, or 505 for another version. */
+  status?: number;
+}
+
 /** Result of {@link parseSipMessage}. */
 export type SipParseResult =
   | { ok: true; message: SipMessage; consumed: number }
-  | { ok: false; reason: string; incomplete?: boolean; keepAlive?: boolean };
+  | SipParseFailure;
 
 /** Largest message accepted; a UDP datagram cannot be larger anyway. */
 export const MAX_MESSAGE_BYTES = 65535;
 /** Most header entries accepted in one message (a bound against hostile input). */
 export const MAX_HEADERS = 256;
 
-const REQUEST_LINE = /^([A-Za-z0-9\-.!%*_+`'~]+)[ \t]+(\S+)[ \t]+(SIP\/\d+\.\d+)[ \t]*$/i;
+/** RFC 3261 §25.1 Request-Line: exactly one SP between the three parts, none after. */
+const REQUEST_LINE = /^([A-Za-z0-9\-.!%*_+`'~]+) (\S+) (SIP\/\d+\.\d+)$/i;
+/** A Request-Line with the wrong whitespace: still answerable (RFC 4475 §3.1.2.8-10). */
+const LOOSE_REQUEST_LINE = /^([A-Za-z0-9\-.!%*_+`'~]+)[ \t]+(.*?)[ \t]+(SIP\/\S+)[ \t]*$/i;
 const STATUS_LINE = /^(SIP\/\d+\.\d+)[ \t]+(\d{3})(?:[ \t]+(.*))?$/i;
 const decoder = new TextDecoder();
 const encoder = new TextEncoder();
@@ -88,8 +111,13 @@ const encoder = new TextEncoder();
 function failure(
   reason: string,
   extra?: { incomplete?: boolean; keepAlive?: boolean },
-): SipParseResult {
+): SipParseFailure {
   return { ok: false, reason, ...extra };
+}
+
+/** A failure that can still be answered with `status`. */
+function answerable(reason: string, request: SipRequest, status = 400): SipParseFailure {
+  return { ok: false, reason, request, status };
 }
 
 /** Index of the blank line ending the headers, and the separator length (CRLFCRLF or LFLF). */
@@ -154,13 +182,23 @@ export function parseSipMessage(
   if (lastReason !== undefined) return failure(lastReason);
   if (headers.length > MAX_HEADERS) return failure("too many headers");
 
+  const strict = REQUEST_LINE.exec(startLine);
+  const loose = strict === null ? LOOSE_REQUEST_LINE.exec(startLine) : null;
+  const reqLine = strict ?? loose;
+  // Set while the message is a request, so every later failure can still be answered.
+  const partial: SipRequest | undefined = reqLine === null
+    ? undefined
+    : { kind: "request", method: reqLine[1], uri: reqLine[2], headers, body: "" };
+  const fail = (reason: string, status?: number): SipParseFailure =>
+    partial === undefined ? failure(reason) : answerable(reason, partial, status);
+
   let contentLength: number | undefined;
   for (const h of headers) {
     if (h.name !== "Content-Length") continue;
-    if (!/^\d{1,10}$/.test(h.value)) return failure("bad Content-Length");
+    if (!/^\d{1,10}$/.test(h.value)) return fail("bad Content-Length");
     const n = Number(h.value);
     if (contentLength !== undefined && n !== contentLength) {
-      return failure("conflicting Content-Length headers");
+      return fail("conflicting Content-Length headers");
     }
     contentLength = n;
   }
@@ -174,17 +212,21 @@ export function parseSipMessage(
     if (bodyEnd > bytes.length) {
       return options.stream
         ? failure("incomplete message", { incomplete: true })
-        : failure("body shorter than Content-Length");
+        : fail("body shorter than Content-Length");
     }
   }
   const body = bodyEnd > bodyStart ? decoder.decode(bytes.subarray(bodyStart, bodyEnd)) : "";
 
   let message: SipMessage;
-  const req = REQUEST_LINE.exec(startLine);
-  if (req !== null) {
-    if (req[3].toUpperCase() !== "SIP/2.0") return failure(`unsupported SIP version '${req[3]}'`);
-    if (!/^[A-Za-z][A-Za-z0-9+.\-]*:/.test(req[2])) return failure("bad Request-URI");
-    message = { kind: "request", method: req[1], uri: req[2], headers, body };
+  if (partial !== undefined) {
+    partial.body = body;
+    if (reqLine![3].toUpperCase() !== "SIP/2.0") {
+      return fail(`unsupported SIP version '${reqLine![3]}'`, 505);
+    }
+    if (loose !== null) return fail("malformed Request-Line");
+    const uriProblem = requestUriProblem(partial.uri);
+    if (uriProblem !== undefined) return fail(uriProblem);
+    message = partial;
   } else {
     const res = STATUS_LINE.exec(startLine);
     if (res === null) return failure("bad start line");
@@ -195,9 +237,20 @@ export function parseSipMessage(
   }
   if (options.validate !== false) {
     const reason = validate(message);
-    if (reason !== undefined) return failure(reason);
+    if (reason !== undefined) return fail(reason);
   }
   return { ok: true, message, consumed: bodyEnd };
+}
+
+/**
+ * Why a Request-URI is malformed (RFC 3261 §25.1, §19.1.1), or undefined. An unknown scheme is
+ * well formed: the UAS answers 416 for it, not 400.
+ */
+function requestUriProblem(uri: string): string | undefined {
+  const r = parseUri(uri);
+  if (!r.ok) return `bad Request-URI (${r.reason})`;
+  if (r.value.headers.length > 0) return "headers are not allowed in a Request-URI";
+  return undefined;
 }
 
 /** Add one unfolded header line to `headers`; returns a reason when the line is malformed. */
@@ -219,12 +272,17 @@ function pushHeader(headers: SipHeader[], line: string): string | undefined {
   return undefined;
 }
 
-/** The mandatory-header checks of RFC 3261 §8.1.1 / §8.2.2; undefined when fine. */
+/** Headers a message may carry at most once (RFC 3261 §7.3.1: not comma-separable). */
+const SINGLE = ["Call-ID", "CSeq", "From", "To", "Max-Forwards", "Content-Type"];
+
+/** The mandatory-header and syntax checks of RFC 3261 §8.1.1 / §8.2.2; undefined when fine. */
 function validate(msg: SipMessage): string | undefined {
   for (const name of ["Call-ID", "CSeq", "From", "To", "Via"]) {
     const values = getHeaders(msg, name);
     if (values.length === 0 || values[0] === "") return `missing ${name}`;
-    if (name !== "Via" && values.length > 1) return `more than one ${name}`;
+  }
+  for (const name of SINGLE) {
+    if (getHeaders(msg, name).length > 1) return `more than one ${name}`;
   }
   const cseq = parseCSeq(getHeader(msg, "CSeq")!);
   if (!cseq.ok) return cseq.reason;
@@ -234,6 +292,11 @@ function validate(msg: SipMessage): string | undefined {
   for (const name of ["From", "To"]) {
     const addr = parseNameAddr(getHeader(msg, name)!);
     if (!addr.ok) return `bad ${name}: ${addr.reason}`;
+  }
+  for (const c of getHeaders(msg, "Contact")) {
+    if (c === "*") continue;
+    const addr = parseNameAddr(c);
+    if (!addr.ok) return `bad Contact: ${addr.reason}`;
   }
   for (const v of getHeaders(msg, "Via")) {
     const via = parseVia(v);

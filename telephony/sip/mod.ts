@@ -26,6 +26,9 @@
 
 export type { ParseResult } from "./result.ts";
 export * from "./headers.ts";
+export * from "./params.ts";
+export * from "./body.ts";
+export * from "./uas_checks.ts";
 export * from "./uri.ts";
 export * from "./address.ts";
 export * from "./message.ts";
@@ -40,10 +43,16 @@ export * from "./dialog.ts";
 export * from "./config.ts";
 export * from "./register.ts";
 export * from "./rtp_session.ts";
+export * from "./rtp_clock.ts";
+export * from "./rtp_pacer.ts";
 export * from "./sip_transport.ts";
 export * from "./call.ts";
 export { type InviteState, SipInvite } from "./inbound.ts";
 export { buildCancel, type CallOptions } from "./outbound.ts";
 export { dtmfFromInfo } from "./in_dialog.ts";
 export { SipAgent, type SipAgentCounters, type SipAgentOptions } from "./agent.ts";
+export { type InboundAuth, InboundGate, type InboundPolicy } from "./inbound_gate.ts";
+export { type DigestVerdict, DigestVerifier, type DigestVerifierOptions } from "./digest_server.ts";
+export { parseCidr, parseIp, SourceFilter } from "./source_filter.ts";
+export { KeepAlive, type KeepAliveOptions } from "./keepalive.ts";
 export type { AgentCore } from "./core.ts";

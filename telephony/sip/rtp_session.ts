@@ -2,8 +2,10 @@
  * One call's RTP media over UDP (RFC 3550): binds the first free even port from the base,
  * receives G.711 through the symmetric-RTP source filter and the reordering jitter buffer
  * (lost packets concealed by a fading repeat of the last frame), reports RFC 4733 key presses,
- * and sends 20 ms PCMU/PCMA packets and RFC 4733 events. While nothing is being said it keeps
- * sending silence so trunks that tear down silent calls keep the call up.
+ * and sends 20 ms PCMU/PCMA packets and RFC 4733 events. Outbound packets leave on the shared
+ * 20 ms RTP clock ({@link RtpPacer}): queued voice first, else silence, so the cadence and the
+ * timestamps follow the wall clock whether the agent speaks or not, and trunks that tear down
+ * silent calls keep the call up.
  *
  * @example
  * ```ts
@@ -21,7 +23,9 @@ import { FlowcatError } from "../../core/errors.ts";
 import type { KeypadEntry } from "../../core/frames.ts";
 import { type Logger, silentLogger } from "../../core/log.ts";
 import { decodeRtp, type RtpPacket, RtpSender, SAMPLES_PER_20MS } from "./rtp.ts";
+import { joinRtpClock, leaveRtpClock } from "./rtp_clock.ts";
 import { JitterBuffer, type LatchMode, RtpSourceFilter } from "./rtp_jitter.ts";
+import { type PacerStats, RtpPacer } from "./rtp_pacer.ts";
 import type { NegotiatedMedia } from "./sdp.ts";
 import { openEvenPort, type UdpAddress, type UdpEndpoint } from "./udp.ts";
 
@@ -39,7 +43,7 @@ export interface RtpSessionOptions {
   jitterDepth?: number;
   /** Symmetric-RTP latching; default `port`. */
   latch?: LatchMode;
-  /** Send silence while idle so the call never goes quiet on the wire; default true. */
+  /** Send silence packets while idle (else only the timestamps advance); default true. */
   keepAliveSilence?: boolean;
 }
 
@@ -82,7 +86,6 @@ export interface DtmfSendOptions {
 }
 
 const MAX_CONCEALED = 5;
-const IDLE_MS = 60;
 
 /** A bound RTP port and, once started, the media of one call. */
 export class RtpSession {
@@ -102,12 +105,14 @@ export class RtpSession {
   readonly #pkt = {} as RtpPacket;
   readonly #staging = new Int16Array(SAMPLES_PER_20MS);
   #stagingLen = 0;
-  readonly #payload = new Uint8Array(SAMPLES_PER_20MS);
   #last: Int16Array | undefined;
-  #lastSentAt = 0;
-  #keepAlive: ReturnType<typeof setInterval> | undefined;
+  #pacer: RtpPacer | undefined;
   /** sendDtmf calls not finished: voice stays muted from the call until the last key is out. */
   #dtmfPending = 0;
+  /** RFC 4733 events are on the wire: the clock sends no voice (events carry their own timing). */
+  #eventsOnWire = false;
+  /** Waiting for the voice queued before a sendDtmf to leave first. */
+  #drainWaiters: (() => void)[] = [];
   #dtmfChain: Promise<void> = Promise.resolve();
   #sleeps = new Map<ReturnType<typeof setTimeout>, () => void>();
   #closed = false;
@@ -171,11 +176,52 @@ export class RtpSession {
       { hostname: media.remoteAddress, port: media.remotePort },
       this.#opts.latch ?? "port",
     );
-    this.#sender = new RtpSender({ payloadType: media.payloadType });
+    const sender = new RtpSender({ payloadType: media.payloadType });
+    this.#sender = sender;
+    const silence = this.#opts.keepAliveSilence === false
+      ? undefined
+      : new Uint8Array(SAMPLES_PER_20MS).fill(media.codec === "PCMU" ? 0xff : 0xd5);
+    this.#pacer = new RtpPacer({
+      send: (payload) => {
+        this.#ep.send(sender.audio(payload), this.#filter!.remote);
+        this.#counts.packetsSent++;
+      },
+      skip: (frames) => sender.silence(frames * SAMPLES_PER_20MS),
+      silence,
+    });
     this.#ep.start(this.#onDatagram, true);
-    if (this.#opts.keepAliveSilence !== false) {
-      this.#keepAlive = setInterval(() => this.#sendSilenceIfIdle(), 20);
+    joinRtpClock(this.#tick);
+  }
+
+  /** The shared clock's tick: RFC 4733 events carry their own timing, so voice waits. */
+  #tick = (now: number): void => {
+    const pacer = this.#pacer!;
+    if (this.#eventsOnWire) {
+      pacer.resync();
+      return;
     }
+    pacer.tick(now);
+    if (pacer.queued === 0 && this.#drainWaiters.length > 0) this.#releaseDrainWaiters();
+  };
+
+  #releaseDrainWaiters(): void {
+    for (const resolve of this.#drainWaiters.splice(0)) resolve();
+  }
+
+  /** Resolves once the voice queued so far has been sent (or the session closed). */
+  #drained(): Promise<void> {
+    if (this.#closed || (this.#pacer?.queued ?? 0) === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#drainWaiters.push(resolve));
+  }
+
+  /** Outbound packets the pacer sent, skipped or dropped (voice, silence, skipped, cleared). */
+  get pacing(): PacerStats | undefined {
+    return this.#pacer?.stats;
+  }
+
+  /** Drop voice queued but not sent yet (barge-in: the caller must not hear it). */
+  clearOutbound(): void {
+    this.#pacer?.clear();
   }
 
   /** The peer re-negotiated (re-INVITE): expect media from its new address. */
@@ -246,9 +292,10 @@ export class RtpSession {
     }
   }
 
-  /** Queue 8 kHz PCM for sending; every full 160 samples go out as one packet. */
+  /** Queue 8 kHz PCM for sending; every full 160 samples become one packet on the clock. */
   sendPcm8k(pcm: Int16Array): void {
-    if (this.#sender === undefined || this.#closed) return;
+    const pacer = this.#pacer;
+    if (pacer === undefined || this.#closed) return;
     let i = 0;
     while (i < pcm.length) {
       const n = Math.min(SAMPLES_PER_20MS - this.#stagingLen, pcm.length - i);
@@ -259,24 +306,12 @@ export class RtpSession {
       this.#stagingLen = 0;
       // Voice is muted while an RFC 4733 event is on the wire.
       if (this.#dtmfPending > 0) continue;
-      if (this.#media!.codec === "PCMU") ulawEncode(this.#staging, this.#payload);
-      else alawEncode(this.#staging, this.#payload);
-      this.#sendVoice(this.#payload);
+      pacer.push(this.#media!.codec === "PCMU" ? this.#fillUlaw : this.#fillAlaw);
     }
   }
 
-  #sendVoice(payload: Uint8Array): void {
-    const to = this.#filter!.remote;
-    this.#ep.send(this.#sender!.audio(payload), to);
-    this.#counts.packetsSent++;
-    this.#lastSentAt = performance.now();
-  }
-
-  #sendSilenceIfIdle(): void {
-    if (this.#dtmfPending > 0 || performance.now() - this.#lastSentAt < IDLE_MS) return;
-    this.#payload.fill(this.#media!.codec === "PCMU" ? 0xff : 0xd5);
-    this.#sendVoice(this.#payload);
-  }
+  #fillUlaw = (slot: Uint8Array): void => void ulawEncode(this.#staging, slot);
+  #fillAlaw = (slot: Uint8Array): void => void alawEncode(this.#staging, slot);
 
   /**
    * Send key presses as RFC 4733 events (one after the other, voice muted meanwhile). Throws
@@ -291,17 +326,24 @@ export class RtpSession {
     }
     const gapMs = opts.gapMs ?? 60;
     const run = async () => {
-      for (const key of keys) {
-        if (this.#closed) return;
-        await this.#sendOneKey(key, pt, opts.durationMs ?? 100);
-        await this.#sleep(gapMs);
-        this.#sender!.silence(gapMs * 8);
+      // Voice queued before the call was said before the keys: it leaves first.
+      await this.#drained();
+      this.#eventsOnWire = true;
+      try {
+        for (const key of keys) {
+          if (this.#closed) return;
+          await this.#sendOneKey(key, pt, opts.durationMs ?? 100);
+          await this.#sleep(gapMs);
+          this.#sender!.silence(gapMs * 8);
+        }
+      } finally {
+        this.#eventsOnWire = false;
       }
     };
     this.#dtmfPending++;
     const done = this.#dtmfChain.then(run, run).finally(() => {
       this.#dtmfPending--;
-      this.#lastSentAt = performance.now();
+      this.#pacer?.resync();
     });
     this.#dtmfChain = done;
     return done;
@@ -345,7 +387,8 @@ export class RtpSession {
   async close(): Promise<void> {
     if (!this.#closed) {
       this.#closed = true;
-      if (this.#keepAlive !== undefined) clearInterval(this.#keepAlive);
+      leaveRtpClock(this.#tick);
+      this.#releaseDrainWaiters();
       for (const [id, resolve] of this.#sleeps) {
         clearTimeout(id);
         resolve();

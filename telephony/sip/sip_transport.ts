@@ -1,8 +1,8 @@
 /**
  * The {@link MediaTransport} of one SIP call: StreamStart{callId} first, then 8 kHz audio and
  * RFC 4733 key presses from the {@link RtpSession}, then Stop when the dialog ends (BYE either
- * side). `sendAudio` takes any rate and resamples to 8 kHz; `sendClear` is a no-op (RTP has no
- * far-end playback buffer to flush); `close()` hangs the call up (sends BYE).
+ * side). `sendAudio` takes any rate and resamples to 8 kHz; `sendClear` drops what is queued for
+ * the 20 ms RTP clock (RTP cannot recall what was sent); `close()` hangs the call up (sends BYE).
  *
  * @example
  * ```ts
@@ -75,7 +75,7 @@ export class SipMediaTransport implements MediaTransport {
     return this.#queue.next();
   }
 
-  /** Resample to 8 kHz when needed and send as 20 ms G.711 packets. */
+  /** Resample to 8 kHz when needed and queue as 20 ms G.711 packets for the RTP clock. */
   sendAudio(audio: AudioChunk): Promise<void> {
     if (this.#stopped) return Promise.resolve();
     let pcm = audio.pcm;
@@ -96,8 +96,12 @@ export class SipMediaTransport implements MediaTransport {
     return this.#rtp.sendDtmf(keys, opts);
   }
 
-  /** A no-op: RTP has no far-end playback buffer to flush. */
+  /**
+   * Barge-in: drop the audio queued for the RTP clock but not sent yet. What the far end has
+   * already received plays out (RTP has no way to recall it), at most the pipeline's short lead.
+   */
   sendClear(): Promise<void> {
+    this.#rtp.clearOutbound();
     return Promise.resolve();
   }
 

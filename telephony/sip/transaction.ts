@@ -1,9 +1,11 @@
 /**
  * The SIP transaction layer (RFC 3261 §17) over one UDP endpoint: matches responses to client
- * transactions (top Via branch + CSeq method), matches requests to server transactions (branch
- * + sent-by + method, ACK counting as INVITE) so retransmissions are absorbed, routes the ACK
- * of a 2xx (a new branch) to its INVITE by Call-ID and CSeq, and hands new requests to the
- * transaction user. Timers come from {@link timerValues}; tests shorten T1.
+ * transactions (top Via branch + CSeq method), matches requests to server transactions
+ * (§17.2.3: branch + sent-by + method, or for old-style branches without the `z9hG4bK` cookie
+ * the Request-URI, tags, Call-ID, CSeq and top Via; ACK counting as INVITE) so retransmissions
+ * are absorbed, routes the ACK of a 2xx (a new branch) to its INVITE by Call-ID and CSeq, spots
+ * merged requests (§8.2.2.2), and hands new requests to the transaction user. Branch and tag
+ * values compare case-insensitively (they are tokens). Timers come from {@link timerValues}.
  *
  * @example
  * ```ts
@@ -17,8 +19,10 @@
  */
 
 import { type Logger, silentLogger } from "../../core/log.ts";
-import { cseqOf, topVia } from "./build.ts";
-import type { SipMessage, SipRequest, SipResponse } from "./message.ts";
+import { BRANCH_COOKIE } from "./address.ts";
+import { cseqOf, tagOf, topVia } from "./build.ts";
+import { getHeader, type SipMessage, type SipRequest, type SipResponse } from "./message.ts";
+import { sameToken, tokenKey } from "./params.ts";
 import { newCounters, type TransactionCounters, type TxnContext } from "./txn_base.ts";
 import { type ClientCallbacks, ClientTransaction } from "./txn_client.ts";
 import { ServerTransaction } from "./txn_server.ts";
@@ -58,6 +62,8 @@ export class TransactionLayer {
   readonly #servers = new Map<string, ServerTransaction>();
   /** Accepted INVITE server transactions by `Call-ID|CSeq`, for the ACK of a 2xx. */
   readonly #byAckKey = new Map<string, ServerTransaction>();
+  /** Server transactions of requests without a To tag by From tag, Call-ID and CSeq (482). */
+  readonly #byMergeKey = new Map<string, ServerTransaction>();
   readonly #ctx: TxnContext;
   readonly #onRequest: RequestHandler;
   #closed = false;
@@ -79,6 +85,10 @@ export class TransactionLayer {
           this.#servers.delete(txn.key);
           const st = txn as ServerTransaction;
           if (this.#byAckKey.get(st.ackKey) === st) this.#byAckKey.delete(st.ackKey);
+          const merge = mergeKey(st.request);
+          if (merge !== undefined && this.#byMergeKey.get(merge) === st) {
+            this.#byMergeKey.delete(merge);
+          }
         }
       },
     };
@@ -122,22 +132,11 @@ export class TransactionLayer {
       this.#receiveResponse(msg);
       return;
     }
-    const key = serverKey(msg);
     if (msg.method === "ACK") {
-      const byBranch = this.#servers.get(key);
-      if (byBranch?.isInvite) {
-        byBranch.receiveAck();
-        return;
-      }
-      const seq = cseqOf(msg)?.seq;
-      const accepted = this.#byAckKey.get(`${callIdOf(msg)}|${seq}`);
-      if (accepted !== undefined) {
-        accepted.receiveAck();
-        return;
-      }
-      this.#onRequest(msg, undefined, from);
+      this.#receiveAck(msg, from);
       return;
     }
+    const key = serverKey(msg);
     const existing = this.#servers.get(key);
     if (existing !== undefined) {
       existing.receiveRetransmit(msg);
@@ -146,7 +145,50 @@ export class TransactionLayer {
     const txn = new ServerTransaction(this.#ctx, msg, from, key);
     this.#servers.set(key, txn);
     if (txn.isInvite) this.#byAckKey.set(txn.ackKey, txn);
+    const merge = mergeKey(msg);
+    if (merge !== undefined && !this.#byMergeKey.has(merge)) this.#byMergeKey.set(merge, txn);
     this.#onRequest(msg, txn, from);
+  }
+
+  /**
+   * An ACK: for a non-2xx it belongs to the INVITE transaction (same branch, or for an RFC 2543
+   * peer the same INVITE fields with the To tag of our response, §17.2.3); for a 2xx it is
+   * routed by Call-ID and CSeq; anything else goes to the transaction user without one.
+   */
+  #receiveAck(ack: SipRequest, from: UdpAddress): void {
+    const toTag = tagOf(ack, "To");
+    const candidates = hasCookie(ack)
+      ? [serverKey(ack, "INVITE")]
+      : [serverKey(ack, "INVITE", toTag ?? ""), serverKey(ack, "INVITE", "")];
+    for (const key of candidates) {
+      const txn = this.#servers.get(key);
+      if (!txn?.isInvite) continue;
+      const answeredTag = txn.lastResponse === undefined
+        ? undefined
+        : tagOf(txn.lastResponse, "To");
+      if (!hasCookie(ack) && !sameToken(answeredTag, toTag)) continue;
+      txn.receiveAck();
+      return;
+    }
+    const seq = cseqOf(ack)?.seq;
+    const accepted = this.#byAckKey.get(`${callIdOf(ack)}|${seq}`);
+    if (accepted !== undefined && accepted.state === "accepted") {
+      accepted.receiveAck();
+      return;
+    }
+    this.#onRequest(ack, undefined, from);
+  }
+
+  /**
+   * True when `txn`'s request is a merged request (RFC 3261 §8.2.2.2): no To tag, and its From
+   * tag, Call-ID and CSeq match another live transaction that it does not match (it reached
+   * us twice through different paths, e.g. a forking proxy). The UAS answers it 482.
+   */
+  isMerged(txn: ServerTransaction): boolean {
+    const key = mergeKey(txn.request);
+    if (key === undefined) return false;
+    const first = this.#byMergeKey.get(key);
+    return first !== undefined && first !== txn;
   }
 
   #receiveResponse(res: SipResponse): void {
@@ -160,7 +202,7 @@ export class TransactionLayer {
     txn.receive(res);
   }
 
-  /** The INVITE server transaction a CANCEL targets (same branch and sent-by), if alive. */
+  /** The INVITE server transaction a CANCEL targets (§9.2: matched as its INVITE), if alive. */
   matchingInvite(cancel: SipRequest): ServerTransaction | undefined {
     const txn = this.#servers.get(serverKey(cancel, "INVITE"));
     return txn?.isInvite ? txn : undefined;
@@ -175,11 +217,17 @@ export class TransactionLayer {
     this.#clients.clear();
     this.#servers.clear();
     this.#byAckKey.clear();
+    this.#byMergeKey.clear();
   }
 }
 
 function callIdOf(msg: SipMessage): string {
-  return msg.headers.find((h) => h.name === "Call-ID")?.value ?? "";
+  return getHeader(msg, "Call-ID") ?? "";
+}
+
+/** True when the top Via branch carries the RFC 3261 magic cookie (a real transaction id). */
+function hasCookie(msg: SipMessage): boolean {
+  return topVia(msg)?.branch?.startsWith(BRANCH_COOKIE) === true;
 }
 
 /** `branch|CSeq method` of a request we send or a response we receive. */
@@ -187,17 +235,43 @@ function clientKey(msg: SipMessage): string | undefined {
   const branch = topVia(msg)?.branch;
   const method = cseqOf(msg)?.method;
   if (branch === undefined || method === undefined) return undefined;
-  return `${branch}|${method}`;
+  return `${tokenKey(branch)}|${method}`;
 }
 
 /**
- * `branch|sent-by|method` of a received request (RFC 3261 §17.2.3), ACK mapped to INVITE. A
- * request without a branch (RFC 2543 peers) is keyed by Call-ID, From tag and CSeq instead.
+ * The key a received request is matched by (RFC 3261 §17.2.3), ACK and CANCEL mapped to
+ * `method` INVITE by the callers. With the magic cookie: branch, sent-by and method. Without it
+ * (RFC 2543 peers): Request-URI, To tag, From tag, Call-ID, CSeq and the top Via, so that two
+ * requests reusing an old-style branch stay two transactions.
  */
-function serverKey(req: SipRequest, method = req.method === "ACK" ? "INVITE" : req.method): string {
+function serverKey(
+  req: SipRequest,
+  method = req.method,
+  toTag: string = tagOf(req, "To") ?? "",
+): string {
   const via = topVia(req);
-  const sentBy = `${via?.host ?? ""}:${via?.port ?? 5060}`;
-  const branch = via?.branch ??
-    `${callIdOf(req)}|${cseqOf(req)?.seq}|${req.headers.find((h) => h.name === "From")?.value}`;
-  return `${branch}|${sentBy}|${method}`;
+  if (via?.branch !== undefined && via.branch.startsWith(BRANCH_COOKIE)) {
+    const sentBy = `${via.host.toLowerCase()}:${via.port ?? 5060}`;
+    return `3261|${tokenKey(via.branch)}|${sentBy}|${method}`;
+  }
+  const topViaText = (getHeader(req, "Via") ?? "").replace(/\s+/g, " ");
+  return [
+    "2543",
+    req.uri,
+    tokenKey(toTag),
+    tokenKey(tagOf(req, "From")),
+    callIdOf(req),
+    cseqOf(req)?.seq,
+    method,
+    topViaText,
+  ].join("|");
+}
+
+/** `Call-ID|From tag|CSeq` of a request without a To tag (the merged-request check), else undefined. */
+function mergeKey(req: SipRequest): string | undefined {
+  if (tagOf(req, "To") !== undefined) return undefined;
+  const cseq = cseqOf(req);
+  const fromTag = tagOf(req, "From");
+  if (cseq === undefined || fromTag === undefined) return undefined;
+  return `${callIdOf(req)}|${tokenKey(fromTag)}|${cseq.seq} ${cseq.method}`;
 }

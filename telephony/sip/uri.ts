@@ -1,16 +1,22 @@
 /**
  * SIP URI parsing and formatting (RFC 3261 §19.1): `sip:user:password@host:port;params?headers`,
- * `sips:` likewise, and `tel:` numbers (RFC 3966) as far as a trunk needs them.
+ * `sips:` likewise, `tel:` numbers (RFC 3966) as far as a trunk needs them, and any other
+ * absolute URI (`http:`, `isbn:`, ...) kept opaque, since From, To and Contact may carry one.
  * @module
  */
 
-import { formatParams, parseParams } from "./headers.ts";
+import { formatParams, parseUriParams } from "./params.ts";
 import { fail, ok, type ParseResult } from "./result.ts";
 
-/** A parsed SIP, SIPS or tel URI. Parameter names are lower-case. */
+/** The URI schemes this stack understands beyond their syntax. */
+export type KnownScheme = "sip" | "sips" | "tel";
+
+/** A parsed URI. Parameter names are lower-case. */
 export interface SipUri {
-  /** `sip`, `sips` or `tel` (lower-case). */
-  scheme: "sip" | "sips" | "tel";
+  /** Lower-case scheme: `sip`, `sips` or `tel` parsed in full; any other is kept in `opaque`. */
+  scheme: KnownScheme | (string & Record<never, never>);
+  /** Everything after `scheme:` for a scheme other than sip, sips and tel. */
+  opaque?: string;
   /** User part (or the tel number), still percent-escaped as on the wire. */
   user?: string;
   /** Password part of the userinfo (deprecated by RFC 3261, kept for round-trips). */
@@ -67,8 +73,16 @@ export function parseHostPort(text: string): ParseResult<{ host: string; port?: 
   return port === undefined ? fail("bad port") : ok({ host, port });
 }
 
+const SCHEME_RE = /^[A-Za-z][A-Za-z0-9+.\-]*$/;
+
+/** True for `sip`, `sips` and `tel`. */
+export function isKnownScheme(scheme: string): scheme is KnownScheme {
+  return scheme === "sip" || scheme === "sips" || scheme === "tel";
+}
+
 /**
- * Parse a SIP/SIPS/tel URI. Never throws; malformed input gives `{ ok: false, reason }`.
+ * Parse a URI: SIP, SIPS and tel in full, any other absolute URI (RFC 3986 `scheme:rest`) as
+ * opaque text with an empty host. Never throws; malformed input gives `{ ok: false, reason }`.
  *
  * @example
  * ```ts
@@ -80,17 +94,21 @@ export function parseUri(text: string): ParseResult<SipUri> {
   const colon = text.indexOf(":");
   if (colon < 0) return fail("URI without scheme");
   const scheme = text.slice(0, colon).toLowerCase();
+  if (!SCHEME_RE.test(scheme)) return fail("bad URI scheme");
   let rest = text.slice(colon + 1);
   if (/\s/.test(rest)) return fail("whitespace in URI");
+  if (!isKnownScheme(scheme)) {
+    if (rest === "" || /[<>"]/.test(rest)) return fail("bad absolute URI");
+    return ok({ scheme, opaque: rest, host: "", params: new Map(), headers: [] });
+  }
   if (scheme === "tel") {
     const semi = rest.indexOf(";");
     const number = semi < 0 ? rest : rest.slice(0, semi);
     if (number === "") return fail("empty tel number");
-    const params = parseParams(semi < 0 ? "" : rest.slice(semi + 1));
+    const params = parseUriParams(semi < 0 ? "" : rest.slice(semi + 1));
     if (params === undefined) return fail("bad tel URI parameters");
     return ok({ scheme, user: number, host: "", params, headers: [] });
   }
-  if (scheme !== "sip" && scheme !== "sips") return fail(`unsupported URI scheme '${scheme}'`);
   let user: string | undefined;
   let password: string | undefined;
   // An unescaped '@' cannot occur in the user part, so the first one ends the userinfo.
@@ -113,7 +131,7 @@ export function parseUri(text: string): ParseResult<SipUri> {
   const hostPortText = semi < 0 ? rest : rest.slice(0, semi);
   const hp = parseHostPort(hostPortText);
   if (!hp.ok) return hp;
-  const params = parseParams(semi < 0 ? "" : rest.slice(semi + 1));
+  const params = parseUriParams(semi < 0 ? "" : rest.slice(semi + 1));
   if (params === undefined) return fail("bad URI parameters");
   const headers: [string, string][] = [];
   for (const pair of headersText === "" ? [] : headersText.split("&")) {
@@ -138,6 +156,7 @@ export function parseUri(text: string): ParseResult<SipUri> {
  */
 export function formatUri(uri: SipUri): string {
   let out = uri.scheme + ":";
+  if (uri.opaque !== undefined) return out + uri.opaque;
   if (uri.scheme === "tel") return out + (uri.user ?? "") + formatParams(uri.params);
   if (uri.user !== undefined) {
     out += uri.user;
