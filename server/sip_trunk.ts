@@ -16,7 +16,7 @@ import type { Logger } from "../core/log.ts";
 import { SipAgent, type SipAgentOptions } from "../telephony/sip/agent.ts";
 import { DigestCredentials } from "../telephony/sip/digest.ts";
 import type { InboundPolicy } from "../telephony/sip/inbound_gate.ts";
-import type { LatchMode } from "../telephony/sip/rtp_jitter.ts";
+import type { LatchMode } from "../telephony/sip/rtp_source.ts";
 import { parseIp } from "../telephony/sip/source_filter.ts";
 import { parseUri } from "../telephony/sip/uri.ts";
 import type { CallManager, EnvGet } from "./calls.ts";

@@ -2,12 +2,10 @@ import assert from "node:assert/strict";
 import {
   decodeRtp,
   encodeRtp,
-  JitterBuffer,
   RTP_HEADER_BYTES,
   type RtpPacket,
   RtpSender,
   RtpSourceFilter,
-  seqDiff,
 } from "../telephony/sip/rtp.ts";
 import { FlowcatError } from "../core/errors.ts";
 
@@ -185,82 +183,6 @@ Deno.test("RtpSender: events keep their timestamp, reuse one buffer, bound the p
   assert.equal(e1.buffer, e2.buffer, "packets are written into one reused buffer");
   assert.equal(tx.timestamp, 1000, "events leave the voice timestamp alone");
   assert.throws(() => tx.audio(new Uint8Array(2000)), FlowcatError);
-});
-
-Deno.test("jitter: in-order packets are released at once; reordering is repaired", () => {
-  const jb = new JitterBuffer<number>({ depth: 3 });
-  const out: number[] = [];
-  const feed = (seqs: number[]) => {
-    for (const s of seqs) {
-      jb.push(s, s);
-      for (let v = jb.pop(); v !== undefined; v = jb.pop()) out.push(v);
-    }
-  };
-  feed([100, 101]);
-  assert.deepEqual(out, [100, 101]);
-  feed([103, 102, 104]);
-  assert.deepEqual(out, [100, 101, 102, 103, 104]);
-  assert.equal(jb.stats.lost, 0);
-});
-
-Deno.test("jitter: a gap is declared lost once depth packets wait; late and duplicates dropped", () => {
-  const jb = new JitterBuffer<number>({ depth: 3 });
-  const out: number[] = [];
-  const push = (s: number) => {
-    const r = jb.push(s, s);
-    for (let v = jb.pop(); v !== undefined; v = jb.pop()) out.push(v);
-    return r;
-  };
-  push(1);
-  push(3);
-  push(4);
-  assert.deepEqual(out, [1], "waits for 2 while fewer than depth packets are held");
-  push(5);
-  assert.deepEqual(out, [1, 3, 4, 5]);
-  assert.equal(jb.stats.lost, 1);
-  assert.equal(push(2), "late");
-  assert.equal(push(4), "duplicate");
-  assert.equal(push(6), "queued");
-  assert.equal(push(6), "duplicate");
-  assert.deepEqual([jb.stats.late, jb.stats.duplicate, jb.stats.released], [1, 2, 5]);
-});
-
-Deno.test("jitter: sequence wrap-around and sipp's repeated end-of-event packets", () => {
-  const jb = new JitterBuffer<number>({ depth: 3 });
-  const out: number[] = [];
-  for (const s of [65533, 65535, 65534, 0, 1]) {
-    jb.push(s, s);
-    for (let v = jb.pop(); v !== undefined; v = jb.pop()) out.push(v);
-  }
-  assert.deepEqual(out, [65533, 65534, 65535, 0, 1]);
-  assert.equal(seqDiff(0, 65535), 1);
-  assert.equal(seqDiff(65535, 0), -1);
-  const dtmf = new JitterBuffer<RtpPacket>({ depth: 3 });
-  const outcomes = SIPP_DTMF_1.map((b) => {
-    const p = decodeRtp(b)!;
-    const r = dtmf.push(p.sequence, p);
-    while (dtmf.pop()) { /* consume */ }
-    return r;
-  });
-  assert.deepEqual(outcomes, ["queued", "queued", "queued", "queued", "duplicate"]);
-});
-
-Deno.test("jitter: drain ignores depth; overflow bounded; a far jump confirmed twice resyncs", () => {
-  const jb = new JitterBuffer<number>({ depth: 3 });
-  jb.push(10, 10);
-  assert.equal(jb.pop(), 10);
-  jb.push(12, 12);
-  assert.equal(jb.pop(), undefined);
-  assert.equal(jb.drain(), 12);
-  assert.equal(jb.stats.lost, 1);
-  for (let s = 14; s < 30; s++) jb.push(s, s);
-  assert.equal(jb.size, 12, "never holds more than 4 x depth");
-  assert.ok(jb.stats.overflow > 0);
-  assert.equal(jb.push(40000, 1), "out-of-range");
-  assert.equal(jb.push(40001, 2), "reset");
-  assert.equal(jb.size, 1);
-  assert.equal(jb.pop(), 2);
-  assert.equal(jb.expected, 40002);
 });
 
 Deno.test("symmetric RTP: unexpected sources are dropped, latching per mode", () => {

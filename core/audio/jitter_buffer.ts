@@ -22,7 +22,7 @@
  *   follows it (the sender restarted).
  *
  * Allocation-free per packet and per pull; counters are in {@link JitterBuffer.stats}. (The SIP
- * leg's reordering buffer, telephony/sip/rtp_jitter.ts, releases packets as they arrive instead
+ * leg's reordering buffer, telephony/sip/rtp_source.ts, releases packets as they arrive instead
  * of on a clock; this one is what a leg with a playout tick uses: the WebRTC leg.)
  *
  * @example

@@ -7,7 +7,7 @@ import type { Logger } from "../../core/log.ts";
 import type { InboundPolicy } from "./inbound_gate.ts";
 import type { KeepAliveOptions } from "./keepalive.ts";
 import type { RegistrationOptions } from "./register.ts";
-import type { LatchMode } from "./rtp_jitter.ts";
+import type { LatchMode } from "./rtp_source.ts";
 import type { TransactionCounters } from "./transaction.ts";
 import type { BaseTimers } from "./txn_timers.ts";
 

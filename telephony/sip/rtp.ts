@@ -19,7 +19,7 @@
 
 import { FlowcatError } from "../../core/errors.ts";
 
-export * from "./rtp_jitter.ts";
+export * from "./rtp_source.ts";
 
 /** Size of the fixed RTP header. */
 export const RTP_HEADER_BYTES = 12;

@@ -24,7 +24,8 @@ import type { KeypadEntry } from "../../core/frames.ts";
 import { type Logger, silentLogger } from "../../core/log.ts";
 import { decodeRtp, type RtpPacket, RtpSender, SAMPLES_PER_20MS } from "./rtp.ts";
 import { joinRtpClock, leaveRtpClock } from "./rtp_clock.ts";
-import { JitterBuffer, type LatchMode, RtpSourceFilter } from "./rtp_jitter.ts";
+import { JitterBuffer, LOST } from "../../core/audio/jitter_buffer.ts";
+import { type LatchMode, RtpSourceFilter } from "./rtp_source.ts";
 import { type PacerStats, RtpPacer } from "./rtp_pacer.ts";
 import type { NegotiatedMedia } from "./sdp.ts";
 import { openEvenPort, type UdpAddress, type UdpEndpoint } from "./udp.ts";
@@ -39,7 +40,10 @@ export interface RtpSessionOptions {
   portTries: number;
   /** Where media events are logged (debug). */
   logger?: Logger;
-  /** Jitter buffer depth in 20 ms packets; default 3. */
+  /**
+   * Least jitter-buffer depth in 20 ms packets; default 1. The buffer (the one the WebRTC leg
+   * uses) deepens by itself as the measured jitter grows, to 200 ms at most.
+   */
   jitterDepth?: number;
   /** Symmetric-RTP latching; default `port`. */
   latch?: LatchMode;
@@ -85,8 +89,6 @@ export interface DtmfSendOptions {
   gapMs?: number;
 }
 
-const MAX_CONCEALED = 5;
-
 /** A bound RTP port and, once started, the media of one call. */
 export class RtpSession {
   /** The bound local port (even). */
@@ -98,9 +100,7 @@ export class RtpSession {
   #handlers: RtpHandlers | undefined;
   #filter: RtpSourceFilter | undefined;
   #sender: RtpSender | undefined;
-  #jitter: JitterBuffer<Uint8Array>;
-  #retired = { lost: 0, late: 0 };
-  #ssrc = -1;
+  readonly #jitter: JitterBuffer<Uint8Array>;
   readonly #dtmfRx = new Rfc4733Receiver();
   readonly #pkt = {} as RtpPacket;
   readonly #staging = new Int16Array(SAMPLES_PER_20MS);
@@ -124,7 +124,10 @@ export class RtpSession {
     this.port = ep.local.port;
     this.#opts = opts;
     this.#log = opts.logger ?? silentLogger;
-    this.#jitter = new JitterBuffer({ depth: opts.jitterDepth ?? 3 });
+    this.#jitter = new JitterBuffer({
+      clockRate: 8000,
+      minDelayMs: (opts.jitterDepth ?? 1) * 20,
+    });
   }
 
   /**
@@ -160,8 +163,8 @@ export class RtpSession {
     return {
       ...this.#counts,
       droppedForeign: this.#filter?.dropped ?? 0,
-      lost: this.#retired.lost + js.lost,
-      late: this.#retired.late + js.late + js.duplicate,
+      lost: js.lost,
+      late: js.late + js.duplicates,
       dtmfIn: this.#dtmf.in,
       dtmfOut: this.#dtmf.out,
     };
@@ -195,6 +198,7 @@ export class RtpSession {
 
   /** The shared clock's tick: RFC 4733 events carry their own timing, so voice waits. */
   #tick = (now: number): void => {
+    this.#playout();
     const pacer = this.#pacer!;
     if (this.#eventsOnWire) {
       pacer.resync();
@@ -252,44 +256,40 @@ export class RtpSession {
       this.#counts.droppedPayloadType++;
       return;
     }
-    if (pkt.ssrc !== this.#ssrc) {
-      // A new stream (the peer restarted or a B2BUA switched legs): start a fresh buffer.
-      if (this.#ssrc !== -1) {
-        this.#retired.lost += this.#jitter.stats.lost;
-        this.#retired.late += this.#jitter.stats.late + this.#jitter.stats.duplicate;
-        this.#jitter = new JitterBuffer({ depth: this.#opts.jitterDepth ?? 3 });
-        this.#dtmfRx.reset();
-      }
-      this.#ssrc = pkt.ssrc;
+    // A new stream (the peer restarted, a B2BUA switched legs): the buffer starts over itself.
+    if (
+      this.#jitter.push(
+        pkt.sequence,
+        pkt.timestamp,
+        pkt.payload.slice(), // the receive buffer is reused
+        performance.now(),
+        pkt.ssrc,
+      ) === "reset"
+    ) {
+      this.#dtmfRx.reset();
     }
-    // The receive buffer is reused, so keep a copy of the payload.
-    this.#jitter.push(pkt.sequence, pkt.payload.slice());
-    this.#drain();
   };
 
-  #drain(): void {
-    const jb = this.#jitter;
-    for (;;) {
-      const lostBefore = jb.stats.lost;
-      const payload = jb.pop();
-      const gap = jb.stats.lost - lostBefore;
-      if (gap > 0) this.#conceal(Math.min(gap, MAX_CONCEALED));
-      if (payload === undefined) return;
-      const pcm = this.#media!.codec === "PCMU" ? ulawDecode(payload) : alawDecode(payload);
-      this.#last = pcm;
-      this.#handlers!.onAudio(pcm);
+  /** One 20 ms frame out of the jitter buffer, on the shared clock: played, concealed or none. */
+  #playout(): void {
+    const frame = this.#jitter.pull();
+    if (frame === undefined) return;
+    if (frame === LOST) {
+      this.#conceal();
+      return;
     }
+    const pcm = this.#media!.codec === "PCMU" ? ulawDecode(frame) : alawDecode(frame);
+    this.#last = pcm;
+    this.#handlers!.onAudio(pcm);
   }
 
-  /** Fill `n` lost packets with the last frame, halving it each time (then silence). */
-  #conceal(n: number): void {
-    let prev = this.#last;
-    for (let i = 0; i < n; i++) {
-      const out = new Int16Array(prev?.length ?? SAMPLES_PER_20MS);
-      if (prev !== undefined) { for (let j = 0; j < out.length; j++) out[j] = prev[j] >> 1; }
-      prev = out;
-      this.#handlers!.onAudio(out);
-    }
+  /** Fill a lost packet with the last frame at half its level (repeated losses fade out). */
+  #conceal(): void {
+    const prev = this.#last;
+    const out = new Int16Array(prev?.length ?? SAMPLES_PER_20MS);
+    if (prev !== undefined) { for (let j = 0; j < out.length; j++) out[j] = prev[j] >> 1; }
+    this.#last = out;
+    this.#handlers!.onAudio(out);
   }
 
   /** Queue 8 kHz PCM for sending; every full 160 samples become one packet on the clock. */
