@@ -34,3 +34,17 @@ export function movingOnBrain(): GraphBrain {
   if (!r.ok) throw new Error(JSON.stringify(r.problems));
   return new GraphBrain(r.spec);
 }
+
+/** The smallest graph a server config can carry: hello -(bye)-> end, as a config object. */
+export const HELLO_BYE_GRAPH = {
+  version: 1,
+  start: "hello",
+  nodes: [
+    {
+      id: "hello",
+      prompt: "Say hi.",
+      transitions: [{ name: "bye", description: "Done.", target: "end" }],
+    },
+    { id: "end", prompt: "Say bye.", terminal: true },
+  ],
+};

@@ -15,6 +15,7 @@ import { createTwilioSerializer } from "../telephony/serializers/twilio.ts";
 import { socketFromWebSocket, WsMediaTransport } from "../telephony/ws_transport.ts";
 import { twilioClient } from "./_twilio_client.ts";
 import { sleep, until } from "./_core_helpers.ts";
+import { HELLO_BYE_GRAPH } from "./_graph_fixture.ts";
 
 /** A MediaSocket fed by the test: `push` a message, `end` to close. */
 function memorySocket() {
@@ -111,14 +112,7 @@ Deno.test("WsMediaTransport: audio at real time, with jitter, is never dropped",
 
 const CONFIG = {
   agent: {
-    graph: {
-      start: "hello",
-      nodes: [{
-        id: "hello",
-        prompt: "Say hi.",
-        transitions: [{ name: "bye", description: "Done.", target: "end" }],
-      }, { id: "end", prompt: "Bye.", terminal: true }],
-    },
+    graph: HELLO_BYE_GRAPH,
   },
   pipeline: "s2s",
   providers: { realtime: { name: "echo", options: { tts: "none", greeting: "hi" } } },

@@ -12,6 +12,7 @@ import { parseConfigText } from "../server/config.ts";
 import { sleep } from "./_core_helpers.ts";
 import { dialTwilio, speakTurn } from "./_twilio_client.ts";
 import { DASHBOARD, dashboardQueries, runnable } from "./_grafana.ts";
+import { HELLO_BYE_GRAPH } from "./_graph_fixture.ts";
 
 const SECRET = "twilio-secret";
 const PUBLIC = "https://agent.example.com";
@@ -79,18 +80,7 @@ Deno.test({
     const r = await parseConfigText(
       JSON.stringify({
         agent: {
-          graph: {
-            version: 1,
-            start: "hello",
-            nodes: [
-              {
-                id: "hello",
-                prompt: "Say hi.",
-                transitions: [{ name: "bye", description: "Done.", target: "end" }],
-              },
-              { id: "end", prompt: "Bye.", terminal: true },
-            ],
-          },
+          graph: HELLO_BYE_GRAPH,
         },
         providers: { realtime: { name: "echo", options: { tts: "none", greeting: "hi" } } },
         telephony: { public_url: PUBLIC, carriers: ["twilio"] },

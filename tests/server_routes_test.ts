@@ -13,21 +13,11 @@ import type { DialRequest } from "../server/outbound.ts";
 import { twilioSignature } from "../telephony/security.ts";
 import { socketFromWebSocket } from "../telephony/ws_transport.ts";
 import { until } from "./_core_helpers.ts";
+import { HELLO_BYE_GRAPH } from "./_graph_fixture.ts";
 
 const CONFIG = {
   agent: {
-    graph: {
-      version: 1,
-      start: "hello",
-      nodes: [
-        {
-          id: "hello",
-          prompt: "Say hi.",
-          transitions: [{ name: "bye", description: "Done.", target: "end" }],
-        },
-        { id: "end", prompt: "Say bye.", terminal: true },
-      ],
-    },
+    graph: HELLO_BYE_GRAPH,
   },
   pipeline: "s2s",
   providers: { realtime: { name: "echo", options: { tts: "none", greeting: "hi" } } },
