@@ -5,6 +5,7 @@
  * project. What is not granted (deno.json, an unlisted host) is denied by Deno itself.
  */
 import assert from "node:assert/strict";
+import { freeEvenPortBase, freeUdpPort, hasSipp, runSipp, SIPP_SCENARIOS } from "./_sipp.ts";
 
 /** Whether `ps` can be run here (Deno reads /proc only with --allow-all). */
 const canPs = Deno.permissions.querySync({ name: "run", command: "ps" }).state === "granted" &&
@@ -39,8 +40,15 @@ function flagsOf(argv: string[]): string[] {
   return argv.slice(run + 1, entry).filter((f) => f !== "--no-prompt");
 }
 
-/** Start `deno task start <args>`, wait for the server child, return its flags; then stop. */
-async function runningFlags(args: string[], env: Record<string, string>): Promise<string[]> {
+/**
+ * Start `deno task start <args>`, wait for the server child (and, when given, for `until` in its
+ * output), return its flags and output; then stop it with SIGTERM.
+ */
+async function runningFlags(
+  args: string[],
+  env: Record<string, string>,
+  until?: RegExp,
+): Promise<string[]> {
   const child = new Deno.Command("deno", {
     args: [...startTask(), ...args],
     stdout: "piped",
@@ -63,6 +71,10 @@ async function runningFlags(args: string[], env: Record<string, string>): Promis
     }
     const mine = processesWith("server/main.ts").filter((a) => args.every((x) => a.includes(x)));
     assert.equal(mine.length, 1, JSON.stringify(mine));
+    while (until !== undefined && !until.test(text)) {
+      if (Date.now() > deadline) throw new Error(`never saw ${until}:\n${text}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
     return flagsOf(mine[0]);
   } finally {
     child.kill("SIGTERM");
@@ -138,6 +150,57 @@ recording: { enabled: true, dir: ${dir}/rec }
       assert.ok(grant(running, "env").includes("OPENAI_API_KEY"));
       assert.ok(grant(running, "read").includes(cfg));
       assert.ok(!grant(running, "read").includes("."));
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+Deno.test({
+  name: "deno task start: a SIP trunk on another address registers under the computed flags",
+  ignore: !canPs || !hasSipp(),
+  fn: async () => {
+    const dir = await Deno.makeTempDir({ prefix: "flowcat-sip-grants-" });
+    const registrarPort = freeUdpPort();
+    // sipp on 127.0.0.2 stands in for the trunk's registrar on another host.
+    const sipp = runSipp([
+      "-sf",
+      SIPP_SCENARIOS + "registrar.xml",
+      "-i",
+      "127.0.0.2",
+      "-p",
+      String(registrarPort),
+      "-m",
+      "1",
+    ]);
+    try {
+      await Deno.copyFile("examples/echo_graph.yaml", `${dir}/echo_graph.yaml`);
+      const cfg = `${dir}/agent.yaml`;
+      await Deno.writeTextFile(
+        cfg,
+        `agent: { graph: echo_graph.yaml }
+providers: { realtime: { name: echo, options: { tts: none } } }
+playground: { enabled: false }
+telephony:
+  sip:
+    server: "sip:127.0.0.2:${registrarPort}"
+    login: alice
+    password_env: SIP_PASSWORD
+    caller_id: "+15551230000"
+    sip_port: ${freeUdpPort()}
+    rtp_port_base: ${freeEvenPortBase(4)}
+`,
+      );
+      const args = ["--config", cfg, "--port", "0"];
+      const env = { NO_COLOR: "1", SIP_PASSWORD: "s3cret" };
+      // Registered, then refreshed (the registrar grants 2 s), before the stop un-registers.
+      const running = await runningFlags(args, env, /sip registered[^]*sip registered/);
+      assert.deepEqual(running, await printedFlags(args, env));
+      assert.ok(grant(running, "net").includes(`127.0.0.2:${registrarPort}`), running.join(" "));
+      assert.ok(grant(running, "env").includes("SIP_PASSWORD"));
+      // SIGTERM drained the server, which un-registered: the registrar's whole scenario ran.
+      const res = await sipp.done;
+      assert.equal(res.code, 0, res.stdout.slice(-1500));
     } finally {
       await Deno.remove(dir, { recursive: true });
     }
