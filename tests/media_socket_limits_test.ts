@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { ulawEncode } from "../core/audio/g711.ts";
 import { sine } from "../core/audio/pcm.ts";
+import { decodeWav } from "../core/audio/wav.ts";
 import { silentLogger } from "../core/log.ts";
 import type { MediaIn, WsIn } from "../core/seams.ts";
 import { createAgentServer } from "../server/app.ts";
@@ -120,8 +121,8 @@ const CONFIG = {
   recording: { enabled: false },
 };
 
-async function server() {
-  const r = await parseConfigText(JSON.stringify(CONFIG), "json", ".");
+async function server(extra: Record<string, unknown> = {}) {
+  const r = await parseConfigText(JSON.stringify({ ...CONFIG, ...extra }), "json", ".");
   if (!r.ok) throw new Error(JSON.stringify(r.problems));
   const app = await createAgentServer({
     config: r.config,
@@ -212,23 +213,35 @@ Deno.test("media route: a socket that sends no start is closed after 5 s", async
 });
 
 Deno.test("media route: a caller hanging up with audio queued is finalized within 1 s", async () => {
-  const s = await server();
+  const dir = await Deno.makeTempDir({ dir: "./.tmp", prefix: "hangup-" });
+  const s = await server({ recording: { enabled: true, dir } });
   try {
     const run = await s.app.sessions.createRun("carrier", { carrier: "twilio" });
     const call = await twilioClient(`${s.ws}/${run.runId}?token=${run.token}`, run.token);
     await until(() => s.app.calls.active === 1, 5000, "call running");
+    const t0 = performance.now();
     // The echo model says back what it hears: 3 s of speech queue 3 s of audio for the caller.
     await call.speak(sine({ freq: 300, sampleRate: 8000, samples: 8000 * 3, amplitude: 9000 }));
     await call.speak(new Int16Array(8000));
     await sleep(300);
-    const t0 = performance.now();
+    const hungUp = performance.now();
     await call.close(); // the socket goes away, no stop message
     await until(() => s.app.sessions.get(run.runId)?.finalize !== undefined, 3000, "finalized");
-    const ms = performance.now() - t0;
+    const ms = performance.now() - hungUp;
     assert.ok(ms < 1000, `finalized ${Math.round(ms)} ms after the hang-up`);
-    assert.equal(s.app.sessions.get(run.runId)!.finalize!.usage.endedBy, "end: caller hung up");
+    const fin = s.app.sessions.get(run.runId)!.finalize!;
+    assert.equal(fin.usage.endedBy, "end: caller hung up");
+    // The recording is as long as the call was, not the call plus the audio nobody heard.
+    const wav = decodeWav(await Deno.readFile(fin.recordingUrl!));
+    const wavSeconds = wav.pcm.length / wav.sampleRate;
+    const callSeconds = (hungUp - t0) / 1000;
+    assert.ok(
+      Math.abs(wavSeconds - callSeconds) < 1,
+      `recording ${wavSeconds.toFixed(1)} s, call ${callSeconds.toFixed(1)} s`,
+    );
   } finally {
     await s.close();
+    await Deno.remove(dir, { recursive: true });
   }
 });
 

@@ -12,8 +12,8 @@
  *   transport will play it (back to back, from its arrival at the earliest) and kept aside
  *   until that time has passed. An Interruption keeps what was played up to that moment,
  *   cutting the frame being played, and drops the rest, so the recording holds what the
- *   caller heard. End keeps everything queued (the transport plays it out); Stop and Cancel
- *   keep what was played.
+ *   caller heard. End keeps everything queued (the transport plays it out) unless the caller
+ *   hung up; Stop and Cancel keep what was played.
  *
  * @example
  * ```ts
@@ -32,6 +32,7 @@ import { mixSaturate } from "../audio/pcm.ts";
 import { FlowcatError } from "../errors.ts";
 import type { AudioFrame, Direction, Frame, StartParams, StopReason } from "../frames.ts";
 import { FrameProcessor, type Link, type ProcessorSetup } from "../processor.ts";
+import { CALLER_HUNG_UP } from "./transport.ts";
 
 /** Options of a {@link RecorderProcessor}. */
 export interface RecorderProcessorOptions {
@@ -119,10 +120,14 @@ export class RecorderProcessor extends FrameProcessor {
     this.#playheadNs = now;
   }
 
-  /** End keeps all queued bot audio (it is played out); Stop and Cancel what was played. */
+  /**
+   * End keeps all queued bot audio (it is played out), unless the caller hung up (the output
+   * transport then drops it); Stop and Cancel keep what was played.
+   */
   override stop(reason: StopReason): void {
     if (this.#clock === undefined) return;
-    this.#keepPlayed(reason.kind === "end" ? Infinity : this.#clock(), true);
+    const playsOut = reason.kind === "end" && reason.reason !== CALLER_HUNG_UP;
+    this.#keepPlayed(playsOut ? Infinity : this.#clock(), true);
     this.#queued = [];
   }
 
