@@ -145,11 +145,16 @@ export interface CallParts {
   finalize: FinalizeProcessor;
 }
 
-function callParts(opts: CallBase, usage: () => Record<string, unknown>): CallParts {
+function callParts(
+  opts: CallBase,
+  usage: () => Record<string, unknown>,
+  sayUpstream = false,
+): CallParts {
   const { session, runId, token, brain } = opts;
   const transcript = new CallTranscript(opts.onTranscript);
   const brainProc = new BrainProcessor(brain, {
     transcript,
+    sayUpstream,
     workflowTool: (nodeId, tool, args) => session.toolCall(runId, token, nodeId, tool, args),
   });
   const recorder = opts.record === false ? undefined : new RecorderProcessor();
@@ -274,11 +279,12 @@ export function buildCascadedTask(
   });
   const assistant = new AssistantContextAggregator(context);
   const tts = new TtsProcessor(opts.tts, { model: models.tts });
+  // The brain's `say` lines go through the context aggregator: spoken in turn, and recorded.
   const call = callParts(opts, () => ({
     ...llm.usage,
     ttsCharacters: tts.characters,
     ...(models.llm ? { model: models.llm } : {}),
-  }));
+  }), true);
   const head: FrameProcessor[] = [input, vad, stt, user];
   if (opts.greeting) head.push(new GreetingProcessor(opts.greeting, context));
   head.push(llm, assistant, call.brain, tts);

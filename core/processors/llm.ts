@@ -10,7 +10,8 @@
  *
  * The reply streams off the frame path, so an Interruption (or a newer turn) aborts it at
  * once through its AbortSignal instead of waiting for the model's current await. A failing
- * model is not fatal: the error goes upstream and the bot says a fallback line.
+ * model is not fatal: the error goes upstream and the bot says a fallback line (a TtsSpeak
+ * marked `appendToContext`, so the context and the transcript record it).
  * @module
  */
 
@@ -203,7 +204,10 @@ export class LlmProcessor extends FrameProcessor {
       if (!live()) return;
       link.pushError(namedMessage(this.#llm.name(), err), false);
       if (started && !ended) link.pushDown(makeFrame("LlmResponseEnd", {}));
-      if (this.#fallback) link.pushDown(makeFrame("TtsSpeak", { text: this.#fallback }));
+      if (this.#fallback) {
+        // Recorded like a reply (the context aggregator writes it): the caller heard it.
+        link.pushDown(makeFrame("TtsSpeak", { text: this.#fallback, appendToContext: true }));
+      }
     } finally {
       link.stopProcessing(this.#model);
       if (this.#current === ctl) this.#current = undefined;
