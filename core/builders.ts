@@ -220,6 +220,8 @@ export interface CascadedTaskOptions extends CallBase {
   kickoff?: string;
   /** Said when the language model fails (default a short apology). */
   fallbackText?: string;
+  /** Said when the caller's words could not be transcribed (default: asks them to repeat). */
+  sttFallbackText?: string;
 }
 
 /** The processors of one cascaded call, for embedders that watch them. */
@@ -270,7 +272,10 @@ export function buildCascadedTask(
     ...(opts.vadParams ? { params: opts.vadParams } : {}),
     turnStrategy: new DefaultTurnStrategy({ interruptions: opts.interruptions }),
   });
-  const stt = new SttProcessor(opts.stt, { model: models.stt });
+  const stt = new SttProcessor(opts.stt, {
+    model: models.stt,
+    ...(opts.sttFallbackText !== undefined ? { fallbackText: opts.sttFallbackText } : {}),
+  });
   const user = new UserContextAggregator(context);
   const llm = new LlmProcessor(opts.llm, context, {
     model: models.llm,

@@ -12,7 +12,16 @@ import {
   type CascadedParts,
   type CascadedTaskOptions,
 } from "../core/builders.ts";
-import type { AgentBrain, BrainAction, LlmMessage, VadState } from "../mod.ts";
+import {
+  type AgentBrain,
+  type AudioFrame,
+  type BrainAction,
+  DEFAULT_STT_FALLBACK,
+  type Frame,
+  type LlmMessage,
+  type SttService,
+  type VadState,
+} from "../mod.ts";
 import { silentLogger } from "../core/log.ts";
 import type { Finalize } from "../core/seams.ts";
 import { MemorySessionSource } from "../server/session_store.ts";
@@ -52,7 +61,7 @@ type Extra = Partial<Pick<CascadedTaskOptions, "interruptions" | "fallbackText">
 async function rig(
   replies: ScriptedReply[],
   heard: string[],
-  opts: { brain?: AgentBrain; ttsGapMs?: number } & Extra = {},
+  opts: { brain?: AgentBrain; ttsGapMs?: number; stt?: SttService } & Extra = {},
 ): Promise<Rig> {
   const leg = new FakeLeg();
   const vad = new ScriptedVad();
@@ -63,7 +72,7 @@ async function rig(
   const finished = Promise.withResolvers<Finalize>();
   const task = buildCascadedTask({
     transport: leg,
-    stt: new SegmentStt(heard),
+    stt: opts.stt ?? new SegmentStt(heard),
     llm,
     tts,
     vad,
@@ -307,4 +316,52 @@ Deno.test("record: a reply talked over before any of it played leaves it, and th
     "user: for two.",
     "bot: For two, done.",
   ]);
+});
+
+Deno.test("record: a turn the transcriber failed on gets the fallback line, heard and recorded", async () => {
+  // The first segment fails (after the provider's retries), the second is heard.
+  const r = await rig([{ text: ["Noon."] }], ["!HTTP 503 (3 attempts)", "What time is it?"]);
+  await r.turn();
+  await until(() => r.tts.said.length === 1, 3000, "fallback spoken");
+  await r.played();
+  await r.turn();
+  await until(() => r.tts.said.length === 2, 3000, "reply spoken");
+  await r.hangUp();
+
+  assert.deepEqual(r.tts.said, [DEFAULT_STT_FALLBACK, "Noon."]);
+  assert.deepEqual(history(r.llm.contexts[0].messages), [
+    { role: "assistant", content: DEFAULT_STT_FALLBACK },
+    { role: "user", content: "What time is it?" },
+  ]);
+  assert.deepEqual(transcript(r.parts), [
+    `bot: ${DEFAULT_STT_FALLBACK}`,
+    "user: What time is it?",
+    "bot: Noon.",
+  ]);
+});
+
+/** A streaming transcriber whose socket is gone: every frame of audio fails. */
+class DeadStreamStt implements SttService {
+  name(): string {
+    return "dead-stream";
+  }
+  start(): Promise<void> {
+    return Promise.resolve();
+  }
+  runStt(_audio: AudioFrame): Promise<Frame[]> {
+    return Promise.reject(new Error("dead-stream: socket closed (1006)"));
+  }
+  setMuted(): void {}
+}
+
+Deno.test("record: a streaming transcriber failing while the caller speaks: the fallback, once a turn", async () => {
+  const r = await rig([], [], { stt: new DeadStreamStt() });
+  await r.turn();
+  await until(() => r.tts.said.length === 1, 3000, "fallback spoken");
+  await r.played();
+  await r.turn();
+  await until(() => r.tts.said.length === 2, 3000, "fallback spoken again");
+  await r.hangUp();
+  assert.deepEqual(r.tts.said, [DEFAULT_STT_FALLBACK, DEFAULT_STT_FALLBACK]);
+  assert.equal(r.llm.contexts.length, 0, "nothing for the model to answer");
 });
