@@ -3,8 +3,9 @@
  * shared {@link LlmContext}.
  *
  * - {@link UserContextAggregator} (before the language model) collects the caller's final
- *   Transcriptions (and typed InputText); when the caller's turn is over it appends one user
- *   message and pushes LlmContext downstream, which makes the model answer.
+ *   Transcriptions (and typed InputText); when the caller's turn is over (after the silence its
+ *   words call for, core/turn_end.ts) it appends one user message and pushes LlmContext
+ *   downstream, which makes the model answer. While it waits, a draft reply may be under way.
  * - {@link AssistantContextAggregator} (after the language model) collects the reply's LlmText
  *   and tool calls, appends one assistant message at LlmResponseEnd (or what was generated so
  *   far on an interruption), and reports the reply as a bot Transcription. Tool results travel
@@ -44,6 +45,14 @@ import {
 } from "../frames.ts";
 import { FrameProcessor, type Link, type ProcessorSetup } from "../processor.ts";
 import { replyUtteranceId, speakUtteranceId } from "../utterance.ts";
+import {
+  IMMEDIATE_TURN_WINDOWS,
+  silenceNeededMs,
+  transcriptCompleteness,
+  type TurnWindows,
+  validateTurnWindows,
+} from "../turn_end.ts";
+import type { InterruptionMode } from "./turn.ts";
 
 /** An assistant message of a context. */
 export type AssistantMessage = Extract<LlmMessage, { role: "assistant" }>;
@@ -99,36 +108,94 @@ export function keepHeard(context: LlmContext, message: AssistantMessage, heard:
   }
 }
 
-/** Builds user messages from the caller's transcriptions and keypad presses. */
+/** Options of a {@link UserContextAggregator}. */
+export interface UserContextAggregatorOptions {
+  /** Processor name (default `UserContextAggregator`). */
+  name?: string;
+  /**
+   * When the caller's turn is over (core/turn_end.ts). Default {@link IMMEDIATE_TURN_WINDOWS}:
+   * at the end of their speech, whatever they said. `pauseMs` must be the VAD's stop window
+   * (the silence already behind an end of speech).
+   */
+  turns?: TurnWindows;
+  /**
+   * How the pipeline's turn strategy interrupts (default `bot-speaking`). Unless `never`, a
+   * caller who speaks again after their turn was answered but before the reply is heard was not
+   * done: the reply is interrupted (`bot-speaking` broadcasts the Interruption; `always` already
+   * did) and their next words join the turn.
+   */
+  interruptions?: InterruptionMode;
+}
+
+/**
+ * Builds user messages from the caller's transcriptions and keypad presses, and decides when a
+ * spoken turn is over: after the silence its transcript calls for (see core/turn_end.ts). While
+ * it waits, a draft reply can be started on the words so far (`LlmContext` with `draft`); the
+ * turn then ends with `LlmDraftSettled`, confirming the draft when the words did not change, or
+ * dropping it when the caller went on.
+ */
 export class UserContextAggregator extends FrameProcessor {
   /** The shared context. */
   readonly context: LlmContext;
+  readonly #windows: TurnWindows;
+  readonly #interruptions: InterruptionMode;
+  #link: Link | undefined;
   #speaking = false;
   #pending: string[] = [];
+  #endOfUtterance = false;
+  /** When the caller's current silence began (their last word), or undefined while they talk. */
+  #silenceSince: number | undefined;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #draft: { id: number; text: string } | undefined;
+  #drafts = 0;
+  /** A turn was answered and no bot speech has started since. */
+  #awaitingBot = false;
+  #botSpeaking = false;
+  /** The caller went on after their turn was answered: the turn is open again. */
+  #reopened = false;
+  /** The text of the turn answered last (what a reopened turn continues). */
+  #lastTurn = "";
 
-  /** Append to `context`. */
-  constructor(context: LlmContext, name = "UserContextAggregator") {
-    super(name);
+  /** Append to `context` (`options` may be just the name). */
+  constructor(context: LlmContext, options: string | UserContextAggregatorOptions = {}) {
+    const o = typeof options === "string" ? { name: options } : options;
+    super(o.name ?? "UserContextAggregator");
     this.context = context;
+    this.#windows = validateTurnWindows({ ...(o.turns ?? IMMEDIATE_TURN_WINDOWS) });
+    this.#interruptions = o.interruptions ?? "bot-speaking";
   }
 
-  /** Collects transcriptions; commits a user turn when the caller is done speaking. */
+  /** Keeps the link for turns that end on a timer. */
+  override start(_s: ProcessorSetup, _p: StartParams, link: Link): void {
+    this.#link = link;
+  }
+
+  /** Collects transcriptions; commits a user turn when the caller is done. */
   override processFrame(frame: Frame, dir: Direction, link: Link): void {
     link.push(frame, dir);
-    if (dir !== "downstream") return;
+    if (dir === "upstream") {
+      if (frame.kind === "BotStartedSpeaking") {
+        this.#botSpeaking = true;
+        this.#awaitingBot = false;
+      } else if (frame.kind === "BotStoppedSpeaking") this.#botSpeaking = false;
+      return;
+    }
     switch (frame.kind) {
       case "UserStartedSpeaking":
-        this.#speaking = true;
-        return;
+        return this.#resumed(link);
       case "UserStoppedSpeaking":
         this.#speaking = false;
-        return this.#commit(link);
+        this.#silenceSince = performance.now() - this.#windows.pauseMs;
+        return this.#judge(link);
       case "Transcription":
         if (frame.userId === "bot" || !frame.final || !frame.text.trim()) return;
         this.#pending.push(frame.text.trim());
+        this.#endOfUtterance = frame.endOfUtterance === true;
         // Streaming STT finalises while the caller still talks: wait for the end of the turn.
-        if (!this.#speaking) this.#commit(link);
-        return;
+        if (this.#speaking) return;
+        // Without speech edges (no VAD in front) the transcript itself marks the pause.
+        this.#silenceSince ??= performance.now() - this.#windows.pauseMs;
+        return this.#judge(link);
       case "InputText":
         if (!frame.text.trim()) return;
         this.#pending.push(frame.text.trim());
@@ -140,11 +207,95 @@ export class UserContextAggregator extends FrameProcessor {
     }
   }
 
+  /** No timer outlives the call. */
+  override stop(): void {
+    this.#clearTimer();
+  }
+
+  /** The caller speaks (again): whatever was about to end their turn waits. */
+  #resumed(link: Link): void {
+    this.#speaking = true;
+    this.#silenceSince = undefined;
+    this.#clearTimer();
+    this.#dropDraft(link);
+    if (!this.#awaitingBot || this.#botSpeaking || this.#interruptions === "never") return;
+    // Answered too soon: nothing of the reply has played, so stop it and hear them out.
+    this.#awaitingBot = false;
+    this.#reopened = true;
+    if (this.#interruptions === "bot-speaking") link.broadcast(makeFrame("Interruption", {}));
+  }
+
+  /** Commit now, or wait for the silence the words call for (drafting a reply meanwhile). */
+  #judge(link: Link): void {
+    if (this.#speaking || this.#silenceSince === undefined) return;
+    const text = this.#pending.join(" ");
+    if (text === "" && !this.#reopened) return;
+    const turn = this.#reopened && this.#lastTurn ? `${this.#lastTurn} ${text}`.trim() : text;
+    // Words that reopened a turn may still be on their way from the transcriber: wait as long as
+    // for an unclear turn before answering the turn as it was.
+    const reading = text === "" ? "unsure" : transcriptCompleteness(turn, this.#endOfUtterance);
+    const wait = silenceNeededMs(this.#windows, reading) -
+      (performance.now() - this.#silenceSince);
+    this.#clearTimer();
+    if (wait <= 0) return this.#commit(link);
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      if (this.#link !== undefined) this.#commit(this.#link);
+    }, wait);
+    if (this.#windows.speculate && reading !== "incomplete" && text !== "") {
+      this.#startDraft(text, link);
+    }
+  }
+
+  #startDraft(text: string, link: Link): void {
+    if (this.#draft?.text === text) return;
+    this.#dropDraft(link);
+    const id = ++this.#drafts;
+    this.#draft = { id, text };
+    const copy: LlmContext = { messages: [...this.context.messages], tools: this.context.tools };
+    // The last message may be the caller's and be joined: copy it rather than touch it.
+    const last = copy.messages.at(-1);
+    if (last?.role === "user") copy.messages[copy.messages.length - 1] = { ...last };
+    appendUserText(copy, text);
+    link.pushDown(makeFrame("LlmContext", { context: copy, draft: id }));
+  }
+
+  #dropDraft(link: Link): void {
+    const draft = this.#draft;
+    if (draft === undefined) return;
+    this.#draft = undefined;
+    link.pushDown(
+      makeFrame("LlmDraftSettled", { draftId: draft.id, confirmed: false, context: this.context }),
+    );
+  }
+
   #commit(link: Link): void {
-    if (this.#pending.length === 0) return;
-    appendUserText(this.context, this.#pending.join(" "));
+    this.#clearTimer();
+    const text = this.#pending.join(" ");
+    if (text === "" && !this.#reopened) return;
+    this.#lastTurn = this.#reopened && this.#lastTurn ? `${this.#lastTurn} ${text}`.trim() : text;
     this.#pending = [];
+    this.#endOfUtterance = false;
+    this.#reopened = false;
+    this.#silenceSince = undefined;
+    this.#awaitingBot = true;
+    if (text !== "") appendUserText(this.context, text);
+    const draft = this.#draft;
+    if (draft !== undefined && draft.text === text) {
+      this.#draft = undefined;
+      link.pushDown(
+        makeFrame("LlmDraftSettled", { draftId: draft.id, confirmed: true, context: this.context }),
+      );
+      return;
+    }
+    this.#dropDraft(link);
     link.pushDown(makeFrame("LlmContext", { context: this.context }));
+  }
+
+  #clearTimer(): void {
+    if (this.#timer === undefined) return;
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
   }
 }
 
