@@ -28,6 +28,7 @@ import type { ServiceFactory, ServiceKind } from "../providers/service_registry.
 import { router } from "./router.ts";
 import { type SipTrunk, startSipTrunk } from "./sip_trunk.ts";
 import { agentRoutes } from "./routes.ts";
+import { warmEngines, type WarmReport } from "./warmup.ts";
 import { createServerMetrics, type ServerMetrics } from "./server_metrics.ts";
 import {
   MemorySessionSource,
@@ -46,7 +47,7 @@ export type {
   SessionCluster,
 };
 export type { DialRequest, DialResult, OutboundDialer, SipDialFn, SipTrunk };
-export type { ServerMetrics };
+export type { ServerMetrics, WarmReport };
 export type {
   Counter,
   CounterChild,
@@ -92,6 +93,11 @@ export interface AgentServerOptions {
    * thread, which joins every worker's metrics).
    */
   metricsText?: () => Promise<string>;
+  /**
+   * Load and run every engine the config's calls use before returning (server/warmup.ts), so
+   * the first call is not the one that pays for it (default true).
+   */
+  warm?: boolean;
 }
 
 /** A running agent server's parts. */
@@ -106,6 +112,8 @@ export interface AgentServer {
   sip: SipTrunk | undefined;
   /** The server's metrics (what `GET /metrics` exposes). */
   metrics: ServerMetrics;
+  /** What was warmed at start (absent with `warm: false`). */
+  warmup: WarmReport | undefined;
   /**
    * Close what the server opened besides HTTP (the SIP trunk) and say the refusal counts still
    * pending. Call after draining.
@@ -145,6 +153,11 @@ export async function createAgentServer(opts: AgentServerOptions): Promise<Agent
     ...(opts.realtimeFactory ? { realtimeFactory: opts.realtimeFactory } : {}),
     ...(opts.serviceFactories ? { serviceFactories: opts.serviceFactories } : {}),
   });
+  // Before the first call can come in: it must not be the one that loads the engines.
+  const warmup = opts.warm === false ? undefined : await warmEngines(config, logger);
+  if (warmup !== undefined) {
+    logger.info("engines warmed", { ms: warmup.ms, engines: warmup.engines.join(",") });
+  }
   const sipCfg = config.telephony.sip;
   const sip = sipCfg === undefined || opts.sipDial !== undefined ? undefined : await startSipTrunk({
     sip: sipCfg,
@@ -185,5 +198,5 @@ export async function createAgentServer(opts: AgentServerOptions): Promise<Agent
     refusals.close();
     await sip?.close();
   };
-  return { handler, calls, sessions, sip, metrics, close };
+  return { handler, calls, sessions, sip, metrics, warmup, close };
 }
