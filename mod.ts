@@ -24,6 +24,7 @@ export * from "./core/utterance.ts";
 export * from "./core/heard_text.ts";
 export * from "./core/heard_tracker.ts";
 export * from "./core/playout_ledger.ts";
+export * from "./core/turn_end.ts";
 export * from "./core/audio/mod.ts";
 export * from "./core/processors/mod.ts";
 export * from "./core/builders.ts";

@@ -1,11 +1,13 @@
 /**
  * `deno task bench`: runs the benchmarks and writes JSON under bench/results/.
- * Options: --only routing|demo|memory|audio|webrtc|capacity|observe (repeatable), --quick (fewer runs).
+ * Options: --only routing|demo|memory|audio|webrtc|turns|capacity|observe (repeatable), --quick
+ * (fewer runs).
  *
- * routing, demo, memory and audio go to `core-<host>.json`; webrtc and capacity write their own
- * file (`webrtc-<host>.json`, `capacity-<host>.json`) and leave a pointer in the core file, which
- * is written only when one of its own groups ran (so `--only webrtc` does not wipe it).
- * `observe` (server CPU per frame unobserved vs traced and scraped) runs only when named.
+ * routing, demo, memory and audio go to `core-<host>.json`; webrtc, turns and capacity write
+ * their own file (`webrtc-<host>.json`, `turns-<host>.json`, `capacity-<host>.json`) and leave a
+ * pointer in the core file, which is written only when one of its own groups ran (so
+ * `--only webrtc` does not wipe it). `observe` (server CPU per frame unobserved vs traced and
+ * scraped) runs only when named.
  * @module
  */
 
@@ -14,6 +16,7 @@ import { runAudioBench } from "./audio.ts";
 import { runCapacityBench, writeCapacityResults } from "./capacity.ts";
 import { runObserveBench } from "./capacity_observe.ts";
 import { benchDemo, benchIdleMemory, benchRouting } from "./core.ts";
+import { runTurnsBench } from "./turns.ts";
 import { runWebRtcBench } from "./webrtc.ts";
 
 const { values } = parseArgs({
@@ -26,7 +29,7 @@ const { values } = parseArgs({
 });
 if (values.help) {
   console.log(
-    "Usage: deno task bench [--only routing|demo|memory|audio|webrtc|capacity|observe]... [--quick]",
+    "Usage: deno task bench [--only routing|demo|memory|audio|webrtc|turns|capacity|observe]... [--quick]",
   );
   Deno.exit(0);
 }
@@ -93,6 +96,36 @@ if (want("webrtc")) {
     file,
     opus_decode_plus_encode_ms_p50: opus.decode_plus_encode_ms.p50,
     opus_leg_ms_per_call_frame_p50: leg.opus_48k.total_ms.p50,
+  };
+}
+if (want("turns")) {
+  console.error("bench: turns (caller's last word to the bot's first audio; minutes)...");
+  const turns = await runTurnsBench(quick);
+  const file = `bench/results/turns-${host}.json`;
+  const load = Deno.permissions.querySync({ name: "sys", kind: "loadavg" }).state === "granted"
+    ? Deno.loadavg()
+    : undefined;
+  const doc = {
+    command,
+    date: new Date().toISOString(),
+    machine,
+    load_average_1_5_15m: load,
+    deno: Deno.version,
+    turns,
+  };
+  await Deno.writeTextFile(file, JSON.stringify(doc, null, 2) + "\n");
+  console.error(`bench: wrote ${file}`);
+  const pick = (name: string) => {
+    const c = turns.cases[name] as
+      | { last_word_to_first_audio_ms?: { p50: number }; premature_rate: number }
+      | undefined;
+    return c &&
+      { first_audio_ms_p50: c.last_word_to_first_audio_ms?.p50, premature_rate: c.premature_rate };
+  };
+  result.turns = {
+    file,
+    fixed_800ms_instant: pick("fixed_800ms_instant"),
+    adaptive_instant: pick("adaptive_instant"),
   };
 }
 if (want("capacity")) {

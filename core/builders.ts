@@ -27,7 +27,8 @@ import { SttProcessor } from "./processors/stt.ts";
 import { TtsProcessor } from "./processors/tts.ts";
 import { DefaultTurnStrategy, type InterruptionMode } from "./processors/turn.ts";
 import { VadProcessor } from "./processors/vad.ts";
-import type { LlmContext, VadParams } from "./frames.ts";
+import { DEFAULT_VAD_PARAMS, type LlmContext, type VadParams } from "./frames.ts";
+import { DEFAULT_TURN_WINDOWS, type TurnWindows, validateTurnWindows } from "./turn_end.ts";
 import { CallTranscript, FinalizeProcessor } from "./processors/finalize.ts";
 import { BrainProcessor } from "./processors/brain.ts";
 import { RealtimeProcessor } from "./processors/realtime.ts";
@@ -145,11 +146,16 @@ export interface CallParts {
   finalize: FinalizeProcessor;
 }
 
-function callParts(opts: CallBase, usage: () => Record<string, unknown>): CallParts {
+function callParts(
+  opts: CallBase,
+  usage: () => Record<string, unknown>,
+  sayUpstream = false,
+): CallParts {
   const { session, runId, token, brain } = opts;
   const transcript = new CallTranscript(opts.onTranscript);
   const brainProc = new BrainProcessor(brain, {
     transcript,
+    sayUpstream,
     workflowTool: (nodeId, tool, args) => session.toolCall(runId, token, nodeId, tool, args),
   });
   const recorder = opts.record === false ? undefined : new RecorderProcessor();
@@ -205,8 +211,17 @@ export interface CascadedTaskOptions extends CallBase {
   models?: { stt?: string; llm?: string; tts?: string };
   /** Voice activity in front of STT (default: the energy VAD, no model needed). */
   vad?: VadAnalyzer;
-  /** Start/stop thresholds of the VAD; the defaults when left out. */
+  /**
+   * Start and volume thresholds of the VAD; the defaults when left out. Its stop window is
+   * `turns.pauseMs` when that is set, else this `stopSecs`, else the adaptive default.
+   */
   vadParams?: VadParams;
+  /**
+   * When the caller's turn is over (core/turn_end.ts): the pause that ends speech, the silence a
+   * finished, unclear or unfinished transcript needs, and whether a reply is drafted meanwhile.
+   * Default {@link DEFAULT_TURN_WINDOWS} (`pauseMs` from `vadParams.stopSecs` when given).
+   */
+  turns?: Partial<TurnWindows>;
   /** When the caller starting to speak interrupts the bot (default `bot-speaking`). */
   interruptions?: InterruptionMode;
   /** Spoken by TTS as soon as the caller is connected. */
@@ -215,6 +230,8 @@ export interface CascadedTaskOptions extends CallBase {
   kickoff?: string;
   /** Said when the language model fails (default a short apology). */
   fallbackText?: string;
+  /** Said when the caller's words could not be transcribed (default: asks them to repeat). */
+  sttFallbackText?: string;
 }
 
 /** The processors of one cascaded call, for embedders that watch them. */
@@ -261,12 +278,27 @@ export function buildCascadedTask(
   const context = createLlmContext(brain.systemPrompt(), brain.tools());
   if (opts.kickoff) context.messages.push({ role: "user", content: opts.kickoff });
   const input = new TransportInput(opts.transport);
-  const vad = new VadProcessor(opts.vad ?? new EnergyVad({ params: opts.vadParams }), {
-    ...(opts.vadParams ? { params: opts.vadParams } : {}),
-    turnStrategy: new DefaultTurnStrategy({ interruptions: opts.interruptions }),
+  const turns = validateTurnWindows({
+    ...DEFAULT_TURN_WINDOWS,
+    ...(opts.vadParams ? { pauseMs: Math.round(opts.vadParams.stopSecs * 1000) } : {}),
+    ...opts.turns,
   });
-  const stt = new SttProcessor(opts.stt, { model: models.stt });
-  const user = new UserContextAggregator(context);
+  // The VAD's end of speech is the pause: the turn judge waits on from there.
+  const vadParams = { ...(opts.vadParams ?? DEFAULT_VAD_PARAMS), stopSecs: turns.pauseMs / 1000 };
+  const vad = new VadProcessor(opts.vad ?? new EnergyVad({ params: vadParams }), {
+    params: vadParams,
+    turnStrategy: new DefaultTurnStrategy({ interruptions: opts.interruptions }),
+    // While the judge may still wait, a caller going on is heard at once.
+    resumeSecs: Math.max(0, turns.incompleteMs - turns.pauseMs) / 1000,
+  });
+  const stt = new SttProcessor(opts.stt, {
+    model: models.stt,
+    ...(opts.sttFallbackText !== undefined ? { fallbackText: opts.sttFallbackText } : {}),
+  });
+  const user = new UserContextAggregator(context, {
+    turns,
+    ...(opts.interruptions ? { interruptions: opts.interruptions } : {}),
+  });
   const llm = new LlmProcessor(opts.llm, context, {
     model: models.llm,
     runOnConnect: opts.kickoff !== undefined && opts.kickoff !== "",
@@ -274,11 +306,12 @@ export function buildCascadedTask(
   });
   const assistant = new AssistantContextAggregator(context);
   const tts = new TtsProcessor(opts.tts, { model: models.tts });
+  // The brain's `say` lines go through the context aggregator: spoken in turn, and recorded.
   const call = callParts(opts, () => ({
     ...llm.usage,
     ttsCharacters: tts.characters,
     ...(models.llm ? { model: models.llm } : {}),
-  }));
+  }), true);
   const head: FrameProcessor[] = [input, vad, stt, user];
   if (opts.greeting) head.push(new GreetingProcessor(opts.greeting, context));
   head.push(llm, assistant, call.brain, tts);

@@ -288,6 +288,11 @@ export type DataFrame =
       userId: string;
       language?: Language;
       final: boolean;
+      /**
+       * The transcriber's own end-of-utterance detection ended this transcript (Deepgram's
+       * `speech_final` or `UtteranceEnd`): a sign the caller's turn is over.
+       */
+      endOfUtterance?: boolean;
       /** For a bot line: the utterance it says, so it can be cut to what was heard. */
       utteranceId?: string;
     }
@@ -302,7 +307,11 @@ export type DataFrame =
   | FrameWith<"TtsText", { text: string; contextId?: string; utteranceId?: string }>
   | FrameWith<"FunctionCallResult", { result: FunctionCallResult }>
   | FrameWith<"LlmRun">
-  | FrameWith<"LlmContext", { context: LlmContext }>
+  /**
+   * Run the model over `context`. With `draft`, the caller's turn is not over yet: the reply is
+   * generated but held until an LlmDraftSettled confirms that draft (and `context` is a copy).
+   */
+  | FrameWith<"LlmContext", { context: LlmContext; draft?: number }>
   | FrameWith<"OutputDtmf", { keys: KeypadEntry[] }>;
 
 /** Control frames: ordered. */
@@ -316,6 +325,11 @@ export type ControlFrame =
   | FrameWith<"UpdateSettings", { target: ServiceKind; settings: Record<string, unknown> }>
   | FrameWith<"SpeechControlParams", { vad?: VadParams; turn?: TurnParams }>
   | FrameWith<"Heartbeat", { timestampNs: number }>
+  /**
+   * The caller's turn a draft reply was started for is over (`confirmed`: play the held reply;
+   * `context` is now the conversation's), or went on (drop the draft and its reply).
+   */
+  | FrameWith<"LlmDraftSettled", { draftId: number; confirmed: boolean; context: LlmContext }>
   | FrameWith<"OutputTransportReady">;
 
 /** A custom (extension) frame; unknown ones are forwarded unchanged. */
@@ -378,6 +392,7 @@ const CLASS_OF: Readonly<Record<Exclude<FrameKind, "Custom">, FrameClass>> = {
   UpdateSettings: "control",
   SpeechControlParams: "control",
   Heartbeat: "control",
+  LlmDraftSettled: "control",
   OutputTransportReady: "control",
 };
 

@@ -28,6 +28,7 @@ import type { ServiceFactory, ServiceKind } from "../providers/service_registry.
 import { router } from "./router.ts";
 import { type SipTrunk, startSipTrunk } from "./sip_trunk.ts";
 import { agentRoutes } from "./routes.ts";
+import { warmEngines, type WarmReport } from "./warmup.ts";
 import { createServerMetrics, type ServerMetrics } from "./server_metrics.ts";
 import { type CallTracing, tracingFromEnv } from "./tracing.ts";
 import { type ErrorReporter, errorReporterFrom } from "./error_reporting.ts";
@@ -48,7 +49,7 @@ export type {
   SessionCluster,
 };
 export type { DialRequest, DialResult, OutboundDialer, SipDialFn, SipTrunk };
-export type { ServerMetrics };
+export type { ServerMetrics, WarmReport };
 export type { CallTracing, TracedCall, TracedCallEnd, TracedCallInfo } from "./tracing.ts";
 export type { ErrorReporter, ReportedCall } from "./error_reporting.ts";
 export type { CallIdentity } from "./call_log.ts";
@@ -108,6 +109,11 @@ export interface AgentServerOptions {
    * thread, which joins every worker's metrics).
    */
   metricsText?: () => Promise<string>;
+  /**
+   * Load and run every engine the config's calls use before returning (server/warmup.ts), so
+   * the first call is not the one that pays for it (default true).
+   */
+  warm?: boolean;
 }
 
 /** A running agent server's parts. */
@@ -124,6 +130,8 @@ export interface AgentServer {
   metrics: ServerMetrics;
   /** Where error reports go, when reporting is on. */
   errors: ErrorReporter | undefined;
+  /** What was warmed at start (absent with `warm: false`). */
+  warmup: WarmReport | undefined;
   /**
    * Close what the server opened besides HTTP (the SIP trunk) and say the refusal counts still
    * pending. Call after draining.
@@ -168,6 +176,11 @@ export async function createAgentServer(opts: AgentServerOptions): Promise<Agent
     ...(tracing !== undefined ? { tracing } : {}),
     ...(errors !== undefined ? { errors } : {}),
   });
+  // Before the first call can come in: it must not be the one that loads the engines.
+  const warmup = opts.warm === false ? undefined : await warmEngines(config, logger);
+  if (warmup !== undefined) {
+    logger.info("engines warmed", { ms: warmup.ms, engines: warmup.engines.join(",") });
+  }
   const sipCfg = config.telephony.sip;
   const sip = sipCfg === undefined || opts.sipDial !== undefined ? undefined : await startSipTrunk({
     sip: sipCfg,
@@ -214,5 +227,5 @@ export async function createAgentServer(opts: AgentServerOptions): Promise<Agent
     await sip?.close();
     await errors?.flush(2000);
   };
-  return { handler, calls, sessions, sip, metrics, errors, close };
+  return { handler, calls, sessions, sip, metrics, errors, warmup, close };
 }

@@ -93,7 +93,7 @@ export function callerExperience(service: CallService | undefined, fatal: boolea
   if (fatal) return "the call ended";
   switch (service) {
     case "stt":
-      return "the caller's words were not transcribed, so the agent did not answer them";
+      return "the caller's words were not transcribed; the caller heard the fallback line";
     case "llm":
       return "the caller heard the fallback line";
     case "tts":

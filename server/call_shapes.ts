@@ -200,6 +200,7 @@ async function loadCascaded(opts: LoadShapeOptions): Promise<CallShape> {
         llm: llm.make(inputs.logger),
         tts: tts.make(inputs.logger),
         models: { stt: stt.model, llm: llm.model, tts: tts.model },
+        turns: opts.config.turns,
         ...(greeting !== undefined
           ? { greeting }
           : { kickoff: "The caller has joined. Greet them as your instructions say." }),

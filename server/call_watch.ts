@@ -25,8 +25,9 @@ import {
 import type { ServerMetrics } from "./server_metrics.ts";
 
 /**
- * Turns and turn latency from speaking edges. A turn is the caller finishing speaking; its
- * latency is measured when the bot starts speaking next, unless the caller spoke again first.
+ * Turns and turn latency from speaking edges. A turn is the caller's speech between two of the
+ * bot's (the VAD's stop edges are pauses: several of them can make one turn); its latency is
+ * measured from the last stop to the bot's next start, unless the caller spoke again first.
  */
 export class TurnMeter {
   /** Caller turns so far. */
@@ -38,6 +39,8 @@ export class TurnMeter {
   #stoppedAt: number | undefined;
   #botSpeaking = false;
   #vad = false;
+  /** The caller's turn since the bot last started speaking was counted. */
+  #counted = false;
 
   /** The caller started speaking (VAD): a reply not yet begun is no longer timed. */
   userStarted(): void {
@@ -45,10 +48,11 @@ export class TurnMeter {
     this.#stoppedAt = undefined;
   }
 
-  /** The caller stopped speaking (VAD) at `ms`. */
+  /** The caller stopped speaking (VAD) at `ms`: a pause, maybe the end of their turn. */
   userStopped(ms: number): void {
     this.#vad = true;
-    this.turns++;
+    if (!this.#counted) this.turns++;
+    this.#counted = true;
     this.#stoppedAt = ms;
   }
 
@@ -65,6 +69,7 @@ export class TurnMeter {
   /** The bot started speaking at `ms`: the latency in seconds when a turn was waiting. */
   botStarted(ms: number): number | undefined {
     this.#botSpeaking = true;
+    this.#counted = false;
     const from = this.#stoppedAt;
     if (from === undefined) return undefined;
     this.#stoppedAt = undefined;

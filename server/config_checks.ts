@@ -1,11 +1,12 @@
 /**
  * Config rules that span fields: graph or remote brain, the pipeline's providers, webhook
- * secrets of enabled carriers, the SIP RTP range. They read the raw document defensively
+ * secrets of enabled carriers, the SIP RTP range, the order of the turn windows. They read the raw document defensively
  * (skipping parts of the wrong shape, which the schema reports), so one pass reports everything.
  * @module
  */
 
 import type { Problem } from "../core/agent/problems.ts";
+import { DEFAULT_TURN_WINDOWS } from "../core/turn_end.ts";
 import { CARRIER_NAMES } from "../telephony/serializers/mod.ts";
 import { PIPELINE_KINDS } from "./config_schema.ts";
 import { suggestionHint } from "./config_suggest.ts";
@@ -158,7 +159,31 @@ function telephonyProblems(doc: Rec): Problem[] {
   return out;
 }
 
+function turnsProblems(doc: Rec): Problem[] {
+  const turns = rec(doc.turns);
+  if (turns === undefined) return [];
+  const ms = (key: string, fallback: number) => {
+    const v = turns[key];
+    return typeof v === "number" ? v : fallback;
+  };
+  const d = DEFAULT_TURN_WINDOWS;
+  const complete = ms("complete_ms", d.completeMs);
+  const unsure = ms("unsure_ms", d.unsureMs);
+  const incomplete = ms("incomplete_ms", d.incompleteMs);
+  if (complete <= unsure && unsure <= incomplete) return [];
+  return [configProblem(
+    "turns",
+    `windows must grow: complete_ms ${complete} <= unsure_ms ${unsure} <= incomplete_ms ${incomplete}`,
+    "a turn that reads finished never waits longer than one that does not",
+  )];
+}
+
 /** Every cross-field problem of a raw config document (a parsed YAML/JSON mapping). */
 export function crossFieldProblems(doc: Rec): Problem[] {
-  return [...agentProblems(doc), ...pipelineProblems(doc), ...telephonyProblems(doc)];
+  return [
+    ...agentProblems(doc),
+    ...pipelineProblems(doc),
+    ...telephonyProblems(doc),
+    ...turnsProblems(doc),
+  ];
 }

@@ -173,6 +173,20 @@ export interface LimitsDocument {
   media_burst_ms: number;
 }
 
+/** `turns`: when the caller's turn is over (cascaded pipeline). */
+export interface TurnsDocument {
+  /** Silence that ends a stretch of speech: transcription (and a draft reply) start (default 200). */
+  pause_ms: number;
+  /** Silence before a turn that reads finished is answered, ms (default 200). */
+  complete_ms: number;
+  /** Silence before a turn with no clear sign is answered, ms (default 800). */
+  unsure_ms: number;
+  /** Silence before a turn that reads unfinished is answered, ms (default 1500). */
+  incomplete_ms: number;
+  /** Draft a reply while waiting; dropped if the caller goes on (default true). */
+  speculate: boolean;
+}
+
 /** `server`: where the HTTP server listens. */
 export interface ListenDocument {
   /** Listening address (default `127.0.0.1`). */
@@ -231,6 +245,8 @@ export interface ConfigDocument {
   recording: RecordingDocument;
   /** Server-wide bounds. */
   limits: LimitsDocument;
+  /** Turn-taking windows. */
+  turns: TurnsDocument;
   /** Listening address. */
   server: ListenDocument;
   /** The control API. */

@@ -12,6 +12,7 @@ import { isE164 } from "../telephony/security.ts";
 import { parseCidr } from "../telephony/sip/source_filter.ts";
 import { parseHostPort, parseUri } from "../telephony/sip/uri.ts";
 import { VARIABLE_NAME_RE } from "../core/agent/interpolate.ts";
+import { DEFAULT_TURN_WINDOWS } from "../core/turn_end.ts";
 import { describeType, shown, suggestionHint } from "./config_suggest.ts";
 import type { ConfigDocument } from "./config_document.ts";
 
@@ -242,6 +243,17 @@ const limitsSchema = z.strictObject({
   media_burst_ms: z.int().min(0).max(600_000).default(1000),
 });
 
+const windowMs = z.int().min(0).max(10_000);
+
+/** `turns`: when the caller's turn is over (cascaded pipeline; core/turn_end.ts). */
+const turnsSchema = z.strictObject({
+  pause_ms: windowMs.default(DEFAULT_TURN_WINDOWS.pauseMs),
+  complete_ms: windowMs.default(DEFAULT_TURN_WINDOWS.completeMs),
+  unsure_ms: windowMs.default(DEFAULT_TURN_WINDOWS.unsureMs),
+  incomplete_ms: windowMs.default(DEFAULT_TURN_WINDOWS.incompleteMs),
+  speculate: z.boolean().default(DEFAULT_TURN_WINDOWS.speculate),
+});
+
 const serverSchema = z.strictObject({
   host: z.string().min(1, "must not be empty").default(DEFAULT_HOST),
   port: z.int().min(0).max(65535).default(DEFAULT_PORT),
@@ -302,6 +314,7 @@ export const configSchema = z.strictObject({
   telephony: telephonySchema.prefault({}),
   recording: recordingSchema.prefault({}),
   limits: limitsSchema.prefault({}),
+  turns: turnsSchema.prefault({}),
   server: serverSchema.prefault({}),
   api: apiSchema.prefault({}),
   playground: playgroundSchema.prefault({}),
@@ -333,6 +346,7 @@ export const KNOWN_KEYS: Readonly<Record<string, readonly string[]>> = Object.fr
   "telephony.sip.keepalive": Object.keys(keepaliveSchema.shape),
   recording: Object.keys(recordingSchema.shape),
   limits: Object.keys(limitsSchema.shape),
+  turns: Object.keys(turnsSchema.shape),
   server: Object.keys(serverSchema.shape),
   api: Object.keys(apiSchema.shape),
   playground: Object.keys(playgroundSchema.shape),

@@ -8,6 +8,7 @@
 import { isAbsolute, join, normalize } from "node:path";
 import { FlowcatError } from "../core/errors.ts";
 import type { GraphSpec } from "../core/agent/graph_spec.ts";
+import type { TurnWindows } from "../core/turn_end.ts";
 import type { CarrierName } from "../telephony/serializers/mod.ts";
 import type { ConfigDocument } from "./config_document.ts";
 
@@ -238,6 +239,8 @@ export interface AgentServerConfig {
   recording: RecordingConfig;
   /** Server-wide bounds. */
   limits: LimitsConfig;
+  /** When the caller's turn is over (cascaded pipeline). */
+  turns: TurnWindows;
   /** Where the HTTP server listens. */
   server: ListenConfig;
   /** The control API. */
@@ -365,6 +368,13 @@ export function toServerConfig(
       drainSeconds: doc.limits.drain_seconds,
       maxMessageAudioMs: doc.limits.max_message_audio_ms,
       mediaBurstMs: doc.limits.media_burst_ms,
+    },
+    turns: {
+      pauseMs: doc.turns.pause_ms,
+      completeMs: doc.turns.complete_ms,
+      unsureMs: doc.turns.unsure_ms,
+      incompleteMs: doc.turns.incomplete_ms,
+      speculate: doc.turns.speculate,
     },
     server: {
       host: doc.server.host,

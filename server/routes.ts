@@ -181,7 +181,9 @@ async function webrtcOffer(ctx: ServerContext, _req: Request, c: RouteContext): 
   session.sendEvent({ type: "state", state: "listening", runId: run.runId });
   void ctx.calls.run(session, run, {
     onTranscript: (line, index) =>
-      line.role === "node"
+      line.role === "tool" // the page shows what is said and node moves, not tool results
+        ? undefined
+        : line.role === "node"
         ? session.sendEvent({ type: "node", id: line.text })
         : session.sendEvent(transcriptEvent(line, index)),
     onFailed: (reason) => session.sendEvent({ type: "error", message: reason }),

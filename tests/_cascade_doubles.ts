@@ -15,6 +15,8 @@ import {
   type ToolDecl,
   ttsAudio,
   type TtsService,
+  type VadAnalyzer,
+  type VadState,
 } from "../mod.ts";
 import { sleep } from "./_core_helpers.ts";
 
@@ -98,7 +100,10 @@ export class ToneTts implements TtsService {
   }
 }
 
-/** Speech to text that "hears" a fixed sentence per segment (batch style). */
+/**
+ * Speech to text that "hears" a fixed sentence per segment (batch style); a sentence starting
+ * with `!` makes that segment fail with the rest as the error.
+ */
 export class SegmentStt implements SttService {
   muted = false;
   heardFrames = 0;
@@ -125,8 +130,21 @@ export class SegmentStt implements SttService {
     this.#open = false;
     this.segments++;
     const text = this.sentences.shift();
+    if (text?.startsWith("!")) return Promise.reject(new Error(text.slice(1)));
     return Promise.resolve(
       text ? [makeFrame("Transcription", { text, userId: "user", final: true })] : [],
     );
   }
+}
+
+/** Voice activity a test switches on and off (`state`), whatever the audio. */
+export class ScriptedVad implements VadAnalyzer {
+  state: VadState = "quiet";
+  sampleRate(): number {
+    return 16000;
+  }
+  analyze(_audio: AudioFrame): VadState {
+    return this.state;
+  }
+  setParams(): void {}
 }

@@ -151,8 +151,9 @@ Deno.test("brain processor: a brain that throws keeps the call on its node and t
   assert.deepEqual(fr.result.result, { error: "the tool failed; stay on this step" });
 });
 
-Deno.test("brain processor: keeps the call transcript (final text both sides, node moves), no loop of its own", async () => {
+Deno.test("brain processor: keeps the call transcript (both sides, node moves, tool results), no loop of its own", async () => {
   const transcript = new CallTranscript();
+  const moved = 'tool:{"ok":true,"node":"collect_details"}';
   const live: string[] = [];
   const onLine = new CallTranscript((l) => live.push(`${l.role}:${l.text}`));
   const { model, task } = setup(new GraphBrain(spec), { transcript });
@@ -171,9 +172,10 @@ Deno.test("brain processor: keeps the call transcript (final text both sides, no
   }
   assert.deepEqual(
     transcript.lines.map((l) => `${l.role}:${l.text}`),
-    ["user:a table", "bot:sure", "node:collect_details"],
+    ["user:a table", "bot:sure", "node:collect_details", moved],
   );
-  assert.deepEqual(live, ["user:a table", "bot:sure", "node:collect_details"]);
+  assert.deepEqual(live, ["user:a table", "bot:sure", "node:collect_details", moved]);
+  assert.equal(transcript.lines[3].tool, "wants_booking");
   assert.ok(transcript.lines.every((l, i, a) => l.atMs >= (a[i - 1]?.atMs ?? 0)));
 });
 

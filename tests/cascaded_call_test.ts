@@ -150,7 +150,8 @@ Deno.test("cascaded call: greeting, STT turn, LLM tool call moves the brain, spo
       ["go_on", "end_call"],
     );
 
-    // The brain moved: the second request has the new prompt, the call and its result.
+    // The brain moved: the second request has the new prompt, the call, its result and the
+    // transition's line, which the caller heard before this reply.
     const second = h.llm.requests[1].body as {
       messages: Record<string, unknown>[];
       tools: { function: { name: string } }[];
@@ -158,8 +159,9 @@ Deno.test("cascaded call: greeting, STT turn, LLM tool call moves the brain, spo
     assert.equal(second.messages[0].content, "Second step, talk to Sam.");
     assert.deepEqual(second.tools.map((t) => t.function.name), ["finish", "end_call"]);
     const roles = second.messages.map((m) => m.role);
-    assert.deepEqual(roles.slice(-2), ["assistant", "tool"]);
-    assert.equal(second.messages.at(-1)!.tool_call_id, "call_1");
+    assert.deepEqual(roles.slice(-3), ["assistant", "tool", "assistant"]);
+    assert.equal(second.messages.at(-2)!.tool_call_id, "call_1");
+    assert.equal(second.messages.at(-1)!.content, "Moving on.");
 
     // "Moving on." (the transition's say) and the reply are spoken.
     await until(() => h.call.media().length > before + 50, 8000, "reply audio");
@@ -181,6 +183,8 @@ Deno.test("cascaded call: greeting, STT turn, LLM tool call moves the brain, spo
       "bot: Hello from Flowcat.",
       "user: I would like to move on.",
       "node: second",
+      'tool: {"ok":true,"node":"second"}',
+      "bot: Moving on.",
       "bot: We are on step two now. Anything else?",
     ]);
   } finally {

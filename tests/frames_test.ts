@@ -66,6 +66,7 @@ Deno.test("frame classes follow the seed's tables", () => {
     "UpdateSettings",
     "SpeechControlParams",
     "Heartbeat",
+    "LlmDraftSettled",
     "OutputTransportReady",
   ];
   assert.deepEqual([...FRAME_KINDS].sort(), [...system, ...data, ...control].sort());

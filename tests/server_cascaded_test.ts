@@ -7,7 +7,7 @@
 
 import assert from "node:assert/strict";
 import { FlowcatError } from "../core/errors.ts";
-import { silentLogger } from "../core/log.ts";
+import { memoryLogger, silentLogger } from "../core/log.ts";
 import { createAgentServer } from "../server/app.ts";
 import { LLM_PROVIDERS, STT_PROVIDERS, TTS_PROVIDERS } from "../providers/service_registry.ts";
 import { until } from "./_core_helpers.ts";
@@ -15,7 +15,7 @@ import { parse } from "./_server_config_helpers.ts";
 import { twilioCall } from "./_twilio_client.ts";
 import { finishChunk, OpenAIChatFake, streamReply, textChunk } from "./fakes/openai_chat_fake.ts";
 import { WhisperHttpFake } from "./fakes/whisper_http_fake.ts";
-import { sine } from "../core/audio/pcm.ts";
+import { rms, sine } from "../core/audio/pcm.ts";
 
 async function cascadedConfig(providers: string) {
   const res = await parse(`agent: { graph: graph.yaml, greeting: "Hi there." }
@@ -54,6 +54,48 @@ Deno.test("server cascaded: a call runs whisper-style STT, an OpenAI-style LLM a
     const fin = app.sessions.get(run.runId)!.finalize!;
     assert.equal(fin.usage.endedBy, "end: caller hung up");
     assert.equal(fin.usage.model, "tiny");
+  } finally {
+    await call.close();
+    await app.calls.drain(1000);
+    await app.close();
+    await llm.close();
+    await stt.close();
+  }
+});
+
+Deno.test("server cascaded: STT failing after its retries: the caller hears the fallback, it is logged", async () => {
+  const llm = new OpenAIChatFake();
+  const stt = new WhisperHttpFake();
+  await stt.start();
+  // Every attempt of the first segment fails: the client tries three times.
+  for (let i = 0; i < 3; i++) stt.reply({ status: 503, body: { error: { message: "busy" } } });
+  const config = await cascadedConfig(`  stt: { name: speaches, url: "${stt.url}/v1" }
+  llm: { name: ollama, url: "${llm.baseUrl}", model: tiny }
+  tts: { name: espeak }`);
+  const logger = memoryLogger();
+  const app = await createAgentServer({ config, env: () => undefined, logger });
+  const run = await app.sessions.createRun("carrier", { carrier: "twilio" });
+  let report: Promise<unknown> | undefined;
+  const call = await twilioCall((t) => (report = app.calls.run(t, run)), run.token);
+  try {
+    await until(() => call.media().length > 20, 5000, "greeting audio");
+    await call.speak(sine({ freq: 300, sampleRate: 8000, samples: 8000, amplitude: 9000 }));
+    const before = call.media().length;
+    await call.speak(new Int16Array(8000));
+    await until(() => stt.requests.length === 3, 8000, "three attempts");
+    // The fallback line (2 s or more of eSpeak) reaches the caller.
+    await until(() => call.media().length > before + 100, 8000, "the fallback line");
+    assert.ok(rms(call.decode(call.media().slice(before))) > 300);
+    const failed = logger.records.find((r) => r.message === "provider failed");
+    assert.ok(failed !== undefined, "the failure is logged");
+    assert.equal(failed.fields?.service, "stt");
+    assert.equal(failed.fields?.status, 503);
+    assert.match(String(failed.fields?.caller), /fallback line/);
+    assert.equal(llm.requests.length, 0, "nothing reached the model");
+    await call.hangup();
+    await report;
+    const lines = app.sessions.get(run.runId)!.finalize!;
+    assert.equal(lines.usage.endedBy, "end: caller hung up");
   } finally {
     await call.close();
     await app.calls.drain(1000);

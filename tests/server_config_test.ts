@@ -52,6 +52,7 @@ Deno.test("config: a minimal JSON config gets every default", async () => {
       maxMessageAudioMs: 1000,
       mediaBurstMs: 1000,
     },
+    turns: { pauseMs: 200, completeMs: 200, unsureMs: 800, incompleteMs: 1500, speculate: true },
     server: { host: "127.0.0.1", port: 6210 },
     api: {},
     playground: { enabled: true, mediaHosts: [], hosts: [] },
@@ -84,6 +85,7 @@ telephony:
     allow_hosts: ["203.0.113.10"]
 recording: { enabled: true, dir: /var/flowcat/rec }
 limits: { max_calls: 5, max_call_seconds: 60, max_body_bytes: 2048, drain_seconds: 0 }
+turns: { pause_ms: 250, complete_ms: 300, unsure_ms: 900, incomplete_ms: 2000, speculate: false }
 server: { host: 0.0.0.0, port: 8000 }
 api: { token_env: FLOWCAT_API_TOKEN }
 playground: { enabled: false, media_hosts: ["*"] }
@@ -143,9 +145,23 @@ observability:
     maxMessageAudioMs: 1000,
     mediaBurstMs: 1000,
   });
+  assert.deepEqual(c.turns, {
+    pauseMs: 250,
+    completeMs: 300,
+    unsureMs: 900,
+    incompleteMs: 2000,
+    speculate: false,
+  });
   assert.deepEqual(c.server, { host: "0.0.0.0", port: 8000 });
   assert.deepEqual(c.api, { tokenEnv: "FLOWCAT_API_TOKEN" });
   assert.deepEqual(c.playground, { enabled: false, mediaHosts: ["*"], hosts: [] });
+});
+
+Deno.test("config: turn windows out of order or range are refused, each with its path", async () => {
+  const ps = await problems(yaml(`turns: { complete_ms: 900, unsure_ms: 400, pause_ms: -5 }`));
+  const text = ps.map((p) => `${p.path}: ${p.message}`).join("\n");
+  assert.match(text, /turns\.pause_ms: /);
+  assert.match(text, /turns: windows must grow: complete_ms 900 <= unsure_ms 400/);
 });
 
 Deno.test("config: unknown keys get did-you-mean among the allowed keys", async () => {

@@ -517,3 +517,36 @@ Deno.test("barge-in against TransportOutput: playback is cleared and the bot sto
   assert.deepEqual(up, ["BotStartedSpeaking", "Interruption", "BotStoppedSpeaking"]);
   assert.ok(leg.sent < 5 * 50, `only ${leg.sent} of 250 chunks played`);
 });
+
+/** Speech, a pause, then speech again that resumes quietly (words starting soft). */
+function pausedSpeech(pauseSecs: number): Int16Array {
+  const loud = (secs: number) => noise(Math.round(secs * RATE), 8000, 5);
+  // Bursts of 60 ms with 20 ms gaps: a start needing 200 ms unbroken speech misses them long.
+  const choppy = concatInt16(
+    Array.from({ length: 8 }, () => concatInt16([loud(0.06), silence(0.02)])),
+  );
+  return concatInt16([silence(0.3), loud(0.6), silence(pauseSecs), choppy, silence(0.6)]);
+}
+
+Deno.test("resume window: after a pause the caller's speech resumes on its first syllable", async () => {
+  const params = { confidence: 0.7, startSecs: 0.2, stopSecs: 0.2, minVolume: 0.6 };
+  const pcm = pausedSpeech(0.5);
+  const slow = await run(energy({ params }), frames(pcm));
+  const quick = await run(energy({ params, resumeSecs: 1.3 }), frames(pcm));
+  // Speech resumes at frame 15 + 30 + 25 = 70.
+  const resumedAt = (r: Run) => audioIndexOf(r.down, "VadUserStartedSpeaking")[1];
+  assert.ok(resumedAt(quick) <= 74, `quick resume after frame ${resumedAt(quick)}`);
+  assert.ok(
+    resumedAt(slow) === undefined || resumedAt(slow) > 80,
+    `without the window: ${resumedAt(slow)}`,
+  );
+});
+
+Deno.test("resume window: closed while the bot speaks (barge-in keeps its start time)", async () => {
+  const params = { confidence: 0.7, startSecs: 0.2, stopSecs: 0.2, minVolume: 0.6 };
+  const r = await run(energy({ params, resumeSecs: 1.3 }), frames(pausedSpeech(0.5)), {
+    botSpeaking: true,
+  });
+  const starts = audioIndexOf(r.down, "VadUserStartedSpeaking");
+  assert.ok(starts[1] === undefined || starts[1] > 80, `barge-in start after ${starts[1]}`);
+});

@@ -3,16 +3,23 @@
  * calls into the brain's moves. Per call, pushed back upstream toward the model, in order:
  *
  * - Transition: UpdateSettings (target `llm`: `systemPrompt`, `tools`, `say`, `nodeId`), then
- *   FunctionCallResult `{ok: true, node}`; a `say` is also sent downstream as TtsSpeak (the
- *   cascaded path speaks it; a realtime model reads it from the settings).
+ *   FunctionCallResult `{ok: true, node}`; a `say` is also sent, just before the result, as
+ *   TtsSpeak downstream (a
+ *   realtime model reads it from the settings), or, with `sayUpstream`, up as a TtsSpeak marked
+ *   `appendToContext` for the cascaded context aggregator, which speaks it after the reply that
+ *   made the move and records it (see core/processors/context.ts).
  * - Stay with a result (the brain answered, or failed and said so): FunctionCallResult.
  * - Stay without one (a workflow tool): answered by `workflowTool` (the embedder's
  *   SessionSource.toolCall) as FunctionCallResult, or an error result when there is none.
- * - End: FunctionCallResult, a goodbye TtsSpeak when the brain gave one, then End upstream
+ * - End: a goodbye TtsSpeak when the brain gave one, FunctionCallResult, then End upstream
  *   (the task drains the pipeline; the disposition is kept for finalize).
  *
  * The brain runs off the frame path: a remote brain's HTTP round trip never holds up audio.
  * Calls are decided one at a time, in arrival order.
+ *
+ * The transcript gets a `node` line per move and a `tool` line per result. A call can overtake
+ * the text of the reply that made it (FunctionCallsStarted is a system frame), so while a reply
+ * is passing those lines wait for its end: the transcript reads in the order things happened.
  * @module
  */
 
@@ -37,6 +44,12 @@ export interface BrainProcessorOptions {
   name?: string;
   /** Fed with every frame that passes and every node move made (the call's transcript). */
   transcript?: CallTranscript;
+  /**
+   * Send `say` lines upstream, as TtsSpeak marked `appendToContext`, for an
+   * AssistantContextAggregator to speak and record (the cascaded shape); default false: down at
+   * once.
+   */
+  sayUpstream?: boolean;
 }
 
 /** Turns model tool calls into brain moves. */
@@ -44,7 +57,12 @@ export class BrainProcessor extends FrameProcessor {
   readonly #brain: AgentBrain;
   readonly #workflow: WorkflowToolHandler | undefined;
   readonly #transcript: CallTranscript | undefined;
+  readonly #sayUpstream: boolean;
   #chain: Promise<void> = Promise.resolve();
+  /** A model's reply is passing (its start went by, its end not yet). */
+  #replyOpen = false;
+  /** Transcript lines of decisions made while a reply was passing. */
+  #held: (() => void)[] = [];
   #ended = false;
   /** Disposition recorded by the brain's End, for finalize. */
   disposition: string | undefined;
@@ -57,6 +75,7 @@ export class BrainProcessor extends FrameProcessor {
     this.#brain = brain;
     this.#workflow = options.workflowTool;
     this.#transcript = options.transcript;
+    this.#sayUpstream = options.sayUpstream ?? false;
   }
 
   /** Starts the transcript's clock. */
@@ -73,11 +92,42 @@ export class BrainProcessor extends FrameProcessor {
   override processFrame(frame: Frame, dir: Direction, link: Link): void {
     this.#transcript?.observe(frame);
     if (dir === "downstream") {
-      if (frame.kind === "FunctionCallsStarted") {
-        for (const c of frame.calls) this.#queue(c, link);
-      } else if (frame.kind === "FunctionCallInProgress") this.#queue(frame.call, link);
+      switch (frame.kind) {
+        case "FunctionCallsStarted":
+          for (const c of frame.calls) this.#queue(c, link);
+          break;
+        case "FunctionCallInProgress":
+          this.#queue(frame.call, link);
+          break;
+        case "LlmResponseStart":
+          this.#replyOpen = true;
+          break;
+        case "LlmResponseEnd":
+          this.#releaseLines();
+          break;
+      }
     }
     link.push(frame, dir);
+  }
+
+  /** A reply cut short ends without its end frame: its lines wait no longer. */
+  override onInterruption(): void {
+    this.#releaseLines();
+  }
+
+  /** Add a transcript line now, or after the reply passing (see the module doc). */
+  #line(add: (t: CallTranscript) => void): void {
+    const t = this.#transcript;
+    if (t === undefined) return;
+    if (this.#replyOpen) this.#held.push(() => add(t));
+    else add(t);
+  }
+
+  #releaseLines(): void {
+    this.#replyOpen = false;
+    const held = this.#held;
+    this.#held = [];
+    for (const add of held) add();
   }
 
   #queue(call: FunctionCall, link: Link): void {
@@ -86,7 +136,8 @@ export class BrainProcessor extends FrameProcessor {
 
   async #decide(call: FunctionCall, link: Link): Promise<void> {
     if (this.#ended) return;
-    const result = (value: unknown, runLlm?: false) =>
+    const result = (value: unknown, runLlm?: false) => {
+      this.#line((t) => t.addTool(call.functionName, value));
       link.push(
         makeFrame("FunctionCallResult", {
           result: {
@@ -98,6 +149,11 @@ export class BrainProcessor extends FrameProcessor {
         }),
         "upstream",
       );
+    };
+    const say = (text: string) => {
+      if (!this.#sayUpstream) return link.pushDown(makeFrame("TtsSpeak", { text }));
+      link.push(makeFrame("TtsSpeak", { text, appendToContext: true }), "upstream");
+    };
     let action: BrainAction;
     try {
       action = await this.#brain.onToolCall(call.functionName, call.arguments);
@@ -116,10 +172,11 @@ export class BrainProcessor extends FrameProcessor {
         };
         if (action.say !== undefined) settings.say = action.say;
         const update = makeFrame("UpdateSettings", { target: "llm", settings });
-        this.#transcript?.observe(update);
+        this.#line((t) => t.observe(update));
         link.push(update, "upstream");
+        // The line before the result: the model's next run must find it in the context.
+        if (action.say) say(action.say);
         result({ ok: true, node: settings.nodeId });
-        if (action.say) link.pushDown(makeFrame("TtsSpeak", { text: action.say }));
         return;
       }
       case "stay": {
@@ -140,8 +197,8 @@ export class BrainProcessor extends FrameProcessor {
         this.#ended = true;
         this.disposition = action.disposition;
         // The call is over: a language model must not start another reply.
+        if (action.say) say(action.say);
         result({ ok: true, ended: true }, false);
-        if (action.say) link.pushDown(makeFrame("TtsSpeak", { text: action.say }));
         link.push(
           makeFrame("End", {
             reason: action.disposition ? `brain: ${action.disposition}` : "brain: end",

@@ -20,10 +20,15 @@ import type { ArtifactKind, Finalize, SessionSource } from "../seams.ts";
 
 /** One line of a call transcript. */
 export interface TranscriptLine {
-  /** `user` (caller), `bot` (agent) or `node` (the brain moved to node `text`). */
-  role: "user" | "bot" | "node";
-  /** What was said, or the id of the node moved to. */
+  /**
+   * `user` (caller), `bot` (agent), `node` (the brain moved to node `text`) or `tool` (a tool
+   * call was answered with `text`).
+   */
+  role: "user" | "bot" | "node" | "tool";
+  /** What was said, the id of the node moved to, or the tool's result (JSON unless a string). */
   text: string;
+  /** On a `tool` line: the tool that was called. */
+  tool?: string;
   /** Milliseconds since the collector started. */
   atMs: number;
   /**
@@ -40,7 +45,8 @@ export interface TranscriptLine {
 export type TranscriptListener = (line: TranscriptLine, index: number) => void;
 
 /**
- * A call's transcript: both sides' final text and the brain's node moves, in call order. Not a
+ * A call's transcript: both sides' final text, the brain's node moves and tool results, in call
+ * order. Not a
  * processor: the {@link BrainProcessor} (which the built-in call shapes place where these frames
  * pass) feeds it, so keeping the transcript costs no processor loop of its own.
  *
@@ -106,6 +112,19 @@ export class CallTranscript {
         line.interrupted = true;
       }
     }
+    this.lines.push(line);
+    this.#onLine?.(line, this.lines.length - 1);
+  }
+
+  /** Add a tool call's result now (`result` as JSON unless it is a string). */
+  addTool(tool: string, result: unknown): void {
+    const text = typeof result === "string" ? result : JSON.stringify(result ?? null);
+    const line: TranscriptLine = {
+      role: "tool",
+      text,
+      tool,
+      atMs: Math.round(performance.now() - this.#t0),
+    };
     this.lines.push(line);
     this.#onLine?.(line, this.lines.length - 1);
   }

@@ -3,14 +3,18 @@
  *
  * Downstream in: LlmContext (the caller finished a turn) or LlmRun starts a reply over the
  * shared context; the service's frames go downstream as they stream in (LlmResponseStart,
- * LlmText..., FunctionCallsStarted, Metrics, LlmResponseEnd). Upstream in, from the brain:
+ * LlmText..., FunctionCallsStarted, Metrics, LlmResponseEnd). An LlmContext with `draft` (the
+ * caller paused but may go on) starts the reply on its copy of the context and holds every frame
+ * of it, tool calls included; LlmDraftSettled then plays it (confirmed) or aborts the request
+ * and drops it. Upstream in, from the brain:
  * UpdateSettings (target `llm`) replaces the system prompt and tools; FunctionCallResult
  * answers a call, and once every call of the reply is answered the model runs again (unless a
  * result says `runLlm: false`).
  *
  * The reply streams off the frame path, so an Interruption (or a newer turn) aborts it at
  * once through its AbortSignal instead of waiting for the model's current await. A failing
- * model is not fatal: the error goes upstream and the bot says a fallback line.
+ * model is not fatal: the error goes upstream and the bot says a fallback line (a TtsSpeak
+ * marked `appendToContext`, so the context and the transcript record it).
  * @module
  */
 
@@ -18,6 +22,7 @@ import { errorMessage, namedMessage } from "../errors.ts";
 import {
   type Direction,
   type Frame,
+  type FrameOf,
   type LlmContext,
   type LlmTokenUsage,
   makeFrame,
@@ -53,6 +58,14 @@ export interface LlmUsage extends LlmTokenUsage {
 
 const DEFAULT_FALLBACK = "Sorry, I am having trouble answering right now.";
 
+/** A reply to a turn not yet over: its frames are `held` until confirmed (then undefined). */
+interface Draft {
+  id: number;
+  held: Frame[] | undefined;
+  /** The model finished (or failed) while held. */
+  ended: boolean;
+}
+
 /** Runs a language model inside a pipeline. */
 export class LlmProcessor extends FrameProcessor {
   readonly #llm: LlmService;
@@ -61,6 +74,8 @@ export class LlmProcessor extends FrameProcessor {
   readonly #runOnConnect: boolean;
   #context: LlmContext;
   #current: AbortController | undefined;
+  /** The reply in flight when it is a draft (see {@link Draft}). */
+  #draft: Draft | undefined;
   #running: Promise<void> = Promise.resolve();
   #awaitingResults = new Set<string>();
   #rerun = false;
@@ -100,9 +115,12 @@ export class LlmProcessor extends FrameProcessor {
   override processFrame(frame: Frame, dir: Direction, link: Link): void {
     if (dir === "downstream") {
       if (frame.kind === "LlmContext") {
+        // A draft runs on its own copy; the conversation's context stays the one to rerun on.
+        if (frame.draft !== undefined) return this.#generate(link, frame.context, frame.draft);
         this.#context = frame.context;
         return this.#generate(link);
       }
+      if (frame.kind === "LlmDraftSettled") return this.#settle(frame, link);
       if (frame.kind === "LlmRun") return this.#generate(link);
       link.push(frame, dir);
       if (frame.kind === "ClientConnected" && this.#runOnConnect) this.#generate(link);
@@ -150,22 +168,57 @@ export class LlmProcessor extends FrameProcessor {
   #abort(): void {
     this.#current?.abort(new DOMException("interrupted", "AbortError"));
     this.#current = undefined;
+    this.#draft = undefined;
     this.#awaitingResults.clear();
     this.#rerun = false;
   }
 
-  #generate(link: Link): void {
+  #generate(link: Link, context: LlmContext = this.#context, draftId?: number): void {
     if (this.#stopped) return;
     this.#abort();
     const ctl = new AbortController();
     this.#current = ctl;
+    const draft = draftId === undefined ? undefined : { id: draftId, held: [], ended: false };
+    this.#draft = draft;
     const previous = this.#running;
-    this.#running = previous.then(() => this.#stream(ctl, link));
+    this.#running = previous.then(() => this.#stream(ctl, link, context, draft));
   }
 
-  async #stream(ctl: AbortController, link: Link): Promise<void> {
+  /** The caller's turn is over: play the draft's reply (or answer afresh), or drop the draft. */
+  #settle(frame: FrameOf<"LlmDraftSettled">, link: Link): void {
+    const draft = this.#draft;
+    const ours = draft !== undefined && draft.id === frame.draftId;
+    if (!frame.confirmed) {
+      if (ours) this.#abort();
+      return;
+    }
+    this.#context = frame.context;
+    // A draft this processor no longer has (an interruption dropped it): answer now.
+    if (!ours || draft.held === undefined) return this.#generate(link);
+    const held = draft.held;
+    draft.held = undefined;
+    for (const f of held) link.pushDown(f);
+    if (draft.ended) {
+      this.usage.turns++;
+      this.#draft = undefined;
+      this.#current = undefined;
+    }
+  }
+
+  async #stream(
+    ctl: AbortController,
+    link: Link,
+    context: LlmContext,
+    draft: Draft | undefined,
+  ): Promise<void> {
     if (ctl.signal.aborted) return;
     const live = () => !ctl.signal.aborted && !this.#stopped;
+    // A draft's frames wait for its confirmation; after it they go down as they come.
+    const emit = async (f: Frame) => {
+      if (draft?.held !== undefined) return void draft.held.push(f);
+      await link.writable();
+      if (live()) link.pushDown(f);
+    };
     let started = false;
     let ended = false;
     let first = true;
@@ -179,7 +232,7 @@ export class LlmProcessor extends FrameProcessor {
     });
     let outcome: RequestOutcome | undefined;
     try {
-      for await (const frame of this.#llm.runLlm(this.#context, ctl.signal)) {
+      for await (const frame of this.#llm.runLlm(context, ctl.signal)) {
         if (!live()) break;
         switch (frame.kind) {
           case "LlmResponseStart":
@@ -205,26 +258,39 @@ export class LlmProcessor extends FrameProcessor {
             ended = true;
             break;
         }
-        await link.writable();
+        await emit(frame);
         if (!live()) break;
-        link.pushDown(frame);
       }
       if (live()) {
-        this.usage.turns++;
-        if (started && !ended) link.pushDown(makeFrame("LlmResponseEnd", {}));
+        if (started && !ended) await emit(makeFrame("LlmResponseEnd", {}));
+        this.#finished(draft);
       }
     } catch (err) {
       if (!live()) return;
+      // Said at once (the provider failed), even for a draft; the fallback is the reply.
       const message = namedMessage(this.#llm.name(), err);
       outcome = { error: message };
       link.pushError(message, false);
-      if (started && !ended) link.pushDown(makeFrame("LlmResponseEnd", {}));
-      if (this.#fallback) link.pushDown(makeFrame("TtsSpeak", { text: this.#fallback }));
+      if (started && !ended) await emit(makeFrame("LlmResponseEnd", {}));
+      if (this.#fallback) {
+        // Recorded like a reply (the context aggregator writes it): the caller heard it.
+        await emit(makeFrame("TtsSpeak", { text: this.#fallback, appendToContext: true }));
+      }
+      if (draft !== undefined) draft.ended = true;
     } finally {
       req?.end(outcome ?? (live() ? undefined : { interrupted: true }));
       link.stopProcessing(this.#model);
-      if (this.#current === ctl) this.#current = undefined;
+      if (this.#current === ctl && draft?.held === undefined) {
+        this.#current = undefined;
+        this.#draft = undefined;
+      }
     }
+  }
+
+  /** A reply ran to its end: counted once heard (a held draft, once confirmed). */
+  #finished(draft: Draft | undefined): void {
+    if (draft === undefined || draft.held === undefined) this.usage.turns++;
+    else draft.ended = true;
   }
 
   #addUsage(data: readonly MetricsData[], link: Link): void {

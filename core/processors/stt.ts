@@ -8,12 +8,22 @@
  * frame path so caller audio keeps flowing meanwhile. SttMute mutes the service.
  *
  * A failing service is not fatal: errors go upstream as Error frames, at most one per
- * `errorEverySecs`, so a broken socket does not flood the pipeline fifty times a second.
+ * `errorEverySecs`, so a broken socket does not flood the pipeline fifty times a second. The
+ * caller is not left in silence either: when the words of a turn could not be transcribed (the
+ * segment's transcription failed after the provider's own retries, or a streaming service
+ * failed while the caller spoke), the bot says `fallbackText` (a TtsSpeak marked
+ * `appendToContext`, so the context and the transcript record it), once per failed turn.
  * @module
  */
 
 import { errorMessage, namedMessage } from "../errors.ts";
-import type { Direction, Frame, StartParams, StopReason } from "../frames.ts";
+import {
+  type Direction,
+  type Frame,
+  makeFrame,
+  type StartParams,
+  type StopReason,
+} from "../frames.ts";
 import { FrameProcessor, type Link, type ProcessorSetup } from "../processor.ts";
 import type { SttService } from "../seams.ts";
 import type { CallTracer, RequestTrace } from "../tracing.ts";
@@ -27,7 +37,12 @@ export interface SttProcessorOptions {
   errorEverySecs?: number;
   /** Processor name in logs and metrics (default `SttProcessor`). */
   name?: string;
+  /** Said when a turn's words could not be transcribed (default: a request to repeat; "" for silence). */
+  fallbackText?: string;
 }
+
+/** What the bot says when a turn could not be transcribed. */
+export const DEFAULT_STT_FALLBACK = "Sorry, I did not catch that. Could you say it again?";
 
 /** Runs a speech-to-text service inside a pipeline. */
 export class SttProcessor extends FrameProcessor {
@@ -35,11 +50,14 @@ export class SttProcessor extends FrameProcessor {
   readonly #model: string | undefined;
   readonly #errorEveryMs: number;
   #lastErrorAt = -Infinity;
+  readonly #fallback: string;
   #segments: Promise<void> = Promise.resolve();
   #awaitingFinal = false;
   #tracer: CallTracer | undefined;
   /** The traced segment waiting for its final transcript (only with a tracer). */
   #req: RequestTrace | undefined;
+  /** The service failed since the caller last started speaking, and no transcript came since. */
+  #failedInTurn = false;
 
   /** Wrap `stt`. */
   constructor(stt: SttService, options: SttProcessorOptions = {}) {
@@ -47,6 +65,7 @@ export class SttProcessor extends FrameProcessor {
     this.#stt = stt;
     this.#model = options.model;
     this.#errorEveryMs = (options.errorEverySecs ?? 5) * 1000;
+    this.#fallback = options.fallbackText ?? DEFAULT_STT_FALLBACK;
   }
 
   /** Starts the service; one that cannot start makes the call fail (fatal). */
@@ -69,9 +88,11 @@ export class SttProcessor extends FrameProcessor {
           this.#emit(await this.#stt.runStt(frame.audio), link);
         } catch (err) {
           this.#fail(err, link);
+          this.#failedInTurn = true;
         }
         return;
       case "UserStartedSpeaking":
+        this.#failedInTurn = false;
         this.#stt.speechStarted?.();
         return;
       case "UserStoppedSpeaking": {
@@ -80,14 +101,21 @@ export class SttProcessor extends FrameProcessor {
         this.#awaitingFinal = true;
         if (this.#tracer !== undefined) this.#trace(this.#tracer);
         const stopped = this.#stt.speechStopped?.();
-        if (stopped === undefined) return;
+        if (stopped === undefined) {
+          // A streaming service that failed while the caller spoke has nothing to give.
+          if (this.#failedInTurn) this.#notHeard(link);
+          return;
+        }
         const req = this.#req;
         this.#segments = this.#segments.then(() =>
           stopped.then((frames) => {
             this.#emit(frames, link);
             // A segment with no words (a cough): the request is over all the same.
             if (req !== undefined && this.#req === req) this.#endReq();
-          }, (err) => this.#fail(err, link))
+          }, (err) => {
+            this.#fail(err, link);
+            this.#notHeard(link);
+          })
         );
         return;
       }
@@ -113,14 +141,17 @@ export class SttProcessor extends FrameProcessor {
 
   #emit(frames: readonly Frame[], link: Link): void {
     for (const f of frames) {
-      if (f.kind === "Transcription" && this.#awaitingFinal) {
-        this.#awaitingFinal = false;
-        link.stopTtfb(this.#model);
-        if (this.#req !== undefined) {
-          this.#req.firstByte();
-          this.#req.output(f.text);
+      if (f.kind === "Transcription") {
+        this.#failedInTurn = false;
+        if (this.#awaitingFinal) {
+          this.#awaitingFinal = false;
+          link.stopTtfb(this.#model);
+          if (this.#req !== undefined) {
+            this.#req.firstByte();
+            this.#req.output(f.text);
+          }
+          this.#endReq();
         }
-        this.#endReq();
       }
       link.pushDown(f);
     }
@@ -141,6 +172,14 @@ export class SttProcessor extends FrameProcessor {
     if (req === undefined) return;
     this.#req = undefined;
     req.end(outcome);
+  }
+
+  /** The caller's words were lost: ask them to repeat, rather than say nothing. */
+  #notHeard(link: Link): void {
+    this.#failedInTurn = false;
+    this.#awaitingFinal = false;
+    if (this.#fallback === "") return;
+    link.pushDown(makeFrame("TtsSpeak", { text: this.#fallback, appendToContext: true }));
   }
 
   #fail(err: unknown, link: Link): void {

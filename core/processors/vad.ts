@@ -54,6 +54,15 @@ export interface VadProcessorOptions {
   speakingEvery?: number;
   /** Warn (once) when this many frames wait for analysis (default 50, one second of audio). */
   maxBacklog?: number;
+  /**
+   * For this long after the caller pauses (seconds of audio, default 0: never), and while the
+   * bot is silent, speech resumes the caller's speech on `resumeStartSecs` of speech instead
+   * of `startSecs`: they have not given up their turn, and a turn judge still waiting must
+   * hear them go on at once. `startSecs` guards the bot's speech against false barge-ins.
+   */
+  resumeSecs?: number;
+  /** Speech that resumes the caller's speech within `resumeSecs` (default 0: one frame). */
+  resumeStartSecs?: number;
   /** Processor name (default `VadProcessor`). */
   name?: string;
 }
@@ -78,6 +87,13 @@ export class VadProcessor extends FrameProcessor {
   #warned = false;
   #failing = false;
   #log: Logger | undefined;
+  readonly #resumeSecs: number;
+  readonly #resumeStartSecs: number;
+  /** Seconds of audio analysed so far (the resume window is counted in audio, not wall time). */
+  #audioSecs = 0;
+  /** Audio time until which a pause may be resumed quickly; -1 when not in one. */
+  #resumeUntil = -1;
+  #botSpeaking = false;
 
   /** Wrap `analyzer` (see {@link VadProcessorOptions}). */
   constructor(analyzer: VadAnalyzer, opts: VadProcessorOptions = {}) {
@@ -90,6 +106,8 @@ export class VadProcessor extends FrameProcessor {
     this.#maxBacklog = opts.maxBacklog ?? 50;
     this.#params = { ...(opts.params ?? DEFAULT_VAD_PARAMS) };
     if (opts.params) analyzer.setParams(opts.params);
+    this.#resumeSecs = opts.resumeSecs ?? 0;
+    this.#resumeStartSecs = opts.resumeStartSecs ?? 0;
   }
 
   /** True between the emitted started and stopped edges. */
@@ -110,8 +128,16 @@ export class VadProcessor extends FrameProcessor {
   /** Forwards every frame; analyses downstream InputAudio; applies SpeechControlParams. */
   override processFrame(frame: Frame, direction: Direction, link: Link): void {
     link.push(frame, direction);
+    if (frame.kind === "BotStartedSpeaking" || frame.kind === "BotStoppedSpeaking") {
+      // Both copies of the broadcast pass by; the state is the same either way.
+      this.#botSpeaking = frame.kind === "BotStartedSpeaking";
+      if (this.#botSpeaking) this.#endResume(link);
+    }
     if (direction === "downstream") {
       if (frame.kind === "InputAudio") {
+        this.#audioSecs += frame.audio.pcm.length / frame.audio.numChannels /
+          frame.audio.sampleRate;
+        if (this.#resumeUntil >= 0 && this.#audioSecs > this.#resumeUntil) this.#endResume(link);
         this.#analyze(frame.audio, link);
         return;
       }
@@ -181,8 +207,25 @@ export class VadProcessor extends FrameProcessor {
   }
 
   #setParams(params: VadParams): void {
-    this.#vad.setParams(params);
+    this.#vad.setParams(this.#resumeUntil >= 0 ? this.#resumable(params) : params);
     this.#params = params;
+  }
+
+  #resumable(params: VadParams): VadParams {
+    return { ...params, startSecs: Math.min(params.startSecs, this.#resumeStartSecs) };
+  }
+
+  /** The caller paused: for a while, their speech resumes quickly (see `resumeSecs`). */
+  #beginResume(link: Link): void {
+    if (this.#resumeSecs <= 0 || this.#botSpeaking) return;
+    this.#resumeUntil = this.#audioSecs + this.#resumeSecs;
+    this.#enqueue(() => this.#vad.setParams(this.#resumable(this.#params)), link);
+  }
+
+  #endResume(link: Link): void {
+    if (this.#resumeUntil < 0) return;
+    this.#resumeUntil = -1;
+    this.#enqueue(() => this.#vad.setParams(this.#params), link);
   }
 
   #onState(state: VadState, link: Link): void {
@@ -190,9 +233,11 @@ export class VadProcessor extends FrameProcessor {
     if (state === "speaking" && !this.#speaking) {
       this.#speaking = true;
       this.#speakingFrames = 0;
+      this.#endResume(link);
       this.#edge(makeFrame("VadUserStartedSpeaking", { startSecs: this.#params.startSecs }), link);
     } else if (state === "quiet" && this.#speaking) {
       this.#speaking = false;
+      this.#beginResume(link);
       this.#edge(makeFrame("VadUserStoppedSpeaking", { stopSecs: this.#params.stopSecs }), link);
     } else if (this.#speaking && this.#speakingEvery > 0) {
       if (++this.#speakingFrames % this.#speakingEvery === 0) {

@@ -179,7 +179,7 @@ export class UtteranceJoiner {
 
   /** Frames for one decoded message (empty for ignored ones). */
   onMessage(msg: DeepgramMessage): Frame[] {
-    if (msg.type === "utterance_end") return this.flush();
+    if (msg.type === "utterance_end") return this.flush(true);
     if (msg.type !== "results") return [];
     if (msg.language) this.#language = msg.language;
     const out: Frame[] = [];
@@ -188,13 +188,17 @@ export class UtteranceJoiner {
       return out;
     }
     if (msg.transcript) this.#held.push(msg.transcript);
-    if (msg.speechFinal || msg.fromFinalize) return this.flush();
+    // Only Deepgram's own endpointing says the utterance ended; a Finalize we sent does not.
+    if (msg.speechFinal || msg.fromFinalize) return this.flush(msg.speechFinal);
     if (msg.transcript) out.push(this.#interim(this.#joined()));
     return out;
   }
 
-  /** The held utterance as one final Transcription (nothing when none is held). */
-  flush(): Frame[] {
+  /**
+   * The held utterance as one final Transcription (nothing when none is held), marked
+   * `endOfUtterance` when Deepgram's endpointing or UtteranceEnd ended it.
+   */
+  flush(endOfUtterance = false): Frame[] {
     if (this.#held.length === 0) return [];
     const text = this.#joined();
     const language = this.#language ?? this.#defaultLanguage;
@@ -206,6 +210,7 @@ export class UtteranceJoiner {
         userId: "user",
         final: true,
         ...(language ? { language } : {}),
+        ...(endOfUtterance ? { endOfUtterance } : {}),
       }),
     ];
   }
