@@ -68,15 +68,12 @@ if (want("memory")) {
   console.error("bench: memory per idle 5-processor task (1,000 tasks)...");
   result.idle_memory = await benchIdleMemory(1000);
 }
-if (want("audio")) {
-  console.error("bench: audio path (codecs, resamplers, VAD, noise filter, recorder)...");
-  result.audio = await runAudioBench(quick);
-}
-if (want("webrtc")) {
-  console.error("bench: WebRTC leg (Opus and G.711 per 20 ms frame, jitter buffer, resamplers)...");
-  const webrtc = await runWebRtcBench(quick);
-  const file = `bench/results/webrtc-${host}.json`;
-  // Other work on the machine shows in per-frame timings: keep the load next to them.
+/**
+ * Write a group's results to `bench/results/<name>-<host>.json` with the command, machine and
+ * load beside them (other work on the machine shows in per-frame timings); returns the path.
+ */
+async function writeGroup(name: string, results: unknown): Promise<string> {
+  const file = `bench/results/${name}-${host}.json`;
   const load = Deno.permissions.querySync({ name: "sys", kind: "loadavg" }).state === "granted"
     ? Deno.loadavg()
     : undefined;
@@ -86,10 +83,21 @@ if (want("webrtc")) {
     machine,
     load_average_1_5_15m: load,
     deno: Deno.version,
-    webrtc,
+    [name]: results,
   };
   await Deno.writeTextFile(file, JSON.stringify(doc, null, 2) + "\n");
   console.error(`bench: wrote ${file}`);
+  return file;
+}
+
+if (want("audio")) {
+  console.error("bench: audio path (codecs, resamplers, VAD, noise filter, recorder)...");
+  result.audio = await runAudioBench(quick);
+}
+if (want("webrtc")) {
+  console.error("bench: WebRTC leg (Opus and G.711 per 20 ms frame, jitter buffer, resamplers)...");
+  const webrtc = await runWebRtcBench(quick);
+  const file = await writeGroup("webrtc", webrtc);
   const opus = webrtc.opus as { decode_plus_encode_ms: { p50: number } };
   const leg = webrtc.leg_per_call_frame as { opus_48k: { total_ms: { p50: number } } };
   result.webrtc = {
@@ -101,20 +109,7 @@ if (want("webrtc")) {
 if (want("turns")) {
   console.error("bench: turns (caller's last word to the bot's first audio; minutes)...");
   const turns = await runTurnsBench(quick);
-  const file = `bench/results/turns-${host}.json`;
-  const load = Deno.permissions.querySync({ name: "sys", kind: "loadavg" }).state === "granted"
-    ? Deno.loadavg()
-    : undefined;
-  const doc = {
-    command,
-    date: new Date().toISOString(),
-    machine,
-    load_average_1_5_15m: load,
-    deno: Deno.version,
-    turns,
-  };
-  await Deno.writeTextFile(file, JSON.stringify(doc, null, 2) + "\n");
-  console.error(`bench: wrote ${file}`);
+  const file = await writeGroup("turns", turns);
   const pick = (name: string) => {
     const c = turns.cases[name] as
       | { last_word_to_first_audio_ms?: { p50: number }; premature_rate: number }
