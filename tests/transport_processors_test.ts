@@ -273,3 +273,31 @@ Deno.test("output reports each sentence once it has played, and where an interru
   assert.equal(cut.text, "Three four five six.");
   assert.match(cut.heard, /^Three( four)?$/); // 5 to 10 of its 17 letters, whole words
 });
+
+Deno.test("input in read mode: a leg that already holds its start sends it after Start", async () => {
+  // A SIP leg queues its stream start before the call runs; it must not overtake Start.
+  const leg = new FakeLeg();
+  leg.feed({ type: "start", callId: "sip-1" });
+  const seen: string[] = [];
+  class Tap extends FrameProcessor {
+    override async start() {
+      // A slow start hook (an engine loading) below the input.
+      await new Promise((r) => setTimeout(r, 30));
+      seen.push("Start");
+    }
+    override processFrame(f: Frame, d: Direction, l: Link) {
+      if (d === "downstream") seen.push(f.kind);
+      l.push(f, d);
+    }
+  }
+  const task = new PipelineTask(new Pipeline([new TransportInput(leg), new Tap("tap")]), {
+    idleTimeoutMs: null,
+    logger: silentLogger,
+  });
+  task.onStarted(async () => {
+    await until(() => seen.includes("ClientConnected"));
+    leg.feed({ type: "stop" });
+  });
+  await task.run();
+  assert.deepEqual(seen.slice(0, 2), ["Start", "ClientConnected"]);
+});

@@ -76,7 +76,10 @@ export class TransportInput extends FrameProcessor {
         }), 0);
       return;
     }
-    void this.#read(setup, rate, link);
+    // From the next macrotask too: a leg that already holds its stream start (SIP) would
+    // otherwise send ClientConnected down before Start, and the processors below would greet
+    // the caller before they started (the output without its link: no BotStartedSpeaking).
+    setTimeout(() => void this.#read(setup, rate, link), 0);
   }
 
   /** Stops the reader. */
