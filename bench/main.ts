@@ -1,13 +1,13 @@
 /**
  * `deno task bench`: runs the benchmarks and writes JSON under bench/results/.
- * Options: --only routing|demo|memory|audio|webrtc|turns|capacity|observe (repeatable), --quick
- * (fewer runs).
+ * Options: --only routing|demo|memory|audio|webrtc|turns|bargein|capacity|observe (repeatable),
+ * --quick (fewer runs).
  *
- * routing, demo, memory and audio go to `core-<host>.json`; webrtc, turns and capacity write
- * their own file (`webrtc-<host>.json`, `turns-<host>.json`, `capacity-<host>.json`) and leave a
- * pointer in the core file, which is written only when one of its own groups ran (so
- * `--only webrtc` does not wipe it). `observe` (server CPU per frame unobserved vs traced and
- * scraped) runs only when named.
+ * routing, demo, memory and audio go to `core-<host>.json`; webrtc, turns, bargein and capacity
+ * write their own file (`webrtc-<host>.json`, `turns-<host>.json`, `bargein-<host>.json`,
+ * `capacity-<host>.json`) and leave a pointer in the core file, which is written only when one of
+ * its own groups ran (so `--only webrtc` does not wipe it). `observe` (server CPU per frame
+ * unobserved vs traced and scraped) runs only when named.
  * @module
  */
 
@@ -16,6 +16,7 @@ import { runAudioBench } from "./audio.ts";
 import { runCapacityBench, writeCapacityResults } from "./capacity.ts";
 import { runObserveBench } from "./capacity_observe.ts";
 import { benchDemo, benchIdleMemory, benchRouting } from "./core.ts";
+import { runBargeInBench } from "./bargein.ts";
 import { runTurnsBench } from "./turns.ts";
 import { runWebRtcBench } from "./webrtc.ts";
 
@@ -29,7 +30,8 @@ const { values } = parseArgs({
 });
 if (values.help) {
   console.log(
-    "Usage: deno task bench [--only routing|demo|memory|audio|webrtc|turns|capacity|observe]... [--quick]",
+    "Usage: deno task bench [--only routing|demo|memory|audio|webrtc|turns|bargein|capacity|" +
+      "observe]... [--quick]",
   );
   Deno.exit(0);
 }
@@ -121,6 +123,26 @@ if (want("turns")) {
     file,
     fixed_800ms_instant: pick("fixed_800ms_instant"),
     adaptive_instant: pick("adaptive_instant"),
+  };
+}
+if (want("bargein")) {
+  console.error("bench: bargein (caller's onset to our last agent frame, false barge-ins)...");
+  const bargein = await runBargeInBench(quick);
+  const file = await writeGroup("bargein", bargein);
+  const pick = (name: string) => {
+    const c = bargein.cases[name] as
+      | { onset_to_last_agent_frame_ms?: { p50: number }; false_barge_ins: number }
+      | undefined;
+    return c && {
+      onset_to_last_agent_frame_ms_p50: c.onset_to_last_agent_frame_ms?.p50,
+      false_barge_ins: c.false_barge_ins,
+    };
+  };
+  result.bargein = {
+    file,
+    twilio_confirm_only: pick("twilio_confirm_only"),
+    twilio_hold: pick("twilio_hold"),
+    sip_hold: pick("sip_hold"),
   };
 }
 if (want("capacity")) {

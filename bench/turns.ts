@@ -125,7 +125,7 @@ export class OkayLlm implements LlmService {
 }
 
 /** A brain with no tools. */
-const quietBrain: AgentBrain = {
+export const quietBrain: AgentBrain = {
   systemPrompt: () => "Answer briefly.",
   tools: () => [],
   currentNodeId: () => "main",
@@ -282,7 +282,7 @@ async function turn(
 }
 
 /** The caller's end of a Twilio media stream. */
-interface Caller {
+export interface Caller {
   received: { at: number; voiced: boolean }[];
   lastAt(): number;
   say(pcm: Int16Array, t0: number): Promise<void>;
@@ -293,7 +293,8 @@ interface Caller {
   hangUp(): Promise<void>;
 }
 
-async function dial(url: string): Promise<Caller> {
+/** Dial `url` as Twilio's media stream (connected, start), ready to talk in real time. */
+export async function dial(url: string): Promise<Caller> {
   const ws = new WebSocket(url);
   await new Promise((resolve, reject) => {
     ws.onopen = resolve;

@@ -28,7 +28,13 @@ import { TtsProcessor } from "./processors/tts.ts";
 import { DefaultTurnStrategy, type InterruptionMode } from "./processors/turn.ts";
 import { VadProcessor } from "./processors/vad.ts";
 import { DEFAULT_VAD_PARAMS, type LlmContext, type VadParams } from "./frames.ts";
-import { DEFAULT_TURN_WINDOWS, type TurnWindows, validateTurnWindows } from "./turn_end.ts";
+import {
+  type BargeInWindows,
+  DEFAULT_BARGE_IN,
+  DEFAULT_TURN_WINDOWS,
+  type TurnWindows,
+  validateTurnWindows,
+} from "./turn_end.ts";
 import { CallTranscript, FinalizeProcessor } from "./processors/finalize.ts";
 import { BrainProcessor } from "./processors/brain.ts";
 import { RealtimeProcessor } from "./processors/realtime.ts";
@@ -199,6 +205,18 @@ function assemble(
   return task;
 }
 
+/** The turn windows of `t` (a server config's `turns` also carries its barge-in settings). */
+function pickWindows(t: Partial<TurnWindows> | undefined): Partial<TurnWindows> {
+  if (t === undefined) return {};
+  const out: Partial<TurnWindows> = {};
+  if (t.pauseMs !== undefined) out.pauseMs = t.pauseMs;
+  if (t.completeMs !== undefined) out.completeMs = t.completeMs;
+  if (t.unsureMs !== undefined) out.unsureMs = t.unsureMs;
+  if (t.incompleteMs !== undefined) out.incompleteMs = t.incompleteMs;
+  if (t.speculate !== undefined) out.speculate = t.speculate;
+  return out;
+}
+
 /** Inputs of {@link buildCascadedTask}: the s2s seams, with three services for the model. */
 export interface CascadedTaskOptions extends CallBase {
   /** Speech-to-text service. */
@@ -222,6 +240,13 @@ export interface CascadedTaskOptions extends CallBase {
    * Default {@link DEFAULT_TURN_WINDOWS} (`pauseMs` from `vadParams.stopSecs` when given).
    */
   turns?: Partial<TurnWindows>;
+  /**
+   * When the caller's voice over the bot interrupts it: `startMs` of speech confirm a barge-in
+   * (the VAD's start window; default `vadParams.startSecs`, 200 ms), and the first sign of voice
+   * already holds the bot's audio for `holdMs` (default {@link DEFAULT_BARGE_IN}: 300; 0 for
+   * never), so the bot falls silent at once and resumes if the sound was not speech.
+   */
+  bargeIn?: Partial<BargeInWindows>;
   /** When the caller starting to speak interrupts the bot (default `bot-speaking`). */
   interruptions?: InterruptionMode;
   /** Spoken by TTS as soon as the caller is connected. */
@@ -281,13 +306,17 @@ export function buildCascadedTask(
   const turns = validateTurnWindows({
     ...DEFAULT_TURN_WINDOWS,
     ...(opts.vadParams ? { pauseMs: Math.round(opts.vadParams.stopSecs * 1000) } : {}),
-    ...opts.turns,
+    ...pickWindows(opts.turns),
   });
   // The VAD's end of speech is the pause: the turn judge waits on from there.
   const vadParams = { ...(opts.vadParams ?? DEFAULT_VAD_PARAMS), stopSecs: turns.pauseMs / 1000 };
+  if (opts.bargeIn?.startMs !== undefined) vadParams.startSecs = opts.bargeIn.startMs / 1000;
   const vad = new VadProcessor(opts.vad ?? new EnergyVad({ params: vadParams }), {
     params: vadParams,
-    turnStrategy: new DefaultTurnStrategy({ interruptions: opts.interruptions }),
+    turnStrategy: new DefaultTurnStrategy({
+      interruptions: opts.interruptions,
+      holdMs: opts.bargeIn?.holdMs ?? DEFAULT_BARGE_IN.holdMs,
+    }),
     // While the judge may still wait, a caller going on is heard at once.
     resumeSecs: Math.max(0, turns.incompleteMs - turns.pauseMs) / 1000,
   });

@@ -273,7 +273,13 @@ export type SystemFrame =
    * Upstream from the output transport on an Interruption, after the SpokenText of what had
    * played: the cut (none when nothing was playing). Whatever was not reported played is unheard.
    */
-  | FrameWith<"BotInterrupted", { cut?: PlayoutCut }>;
+  | FrameWith<"BotInterrupted", { cut?: PlayoutCut }>
+  /**
+   * The caller may be starting to talk over the bot: the output transport sends none of the
+   * bot's audio for up to `ms` (a repeat extends it). An Interruption then clears it; if none
+   * comes (a cough, a click), playout resumes where it stopped.
+   */
+  | FrameWith<"BotAudioHold", { ms: number }>;
 
 /** Data frames: ordered, dropped on interruption. */
 export type DataFrame =
@@ -371,6 +377,7 @@ const CLASS_OF: Readonly<Record<Exclude<FrameKind, "Custom">, FrameClass>> = {
   FunctionCallCancel: "system",
   SpokenText: "system",
   BotInterrupted: "system",
+  BotAudioHold: "system",
   OutputAudio: "data",
   TtsAudio: "data",
   Text: "data",

@@ -54,6 +54,20 @@ export const DEFAULT_TURN_WINDOWS: Readonly<TurnWindows> = Object.freeze({
   speculate: true,
 });
 
+/** When the caller's voice over the bot interrupts it (see `buildCascadedTask`'s `bargeIn`). */
+export interface BargeInWindows {
+  /** Speech that confirms a barge-in (the VAD's start window), ms. */
+  startMs: number;
+  /** How long the first sign of voice over the bot holds its audio, ms (0: never). */
+  holdMs: number;
+}
+
+/** The defaults: 200 ms of speech interrupt; the bot's audio is held 300 ms at the first sign. */
+export const DEFAULT_BARGE_IN: Readonly<BargeInWindows> = Object.freeze({
+  startMs: 200,
+  holdMs: 300,
+});
+
 /**
  * No wait beyond the pause, whatever the words: the turn ends where the speech does (what a
  * pipeline without a judge did; a fixed window is this with `pauseMs` set to it).

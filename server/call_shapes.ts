@@ -201,6 +201,7 @@ async function loadCascaded(opts: LoadShapeOptions): Promise<CallShape> {
         tts: tts.make(inputs.logger),
         models: { stt: stt.model, llm: llm.model, tts: tts.model },
         turns: opts.config.turns,
+        bargeIn: opts.config.turns.bargeIn,
         ...(greeting !== undefined
           ? { greeting }
           : { kickoff: "The caller has joined. Greet them as your instructions say." }),

@@ -185,6 +185,10 @@ export interface TurnsDocument {
   incomplete_ms: number;
   /** Draft a reply while waiting; dropped if the caller goes on (default true). */
   speculate: boolean;
+  /** Speech over the bot that interrupts it, ms (default 200). */
+  barge_in_ms: number;
+  /** How long the first sign of voice over the bot holds its audio, ms (default 300; 0 never). */
+  barge_in_hold_ms: number;
 }
 
 /** `server`: where the HTTP server listens. */

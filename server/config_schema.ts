@@ -12,7 +12,7 @@ import { isE164 } from "../telephony/security.ts";
 import { parseCidr } from "../telephony/sip/source_filter.ts";
 import { parseHostPort, parseUri } from "../telephony/sip/uri.ts";
 import { VARIABLE_NAME_RE } from "../core/agent/interpolate.ts";
-import { DEFAULT_TURN_WINDOWS } from "../core/turn_end.ts";
+import { DEFAULT_BARGE_IN, DEFAULT_TURN_WINDOWS } from "../core/turn_end.ts";
 import { describeType, shown, suggestionHint } from "./config_suggest.ts";
 import type { ConfigDocument } from "./config_document.ts";
 
@@ -252,6 +252,8 @@ const turnsSchema = z.strictObject({
   unsure_ms: windowMs.default(DEFAULT_TURN_WINDOWS.unsureMs),
   incomplete_ms: windowMs.default(DEFAULT_TURN_WINDOWS.incompleteMs),
   speculate: z.boolean().default(DEFAULT_TURN_WINDOWS.speculate),
+  barge_in_ms: windowMs.default(DEFAULT_BARGE_IN.startMs),
+  barge_in_hold_ms: windowMs.default(DEFAULT_BARGE_IN.holdMs),
 });
 
 const serverSchema = z.strictObject({

@@ -8,7 +8,7 @@
 import { isAbsolute, join, normalize } from "node:path";
 import { FlowcatError } from "../core/errors.ts";
 import type { GraphSpec } from "../core/agent/graph_spec.ts";
-import type { TurnWindows } from "../core/turn_end.ts";
+import type { BargeInWindows, TurnWindows } from "../core/turn_end.ts";
 import type { CarrierName } from "../telephony/serializers/mod.ts";
 import type { ConfigDocument } from "./config_document.ts";
 
@@ -157,6 +157,12 @@ export interface RecordingConfig {
   dir: string;
 }
 
+/** `turns`: the end of the caller's turn, and barge-in (cascaded pipeline). */
+export interface TurnsConfig extends TurnWindows {
+  /** When the caller's voice over the bot interrupts it. */
+  bargeIn: BargeInWindows;
+}
+
 /** Server-wide bounds. */
 export interface LimitsConfig {
   /** Concurrent calls; new calls over it are refused. */
@@ -239,8 +245,8 @@ export interface AgentServerConfig {
   recording: RecordingConfig;
   /** Server-wide bounds. */
   limits: LimitsConfig;
-  /** When the caller's turn is over (cascaded pipeline). */
-  turns: TurnWindows;
+  /** When the caller's turn is over, and when their voice interrupts the bot (cascaded). */
+  turns: TurnsConfig;
   /** Where the HTTP server listens. */
   server: ListenConfig;
   /** The control API. */
@@ -375,6 +381,7 @@ export function toServerConfig(
       unsureMs: doc.turns.unsure_ms,
       incompleteMs: doc.turns.incomplete_ms,
       speculate: doc.turns.speculate,
+      bargeIn: { startMs: doc.turns.barge_in_ms, holdMs: doc.turns.barge_in_hold_ms },
     },
     server: {
       host: doc.server.host,

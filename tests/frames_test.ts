@@ -41,6 +41,7 @@ Deno.test("frame classes follow the seed's tables", () => {
     "FunctionCallCancel",
     "SpokenText",
     "BotInterrupted",
+    "BotAudioHold",
   ];
   const data = [
     "OutputAudio",

@@ -52,7 +52,14 @@ Deno.test("config: a minimal JSON config gets every default", async () => {
       maxMessageAudioMs: 1000,
       mediaBurstMs: 1000,
     },
-    turns: { pauseMs: 200, completeMs: 200, unsureMs: 800, incompleteMs: 1500, speculate: true },
+    turns: {
+      pauseMs: 200,
+      completeMs: 200,
+      unsureMs: 800,
+      incompleteMs: 1500,
+      speculate: true,
+      bargeIn: { startMs: 200, holdMs: 300 },
+    },
     server: { host: "127.0.0.1", port: 6210 },
     api: {},
     playground: { enabled: true, mediaHosts: [], hosts: [] },
@@ -85,7 +92,14 @@ telephony:
     allow_hosts: ["203.0.113.10"]
 recording: { enabled: true, dir: /var/flowcat/rec }
 limits: { max_calls: 5, max_call_seconds: 60, max_body_bytes: 2048, drain_seconds: 0 }
-turns: { pause_ms: 250, complete_ms: 300, unsure_ms: 900, incomplete_ms: 2000, speculate: false }
+turns:
+  pause_ms: 250
+  complete_ms: 300
+  unsure_ms: 900
+  incomplete_ms: 2000
+  speculate: false
+  barge_in_ms: 120
+  barge_in_hold_ms: 0
 server: { host: 0.0.0.0, port: 8000 }
 api: { token_env: FLOWCAT_API_TOKEN }
 playground: { enabled: false, media_hosts: ["*"] }
@@ -151,6 +165,7 @@ observability:
     unsureMs: 900,
     incompleteMs: 2000,
     speculate: false,
+    bargeIn: { startMs: 120, holdMs: 0 },
   });
   assert.deepEqual(c.server, { host: "0.0.0.0", port: 8000 });
   assert.deepEqual(c.api, { tokenEnv: "FLOWCAT_API_TOKEN" });

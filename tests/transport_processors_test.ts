@@ -273,3 +273,64 @@ Deno.test("output reports each sentence once it has played, and where an interru
   assert.equal(cut.text, "Three four five six.");
   assert.match(cut.heard, /^Three( four)?$/); // 5 to 10 of its 17 letters, whole words
 });
+
+Deno.test("input in read mode: a leg that already holds its start sends it after Start", async () => {
+  // A SIP leg queues its stream start before the call runs; it must not overtake Start.
+  const leg = new FakeLeg();
+  leg.feed({ type: "start", callId: "sip-1" });
+  const seen: string[] = [];
+  class Tap extends FrameProcessor {
+    override async start() {
+      // A slow start hook (an engine loading) below the input.
+      await new Promise((r) => setTimeout(r, 30));
+      seen.push("Start");
+    }
+    override processFrame(f: Frame, d: Direction, l: Link) {
+      if (d === "downstream") seen.push(f.kind);
+      l.push(f, d);
+    }
+  }
+  const task = new PipelineTask(new Pipeline([new TransportInput(leg), new Tap("tap")]), {
+    idleTimeoutMs: null,
+    logger: silentLogger,
+  });
+  task.onStarted(async () => {
+    await until(() => seen.includes("ClientConnected"));
+    leg.feed({ type: "stop" });
+  });
+  await task.run();
+  assert.deepEqual(seen.slice(0, 2), ["Start", "ClientConnected"]);
+});
+
+Deno.test("a hold stops the bot's audio at once; playout resumes where it stopped, or an interruption clears it", async () => {
+  const rig = outputRig();
+  const { leg, out, task } = rig;
+  const ms = () => leg.sentMs();
+  task.onStarted(async () => {
+    // 1 s of speech.
+    rig.link.pushDown(
+      makeFrame("TtsAudio", {
+        audio: { pcm: new Int16Array(16000), sampleRate: 16000, numChannels: 1 },
+      }),
+    );
+    await until(() => ms() >= 200);
+    rig.link.pushDown(makeFrame("BotAudioHold", { ms: 150 }));
+    await new Promise((r) => setTimeout(r, 5));
+    const held = ms();
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(ms(), held, "nothing is sent while held");
+    assert.ok(out.speaking, "the bot is still mid-utterance");
+    await until(() => ms() > held, 500, "playout resumes after the hold");
+    assert.ok(ms() < 1000, "from where it stopped, not skipped");
+    // Held again, then the barge-in is confirmed: nothing more is sent.
+    rig.link.pushDown(makeFrame("BotAudioHold", { ms: 300 }));
+    await new Promise((r) => setTimeout(r, 5));
+    const cut = ms();
+    rig.link.broadcast(makeFrame("Interruption", {}));
+    await until(() => leg.clears === 1);
+    await new Promise((r) => setTimeout(r, 400));
+    assert.equal(ms(), cut, "the interruption dropped what was held");
+    await task.stopWhenDone();
+  });
+  await task.run();
+});

@@ -550,3 +550,37 @@ Deno.test("resume window: closed while the bot speaks (barge-in keeps its start 
   const starts = audioIndexOf(r.down, "VadUserStartedSpeaking");
   assert.ok(starts[1] === undefined || starts[1] > 80, `barge-in start after ${starts[1]}`);
 });
+
+Deno.test("hold: the first sign of voice over the bot holds its audio; a noise never confirms", async () => {
+  const click = concatInt16([silence(0.2), noise(0.06 * RATE, 8000, 4), silence(0.6)]);
+  const holding = () => energy({ turnStrategy: new DefaultTurnStrategy({ holdMs: 300 }) });
+  const noisy = await run(holding(), frames(click), { botSpeaking: true });
+  assert.deepEqual(events(noisy.down), ["BotStartedSpeaking", "BotAudioHold"]);
+  assert.equal(noisy.bot.interruptions, 0, "a click is no barge-in");
+
+  const { pcm } = bursts();
+  const speech = await run(holding(), frames(pcm.subarray(0, 100 * FRAME)), { botSpeaking: true });
+  const kinds = events(speech.down);
+  assert.deepEqual(kinds.slice(0, 3), [
+    "BotStartedSpeaking",
+    "BotAudioHold",
+    "VadUserStartedSpeaking",
+  ]);
+  assert.ok(kinds.includes("Interruption"));
+  // Held at the first loud frames, confirmed 200 ms of speech later.
+  const held = audioIndexOf(speech.down, "BotAudioHold")[0];
+  const started = audioIndexOf(speech.down, "VadUserStartedSpeaking")[0];
+  assert.ok(held <= 28 && started - held >= 8, `held after ${held}, started after ${started}`);
+
+  const quiet = await run(holding(), frames(pcm.subarray(0, 100 * FRAME)));
+  assert.ok(
+    !events(quiet.down).includes("BotAudioHold"),
+    "nothing to hold while the bot is silent",
+  );
+  const never = await run(
+    energy({ turnStrategy: new DefaultTurnStrategy({ holdMs: 300, interruptions: "never" }) }),
+    frames(click),
+    { botSpeaking: true },
+  );
+  assert.ok(!events(never.down).includes("BotAudioHold"), "never interrupted: never held");
+});

@@ -120,9 +120,9 @@ export interface UserContextAggregatorOptions {
   turns?: TurnWindows;
   /**
    * How the pipeline's turn strategy interrupts (default `bot-speaking`). Unless `never`, a
-   * caller who speaks again after their turn was answered but before the reply is heard was not
-   * done: the reply is interrupted (`bot-speaking` broadcasts the Interruption; `always` already
-   * did) and their next words join the turn.
+   * caller who speaks again within `turns.incompleteMs` of their turn being answered, before any
+   * of the reply is heard, was not done: the reply is interrupted (`bot-speaking` broadcasts the
+   * Interruption; `always` already did) and their next words join the turn.
    */
   interruptions?: InterruptionMode;
 }
@@ -150,6 +150,8 @@ export class UserContextAggregator extends FrameProcessor {
   #drafts = 0;
   /** A turn was answered and no bot speech has started since. */
   #awaitingBot = false;
+  /** When the last turn was answered (performance.now). */
+  #answeredAt = 0;
   #botSpeaking = false;
   /** The caller went on after their turn was answered: the turn is open again. */
   #reopened = false;
@@ -219,6 +221,8 @@ export class UserContextAggregator extends FrameProcessor {
     this.#clearTimer();
     this.#dropDraft(link);
     if (!this.#awaitingBot || this.#botSpeaking || this.#interruptions === "never") return;
+    // Only as soon after the answer as the judge could have waited: later it is a new turn.
+    if (performance.now() - this.#answeredAt > this.#windows.incompleteMs) return;
     // Answered too soon: nothing of the reply has played, so stop it and hear them out.
     this.#awaitingBot = false;
     this.#reopened = true;
@@ -279,6 +283,7 @@ export class UserContextAggregator extends FrameProcessor {
     this.#reopened = false;
     this.#silenceSince = undefined;
     this.#awaitingBot = true;
+    this.#answeredAt = performance.now();
     if (text !== "") appendUserText(this.context, text);
     const draft = this.#draft;
     if (draft !== undefined && draft.text === text) {

@@ -9,7 +9,9 @@
  *   Interruption drops what is queued and clears the far end's playback. It knows which bot
  *   words have played (a {@link PlayoutLedger} fed by TtsText): SpokenText goes upstream as each
  *   piece finishes playing, and an Interruption sends BotInterrupted with where playout stopped,
- *   so the transcript and the context keep only what the caller heard.
+ *   so the transcript and the context keep only what the caller heard. BotAudioHold pauses the
+ *   bot's audio for a while (a possible barge-in, core/processors/turn.ts); playout resumes where
+ *   it stopped unless an Interruption comes first.
  * @module
  */
 
@@ -76,7 +78,10 @@ export class TransportInput extends FrameProcessor {
         }), 0);
       return;
     }
-    void this.#read(setup, rate, link);
+    // From the next macrotask too: a leg that already holds its stream start (SIP) would
+    // otherwise send ClientConnected down before Start, and the processors below would greet
+    // the caller before they started (the output without its link: no BotStartedSpeaking).
+    setTimeout(() => void this.#read(setup, rate, link), 0);
   }
 
   /** Stops the reader. */
@@ -154,6 +159,8 @@ export class TransportOutput extends FrameProcessor {
   #nextAt = 0;
   /** Milliseconds of audio sent since the ledger's timeline began (the last interruption). */
   #sentMs = 0;
+  /** performance.now() until which the bot's audio is held (a possible barge-in). */
+  #holdUntil = 0;
   readonly #ledger = new PlayoutLedger();
   #drained: (() => void) | undefined;
 
@@ -184,6 +191,10 @@ export class TransportOutput extends FrameProcessor {
   override processFrame(frame: Frame, dir: Direction, link: Link): void {
     if (dir === "downstream") {
       switch (frame.kind) {
+        case "BotAudioHold":
+          // Stop sending now; the clock keeps serving, and resumes once the hold lapses.
+          this.#holdUntil = Math.max(this.#holdUntil, performance.now() + frame.ms);
+          return;
         case "OutputAudio":
         case "TtsAudio":
           return this.#enqueue(frame.audio);
@@ -215,6 +226,7 @@ export class TransportOutput extends FrameProcessor {
   override async onInterruption(): Promise<void> {
     const { spoken, cut } = this.#ledger.cut(this.#playedMs(performance.now()));
     this.#queue = [];
+    this.#holdUntil = 0;
     this.#nextAt = 0; // the clear drops what the far end had buffered
     this.#sentMs = 0;
     this.#stopPlaying();
@@ -277,6 +289,12 @@ export class TransportOutput extends FrameProcessor {
   /** Send every chunk now due; false (off the clock) once the far end has played them all. */
   #service = (now: number): boolean => {
     const link = this.#link;
+    if (now < this.#holdUntil) {
+      // Held: nothing goes out, and the far end's timeline waits rather than racing ahead.
+      this.#nextAt = Math.max(this.#nextAt, now);
+      if (this.#ledger.active) this.#reportPlayed(now);
+      return true;
+    }
     while (this.#queue.length > 0 && this.#nextAt - now < this.#leadMs) {
       const chunk = this.#queue.shift()!;
       if (!this.#speaking) {

@@ -5,9 +5,11 @@
  * UserStartedSpeaking and, when the caller speaks over the bot (barge-in), a broadcast
  * Interruption; VadUserStoppedSpeaking becomes a broadcast UserStoppedSpeaking. Whether the
  * bot is speaking comes from the BotStartedSpeaking / BotStoppedSpeaking frames the output
- * transport broadcasts. {@link VadProcessor} runs a strategy on its own edges;
- * {@link TurnProcessor} runs one on VAD frames produced elsewhere (e.g. a realtime model's
- * server-side VAD).
+ * transport broadcasts. With `holdMs`, the first sign of the caller's voice over the bot (before
+ * the VAD's `startSecs` confirm it) already holds the bot's audio (BotAudioHold): a barge-in
+ * silences the bot a start window sooner, and a noise that is never confirmed only pauses it.
+ * {@link VadProcessor} runs a strategy on its own edges; {@link TurnProcessor} runs one on VAD
+ * frames produced elsewhere (e.g. a realtime model's server-side VAD).
  *
  * @example
  * ```ts
@@ -36,25 +38,57 @@ export interface TurnStrategy {
    * that processor makes; pushes its own frames through `link`.
    */
   onFrame(frame: Frame, direction: Direction, link: Link): void;
+  /**
+   * The VAD hears what may be speech, not yet long enough to be a start (each such frame while
+   * the caller is not speaking). Optional.
+   */
+  onSpeechOnset?(link: Link): void;
 }
 
 /** Options of a {@link DefaultTurnStrategy}. */
 export interface DefaultTurnStrategyOptions {
   /** When a user start interrupts the bot (default `bot-speaking`). */
   interruptions?: InterruptionMode;
+  /**
+   * On the first sign of the caller's voice while the bot speaks, hold the bot's audio this long
+   * (BotAudioHold), so it stops at once instead of when the start is confirmed; 0 for never
+   * (default 0). Longer than the VAD's `startSecs`, or a real start finds the audio playing again.
+   */
+  holdMs?: number;
 }
 
 /** The default turn strategy: user edges follow VAD edges; barge-in interrupts. */
 export class DefaultTurnStrategy implements TurnStrategy {
   /** When a user start interrupts the bot. */
   readonly interruptions: InterruptionMode;
+  /** How long a sign of the caller's voice holds the bot's audio (0: never). */
+  readonly holdMs: number;
   #botSpeaking = false;
   #userSpeaking = false;
   #interrupts = 0;
+  #holds = 0;
+  #heldUntil = 0;
 
   /** Make a strategy (see {@link DefaultTurnStrategyOptions}). */
   constructor(opts: DefaultTurnStrategyOptions = {}) {
     this.interruptions = opts.interruptions ?? "bot-speaking";
+    this.holdMs = opts.holdMs ?? 0;
+  }
+
+  /** Number of BotAudioHold frames sent so far (each a first sign of voice over the bot). */
+  get holdCount(): number {
+    return this.#holds;
+  }
+
+  /** A sign of voice over the bot: hold its audio until the start is confirmed or dismissed. */
+  onSpeechOnset(link: Link): void {
+    if (this.holdMs <= 0 || !this.#botSpeaking || this.interruptions === "never") return;
+    const now = performance.now();
+    // One frame per hold; renewed only once most of it is spent (the caller is still at it).
+    if (now < this.#heldUntil - this.holdMs / 2) return;
+    if (now >= this.#heldUntil) this.#holds++;
+    this.#heldUntil = now + this.holdMs;
+    link.pushDown(makeFrame("BotAudioHold", { ms: this.holdMs }));
   }
 
   /** True between BotStartedSpeaking and BotStoppedSpeaking. */
@@ -80,6 +114,7 @@ export class DefaultTurnStrategy implements TurnStrategy {
         break;
       case "BotStoppedSpeaking":
         this.#botSpeaking = false;
+        this.#heldUntil = 0;
         break;
       case "VadUserStartedSpeaking": {
         // Both copies of a broadcast edge may pass by; the first one counts.

@@ -230,6 +230,7 @@ export class VadProcessor extends FrameProcessor {
 
   #onState(state: VadState, link: Link): void {
     this.#failing = false;
+    if (state === "starting" && !this.#speaking) this.turnStrategy?.onSpeechOnset?.(link);
     if (state === "speaking" && !this.#speaking) {
       this.#speaking = true;
       this.#speakingFrames = 0;
