@@ -14,6 +14,7 @@ import assert from "node:assert/strict";
 import { Resampler } from "../core/audio/resample.ts";
 import { decodeWav, encodeWav } from "../core/audio/wav.ts";
 import type { BrowserCallReport, BrowserCallRequest } from "./_browser_call.ts";
+import { startTaskArgs } from "./_server_child.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
 const SPOKEN = "Hello Flowcat. This is the browser test speaking. Can you hear me?";
@@ -35,14 +36,6 @@ function blocker(): string | undefined {
 
 const why = blocker();
 if (why) console.warn(`playground browser tests ignored: ${why}`);
-
-/** The `start` task's own flags, read from deno.json: the test starts what users start. */
-function startTaskArgs(): string[] {
-  const tasks = JSON.parse(Deno.readTextFileSync("deno.json")).tasks as Record<string, string>;
-  const words = tasks.start.split(/\s+/);
-  assert.equal(words[0], "deno");
-  return words.slice(1);
-}
 
 /** A WAV under `dir`: `leadSeconds` of silence, espeak-ng's speech, 1.5 s of silence. */
 async function speechWav(dir: string, leadSeconds: number): Promise<string> {

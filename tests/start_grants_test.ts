@@ -6,6 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { freeEvenPortBase, freeUdpPort, hasSipp, runSipp, SIPP_SCENARIOS } from "./_sipp.ts";
+import { startTaskArgs } from "./_server_child.ts";
 
 /** Whether `ps` can be run here (Deno reads /proc only with --allow-all). */
 const canPs = Deno.permissions.querySync({ name: "run", command: "ps" }).state === "granted" &&
@@ -17,12 +18,6 @@ const canPs = Deno.permissions.querySync({ name: "run", command: "ps" }).state =
     }
   })();
 if (!canPs) console.warn("start grants tests ignored: needs ps (procps) and --allow-run=ps");
-
-/** The `start` task's own words, from deno.json. */
-function startTask(): string[] {
-  const tasks = JSON.parse(Deno.readTextFileSync("deno.json")).tasks as Record<string, string>;
-  return tasks.start.split(/\s+/).slice(1);
-}
 
 /** Command lines (as words) of the running processes whose command line has `marker`. */
 function processesWith(marker: string): string[][] {
@@ -50,7 +45,7 @@ async function runningFlags(
   until?: RegExp,
 ): Promise<string[]> {
   const child = new Deno.Command("deno", {
-    args: [...startTask(), ...args],
+    args: [...startTaskArgs(), ...args],
     stdout: "piped",
     stderr: "piped",
     env,
@@ -87,7 +82,7 @@ async function runningFlags(
 /** What `--print-permissions` prints for the same arguments, as flags. */
 async function printedFlags(args: string[], env: Record<string, string>): Promise<string[]> {
   const out = await new Deno.Command("deno", {
-    args: [...startTask(), ...args, "--print-permissions"],
+    args: [...startTaskArgs(), ...args, "--print-permissions"],
     stdout: "piped",
     env,
   }).output();
