@@ -5,6 +5,15 @@
  * RemoteBrain), Silero (`./audio/silero`), RNNoise (`./audio/rnnoise`), the noise filter
  * (`./processors/noise-filter`), providers, carriers and transports. See docs/decisions.md,
  * "The root entry point loads no npm package".
+ *
+ * @example
+ * ```ts
+ * import { FrameProcessor, makeFrame, Pipeline, PipelineTask } from "@flowcat/flowcat";
+ * const pipeline = new Pipeline([new FrameProcessor("in"), new FrameProcessor("out")]);
+ * const task = new PipelineTask(pipeline, { idleTimeoutMs: null });
+ * task.onStarted(() => task.queueFrame(makeFrame("End", {})));
+ * const reason = await task.run(); // { kind: "end" }
+ * ```
  * @module
  */
 export * from "./core/frames.ts";

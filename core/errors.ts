@@ -3,7 +3,7 @@
  *
  * @example
  * ```ts
- * import { FlowcatError } from "./errors.ts";
+ * import { FlowcatError } from "@flowcat/flowcat";
  * throw new FlowcatError("config", "providers.llm.name: unknown provider");
  * ```
  * @module

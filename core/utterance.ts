@@ -8,7 +8,7 @@
  *
  * @example
  * ```ts
- * import { newUtteranceId, replyUtteranceId } from "./utterance.ts";
+ * import { newUtteranceId, replyUtteranceId } from "@flowcat/flowcat";
  * const greeting = newUtteranceId("greeting"); // "greeting-1"
  * ```
  * @module

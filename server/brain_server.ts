@@ -182,6 +182,9 @@ export interface BrainHandlerOptions {
  *
  * @example
  * ```ts
+ * import { createBrainHandler } from "@flowcat/flowcat/brain-server";
+ * import type { GraphSpec } from "@flowcat/flowcat/agent";
+ * declare const spec: GraphSpec;
  * const server = Deno.serve({ hostname: "127.0.0.1", port: 0 }, createBrainHandler(spec));
  * ```
  */
@@ -253,6 +256,9 @@ export interface ServeBrainOptions extends BrainHandlerOptions {
  *
  * @example
  * ```ts
+ * import { serveBrain } from "@flowcat/flowcat/brain-server";
+ * import type { GraphSpec } from "@flowcat/flowcat/agent";
+ * declare const spec: GraphSpec;
  * const server = serveBrain({ spec, port: 0 });
  * console.log(`brain on http://127.0.0.1:${server.addr.port}`);
  * ```

@@ -6,6 +6,7 @@
  *
  * @example
  * ```ts
+ * declare const logger: Parameters<typeof router>[1]["logger"];
  * const handle = router([
  *   { method: "GET", path: "/healthz", handler: () => json(200, { ok: true }) },
  * ], { maxBodyBytes: 65536, logger });

@@ -9,7 +9,8 @@
  *
  * @example
  * ```ts
- * import { answerDocument, streamUrl } from "./answer.ts";
+ * import { answerDocument, streamUrl } from "@flowcat/flowcat/telephony/answer";
+ * declare const token: string; // from signCallToken
  * const url = streamUrl("https://agent.example.com", "twilio", 42, token);
  * const doc = answerDocument("twilio", { streamUrl: url, token, runId: 42 });
  * // doc.contentType "application/xml", doc.body "<?xml ...><Response><Connect><Stream url=...

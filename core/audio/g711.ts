@@ -9,7 +9,7 @@
  *
  * @example
  * ```ts
- * import { ulawDecode, ulawEncode } from "./g711.ts";
+ * import { ulawDecode, ulawEncode } from "@flowcat/flowcat/audio";
  * const bytes = ulawEncode(new Int16Array([0, 1000, -1000])); // [0xff, 0xce, 0x4e]
  * const pcm = ulawDecode(bytes); // [0, 988, -988]
  * ```
@@ -100,6 +100,8 @@ function outPcm(n: number, out: Int16Array | undefined, fn: string): Int16Array 
  *
  * @example
  * ```ts
+ * import { ulawEncode } from "@flowcat/flowcat/audio";
+ * declare const frame: { pcm: Int16Array };
  * const scratch = new Uint8Array(160);
  * const payload = ulawEncode(frame.pcm, scratch); // no allocation
  * ```

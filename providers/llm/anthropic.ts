@@ -15,7 +15,8 @@
  *
  * @example
  * ```ts
- * import { createAnthropicLlm } from "./anthropic.ts";
+ * import { createAnthropicLlm } from "@flowcat/flowcat/llm/anthropic";
+ * declare const key: string;
  * const llm = createAnthropicLlm({ provider: "anthropic", apiKey: key });
  * for await (const f of llm.runLlm({ messages: [{ role: "user", content: "Hi" }], tools: [] })) {
  *   if (f.kind === "LlmText") console.log(f.text);

@@ -17,7 +17,8 @@
  *
  * @example
  * ```ts
- * import { createGeminiLlm } from "./gemini.ts";
+ * import { createGeminiLlm } from "@flowcat/flowcat/llm/gemini";
+ * declare const key: string;
  * const llm = createGeminiLlm({ provider: "gemini", apiKey: key });
  * for await (const f of llm.runLlm({ messages: [{ role: "user", content: "Hi" }], tools: [] })) {
  *   if (f.kind === "LlmText") console.log(f.text);

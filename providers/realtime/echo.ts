@@ -10,6 +10,14 @@
  *   or on a scripted cue (after the N-th caller turn);
  * - reports transcripts (it cannot transcribe, so it describes: "(you spoke for 1.4 s)") and
  *   usage in 20 ms frames heard and spoken.
+ *
+ * @example
+ * ```ts
+ * import { EchoRealtime } from "@flowcat/flowcat/realtime/echo";
+ * const model = new EchoRealtime({ greeting: "Say something and I will say it back." });
+ * await model.connect({ systemPrompt: "", tools: [] });
+ * model.sendAudio({ pcm: new Int16Array(320), sampleRate: 16000, numChannels: 1 });
+ * ```
  * @module
  */
 

@@ -6,7 +6,7 @@
  *
  * @example
  * ```ts
- * import { createGeminiLive } from "./gemini_live.ts";
+ * import { createGeminiLive } from "@flowcat/flowcat/realtime/gemini";
  * const llm = createGeminiLive({ apiKey: "..." });
  * await llm.connect({ systemPrompt: "You are a phone agent.", tools: [], kickoff: "Greet." });
  * ```

@@ -7,7 +7,8 @@
  *
  * @example
  * ```ts
- * import { createOpenAIRealtime } from "./openai_realtime.ts";
+ * import { createOpenAIRealtime } from "@flowcat/flowcat/realtime/openai";
+ * declare const key: string;
  * const llm = createOpenAIRealtime({ apiKey: key });
  * await llm.connect({ systemPrompt: "Be brief.", tools: [], kickoff: "Say hello." });
  * ```

@@ -4,7 +4,7 @@
  *
  * @example
  * ```ts
- * import { openAIStyleRealtime } from "./openai_style.ts";
+ * import { openAIStyleRealtime } from "@flowcat/flowcat/realtime/openai-style";
  * export const createAcmeRealtime = openAIStyleRealtime({
  *   name: "acme",
  *   baseUrl: "wss://realtime.acme.example/v1/realtime",

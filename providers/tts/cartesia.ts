@@ -23,7 +23,10 @@
  *
  * @example
  * ```ts
- * import { createCartesiaTts } from "./cartesia.ts";
+ * import { createCartesiaTts } from "@flowcat/flowcat/tts/cartesia";
+ * import type { StartParams } from "@flowcat/flowcat";
+ * declare const key: string;
+ * declare const params: StartParams;
  * const tts = createCartesiaTts({ provider: "cartesia", apiKey: key });
  * await tts.start(params);
  * for await (const frame of tts.runTts("Hello there.")) console.log(frame.kind);

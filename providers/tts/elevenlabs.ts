@@ -25,7 +25,8 @@
  *
  * @example
  * ```ts
- * import { createElevenLabsTts } from "./elevenlabs.ts";
+ * import { createElevenLabsTts } from "@flowcat/flowcat/tts/elevenlabs";
+ * declare const key: string;
  * const tts = createElevenLabsTts({ provider: "elevenlabs", apiKey: key });
  * for await (const frame of tts.runTts("Hello there.")) console.log(frame.kind);
  * ```

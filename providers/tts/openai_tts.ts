@@ -11,7 +11,7 @@
  *
  * @example
  * ```ts
- * import { createOpenAITts } from "./openai_tts.ts";
+ * import { createOpenAITts } from "@flowcat/flowcat/tts/openai";
  * const tts = createOpenAITts({ provider: "openai", apiKey: Deno.env.get("OPENAI_API_KEY") });
  * for await (const frame of tts.runTts("Hello there.")) console.log(frame.kind);
  * ```

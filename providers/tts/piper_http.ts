@@ -15,7 +15,7 @@
  *
  * @example
  * ```ts
- * import { createPiperTts } from "./piper_http.ts";
+ * import { createPiperTts } from "@flowcat/flowcat/tts/piper";
  * const tts = createPiperTts({ provider: "piper", voice: "en_US-lessac-medium" });
  * for await (const frame of tts.runTts("Hello there.")) console.log(frame.kind);
  * ```

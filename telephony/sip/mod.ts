@@ -6,7 +6,9 @@
  *
  * @example
  * ```ts
- * import { SipAgent } from "./mod.ts";
+ * import { SipAgent } from "@flowcat/flowcat/sip";
+ * import type { SipConfig } from "@flowcat/flowcat/sip";
+ * declare const config: SipConfig;
  * const agent = await SipAgent.start(config);
  * await agent.register();
  * const invite = await agent.nextInbound();
@@ -15,7 +17,9 @@
  *
  * @example
  * ```ts
- * import { buildResponse, newTag, parseSipMessage, serializeSipMessage } from "./mod.ts";
+ * import { buildResponse, newTag, parseSipMessage, serializeSipMessage } from "@flowcat/flowcat/sip";
+ * declare const datagram: Uint8Array;
+ * declare function send(text: string): void;
  * const r = parseSipMessage(datagram);
  * if (r.ok && r.message.kind === "request" && r.message.method === "OPTIONS") {
  *   send(serializeSipMessage(buildResponse(r.message, 200, { toTag: newTag() })));

@@ -9,6 +9,12 @@
  *
  * @example
  * ```ts
+ * import { decodeRtp, RtpSender } from "@flowcat/flowcat/sip";
+ * declare const socket: Deno.DatagramConn;
+ * declare const remote: Deno.NetAddr;
+ * declare const mulaw160: Uint8Array;
+ * declare const datagram: Uint8Array;
+ * declare function handle(payloadType: number, payload: Uint8Array): void;
  * const tx = new RtpSender({ payloadType: 0 });
  * socket.send(tx.audio(mulaw160), remote); // 172 bytes, marker set on the first one
  * const pkt = decodeRtp(datagram);
@@ -56,6 +62,9 @@ const NO_CSRC: readonly number[] = Object.freeze([]);
  *
  * @example
  * ```ts
+ * import { decodeRtp, type RtpPacket } from "@flowcat/flowcat/sip";
+ * declare const socket: Deno.DatagramConn;
+ * declare function play(payload: Uint8Array): void;
  * const reuse = {} as RtpPacket;
  * for await (const [buf] of socket) { const p = decodeRtp(buf, reuse); if (p) play(p.payload); }
  * ```
@@ -142,6 +151,8 @@ export function rtpPacketLength(p: RtpPacketInit): number {
  *
  * @example
  * ```ts
+ * import { encodeRtp } from "@flowcat/flowcat/sip";
+ * declare const payload: Uint8Array;
  * encodeRtp({ payloadType: 0, sequence: 1, timestamp: 160, ssrc: 0x1234, payload });
  * ```
  */

@@ -9,6 +9,11 @@
  *
  * @example
  * ```ts
+ * import { type NegotiatedMedia, RtpSession } from "@flowcat/flowcat/sip";
+ * declare const negotiatedMedia: NegotiatedMedia;
+ * declare const pcm8k: Int16Array;
+ * declare function play(pcm: Int16Array): void;
+ * declare function press(key: string): void;
  * const rtp = RtpSession.open({ bindHost: "0.0.0.0", portBase: 16000, portTries: 200 });
  * rtp.start(negotiatedMedia, { onAudio: (pcm8k) => play(pcm8k), onDtmf: (k) => press(k) });
  * rtp.sendPcm8k(pcm8k); // any length; sent in 160-sample packets
