@@ -8,8 +8,12 @@
  * @module
  */
 
-import type { Logger } from "../core/log.ts";
-import type { RealtimeLlm } from "../core/seams.ts";
+import type {
+  ProviderInfo,
+  ProviderKind,
+  RealtimeFactory,
+  RealtimeProviderOptions,
+} from "./provider_types.ts";
 import { serviceProviders } from "./service_registry.ts";
 
 // The cascaded-service types, so an embedder passing its own service factories needs only this
@@ -22,41 +26,12 @@ export type {
 } from "./service_registry.ts";
 export type { ServiceOptions } from "./service_options.ts";
 
-/** Kinds of provider a pipeline uses. */
-export type ProviderKind = "realtime" | "stt" | "llm" | "tts";
-
-/** What every realtime provider factory takes. */
-export interface RealtimeProviderOptions {
-  /** Credential; absent for local providers. Never logged. */
-  apiKey?: string;
-  /** Model id; the provider's default when left out. */
-  model?: string;
-  /** Voice name; the provider's default when left out. */
-  voice?: string;
-  /** Override the provider's endpoint (tests, proxies, compatible providers). */
-  url?: string;
-  /** Provider-specific options from the config. */
-  options?: Record<string, unknown>;
-  /** Logger for the client (default silent). */
-  logger?: Logger;
-}
-
-/** Makes one realtime client per call. */
-export type RealtimeFactory = (opts: RealtimeProviderOptions) => RealtimeLlm;
-
-/** A registered provider. */
-export interface ProviderInfo {
-  /** Name the config selects the provider by. */
-  name: string;
-  /** What the provider does in a pipeline. */
-  kind: ProviderKind;
-  /** `host:port` pairs the provider dials (for `--allow-net`); empty for local providers. */
-  hosts: readonly string[];
-  /** False for local, credential-free providers. */
-  needsKey: boolean;
-  /** One-line description for `--help` and docs. */
-  description: string;
-}
+export type {
+  ProviderInfo,
+  ProviderKind,
+  RealtimeFactory,
+  RealtimeProviderOptions,
+} from "./provider_types.ts";
 
 /** A realtime provider with its lazy factory. */
 export interface RealtimeProviderInfo extends ProviderInfo {

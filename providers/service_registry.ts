@@ -12,7 +12,7 @@
 
 import { FlowcatError } from "../core/errors.ts";
 import type { LlmService, SttService, TtsService } from "../core/seams.ts";
-import type { ProviderInfo } from "./registry.ts";
+import type { ProviderInfo } from "./provider_types.ts";
 import type { ServiceOptions } from "./service_options.ts";
 
 /** A cascaded provider kind. */

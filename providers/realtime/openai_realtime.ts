@@ -19,7 +19,7 @@ import { errorMessage, FlowcatError } from "../../core/errors.ts";
 import { type AudioChunk, audioFrame, type KeypadEntry, type ToolDecl } from "../../core/frames.ts";
 import type { Logger } from "../../core/log.ts";
 import type { RealtimeEvent, RealtimeLlm, RealtimeSetup } from "../../core/seams.ts";
-import type { RealtimeFactory, RealtimeProviderOptions } from "../registry.ts";
+import type { RealtimeFactory, RealtimeProviderOptions } from "../provider_types.ts";
 import { dtmfUserText, openRealtimeSocket, RealtimeEventQueue } from "./_shared.ts";
 import {
   OPENAI_REALTIME_SPEC,

@@ -17,7 +17,7 @@
  */
 
 import { FlowcatError } from "../../core/errors.ts";
-import type { RealtimeFactory } from "../registry.ts";
+import type { RealtimeFactory } from "../provider_types.ts";
 import type { OpenAIStyleSpec } from "./openai_config.ts";
 import { OpenAIRealtimeClient } from "./openai_realtime.ts";
 

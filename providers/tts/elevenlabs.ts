@@ -49,7 +49,7 @@ import {
   redact,
   wsRoot,
 } from "../ws_client.ts";
-import { PcmAssembler, ttsUsageFrame } from "./openai_tts.ts";
+import { PcmAssembler, ttsUsageFrame } from "./_shared.ts";
 
 /** Default API root. */
 export const ELEVENLABS_DEFAULT_BASE_URL = "wss://api.elevenlabs.io";

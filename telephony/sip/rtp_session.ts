@@ -27,7 +27,7 @@ import { dtmfEventPackets, Rfc4733Receiver } from "../../core/audio/dtmf_rfc4733
 import { FlowcatError } from "../../core/errors.ts";
 import type { KeypadEntry } from "../../core/frames.ts";
 import { type Logger, silentLogger } from "../../core/log.ts";
-import { decodeRtp, type RtpPacket, RtpSender, SAMPLES_PER_20MS } from "./rtp.ts";
+import { decodeRtp, type RtpPacket, RtpSender, SAMPLES_PER_20MS } from "../../core/rtp.ts";
 import { joinRtpClock, leaveRtpClock } from "./rtp_clock.ts";
 import { JitterBuffer, LOST } from "../../core/audio/jitter_buffer.ts";
 import { type LatchMode, RtpSourceFilter } from "./rtp_source.ts";

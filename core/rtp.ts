@@ -2,7 +2,7 @@
  * RTP (RFC 3550) packets: decode (version 2, padding, header extension, CSRC list) and encode,
  * plus {@link RtpSender}, the per-stream send state (random SSRC / sequence / timestamp, 20 ms
  * G.711 packets, marker on the first packet of a talkspurt, sequence and timestamp wrap).
- * Also re-exports the jitter buffer and the symmetric-RTP source filter.
+ * It lives in core because both the SIP leg and the WebRTC leg packetize with it.
  *
  * Hot path: {@link decodeRtp} returns views into the datagram (no payload copy) and can fill a
  * caller-owned object; {@link RtpSender} writes every packet into one reused buffer.
@@ -23,9 +23,7 @@
  * @module
  */
 
-import { FlowcatError } from "../../core/errors.ts";
-
-export * from "./rtp_source.ts";
+import { FlowcatError } from "./errors.ts";
 
 /** Size of the fixed RTP header. */
 export const RTP_HEADER_BYTES = 12;
