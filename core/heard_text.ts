@@ -9,7 +9,7 @@
  *
  * @example
  * ```ts
- * import { cutAtFraction, heardPrefix } from "@flowcat/flowcat";
+ * import { cutAtFraction, heardPrefix } from "./heard_text.ts";
  * heardPrefix("Hello there, how are you?", 12); // "Hello there"
  * cutAtFraction("one two three four", 0.5);     // "one two"
  * ```

@@ -12,7 +12,7 @@
  *
  * @example
  * ```ts
- * import { DEFAULT_TURN_WINDOWS, silenceNeededMs, transcriptCompleteness } from "@flowcat/flowcat";
+ * import { DEFAULT_TURN_WINDOWS, silenceNeededMs, transcriptCompleteness } from "./turn_end.ts";
  * transcriptCompleteness("What time is it?"); // "complete"
  * transcriptCompleteness("I would like to book a"); // "incomplete"
  * silenceNeededMs(DEFAULT_TURN_WINDOWS, "incomplete"); // 1500

@@ -8,7 +8,7 @@
  *
  * @example
  * ```ts
- * import { newUtteranceId, replyUtteranceId } from "@flowcat/flowcat";
+ * import { newUtteranceId, replyUtteranceId } from "./utterance.ts";
  * const greeting = newUtteranceId("greeting"); // "greeting-1"
  * ```
  * @module
