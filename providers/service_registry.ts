@@ -4,7 +4,7 @@
  * (D): a wrapper changes only the base URL, the key variable and the default model. A
  * family's module is imported only when a config names one of its providers.
  *
- * Providers the seed counts but Flowcat does not speak yet are listed too, so a config naming
+ * Known providers Flowcat does not speak yet are listed too, so a config naming
  * one fails at start with `FlowcatError("<provider>: not yet wired")` instead of "unknown".
  * docs/providers.md is this table in prose.
  * @module

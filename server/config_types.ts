@@ -102,7 +102,7 @@ export interface SipInboundConfig {
   auth?: SipInboundAuthConfig;
 }
 
-/** A SIP trunk (the seed's SipConfig, with the password named by an environment variable). */
+/** A SIP trunk (the fields of `SipConfig`, with the password named by an environment variable). */
 export interface SipTrunkConfig {
   /** Registrar or proxy SIP URI. */
   server: string;

@@ -1,13 +1,9 @@
 /**
  * Cartesia (Sonic) streaming text-to-speech over one multiplexed WebSocket.
  *
- * Wire facts, from docs.cartesia.ai (TTS WebSocket reference
- * https://docs.cartesia.ai/2024-11-13/api-reference/tts/websocket, API conventions
- * https://docs.cartesia.ai/use-the-api/api-conventions):
+ * Wire facts (sources, API versions and model notes: docs/providers/cartesia.md):
  * - `wss://api.cartesia.ai/tts/websocket?cartesia_version=...` (the query "takes precedence"
- *   over the `Cartesia-Version` header). Versions: 2024-06-10, 2024-11-13, 2025-04-16 and the
- *   newest, 2026-03-01 (listed on /api-reference/voice-changer/sse; pipecat sends this same
- *   request shape with 2026-03-01).
+ *   over the `Cartesia-Version` header).
  * - Auth: an `X-API-Key` header on the handshake; `?api_key=` exists only "instead of the
  *   X-API-Key header" for browsers. The header keeps the key out of URLs (proxy logs).
  * - Request `{context_id, model_id, transcript, voice:{mode:"id", id}, language, continue:false,
@@ -17,9 +13,8 @@
  * - Cartesia advises "many generations over a single WebSocket", a context each, dialled
  *   before the first: {@link CartesiaTts.start} dials, each `runTts` is one context, and a
  *   dropped socket (idle ones are closed) is redialled by the next call.
- * - Default model `sonic-3`: `sonic-2-2025-03-07` is being retired and Cartesia steers users
- *   to Sonic 3 / 3.5 (/build-with-cartesia/tts-models/older-models). Default voice Katie
- *   `f786b574-daa5-4673-aa0c-cbe3e8534c02`, recommended there for voice agents.
+ * - Default model `sonic-3` and voice Katie `f786b574-daa5-4673-aa0c-cbe3e8534c02`, the one
+ *   Cartesia recommends for voice agents.
  *
  * @example
  * ```ts

@@ -1,6 +1,6 @@
 /**
  * Inbound RTP source checks: the symmetric-RTP filter that drops packets from unexpected
- * addresses (seed: "RTP from an unexpected source address is dropped"). Reordering, loss and
+ * addresses (RTP from an unexpected source address is dropped). Reordering, loss and
  * jitter are the shared playout buffer's (core/audio/jitter_buffer.ts), as on the WebRTC leg.
  * @module
  */
