@@ -206,6 +206,35 @@ export function hasAnswerDocument(carrier: CarrierName): boolean {
 }
 
 /**
+ * The carrier's own call id from its answer-webhook request, for a carrier whose answer document
+ * must hand it back ({@link AnswerOptions.callId}); `undefined` for the others. Vonage: the
+ * `uuid` (query string for GET-style webhooks, JSON body for POST), the only call id its socket
+ * carries.
+ *
+ * @example
+ * ```ts
+ * import { answerCallId } from "@flowcat/flowcat/telephony/answer";
+ * const url = new URL("https://agent.example.com/telephony/answer/vonage?uuid=63f6");
+ * answerCallId("vonage", url, new Uint8Array()); // "63f6"
+ * ```
+ */
+export function answerCallId(
+  carrier: CarrierName,
+  url: URL,
+  body: Uint8Array,
+): string | undefined {
+  if (carrier !== "vonage") return undefined;
+  const fromQuery = url.searchParams.get("uuid");
+  if (fromQuery) return fromQuery;
+  try {
+    const o = JSON.parse(new TextDecoder().decode(body));
+    return typeof o?.uuid === "string" && o.uuid !== "" ? o.uuid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
  * The carrier's answer document pointing the call at `opts.streamUrl`, or `undefined` for a
  * carrier that has none:
  * - **exotel**: the Voicebot applet's URL is set in the call flow (App Bazaar), not returned by an
