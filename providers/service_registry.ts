@@ -124,6 +124,9 @@ function table<K extends ServiceKind>(
   return Object.freeze(out);
 }
 
+// Rows of the three tables look alike on purpose: each is data (a provider's family, loader and
+// defaults), and a row per provider is what docs/providers.md and its test read against.
+
 // ---------------------------------------------------------------- speech to text
 
 /** Speech-to-text providers by name. */

@@ -262,14 +262,8 @@ export function resolveFrom(baseDir: string, path: string): string {
   return isAbsolute(path) ? normalize(path) : normalize(join(baseDir, path));
 }
 
-type ProviderDoc = {
-  name: string;
-  model?: string;
-  voice?: string;
-  language?: string;
-  url?: string;
-  options: Record<string, unknown>;
-};
+/** A provider entry of the document, of any kind: the fields a {@link ProviderConfig} keeps. */
+type ProviderDoc = ProviderConfig;
 
 function provider(doc: ProviderDoc | undefined): ProviderConfig | undefined {
   if (doc === undefined) return undefined;

@@ -121,6 +121,9 @@ export function ulawDecode(bytes: Uint8Array, out?: Int16Array): Int16Array {
   return n === dst.length ? dst : dst.subarray(0, n);
 }
 
+// The A-law pair repeats the mu-law pair with its own table: a shared loop taking the table
+// would cost an indirection per sample on the hot path.
+
 /** Encode int16 PCM to A-law bytes, into `out` when given; returns the part written. */
 export function alawEncode(pcm: Int16Array, out?: Uint8Array): Uint8Array {
   const n = pcm.length;

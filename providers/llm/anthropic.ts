@@ -25,6 +25,8 @@
  * @module
  */
 
+// Same imports and service skeleton as llm/gemini.ts: two wire formats behind one LlmService;
+// what they share at the wire (fetch, retries, SSE) is providers/http.ts.
 import { FlowcatError } from "../../core/errors.ts";
 import {
   type Frame,

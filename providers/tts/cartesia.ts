@@ -30,6 +30,8 @@
  * @module
  */
 
+// Same imports and socket skeleton as tts/elevenlabs.ts: two WebSocket protocols behind one
+// TtsService; the socket plumbing they share is providers/ws_client.ts.
 import { FlowcatError, type FlowcatErrorKind } from "../../core/errors.ts";
 import { type Frame, makeFrame, type StartParams, ttsAudio } from "../../core/frames.ts";
 import type { TtsService } from "../../core/seams.ts";

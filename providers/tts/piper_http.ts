@@ -109,6 +109,8 @@ export class PiperTts implements TtsService {
     this.#fetch = opts.fetch ?? fetch;
   }
 
+  // name, sampleRate and start read as in openai_tts.ts: the TtsService skeleton of an HTTP client.
+
   /** Provider name, as configured. */
   name(): string {
     return this.#provider;
