@@ -5,6 +5,15 @@
  *
  * The embedded library never reads keys from the environment: embedders construct clients
  * directly. Only the server reads `<PROVIDER>_API_KEY` (see {@link providerKeyEnv}).
+ *
+ * @example
+ * ```ts
+ * import { providerKeyEnv, providersOfKind, REALTIME_PROVIDERS } from "@flowcat/flowcat/providers";
+ * const groq = providersOfKind("llm").groq; // hosts ["api.groq.com:443"], needsKey true
+ * providerKeyEnv("groq"); // "GROQ_API_KEY"
+ * const createEcho = await REALTIME_PROVIDERS.echo.load(); // imports only the echo model
+ * const model = createEcho({});
+ * ```
  * @module
  */
 

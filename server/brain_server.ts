@@ -11,6 +11,14 @@
  * deno run --allow-net=127.0.0.1:8080 --allow-read=. --ignore-env=LOG_TOKENS,LOG_STREAM \
  *   server/brain_server.ts [--graph examples/graph.yaml] [--port 8080]
  * ```
+ *
+ * @example
+ * ```ts
+ * import { serveBrain } from "@flowcat/flowcat/brain-server";
+ * import { parseGraphSpec } from "@flowcat/flowcat/agent";
+ * const parsed = parseGraphSpec(await Deno.readTextFile("examples/graph.yaml"));
+ * if (parsed.ok) serveBrain({ spec: parsed.spec, port: 0 });
+ * ```
  * @module
  */
 

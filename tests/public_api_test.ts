@@ -53,3 +53,18 @@ Deno.test("the root exports the embedding API and not the processor loop's inter
     assert.ok(!root.includes(name), `${name} is internal but exported from the root`);
   }
 });
+
+Deno.test("every export path's module doc has an example importing it by its published name", async () => {
+  const config = JSON.parse(await Deno.readTextFile(`${ROOT}/deno.json`)) as {
+    exports: Record<string, string>;
+  };
+  const missing: string[] = [];
+  for (const [path, file] of Object.entries(config.exports)) {
+    const name = path === "." ? "@flowcat/flowcat" : `@flowcat/flowcat${path.slice(1)}`;
+    const text = await Deno.readTextFile(`${ROOT}/${file}`);
+    const moduleDoc = text.slice(0, text.indexOf("@module"));
+    const examples = [...moduleDoc.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]);
+    if (!examples.some((e) => e.includes(`from "${name}"`))) missing.push(`${name} (${file})`);
+  }
+  assert.deepEqual(missing, []);
+});
