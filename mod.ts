@@ -5,26 +5,37 @@
  * RemoteBrain), Silero (`./audio/silero`), RNNoise (`./audio/rnnoise`), the noise filter
  * (`./processors/noise-filter`), providers, carriers and transports. See docs/decisions.md,
  * "The root entry point loads no npm package".
+ *
+ * @example
+ * ```ts
+ * import { FrameProcessor, makeFrame, Pipeline, PipelineTask } from "@flowcat/flowcat";
+ * const pipeline = new Pipeline([new FrameProcessor("in"), new FrameProcessor("out")]);
+ * const task = new PipelineTask(pipeline, { idleTimeoutMs: null });
+ * task.onStarted(() => task.queueFrame(makeFrame("End", {})));
+ * const reason = await task.run(); // { kind: "end" }
+ * ```
  * @module
  */
 export * from "./core/frames.ts";
 export * from "./core/errors.ts";
 export * from "./core/log.ts";
 export * from "./core/seams.ts";
-export * from "./core/channel.ts";
+export type { FrameTarget } from "./core/channel.ts";
 export * from "./core/processor.ts";
-export * from "./core/runtime.ts";
-export * from "./core/pipeline.ts";
+export { ParallelPipeline, Pipeline } from "./core/pipeline.ts";
 export * from "./core/task.ts";
 export * from "./core/runner.ts";
 export * from "./core/observers.ts";
 export * from "./core/metrics.ts";
 export type * from "./core/tracing.ts";
-export * from "./core/utterance.ts";
-export * from "./core/heard_text.ts";
-export * from "./core/heard_tracker.ts";
-export * from "./core/playout_ledger.ts";
-export * from "./core/turn_end.ts";
+export {
+  type BargeInWindows,
+  DEFAULT_BARGE_IN,
+  DEFAULT_TURN_WINDOWS,
+  IMMEDIATE_TURN_WINDOWS,
+  type TurnCompleteness,
+  type TurnWindows,
+} from "./core/turn_end.ts";
 export * from "./core/audio/mod.ts";
 export * from "./core/processors/mod.ts";
 export * from "./core/builders.ts";

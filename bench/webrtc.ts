@@ -22,7 +22,7 @@ import { ulawDecode, ulawEncode } from "../core/audio/g711.ts";
 import { JitterBuffer, LOST } from "../core/audio/jitter_buffer.ts";
 import { loadOpus, OPUS_FRAME, OPUS_RATE, OpusCodec } from "../core/audio/opus.ts";
 import { Resampler, transitionFor } from "../core/audio/resample.ts";
-import { RtpSender } from "../telephony/sip/rtp.ts";
+import { RtpSender } from "../core/rtp.ts";
 import { percentile } from "./core.ts";
 
 /** p50 / p90 / p99 of `xs` (ms), rounded to 4 significant digits. */

@@ -85,6 +85,8 @@ export interface S2sParts extends CallParts {
  *
  * @example
  * ```ts
+ * import { buildS2sTask, type S2sTaskOptions } from "@flowcat/flowcat";
+ * declare const { transport, realtime, brain, session, runId, token, model }: S2sTaskOptions;
  * const task = buildS2sTask({ transport, realtime, brain, session, runId, token, model });
  * await task.run();
  * ```
@@ -291,6 +293,8 @@ export interface CascadedParts extends CallParts {
  *
  * @example
  * ```ts
+ * import { buildCascadedTask, type CascadedTaskOptions } from "@flowcat/flowcat";
+ * declare const { transport, stt, llm, tts, brain, session, runId, token }: CascadedTaskOptions;
  * const task = buildCascadedTask({ transport, stt, llm, tts, brain, session, runId, token });
  * await task.run();
  * ```

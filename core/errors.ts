@@ -3,7 +3,7 @@
  *
  * @example
  * ```ts
- * import { FlowcatError } from "./errors.ts";
+ * import { FlowcatError } from "@flowcat/flowcat";
  * throw new FlowcatError("config", "providers.llm.name: unknown provider");
  * ```
  * @module
@@ -31,12 +31,12 @@ export class FlowcatError extends Error {
     this.kind = kind;
   }
 
-  /** The seed's `Other(message)` variant. */
+  /** An error of kind `other`: none of the specific kinds applies. */
   static other(message: string): FlowcatError {
     return new FlowcatError("other", message);
   }
 
-  /** The seed's `'<provider>: not yet wired'` error for an unimplemented provider. */
+  /** The `'<provider>: not yet wired'` error for a provider named but not implemented. */
   static notWired(provider: string): FlowcatError {
     return new FlowcatError("not_wired", `${provider}: not yet wired`);
   }

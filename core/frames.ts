@@ -7,7 +7,7 @@
  *
  * @example
  * ```ts
- * import { inputAudio, classOf } from "./frames.ts";
+ * import { inputAudio, classOf } from "@flowcat/flowcat";
  * const f = inputAudio({ pcm: new Int16Array(320), sampleRate: 16000, numChannels: 1 });
  * classOf(f); // "system"
  * ```

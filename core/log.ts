@@ -124,6 +124,8 @@ export function consoleLogger(
  *
  * @example
  * ```ts
+ * import { consoleLogger, withFields } from "@flowcat/flowcat";
+ * const log = consoleLogger();
  * const callLog = withFields(log, { runId: 7 });
  * callLog.warn("upload failed"); // fields: { runId: 7 }
  * ```

@@ -9,6 +9,7 @@
  *
  * @example
  * ```ts
+ * declare const log: Parameters<typeof rateLimitedLogger>[0];
  * const refusals = rateLimitedLogger(log, { intervalMs: 10_000 });
  * refusals.warn("answer webhook refused", { carrier: "twilio" });
  * // at shutdown: say what is still counted

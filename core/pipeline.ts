@@ -8,8 +8,7 @@
  *
  * @example
  * ```ts
- * import { Pipeline, ParallelPipeline } from "./pipeline.ts";
- * import { FrameProcessor } from "./processor.ts";
+ * import { FrameProcessor, ParallelPipeline, Pipeline } from "@flowcat/flowcat";
  * const p = new Pipeline([
  *   new FrameProcessor("in"),
  *   new ParallelPipeline([[new FrameProcessor("a")], [new FrameProcessor("b")]]),

@@ -6,6 +6,7 @@
  * @example
  * ```ts
  * import { joinPlayoutClock } from "./playout_clock.ts";
+ * declare function sendWhatIsDue(now: number): boolean;
  * joinPlayoutClock((now) => sendWhatIsDue(now)); // return false when done playing
  * ```
  * @module

@@ -5,8 +5,8 @@
  *
  * @example
  * ```ts
- * import { FrameProcessor, type Link } from "./processor.ts";
- * import { type Direction, type Frame, outputAudio } from "./frames.ts";
+ * import { FrameProcessor, type Link } from "@flowcat/flowcat";
+ * import { type Direction, type Frame, outputAudio } from "@flowcat/flowcat";
  *
  * class Echo extends FrameProcessor {
  *   override processFrame(frame: Frame, dir: Direction, link: Link): void {

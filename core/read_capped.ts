@@ -3,8 +3,11 @@
  *
  * @example
  * ```ts
- * const bytes = await readCapped(req.body, 64 * 1024);
- * if (bytes === undefined) return new Response("too large", { status: 413 });
+ * declare const req: Request;
+ * async function handle(): Promise<Response | undefined> {
+ *   const bytes = await readCapped(req.body, 64 * 1024);
+ *   if (bytes === undefined) return new Response("too large", { status: 413 });
+ * }
  * ```
  * @module
  */

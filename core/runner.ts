@@ -5,7 +5,7 @@
  *
  * @example
  * ```ts
- * import { PipelineRunner } from "./runner.ts";
+ * import { PipelineRunner } from "@flowcat/flowcat";
  * const runner = new PipelineRunner();
  * // await runner.run(task);
  * ```

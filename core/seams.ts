@@ -1,10 +1,9 @@
 /**
  * Trait seams: the interfaces an embedder or a provider implements.
  *
- * Deviation from the seed, on purpose: where the seed marks a seam "sync" but a real
- * implementation must do I/O or wasm inference (RemoteBrain over HTTP, Silero through
- * onnxruntime-web), the method returns `T | Promise<T>`; callers `await` only when they get a
- * promise. See docs/decisions.md.
+ * A seam that is synchronous for most implementations but must do I/O or wasm inference for some
+ * (RemoteBrain over HTTP, Silero through onnxruntime-web) returns `T | Promise<T>`; callers
+ * `await` only when they get a promise. See docs/decisions.md.
  * @module
  */
 

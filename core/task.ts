@@ -4,9 +4,7 @@
  *
  * @example
  * ```ts
- * import { PipelineTask } from "./task.ts";
- * import { Pipeline } from "./pipeline.ts";
- * import { makeFrame } from "./frames.ts";
+ * import { makeFrame, Pipeline, PipelineTask } from "@flowcat/flowcat";
  * const task = new PipelineTask(new Pipeline([]), { idleTimeoutMs: null });
  * task.onStarted(() => task.queueFrame(makeFrame("End", {})));
  * const reason = await task.run(); // { kind: "end" }

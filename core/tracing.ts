@@ -9,6 +9,8 @@
  *
  * @example
  * ```ts
+ * import type { CallTracer } from "@flowcat/flowcat";
+ * declare const setup: { tracer?: CallTracer };
  * const req = setup.tracer?.request({ service: "llm", operation: "chat", model: "gpt-4o-mini" });
  * // ... stream the reply ...
  * req?.firstByte();

@@ -4,6 +4,9 @@
  * @example
  * ```ts
  * import { settlesWithin } from "./wait.ts";
+ * import type { Logger } from "@flowcat/flowcat";
+ * declare const reader: Promise<unknown>;
+ * declare const log: Logger;
  * if (!(await settlesWithin(reader, 1000))) log.warn("reader still busy");
  * ```
  * @module

@@ -6,6 +6,8 @@
  * @example
  * ```ts
  * import { providerFetch, readSse } from "./http.ts";
+ * declare const key: string;
+ * declare const body: string;
  * const res = await providerFetch("openai", "https://api.openai.com/v1/chat/completions", {
  *   method: "POST", headers: { authorization: `Bearer ${key}` }, body,
  * });

@@ -5,11 +5,24 @@
  *
  * The embedded library never reads keys from the environment: embedders construct clients
  * directly. Only the server reads `<PROVIDER>_API_KEY` (see {@link providerKeyEnv}).
+ *
+ * @example
+ * ```ts
+ * import { providerKeyEnv, providersOfKind, REALTIME_PROVIDERS } from "@flowcat/flowcat/providers";
+ * const groq = providersOfKind("llm").groq; // hosts ["api.groq.com:443"], needsKey true
+ * providerKeyEnv("groq"); // "GROQ_API_KEY"
+ * const createEcho = await REALTIME_PROVIDERS.echo.load(); // imports only the echo model
+ * const model = createEcho({});
+ * ```
  * @module
  */
 
-import type { Logger } from "../core/log.ts";
-import type { RealtimeLlm } from "../core/seams.ts";
+import type {
+  ProviderInfo,
+  ProviderKind,
+  RealtimeFactory,
+  RealtimeProviderOptions,
+} from "./provider_types.ts";
 import { serviceProviders } from "./service_registry.ts";
 
 // The cascaded-service types, so an embedder passing its own service factories needs only this
@@ -22,41 +35,12 @@ export type {
 } from "./service_registry.ts";
 export type { ServiceOptions } from "./service_options.ts";
 
-/** Kinds of provider a pipeline uses. */
-export type ProviderKind = "realtime" | "stt" | "llm" | "tts";
-
-/** What every realtime provider factory takes. */
-export interface RealtimeProviderOptions {
-  /** Credential; absent for local providers. Never logged. */
-  apiKey?: string;
-  /** Model id; the provider's default when left out. */
-  model?: string;
-  /** Voice name; the provider's default when left out. */
-  voice?: string;
-  /** Override the provider's endpoint (tests, proxies, compatible providers). */
-  url?: string;
-  /** Provider-specific options from the config. */
-  options?: Record<string, unknown>;
-  /** Logger for the client (default silent). */
-  logger?: Logger;
-}
-
-/** Makes one realtime client per call. */
-export type RealtimeFactory = (opts: RealtimeProviderOptions) => RealtimeLlm;
-
-/** A registered provider. */
-export interface ProviderInfo {
-  /** Name the config selects the provider by. */
-  name: string;
-  /** What the provider does in a pipeline. */
-  kind: ProviderKind;
-  /** `host:port` pairs the provider dials (for `--allow-net`); empty for local providers. */
-  hosts: readonly string[];
-  /** False for local, credential-free providers. */
-  needsKey: boolean;
-  /** One-line description for `--help` and docs. */
-  description: string;
-}
+export type {
+  ProviderInfo,
+  ProviderKind,
+  RealtimeFactory,
+  RealtimeProviderOptions,
+} from "./provider_types.ts";
 
 /** A realtime provider with its lazy factory. */
 export interface RealtimeProviderInfo extends ProviderInfo {

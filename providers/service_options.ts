@@ -5,6 +5,7 @@
  * @example
  * ```ts
  * import type { ServiceOptions } from "./service_options.ts";
+ * declare const key: string;
  * const opts: ServiceOptions = { provider: "groq", apiKey: key, model: "llama-3.3-70b" };
  * ```
  * @module

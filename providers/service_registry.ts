@@ -4,7 +4,7 @@
  * (D): a wrapper changes only the base URL, the key variable and the default model. A
  * family's module is imported only when a config names one of its providers.
  *
- * Providers the seed counts but Flowcat does not speak yet are listed too, so a config naming
+ * Known providers Flowcat does not speak yet are listed too, so a config naming
  * one fails at start with `FlowcatError("<provider>: not yet wired")` instead of "unknown".
  * docs/providers.md is this table in prose.
  * @module
@@ -12,7 +12,7 @@
 
 import { FlowcatError } from "../core/errors.ts";
 import type { LlmService, SttService, TtsService } from "../core/seams.ts";
-import type { ProviderInfo } from "./registry.ts";
+import type { ProviderInfo } from "./provider_types.ts";
 import type { ServiceOptions } from "./service_options.ts";
 
 /** A cascaded provider kind. */
@@ -123,6 +123,9 @@ function table<K extends ServiceKind>(
   }
   return Object.freeze(out);
 }
+
+// Rows of the three tables look alike on purpose: each is data (a provider's family, loader and
+// defaults), and a row per provider is what docs/providers.md and its test read against.
 
 // ---------------------------------------------------------------- speech to text
 

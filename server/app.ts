@@ -5,6 +5,11 @@
  *
  * @example
  * ```ts
+ * import { createAgentServer } from "@flowcat/flowcat/server";
+ * import type { AgentServerConfig } from "@flowcat/flowcat/server/config";
+ * import { consoleLogger } from "@flowcat/flowcat";
+ * declare const config: AgentServerConfig;
+ * const logger = consoleLogger();
  * const app = await createAgentServer({ config, env: (n) => Deno.env.get(n), logger });
  * const server = Deno.serve({ hostname: "127.0.0.1", port: 6210 }, app.handler);
  * ```
@@ -144,6 +149,10 @@ export interface AgentServer {
  *
  * @example
  * ```ts
+ * import { createAgentServer } from "@flowcat/flowcat/server";
+ * import { formatConfigProblems, loadConfig } from "@flowcat/flowcat/server/config";
+ * import { consoleLogger } from "@flowcat/flowcat";
+ * const logger = consoleLogger();
  * const loaded = await loadConfig("flowcat.yaml");
  * if (!loaded.ok) throw new Error(formatConfigProblems(loaded.problems));
  * const env = (name: string) => Deno.env.get(name);

@@ -11,6 +11,14 @@
  * deno run --allow-net=127.0.0.1:8080 --allow-read=. --ignore-env=LOG_TOKENS,LOG_STREAM \
  *   server/brain_server.ts [--graph examples/graph.yaml] [--port 8080]
  * ```
+ *
+ * @example
+ * ```ts
+ * import { serveBrain } from "@flowcat/flowcat/brain-server";
+ * import { parseGraphSpec } from "@flowcat/flowcat/agent";
+ * const parsed = parseGraphSpec(await Deno.readTextFile("examples/graph.yaml"));
+ * if (parsed.ok) serveBrain({ spec: parsed.spec, port: 0 });
+ * ```
  * @module
  */
 
@@ -182,6 +190,9 @@ export interface BrainHandlerOptions {
  *
  * @example
  * ```ts
+ * import { createBrainHandler } from "@flowcat/flowcat/brain-server";
+ * import type { GraphSpec } from "@flowcat/flowcat/agent";
+ * declare const spec: GraphSpec;
  * const server = Deno.serve({ hostname: "127.0.0.1", port: 0 }, createBrainHandler(spec));
  * ```
  */
@@ -253,6 +264,9 @@ export interface ServeBrainOptions extends BrainHandlerOptions {
  *
  * @example
  * ```ts
+ * import { serveBrain } from "@flowcat/flowcat/brain-server";
+ * import type { GraphSpec } from "@flowcat/flowcat/agent";
+ * declare const spec: GraphSpec;
  * const server = serveBrain({ spec, port: 0 });
  * console.log(`brain on http://127.0.0.1:${server.addr.port}`);
  * ```

@@ -11,6 +11,7 @@
  *
  * @example
  * ```ts
+ * declare const req: Request;
  * const hosts = playgroundHosts("127.0.0.1", [], []);
  * const refused = browserRequestRefusal(req, hosts); // undefined when allowed
  * ```

@@ -26,7 +26,7 @@ import {
   serviceProviders,
 } from "../providers/service_registry.ts";
 import type { ProviderConfig } from "./config_types.ts";
-import type { AgentServerConfig } from "./config.ts";
+import type { AgentServerConfig } from "./config_types.ts";
 
 /** Reads one environment variable (injectable for tests). */
 export type EnvGet = (name: string) => string | undefined;

@@ -5,7 +5,7 @@
  *
  * @example
  * ```ts
- * import { formatConfigProblems, loadConfig } from "./config.ts";
+ * import { formatConfigProblems, loadConfig } from "@flowcat/flowcat/server/config";
  * const res = await loadConfig("examples/agent.yaml");
  * if (!res.ok) {
  *   console.error(formatConfigProblems(res.problems, "examples/agent.yaml"));

@@ -53,6 +53,7 @@ function agentProblems(doc: Rec): Problem[] {
   return out;
 }
 
+// Each check below reads one section and pushes its own problem; they share a shape, not rules.
 function pipelineProblems(doc: Rec): Problem[] {
   const pipeline = doc.pipeline ?? "s2s";
   if (!(PIPELINE_KINDS as readonly unknown[]).includes(pipeline)) return [];

@@ -41,6 +41,7 @@ const KINDS: readonly ProviderKind[] = ["realtime", "stt", "llm", "tts"];
  *
  * @example
  * ```ts
+ * declare const config: Parameters<typeof requiredEnv>[0];
  * requiredEnv(config).filter((e) => e.required).map((e) => e.name); // ["GEMINI_API_KEY"]
  * ```
  */

@@ -102,7 +102,7 @@ export interface SipInboundConfig {
   auth?: SipInboundAuthConfig;
 }
 
-/** A SIP trunk (the seed's SipConfig, with the password named by an environment variable). */
+/** A SIP trunk (the fields of `SipConfig`, with the password named by an environment variable). */
 export interface SipTrunkConfig {
   /** Registrar or proxy SIP URI. */
   server: string;
@@ -262,14 +262,8 @@ export function resolveFrom(baseDir: string, path: string): string {
   return isAbsolute(path) ? normalize(path) : normalize(join(baseDir, path));
 }
 
-type ProviderDoc = {
-  name: string;
-  model?: string;
-  voice?: string;
-  language?: string;
-  url?: string;
-  options: Record<string, unknown>;
-};
+/** A provider entry of the document, of any kind: the fields a {@link ProviderConfig} keeps. */
+type ProviderDoc = ProviderConfig;
 
 function provider(doc: ProviderDoc | undefined): ProviderConfig | undefined {
   if (doc === undefined) return undefined;

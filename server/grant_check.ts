@@ -6,6 +6,7 @@
  *
  * @example
  * ```ts
+ * declare const config: Parameters<typeof grantProblems>[0];
  * const problems = grantProblems(config, (d) => Deno.permissions.querySync(d).state === "granted");
  * ```
  * @module

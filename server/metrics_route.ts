@@ -59,23 +59,26 @@ export interface MetricsRouteContext {
   metricsText?: () => Promise<string>;
 }
 
-/** Answer one scrape. */
-export async function serveMetrics(
+/** The refusal of a scrape {@link scrapeVerdict} does not let in (counted and logged). */
+export function scrapeRefusal(
   ctx: MetricsRouteContext,
   req: Request,
   remote: string | undefined,
-): Promise<Response> {
+): Response | undefined {
   const verdict = scrapeVerdict(req.headers, remote, ctx.token);
-  if (verdict !== "ok") {
-    ctx.metrics.requestsRefused.labels("metrics_auth").inc();
-    ctx.refusals.warn("metrics scrape refused", { remote: remote ?? "unknown", verdict });
-    return verdict === "forbidden"
-      ? jsonError(
-        403,
-        "metrics are open on loopback only; set api.token_env to scrape from elsewhere",
-      )
-      : jsonError(401, "bad bearer token", { "www-authenticate": "Bearer" });
-  }
+  if (verdict === "ok") return undefined;
+  ctx.metrics.requestsRefused.labels("metrics_auth").inc();
+  ctx.refusals.warn("metrics scrape refused", { remote: remote ?? "unknown", verdict });
+  return verdict === "forbidden"
+    ? jsonError(
+      403,
+      "metrics are open on loopback only; set api.token_env to scrape from elsewhere",
+    )
+    : jsonError(401, "bad bearer token", { "www-authenticate": "Bearer" });
+}
+
+/** The metrics text, for a scrape already let in. */
+export async function metricsResponse(ctx: MetricsRouteContext): Promise<Response> {
   const text = ctx.metricsText !== undefined
     ? await ctx.metricsText()
     : ctx.metrics.registry.expose();

@@ -6,6 +6,7 @@
  *
  * @example
  * ```ts
+ * declare const config: Parameters<typeof permissionFlags>[0];
  * const flags = permissionFlags(config, { configPath: "examples/agent.yaml" });
  * console.log(permissionCommand(config, { configPath: "examples/agent.yaml" }));
  * // deno run --allow-net=127.0.0.1,0.0.0.0,[::],[::1] ... server/main.ts --config examples/agent.yaml

@@ -223,6 +223,7 @@ function realtimeTarget(p: ProviderConfig): ProbeTarget {
  *
  * @example
  * ```ts
+ * declare const config: Parameters<typeof probeTargets>[0];
  * probeTargets(config).filter((t) => t.local).map((t) => t.url);
  * // ["http://127.0.0.1:8080", "http://127.0.0.1:11434/v1/models"]
  * ```

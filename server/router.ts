@@ -1,11 +1,13 @@
 /**
- * A small route table over `Deno.serve` and `URLPattern`: routes read as a table, handlers
- * are thin. Unknown paths get 404 JSON, a known path with another method 405 (with `Allow`),
- * a body announced larger than the cap 413, and a handler that throws 500 with no stack trace
- * on the wire (it is logged).
+ * A small route table over `Deno.serve` and `URLPattern`: routes read as a table of method,
+ * path, guards and handler; handlers are thin. A route's guards run in order before its handler,
+ * and the first that refuses answers instead. Unknown paths get 404 JSON, a known path with
+ * another method 405 (with `Allow`), a body announced larger than the cap 413, and a guard or
+ * handler that throws 500 with no stack trace on the wire (it is logged).
  *
  * @example
  * ```ts
+ * declare const logger: Parameters<typeof router>[1]["logger"];
  * const handle = router([
  *   { method: "GET", path: "/healthz", handler: () => json(200, { ok: true }) },
  * ], { maxBodyBytes: 65536, logger });
@@ -29,11 +31,24 @@ export interface RouteContext {
   remote?: string;
 }
 
+/**
+ * A check a route makes before its handler (a token, a signature, the request's origin): the
+ * refusal to answer with, or `undefined` to let the request through.
+ */
+export interface Guard {
+  /** What it checks, as the route table shows it. */
+  readonly name: string;
+  /** The refusal for this request, or `undefined`. */
+  check(req: Request, ctx: RouteContext): Response | undefined | Promise<Response | undefined>;
+}
+
 /** One row of the table. */
 export interface Route {
   method: "GET" | "POST" | "PUT" | "DELETE";
   /** URLPattern pathname, e.g. `/telephony/answer/:carrier/:run` */
   path: string;
+  /** Checks run in order before the handler; the first refusal is the answer. */
+  guards?: readonly Guard[];
   handler: (req: Request, ctx: RouteContext) => Response | Promise<Response>;
 }
 
@@ -100,6 +115,10 @@ export function router(
         remote: info && "hostname" in info.remoteAddr ? info.remoteAddr.hostname : undefined,
       };
       try {
+        for (const guard of r.guards ?? []) {
+          const refused = await guard.check(req, ctx);
+          if (refused !== undefined) return refused;
+        }
         return await r.handler(req, ctx);
       } catch (err) {
         opts.logger.error("handler failed", { path: url.pathname, err: errorMessage(err) });

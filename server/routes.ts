@@ -1,30 +1,38 @@
 /**
- * The agent server's routes, as a table. Handlers are thin: they check the request and hand
- * the call to the {@link CallManager}.
+ * The agent server's routes, as a table of method, path, guards and handler. The guards
+ * (server/route_guards.ts) make the access checks before a handler runs; handlers are thin:
+ * they check the request's content and hand the call to the {@link CallManager}.
  *
- * | method | path                                   | what                                      |
- * | ------ | -------------------------------------- | ----------------------------------------- |
- * | GET    | `/`                                    | browser playground                        |
- * | GET    | `/app.js`, `/style.css`                | its script and style                      |
- * | GET    | `/healthz`                             | liveness, active calls, draining          |
- * | GET    | `/metrics`                             | Prometheus metrics (loopback, or bearer)  |
- * | POST   | `/webrtc/offer`                        | `{sdp}` in, `{sdp, runId}` out (browser)  |
- * | POST   | `/telephony/answer/:carrier`           | inbound carrier call: answer document     |
- * | POST   | `/telephony/answer/:carrier/:run`      | outbound call's answer document           |
- * | GET    | `/telephony/ws/:carrier/:run?token=`   | carrier media WebSocket                   |
- * | POST   | `/calls`                               | originate an outbound call (bearer auth)  |
+ * | method | path                             | guards                           | handler       |
+ * | ------ | -------------------------------- | -------------------------------- | ------------- |
+ * | GET    | /, /app.js, /style.css           | playgroundHost                   | file          |
+ * | GET    | /healthz                         |                                  | health        |
+ * | GET    | /metrics                         | metricsAccess                    | metrics       |
+ * | POST   | /webrtc/offer                    | playgroundOrigin, clientRate     | webrtcOffer   |
+ * | POST   | /telephony/answer/:carrier/:run? | enabledCarrier, carrierSignature | carrierAnswer |
+ * | GET    | /telephony/ws/:carrier/:run      | enabledCarrier, websocketUpgrade | mediaSocket   |
+ * | POST   | /calls                           | bearerToken                      | originate     |
+ *
+ * What each guard checks and answers: server/route_guards.ts. The media socket's call token
+ * (query or start message) is checked by its handler, since Twilio sends it only after the
+ * upgrade.
  * @module
  */
 
 import { errorMessage } from "../core/errors.ts";
 import type { Logger } from "../core/log.ts";
 import { answerWebRtcOffer, type WebRtcAnswerOptions } from "../transports/webrtc.ts";
-import { answerDocument, answerUrl, hasAnswerDocument, streamUrl } from "../telephony/answer.ts";
-import { isE164, ReplayGuard, timingSafeEqual } from "../telephony/security.ts";
-import { type CarrierName, createSerializer, isCarrierName } from "../telephony/serializers/mod.ts";
+import {
+  answerCallId,
+  answerDocument,
+  answerUrl,
+  hasAnswerDocument,
+  streamUrl,
+} from "../telephony/answer.ts";
+import { isE164, ReplayGuard } from "../telephony/security.ts";
+import { type CarrierName, createSerializer } from "../telephony/serializers/mod.ts";
 import {
   type CarrierWebhookSecrets,
-  verifyCarrierWebhook,
   WEBHOOK_SECRET_ENV,
   webhookSecretsFromEnv,
 } from "../telephony/webhooks.ts";
@@ -32,12 +40,22 @@ import { socketFromWebSocket, WsMediaTransport } from "../telephony/ws_transport
 import type { CallManager, EnvGet } from "./calls.ts";
 import type { AgentServerConfig } from "./config.ts";
 import type { OutboundDialer } from "./outbound.ts";
-import { serveMetrics } from "./metrics_route.ts";
-import { json, jsonError, type Route, type RouteContext } from "./router.ts";
+import { metricsResponse, scrapeRefusal } from "./metrics_route.ts";
+import { type Guard, json, jsonError, type Route, type RouteContext } from "./router.ts";
+import {
+  bearerToken,
+  carrierSignature,
+  clientRate,
+  enabledCarrier,
+  playgroundHost,
+  playgroundOrigin,
+  type RefusalLog,
+  websocketUpgrade,
+} from "./route_guards.ts";
 import type { ServerMetrics } from "./server_metrics.ts";
 import type { MemorySessionSource } from "./session_store.ts";
 import { servePlayground } from "./static.ts";
-import { browserRequestRefusal, playgroundHosts, RateLimiter } from "./browser_guard.ts";
+import { playgroundHosts, RateLimiter } from "./browser_guard.ts";
 import { hostInterfaces } from "./webrtc_peers.ts";
 import { transcriptEvent } from "./transcript_event.ts";
 
@@ -62,39 +80,69 @@ export interface ServerContext {
 
 /** The route table of the agent server. */
 export function agentRoutes(ctx: ServerContext): Route[] {
-  const secrets = webhookSecrets(ctx);
-  const replay = new ReplayGuard();
-  const page = browserPolicy(ctx);
+  const refused: RefusalLog = (reason, message, fields) => refuse(ctx, reason, message, fields);
+  const hosts = playgroundHosts(
+    ctx.config.server.host,
+    hostInterfaces(),
+    ctx.config.playground.hosts,
+  );
+  const page = [playgroundHost(hosts)];
+  const offer = [
+    playgroundOrigin(hosts),
+    clientRate(new RateLimiter(OFFER_BURST, OFFERS_PER_MINUTE)),
+  ];
+  const carrier = enabledCarrier(ctx.config.telephony.carriers);
+  const signed = carrierSignature({
+    secrets: webhookSecrets(ctx),
+    replay: new ReplayGuard(),
+    publicOrigin: (req) => publicOrigin(ctx, req),
+    refuse: refused,
+  });
+  const api = bearerToken(
+    () => apiToken(ctx),
+    refused,
+    "outbound calls are disabled (set api.token_env)",
+  );
   const gate: MediaGate = { pending: 0 };
-  const file = (name: string) => (r: Request) =>
-    page.refuse(r) ?? servePlayground(ctx.config, name);
+  const file = (name: string) => () => servePlayground(ctx.config, name);
   return [
-    { method: "GET", path: "/", handler: file("index.html") },
-    { method: "GET", path: "/app.js", handler: file("app.js") },
-    { method: "GET", path: "/style.css", handler: file("style.css") },
+    { method: "GET", path: "/", guards: page, handler: file("index.html") },
+    { method: "GET", path: "/app.js", guards: page, handler: file("app.js") },
+    { method: "GET", path: "/style.css", guards: page, handler: file("style.css") },
     { method: "GET", path: "/healthz", handler: () => health(ctx) },
-    {
-      method: "GET",
-      path: "/metrics",
-      handler: (r, c) => serveMetrics({ ...ctx, token: apiToken(ctx) }, r, c.remote),
-    },
+    { method: "GET", path: "/metrics", guards: [metricsAccess(ctx)], handler: () => metrics(ctx) },
     {
       method: "POST",
       path: "/webrtc/offer",
-      handler: (r, c) => page.refuse(r, c) ?? webrtcOffer(ctx, r, c),
+      guards: offer,
+      handler: (r, c) => webrtcOffer(ctx, r, c),
     },
     {
       method: "POST",
       path: "/telephony/answer/:carrier/:run?",
-      handler: (r, c) => carrierAnswer(ctx, secrets, replay, r, c),
+      guards: [carrier, signed],
+      handler: (r, c) => carrierAnswer(ctx, r, c),
     },
     {
       method: "GET",
       path: "/telephony/ws/:carrier/:run",
+      guards: [carrier, websocketUpgrade],
       handler: (r, c) => mediaSocket(ctx, gate, r, c),
     },
-    { method: "POST", path: "/calls", handler: (r, c) => originate(ctx, r, c) },
+    { method: "POST", path: "/calls", guards: [api], handler: (r, c) => originate(ctx, r, c) },
   ];
+}
+
+/** `/metrics` is open to a loopback scraper, else needs the `api.token_env` bearer. */
+function metricsAccess(ctx: ServerContext): Guard {
+  return {
+    name: "loopback or bearer token",
+    check: (r, c) => scrapeRefusal({ ...ctx, token: apiToken(ctx) }, r, c.remote),
+  };
+}
+
+function metrics(ctx: ServerContext): Promise<Response> {
+  return metricsResponse({ ...ctx, token: apiToken(ctx) });
 }
 
 function health(ctx: ServerContext): Response {
@@ -138,30 +186,6 @@ async function jsonBody(c: RouteContext): Promise<Record<string, unknown> | Resp
 /** Offers a client may make at once, and per minute after that. */
 const OFFER_BURST = 5;
 const OFFERS_PER_MINUTE = 20;
-
-/**
- * The playground's guard: the Host must name this server, an offer must come from the page's
- * own origin, and each client may start only so many calls a minute.
- */
-function browserPolicy(ctx: ServerContext) {
-  const hosts = playgroundHosts(
-    ctx.config.server.host,
-    hostInterfaces(),
-    ctx.config.playground.hosts,
-  );
-  const offers = new RateLimiter(OFFER_BURST, OFFERS_PER_MINUTE);
-  return {
-    /** The refusal for `req`, or undefined; with `c`, as an offer (origin and rate checked). */
-    refuse(req: Request, c?: RouteContext): Response | undefined {
-      const why = browserRequestRefusal(req, hosts, c !== undefined);
-      if (why !== undefined) return jsonError(403, why);
-      if (c !== undefined && !offers.take(c.remote ?? "unknown")) {
-        return jsonError(429, "too many calls from this client; wait a minute");
-      }
-      return undefined;
-    },
-  };
-}
 
 async function webrtcOffer(ctx: ServerContext, _req: Request, c: RouteContext): Promise<Response> {
   if (!ctx.config.playground.enabled) return jsonError(404, "playground disabled");
@@ -210,11 +234,6 @@ function webhookSecrets(ctx: ServerContext): CarrierWebhookSecrets {
   return webhookSecretsFromEnv(get);
 }
 
-function enabledCarrier(ctx: ServerContext, carrier: string): carrier is CarrierName {
-  return isCarrierName(carrier) &&
-    (ctx.config.telephony.carriers as readonly string[]).includes(carrier);
-}
-
 /** The public origin carriers reach us at: the config's `public_url`, else the request's. */
 function publicOrigin(ctx: ServerContext, req: Request): string {
   return ctx.config.telephony.publicUrl ?? new URL(req.url).origin;
@@ -222,29 +241,13 @@ function publicOrigin(ctx: ServerContext, req: Request): string {
 
 async function carrierAnswer(
   ctx: ServerContext,
-  secrets: CarrierWebhookSecrets,
-  replay: ReplayGuard,
   req: Request,
   c: RouteContext,
 ): Promise<Response> {
-  const carrier = c.params.carrier;
-  if (!enabledCarrier(ctx, carrier)) return jsonError(404, "unknown or disabled carrier");
+  // The guards have checked the carrier and the signature over the (cached) body.
+  const carrier = c.params.carrier as CarrierName;
   const body = await c.body();
   if (body === undefined) return jsonError(413, "request body too large");
-  const signedUrl = `${publicOrigin(ctx, req)}${c.url.pathname}${c.url.search}`;
-  const verdict = await verifyCarrierWebhook(
-    carrier,
-    { url: signedUrl, headers: req.headers, body, method: req.method },
-    secrets,
-    { replay },
-  );
-  if (!verdict.ok) {
-    refuse(ctx, "webhook_signature", "answer webhook refused", {
-      carrier,
-      reason: verdict.reason,
-    });
-    return jsonError(403, "webhook signature check failed");
-  }
   if (!hasAnswerDocument(carrier)) {
     return jsonError(404, `${carrier} does not fetch answer documents (see docs/carriers.md)`);
   }
@@ -269,7 +272,7 @@ async function carrierAnswer(
     run = await ctx.sessions.createRun("carrier", { carrier });
   }
   const origin = publicOrigin(ctx, req);
-  const callId = carrier === "vonage" ? vonageCallUuid(c.url, body) : undefined;
+  const callId = answerCallId(carrier, c.url, body);
   const doc = answerDocument(carrier, {
     streamUrl: streamUrl(origin, carrier, run.runId, run.token),
     token: run.token,
@@ -295,11 +298,7 @@ async function mediaSocket(
   req: Request,
   c: RouteContext,
 ): Promise<Response> {
-  const carrier = c.params.carrier;
-  if (!enabledCarrier(ctx, carrier)) return jsonError(404, "unknown or disabled carrier");
-  if (req.headers.get("upgrade")?.toLowerCase() !== "websocket") {
-    return jsonError(426, "expected a WebSocket upgrade");
-  }
+  const carrier = c.params.carrier as CarrierName; // checked by the enabled-carrier guard
   const runId = /^\d{1,15}$/.test(c.params.run) ? Number(c.params.run) : -1;
   const queryToken = c.url.searchParams.get("token");
   // A token in the query is checked before the upgrade: a bad one never gets a socket, nor does
@@ -410,16 +409,6 @@ function endedEarly(ctx: ServerContext, err: unknown): void {
 // ---------------------------------------------------------------- outbound
 
 async function originate(ctx: ServerContext, req: Request, c: RouteContext): Promise<Response> {
-  const expected = apiToken(ctx);
-  if (expected === undefined || expected === "") {
-    return jsonError(404, "outbound calls are disabled (set api.token_env)");
-  }
-  const auth = req.headers.get("authorization") ?? "";
-  const given = auth.startsWith("Bearer ") ? auth.slice(7) : "";
-  if (!timingSafeEqual(given, expected)) {
-    refuse(ctx, "api_token", "POST /calls refused: bad bearer token", { remote: c.remote });
-    return jsonError(401, "bad bearer token", { "www-authenticate": "Bearer" });
-  }
   const body = await jsonBody(c);
   if (body instanceof Response) return body;
   if (!isE164(body.to)) return jsonError(400, "to: expected an E.164 number such as +14155550123");
@@ -436,20 +425,5 @@ async function originate(ctx: ServerContext, req: Request, c: RouteContext): Pro
     return json(202, placed);
   } catch (err) {
     return jsonError(502, errorMessage(err));
-  }
-}
-
-/**
- * The call's `uuid` from a Vonage answer request (query string for GET-style webhooks, JSON body
- * for POST): the NCCO hands it back as `call_uuid`, the only call id Vonage's socket carries.
- */
-function vonageCallUuid(url: URL, body: Uint8Array): string | undefined {
-  const fromQuery = url.searchParams.get("uuid");
-  if (fromQuery) return fromQuery;
-  try {
-    const o = JSON.parse(new TextDecoder().decode(body));
-    return typeof o?.uuid === "string" && o.uuid !== "" ? o.uuid : undefined;
-  } catch {
-    return undefined;
   }
 }

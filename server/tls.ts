@@ -6,6 +6,7 @@
  *
  * @example
  * ```ts
+ * declare const handler: Deno.ServeHandler;
  * const tls = await readTlsFiles({ certFile: "cert.pem", keyFile: "key.pem" });
  * Deno.serve({ port: 6210, ...tls }, handler);
  * ```

@@ -11,6 +11,8 @@
  *
  * @example
  * ```ts
+ * declare const config: Parameters<typeof warmEngines>[0];
+ * declare const logger: Parameters<typeof warmEngines>[1];
  * const report = await warmEngines(config, logger);
  * // { ms: 412, engines: ["espeak", "resamplers", "g711", "opus", "vad"] }
  * ```

@@ -9,7 +9,8 @@
  *
  * @example
  * ```ts
- * import { answerDocument, streamUrl } from "./answer.ts";
+ * import { answerDocument, streamUrl } from "@flowcat/flowcat/telephony/answer";
+ * declare const token: string; // from signCallToken
  * const url = streamUrl("https://agent.example.com", "twilio", 42, token);
  * const doc = answerDocument("twilio", { streamUrl: url, token, runId: 42 });
  * // doc.contentType "application/xml", doc.body "<?xml ...><Response><Connect><Stream url=...
@@ -202,6 +203,35 @@ function twimlConnectStream(url: string, token: string, runId: string, attrs = "
 export function hasAnswerDocument(carrier: CarrierName): boolean {
   const name = carrierOf(carrier);
   return name !== "exotel" && name !== "genesys";
+}
+
+/**
+ * The carrier's own call id from its answer-webhook request, for a carrier whose answer document
+ * must hand it back ({@link AnswerOptions.callId}); `undefined` for the others. Vonage: the
+ * `uuid` (query string for GET-style webhooks, JSON body for POST), the only call id its socket
+ * carries.
+ *
+ * @example
+ * ```ts
+ * import { answerCallId } from "@flowcat/flowcat/telephony/answer";
+ * const url = new URL("https://agent.example.com/telephony/answer/vonage?uuid=63f6");
+ * answerCallId("vonage", url, new Uint8Array()); // "63f6"
+ * ```
+ */
+export function answerCallId(
+  carrier: CarrierName,
+  url: URL,
+  body: Uint8Array,
+): string | undefined {
+  if (carrier !== "vonage") return undefined;
+  const fromQuery = url.searchParams.get("uuid");
+  if (fromQuery) return fromQuery;
+  try {
+    const o = JSON.parse(new TextDecoder().decode(body));
+    return typeof o?.uuid === "string" && o.uuid !== "" ? o.uuid : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**

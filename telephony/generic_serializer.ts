@@ -8,6 +8,14 @@
  * - text `{"event":"stop"}`: stream end.
  *
  * Out: binary PCM16 audio; `{"event":"clear"}` on barge-in; `{"event":"mark","name":...}`.
+ *
+ * @example
+ * ```ts
+ * import { GenericSerializer } from "@flowcat/flowcat/telephony/generic";
+ * const ser = new GenericSerializer();
+ * ser.onMessage({ type: "text", data: '{"event":"start","call_id":"c1","sample_rate":8000}' });
+ * const got = ser.onMessage({ type: "binary", data: new Uint8Array(320) }); // 160 samples
+ * ```
  * @module
  */
 

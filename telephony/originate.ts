@@ -6,7 +6,7 @@
  *
  * @example
  * ```ts
- * import { originateCall } from "./originate.ts";
+ * import { originateCall } from "@flowcat/flowcat/telephony/originate";
  * const { callId } = await originateCall("twilio", {
  *   to: "+15550002222",
  *   from: "+15550001111",

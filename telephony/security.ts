@@ -6,7 +6,8 @@
  *
  * @example
  * ```ts
- * import { signCallToken, verifyCallToken } from "./security.ts";
+ * import { signCallToken, verifyCallToken } from "@flowcat/flowcat/telephony/security";
+ * declare const secret: string;
  * const token = await signCallToken(secret, { runId: 42, ttlSeconds: 600 });
  * const check = await verifyCallToken(secret, token, { runId: 42 }); // { ok: true, ... }
  * ```

@@ -16,11 +16,17 @@
  *
  * @example
  * ```ts
- * const replay = new ReplayGuard();
- * const verdict = await verifyCarrierWebhook("twilio", {
- *   url: publicRequestUrl, headers: req.headers, body: new Uint8Array(await req.arrayBuffer()),
- * }, { twilio: Deno.env.get("TWILIO_AUTH_TOKEN") }, { replay });
- * if (!verdict.ok) return new Response("forbidden", { status: 403 });
+ * import { ReplayGuard } from "@flowcat/flowcat/telephony/security";
+ * import { verifyCarrierWebhook } from "@flowcat/flowcat/telephony/webhooks";
+ * declare const req: Request;
+ * declare const publicRequestUrl: string;
+ * async function handle(): Promise<Response | undefined> {
+ *   const replay = new ReplayGuard();
+ *   const verdict = await verifyCarrierWebhook("twilio", {
+ *     url: publicRequestUrl, headers: req.headers, body: new Uint8Array(await req.arrayBuffer()),
+ *   }, { twilio: Deno.env.get("TWILIO_AUTH_TOKEN") }, { replay });
+ *   if (!verdict.ok) return new Response("forbidden", { status: 403 });
+ * }
  * ```
  * @module
  */

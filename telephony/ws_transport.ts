@@ -6,8 +6,8 @@
  *
  * @example
  * ```ts
- * import { socketFromWebSocket, WsMediaTransport } from "./ws_transport.ts";
- * import { GenericSerializer } from "./generic_serializer.ts";
+ * import { socketFromWebSocket, WsMediaTransport } from "@flowcat/flowcat/telephony/ws";
+ * import { GenericSerializer } from "@flowcat/flowcat/telephony/generic";
  * // in a Deno.serve handler:
  * // const { socket, response } = Deno.upgradeWebSocket(req);
  * // const transport = new WsMediaTransport(socketFromWebSocket(socket), new GenericSerializer());

@@ -1,5 +1,5 @@
 /**
- * The cascaded processors over in-process service doubles: the seed's frame sequences, context
+ * The cascaded processors over in-process service doubles: the documented frame sequences, context
  * aggregation, sentence-first speech, tool round trips through the brain, interruption
  * cancelling the model and the synthesis mid-flight, and a failing model kept non-fatal.
  */
@@ -114,7 +114,7 @@ Deno.test("a user turn runs the model and speaks its reply sentence by sentence"
   // The first sentence is spoken before the model finished the reply.
   assert.deepEqual(r.tts.said, ["Hello there.", "How are you?"]);
   const kinds = r.out.kinds("downstream");
-  // Speech and the reply's edges interleave; each keeps the seed's order.
+  // Speech and the reply's edges interleave; each keeps its documented order.
   const sentence = ["TtsText", "TtsStarted", "TtsAudio", "TtsAudio", "TtsAudio", "TtsStopped"];
   assert.deepEqual(kinds.filter((k) => k.startsWith("Tts")), [...sentence, ...sentence]);
   assert.deepEqual(kinds.filter((k) => k.startsWith("LlmResponse")), [

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { customFrame, FrameQueue, makeFrame } from "../mod.ts";
+import { customFrame, makeFrame } from "../mod.ts";
+import { FrameQueue } from "../core/channel.ts";
 
 Deno.test("FrameQueue is FIFO across growth and wrap-around", () => {
   const q = new FrameQueue(4);

@@ -20,7 +20,7 @@ Deno.test("demo sine is 440 Hz at half scale and continuous across frames", () =
   assert.equal(b[0], Math.round(Math.sin(w * 320) * 0.5 * 32767));
 });
 
-Deno.test("deno task demo pipeline prints the seed's lines and exits 0", async () => {
+Deno.test("deno task demo pipeline prints its documented lines and exits 0", async () => {
   const out = await new Deno.Command("deno", {
     args: ["run", "--allow-read=.", "demo/main.ts", "pipeline"],
     stdout: "piped",

@@ -13,7 +13,7 @@ import {
   stopReasonOf,
 } from "../mod.ts";
 
-Deno.test("frame classes follow the seed's tables", () => {
+Deno.test("frame classes follow the documented tables", () => {
   const system = [
     "Start",
     "Cancel",

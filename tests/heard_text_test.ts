@@ -1,7 +1,7 @@
 /** Cutting a line to what was heard: visible-character counts, whole words, no dangling marks. */
 
 import assert from "node:assert/strict";
-import { cutAtFraction, heardPrefix, visibleLength } from "../mod.ts";
+import { cutAtFraction, heardPrefix, visibleLength } from "../core/heard_text.ts";
 
 Deno.test("visibleLength counts what is not white space, code points not UTF-16 units", () => {
   assert.equal(visibleLength(" Hello,\n there! "), 12);

@@ -4,7 +4,8 @@
  */
 
 import assert from "node:assert/strict";
-import { HeardTracker, type PlayoutCut } from "../mod.ts";
+import type { PlayoutCut } from "../mod.ts";
+import { HeardTracker } from "../core/heard_tracker.ts";
 
 const cut = (utteranceId: string, text: string, heard: string, fraction = 0.5): PlayoutCut => ({
   utteranceId,

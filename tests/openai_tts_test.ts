@@ -1,7 +1,8 @@
 /** Tests of the OpenAI-compatible speech client (providers/tts/openai_tts.ts) against a fake. */
 
 import assert from "node:assert/strict";
-import { createOpenAITts, OPENAI_TTS_PRESETS, PcmAssembler } from "../providers/tts/openai_tts.ts";
+import { createOpenAITts, OPENAI_TTS_PRESETS } from "../providers/tts/openai_tts.ts";
+import { PcmAssembler } from "../providers/tts/_shared.ts";
 import { FlowcatError } from "../core/errors.ts";
 import type { Frame } from "../core/frames.ts";
 import { int16ToBytes, sine } from "../core/audio/pcm.ts";

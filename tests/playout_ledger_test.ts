@@ -4,7 +4,7 @@
  */
 
 import assert from "node:assert/strict";
-import { DEFAULT_MS_PER_CHAR, PlayoutLedger } from "../mod.ts";
+import { DEFAULT_MS_PER_CHAR, PlayoutLedger } from "../core/playout_ledger.ts";
 
 /** Two sentences of one reply, 1 s and 2 s of audio, as a TTS processor sends them. */
 function twoSentences(): PlayoutLedger {

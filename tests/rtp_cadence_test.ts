@@ -6,7 +6,7 @@
  */
 
 import assert from "node:assert/strict";
-import { decodeRtp } from "../telephony/sip/rtp.ts";
+import { decodeRtp } from "../core/rtp.ts";
 import { RtpSession } from "../telephony/sip/rtp_session.ts";
 import { freeEvenPortBase, sine8k } from "./_sipp.ts";
 

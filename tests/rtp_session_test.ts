@@ -9,7 +9,7 @@ import { alawDecode, alawEncode, ulawDecode, ulawEncode } from "../core/audio/g7
 import { dtmfEventPackets } from "../core/audio/dtmf_rfc4733.ts";
 import { FlowcatError } from "../core/errors.ts";
 import type { KeypadEntry } from "../core/frames.ts";
-import { decodeRtp, encodeRtp } from "../telephony/sip/rtp.ts";
+import { decodeRtp, encodeRtp } from "../core/rtp.ts";
 import { RtpSession, type RtpSessionOptions } from "../telephony/sip/rtp_session.ts";
 import type { NegotiatedMedia } from "../telephony/sip/sdp.ts";
 import { freeEvenPortBase, sine8k } from "./_sipp.ts";

@@ -1,12 +1,6 @@
 import assert from "node:assert/strict";
-import {
-  decodeRtp,
-  encodeRtp,
-  RTP_HEADER_BYTES,
-  type RtpPacket,
-  RtpSender,
-  RtpSourceFilter,
-} from "../telephony/sip/rtp.ts";
+import { decodeRtp, encodeRtp, RTP_HEADER_BYTES, type RtpPacket, RtpSender } from "../core/rtp.ts";
+import { RtpSourceFilter } from "../telephony/sip/rtp_source.ts";
 import { FlowcatError } from "../core/errors.ts";
 
 const hex = (s: string) => Uint8Array.from(s.match(/../g)!.map((b) => parseInt(b, 16)));

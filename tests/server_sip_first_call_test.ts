@@ -6,7 +6,7 @@
  */
 
 import assert from "node:assert/strict";
-import { decodeRtp } from "../telephony/sip/rtp.ts";
+import { decodeRtp } from "../core/rtp.ts";
 import { parseConfigText } from "../server/config.ts";
 import { parseServerArgs, serverPermissionOptions } from "../server/main.ts";
 import { permissionFlags, SERVER_ENTRY } from "../server/permissions.ts";

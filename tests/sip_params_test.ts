@@ -10,10 +10,8 @@ import {
   parseParams,
   parseUriParams,
   parseVia,
-  sameToken,
-  scanParams,
-  tokenKey,
 } from "../telephony/sip/mod.ts";
+import { sameToken, scanParams, tokenKey } from "../telephony/sip/params.ts";
 
 Deno.test("params: LWS around ; and =, quoted values, names lower-cased", () => {
   const p = parseParams(' ;   tag    = 1918181833n ; LR ;x="a;b \\"c\\""')!;

@@ -7,7 +7,8 @@
 import assert from "node:assert/strict";
 import { FlowcatError } from "../core/errors.ts";
 import { memoryLogger } from "../core/log.ts";
-import { backoffMs, cseqOf, getHeader, refreshDelayMs, SipAgent } from "../telephony/sip/mod.ts";
+import { cseqOf, getHeader, SipAgent } from "../telephony/sip/mod.ts";
+import { backoffMs, refreshDelayMs } from "../telephony/sip/register.ts";
 import { RawPeer } from "./_sip_peer.ts";
 import { freeEvenPortBase } from "./_sipp.ts";
 

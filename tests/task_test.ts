@@ -14,7 +14,7 @@ import { Recorder, sleep, until } from "./_core_helpers.ts";
 
 const quiet = { idleTimeoutMs: null, logger: silentLogger } as const;
 
-Deno.test("defaults follow the seed", async () => {
+Deno.test("task params have their documented defaults", async () => {
   let params: unknown;
   class P extends FrameProcessor {
     override start(_s: unknown, p: unknown) {

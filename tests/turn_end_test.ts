@@ -1,13 +1,8 @@
 /** Reading a transcript for the end of the caller's turn, and the windows that follow from it. */
 
 import assert from "node:assert/strict";
-import {
-  DEFAULT_TURN_WINDOWS,
-  FlowcatError,
-  silenceNeededMs,
-  transcriptCompleteness,
-  validateTurnWindows,
-} from "../mod.ts";
+import { DEFAULT_TURN_WINDOWS, FlowcatError } from "../mod.ts";
+import { silenceNeededMs, transcriptCompleteness, validateTurnWindows } from "../core/turn_end.ts";
 
 Deno.test("a question or a finished sentence reads complete", () => {
   for (

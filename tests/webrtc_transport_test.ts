@@ -19,7 +19,7 @@ import { sine } from "../core/audio/pcm.ts";
 import { FlowcatError } from "../core/errors.ts";
 import type { AudioChunk } from "../core/frames.ts";
 import type { MediaIn } from "../core/seams.ts";
-import { RtpSender } from "../telephony/sip/rtp.ts";
+import { RtpSender } from "../core/rtp.ts";
 import {
   answerWebRtcOffer,
   iceModeForHost,

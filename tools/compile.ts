@@ -17,10 +17,8 @@
  * @module
  */
 
-import { parseArgs } from "node:util";
 import { dirname, relative, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
-import { errorMessage } from "../core/errors.ts";
 import { DEFAULT_CONFIG, ESPEAK_WASM } from "../server/main.ts";
 import { PLAYGROUND_DIR } from "../server/permissions.ts";
 import type { AgentServerConfig } from "../server/config_types.ts";
@@ -35,6 +33,7 @@ import {
   serverEntry,
 } from "./entry_points.ts";
 import { runToolMain, ToolInputError } from "./tool_error.ts";
+import { parseBuildArgs } from "./build_args.ts";
 import { providerModules } from "./provider_modules.ts";
 
 /** Where the executables go when `--out` is not given. */
@@ -139,34 +138,6 @@ function mib(bytes: number): string {
   return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
 }
 
-interface CompileArgs {
-  config: string;
-  out: string;
-  help: boolean;
-}
-
-function parseCompileArgs(args: string[]): CompileArgs {
-  try {
-    const { values } = parseArgs({
-      args,
-      options: {
-        config: { type: "string" },
-        out: { type: "string" },
-        help: { type: "boolean", short: "h", default: false },
-      },
-      strict: true,
-      allowPositionals: false,
-    });
-    return {
-      config: values.config ?? DEFAULT_CONFIG,
-      out: values.out ?? DEFAULT_COMPILE_OUT,
-      help: values.help ?? false,
-    };
-  } catch (err) {
-    throw new ToolInputError(`${errorMessage(err)} (see --help)`);
-  }
-}
-
 /**
  * Write `<out>/.build/`: the stub and the import map mapping `leftOut` to it; returns the map's
  * path.
@@ -209,7 +180,7 @@ async function probeDenort(build: string): Promise<void> {
 
 /** Run the compile; resolves with the exit code. */
 export async function main(args: string[]): Promise<number> {
-  const a = parseCompileArgs(args);
+  const a = parseBuildArgs(args, DEFAULT_COMPILE_OUT);
   if (a.help) {
     console.log(HELP);
     return 0;

@@ -16,9 +16,7 @@
  * @module
  */
 
-import { parseArgs } from "node:util";
 import { basename, dirname, isAbsolute, join, normalize, relative, resolve } from "node:path";
-import { errorMessage } from "../core/errors.ts";
 import { DEFAULT_GRAPH } from "../server/brain_server.ts";
 import { DEFAULT_CONFIG, ESPEAK_WASM, implementationReads } from "../server/main.ts";
 import { PLAYGROUND_DIR } from "../server/permissions.ts";
@@ -33,6 +31,7 @@ import {
   serverEntry,
 } from "./entry_points.ts";
 import { runToolMain, ToolInputError } from "./tool_error.ts";
+import { parseBuildArgs } from "./build_args.ts";
 import { bundleFile, launcherScript, ROOT } from "./launcher.ts";
 import { distReadme } from "./dist_readme.ts";
 
@@ -89,12 +88,6 @@ export function runtimeFiles(config: AgentServerConfig): string[] {
   return files;
 }
 
-interface DistArgs {
-  config: string;
-  out: string;
-  help: boolean;
-}
-
 const HELP = `Flowcat dist: an offline bundle (directory + .tar.gz)
 
 Usage: deno task dist [--config <agent.yaml>] [--out <dir>]
@@ -106,28 +99,6 @@ Usage: deno task dist [--config <agent.yaml>] [--out <dir>]
 async function projectVersion(): Promise<string> {
   const json = JSON.parse(await Deno.readTextFile("deno.json")) as { version?: string };
   return json.version ?? "0.0.0";
-}
-
-function parseDistArgs(args: string[], version: string): DistArgs {
-  try {
-    const { values } = parseArgs({
-      args,
-      options: {
-        config: { type: "string" },
-        out: { type: "string" },
-        help: { type: "boolean", short: "h", default: false },
-      },
-      strict: true,
-      allowPositionals: false,
-    });
-    return {
-      config: values.config ?? DEFAULT_CONFIG,
-      out: values.out ?? `dist/flowcat-${version}-${platformName()}`,
-      help: values.help ?? false,
-    };
-  } catch (err) {
-    throw new ToolInputError(`${errorMessage(err)} (see --help)`);
-  }
 }
 
 async function copyTree(src: string, dest: string): Promise<void> {
@@ -173,7 +144,7 @@ function mib(bytes: number): string {
 /** Build the bundle; resolves with the exit code. */
 export async function main(args: string[]): Promise<number> {
   const version = await projectVersion();
-  const a = parseDistArgs(args, version);
+  const a = parseBuildArgs(args, `dist/flowcat-${version}-${platformName()}`);
   if (a.help) {
     console.log(HELP);
     return 0;

@@ -12,7 +12,7 @@
  *
  * @example
  * ```ts
- * import { answerWebRtcOffer } from "./webrtc.ts";
+ * import { answerWebRtcOffer } from "@flowcat/flowcat/transports/webrtc";
  * // in POST /webrtc/offer:
  * // const { sdp } = await req.json();
  * // const { answerSdp, session } = await answerWebRtcOffer(sdp, { ice: "interfaces" });

@@ -16,7 +16,7 @@
  */
 
 import { ulawEncode } from "../core/audio/g711.ts";
-import { RtpSender, SAMPLES_PER_20MS } from "../telephony/sip/rtp.ts";
+import { RtpSender, SAMPLES_PER_20MS } from "../core/rtp.ts";
 
 /** Milliseconds of audio in one packet. */
 export const PACKET_MS = 20;

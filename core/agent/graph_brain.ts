@@ -18,7 +18,7 @@
  *
  * @example
  * ```ts
- * import { GraphBrain, parseGraphSpec } from "./mod.ts";
+ * import { GraphBrain, parseGraphSpec } from "@flowcat/flowcat/agent";
  * const res = parseGraphSpec(await Deno.readTextFile("examples/graph.yaml"));
  * if (!res.ok) throw new Error("bad graph");
  * const brain = new GraphBrain(res.spec, { vars: { caller_name: "Ada" } });
@@ -173,6 +173,8 @@ export class GraphBrain implements AgentBrain {
    *
    * @example
    * ```ts
+   * import { GraphBrain, type GraphSpec } from "@flowcat/flowcat/agent";
+   * declare const spec: GraphSpec;
    * const brain = GraphBrain.at(spec, "collect_details", { caller_name: "Ada" });
    * ```
    */

@@ -5,7 +5,7 @@
  *
  * @example
  * ```ts
- * import { parseGraphSpec } from "./graph_spec.ts";
+ * import { parseGraphSpec } from "@flowcat/flowcat/agent";
  * const res = parseGraphSpec(await Deno.readTextFile("examples/graph.yaml"));
  * if (!res.ok) console.error(res.problems);
  * ```

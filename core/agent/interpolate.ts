@@ -7,7 +7,7 @@
  *
  * @example
  * ```ts
- * import { interpolate } from "./interpolate.ts";
+ * import { interpolate } from "@flowcat/flowcat/agent";
  * interpolate("Hello {{ name }}!", { name: "Ada" }); // "Hello Ada!"
  * ```
  * @module

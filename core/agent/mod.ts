@@ -4,7 +4,7 @@
  *
  * @example
  * ```ts
- * import { GraphBrain, parseGraphSpec } from "./core/agent/mod.ts";
+ * import { GraphBrain, parseGraphSpec } from "@flowcat/flowcat/agent";
  * const res = parseGraphSpec(await Deno.readTextFile("examples/graph.yaml"));
  * if (res.ok) console.log(new GraphBrain(res.spec).systemPrompt());
  * ```

@@ -12,7 +12,7 @@
  *
  * @example
  * ```ts
- * import { RemoteBrain } from "./remote_brain.ts";
+ * import { RemoteBrain } from "@flowcat/flowcat/agent";
  * const brain = await RemoteBrain.connect("http://127.0.0.1:8080", { variables: {} }, "gemini", {
  *   timeoutMs: 3000,
  *   headers: { authorization: "Bearer <BRAIN_TOKEN>" },

@@ -20,9 +20,11 @@
  *
  * @example
  * ```ts
- * import { DtmfDetector } from "./dtmf_detect.ts";
+ * import { DtmfDetector } from "@flowcat/flowcat/audio";
+ * import { FrameOf } from "@flowcat/flowcat";
+ * declare const frame: FrameOf<"InputAudio">;
  * const det = new DtmfDetector({ sampleRate: 8000 });
- * for (const key of det.process(frame.pcm)) console.log("pressed", key);
+ * for (const key of det.process(frame.audio.pcm)) console.log("pressed", key);
  * ```
  * @module
  */

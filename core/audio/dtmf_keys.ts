@@ -3,7 +3,7 @@
  *
  * @example
  * ```ts
- * import { DTMF_FREQS, parseDtmfKeys } from "./dtmf_keys.ts";
+ * import { DTMF_FREQS, parseDtmfKeys } from "@flowcat/flowcat/audio";
  * DTMF_FREQS["5"]; // [770, 1336]
  * parseDtmfKeys("12#"); // ["1", "2", "#"]
  * ```

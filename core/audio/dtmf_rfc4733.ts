@@ -15,7 +15,7 @@
  *
  * @example
  * ```ts
- * import { decodeTelephoneEvent, encodeTelephoneEvent } from "./dtmf_rfc4733.ts";
+ * import { decodeTelephoneEvent, encodeTelephoneEvent } from "@flowcat/flowcat/audio";
  * const p = encodeTelephoneEvent({ event: 11, end: true, volume: 10, duration: 800 });
  * decodeTelephoneEvent(p); // { event: 11, end: true, volume: 10, duration: 800 }
  * ```
@@ -199,6 +199,8 @@ export function dtmfEventPackets(key: KeypadEntry, opts: DtmfPacketOptions = {})
  *
  * @example
  * ```ts
+ * import { Rfc4733Receiver } from "@flowcat/flowcat/audio";
+ * declare const rtp: { payload: Uint8Array; timestamp: number };
  * const rx = new Rfc4733Receiver();
  * const key = rx.push(rtp.payload, rtp.timestamp); // "5" once, then undefined
  * ```

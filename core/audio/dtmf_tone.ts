@@ -3,7 +3,7 @@
  *
  * @example
  * ```ts
- * import { dtmfTones } from "./dtmf_tone.ts";
+ * import { dtmfTones } from "@flowcat/flowcat/audio";
  * const pcm = dtmfTones("123#", { sampleRate: 8000, toneMs: 80, gapMs: 60 });
  * pcm.length; // 4 * (640 + 480)
  * ```

@@ -9,7 +9,7 @@
  *
  * @example
  * ```ts
- * import { ulawDecode, ulawEncode } from "./g711.ts";
+ * import { ulawDecode, ulawEncode } from "@flowcat/flowcat/audio";
  * const bytes = ulawEncode(new Int16Array([0, 1000, -1000])); // [0xff, 0xce, 0x4e]
  * const pcm = ulawDecode(bytes); // [0, 988, -988]
  * ```
@@ -100,6 +100,8 @@ function outPcm(n: number, out: Int16Array | undefined, fn: string): Int16Array 
  *
  * @example
  * ```ts
+ * import { ulawEncode } from "@flowcat/flowcat/audio";
+ * declare const frame: { pcm: Int16Array };
  * const scratch = new Uint8Array(160);
  * const payload = ulawEncode(frame.pcm, scratch); // no allocation
  * ```
@@ -118,6 +120,9 @@ export function ulawDecode(bytes: Uint8Array, out?: Int16Array): Int16Array {
   for (let i = 0; i < n; i++) dst[i] = ULAW_DEC[bytes[i]];
   return n === dst.length ? dst : dst.subarray(0, n);
 }
+
+// The A-law pair repeats the mu-law pair with its own table: a shared loop taking the table
+// would cost an indirection per sample on the hot path.
 
 /** Encode int16 PCM to A-law bytes, into `out` when given; returns the part written. */
 export function alawEncode(pcm: Int16Array, out?: Uint8Array): Uint8Array {

@@ -27,6 +27,11 @@
  *
  * @example
  * ```ts
+ * import { JitterBuffer, LOST } from "@flowcat/flowcat/audio";
+ * import type { RtpPacket } from "@flowcat/flowcat/sip";
+ * declare const pkt: RtpPacket;
+ * declare const codec: { conceal(): Int16Array; decode(payload: Uint8Array): Int16Array };
+ * declare function play(pcm: Int16Array): void;
  * const jb = new JitterBuffer<Uint8Array>({ clockRate: 48000 });
  * // on each RTP packet:
  * jb.push(pkt.sequence, pkt.timestamp, pkt.payload.slice(), performance.now(), pkt.ssrc);

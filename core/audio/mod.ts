@@ -7,7 +7,8 @@
  *
  * @example
  * ```ts
- * import { Resampler, ulawDecode, ulawEncode } from "./mod.ts";
+ * import { Resampler, ulawDecode, ulawEncode } from "@flowcat/flowcat/audio";
+ * declare const payload: Uint8Array; // one 20 ms G.711 mu-law packet
  * const up = new Resampler(8000, 16000);
  * const pcm16k = up.process(ulawDecode(payload));
  * ```

@@ -21,7 +21,7 @@
  *
  * @example
  * ```ts
- * import { OpusCodec, OPUS_FRAME } from "./opus.ts";
+ * import { OpusCodec, OPUS_FRAME } from "@flowcat/flowcat/audio/opus";
  * const codec = await OpusCodec.create();
  * const packet = codec.encode(new Int16Array(OPUS_FRAME)); // 20 ms at 48 kHz
  * const pcm = codec.decode(packet); // Int16Array(960)

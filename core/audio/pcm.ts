@@ -4,7 +4,7 @@
  *
  * @example
  * ```ts
- * import { int16ToBytes, rms, sine } from "./pcm.ts";
+ * import { int16ToBytes, rms, sine } from "@flowcat/flowcat/audio";
  * const tone = sine({ freq: 1000, sampleRate: 8000, samples: 160, amplitude: 8000 });
  * rms(tone); // ~5657
  * int16ToBytes(tone).length; // 320

@@ -17,7 +17,11 @@
  *
  * @example
  * ```ts
- * import { AudioRecorder } from "./recorder.ts";
+ * import { AudioRecorder } from "@flowcat/flowcat/audio";
+ * import type { FrameOf } from "@flowcat/flowcat";
+ * declare const frame: FrameOf<"InputAudio">;
+ * declare const callerPcm8k: Int16Array;
+ * declare const botPcm24k: Int16Array;
  * const rec = new AudioRecorder({ sampleRate: 16000 });
  * rec.addInput({ pcm: callerPcm8k, sampleRate: 8000, numChannels: 1 }, frame.pts);
  * rec.addOutput({ pcm: botPcm24k, sampleRate: 24000, numChannels: 1 }, frame.pts);

@@ -23,7 +23,7 @@
  *
  * @example
  * ```ts
- * import { Resampler } from "./resample.ts";
+ * import { Resampler } from "@flowcat/flowcat/audio";
  * const up = new Resampler(8000, 16000);
  * const out = up.process(new Int16Array(160)); // 320 samples
  * ```
@@ -187,6 +187,8 @@ function designBank(
  *
  * @example
  * ```ts
+ * import { Resampler } from "@flowcat/flowcat/audio";
+ * declare const ttsFrame: { pcm: Int16Array };
  * const down = new Resampler(24000, 8000);
  * const scratch = new Int16Array(160);
  * const out = down.process(ttsFrame.pcm, scratch); // 480 in, 160 out, no allocation
@@ -346,6 +348,8 @@ export class Resampler {
  *
  * @example
  * ```ts
+ * import { resample } from "@flowcat/flowcat/audio";
+ * declare const pcm8k: Int16Array;
  * const pcm16k = resample(pcm8k, 8000, 16000);
  * ```
  */

@@ -15,7 +15,8 @@
  *
  * @example
  * ```ts
- * import { RnnoiseDenoiser } from "./rnnoise.ts";
+ * import { RnnoiseDenoiser } from "@flowcat/flowcat/audio/rnnoise";
+ * declare const noisy48k: Int16Array; // 480 samples, 10 ms at 48 kHz
  * const dn = await RnnoiseDenoiser.create();
  * const clean48k = dn.process(noisy48k); // Int16Array
  * dn.destroy();

@@ -10,7 +10,9 @@
  *
  * @example
  * ```ts
- * import { EnergyVad } from "./vad_energy.ts";
+ * import { EnergyVad } from "@flowcat/flowcat/audio";
+ * import type { FrameOf } from "@flowcat/flowcat";
+ * declare const frame: FrameOf<"InputAudio">;
  * const vad = new EnergyVad({ sampleRate: 16000 });
  * const state = vad.analyze(frame.audio); // "quiet" | "starting" | "speaking" | "stopping"
  * ```

@@ -17,7 +17,9 @@
  *
  * @example
  * ```ts
- * import { SileroVad } from "./vad_silero.ts";
+ * import { SileroVad } from "@flowcat/flowcat/audio/silero";
+ * import type { FrameOf } from "@flowcat/flowcat";
+ * declare const frame: FrameOf<"InputAudio">;
  * const vad = await SileroVad.create({ sampleRate: 8000 });
  * const state = await vad.analyze(frame.audio);
  * await vad.close();

@@ -10,7 +10,7 @@
  *
  * @example
  * ```ts
- * import { VadStateMachine } from "./vad_state.ts";
+ * import { VadStateMachine } from "@flowcat/flowcat/audio";
  * const sm = new VadStateMachine({ confidence: 0.7, startSecs: 0.2, stopSecs: 0.8, minVolume: 0.6 });
  * sm.update(true, 0.02); // "starting"
  * ```

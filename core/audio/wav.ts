@@ -10,7 +10,7 @@
  *
  * @example
  * ```ts
- * import { decodeWav, encodeWav } from "./wav.ts";
+ * import { decodeWav, encodeWav } from "@flowcat/flowcat/audio";
  * const bytes = encodeWav(new Int16Array([0, 1, -1]), 16000);
  * const { pcm, sampleRate } = decodeWav(bytes); // Int16Array [0, 1, -1], 16000
  * ```
@@ -85,6 +85,8 @@ export function wavHeader(dataBytes: number, sampleRate: number, numChannels = 1
  *
  * @example
  * ```ts
+ * import { encodeWav } from "@flowcat/flowcat/audio";
+ * declare const pcm: Int16Array;
  * await Deno.writeFile("call.wav", encodeWav(pcm, 8000));
  * ```
  */

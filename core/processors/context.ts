@@ -23,6 +23,8 @@
  *
  * @example
  * ```ts
+ * import { AssistantContextAggregator, createLlmContext, type ToolDecl, UserContextAggregator } from "@flowcat/flowcat";
+ * declare const tools: ToolDecl[];
  * const context = createLlmContext("You are helpful.", tools);
  * const user = new UserContextAggregator(context);
  * const assistant = new AssistantContextAggregator(context);

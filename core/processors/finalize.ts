@@ -57,6 +57,7 @@ export type TranscriptListener = (line: TranscriptLine, index: number) => void;
  *
  * @example
  * ```ts
+ * import { CallTranscript, makeFrame } from "@flowcat/flowcat";
  * const transcript = new CallTranscript((line) => console.log(line.role, line.text));
  * transcript.observe(makeFrame("Transcription", { text: "hi", userId: "user", final: true }));
  * ```

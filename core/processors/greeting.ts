@@ -5,6 +5,7 @@
  *
  * @example
  * ```ts
+ * declare const context: ConstructorParameters<typeof GreetingProcessor>[1];
  * const greet = new GreetingProcessor("Hello! How can I help?", context);
  * ```
  * @module

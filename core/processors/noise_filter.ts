@@ -17,7 +17,7 @@
  *
  * @example
  * ```ts
- * import { NoiseFilter } from "./noise_filter.ts";
+ * import { NoiseFilter } from "@flowcat/flowcat/processors/noise-filter";
  * // Pipeline: [transportIn, new NoiseFilter(), vad, stt, llm, tts, transportOut]
  * ```
  * @module

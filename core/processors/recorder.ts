@@ -17,7 +17,7 @@
  *
  * @example
  * ```ts
- * import { RecorderProcessor } from "./recorder.ts";
+ * import { RecorderProcessor } from "@flowcat/flowcat";
  * const recorder = new RecorderProcessor({ sampleRate: 8000, channels: 2 });
  * // Pipeline: [transportIn, vad, stt, llm, tts, recorder, transportOut]
  * // after the task ends:

@@ -13,7 +13,7 @@
  *
  * @example
  * ```ts
- * import { DefaultTurnStrategy, TurnProcessor } from "./turn.ts";
+ * import { DefaultTurnStrategy, TurnProcessor } from "@flowcat/flowcat";
  * const turns = new TurnProcessor(new DefaultTurnStrategy({ interruptions: "always" }));
  * ```
  * @module

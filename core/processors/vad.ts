@@ -15,8 +15,8 @@
  *
  * @example
  * ```ts
- * import { VadProcessor } from "./vad.ts";
- * import { EnergyVad } from "../audio/vad_energy.ts";
+ * import { VadProcessor } from "@flowcat/flowcat";
+ * import { EnergyVad } from "@flowcat/flowcat/audio";
  * const vad = new VadProcessor(new EnergyVad({ sampleRate: 8000 }));
  * // Pipeline: [transportIn, vad, stt, llm, tts, transportOut]
  * ```

@@ -15,7 +15,8 @@
  *
  * @example
  * ```ts
- * import { createAnthropicLlm } from "./anthropic.ts";
+ * import { createAnthropicLlm } from "@flowcat/flowcat/llm/anthropic";
+ * declare const key: string;
  * const llm = createAnthropicLlm({ provider: "anthropic", apiKey: key });
  * for await (const f of llm.runLlm({ messages: [{ role: "user", content: "Hi" }], tools: [] })) {
  *   if (f.kind === "LlmText") console.log(f.text);
@@ -24,6 +25,8 @@
  * @module
  */
 
+// Same imports and service skeleton as llm/gemini.ts: two wire formats behind one LlmService;
+// what they share at the wire (fetch, retries, SSE) is providers/http.ts.
 import { FlowcatError } from "../../core/errors.ts";
 import {
   type Frame,

@@ -17,7 +17,8 @@
  *
  * @example
  * ```ts
- * import { createGeminiLlm } from "./gemini.ts";
+ * import { createGeminiLlm } from "@flowcat/flowcat/llm/gemini";
+ * declare const key: string;
  * const llm = createGeminiLlm({ provider: "gemini", apiKey: key });
  * for await (const f of llm.runLlm({ messages: [{ role: "user", content: "Hi" }], tools: [] })) {
  *   if (f.kind === "LlmText") console.log(f.text);
@@ -47,9 +48,8 @@ export type { ServiceOptions } from "../service_options.ts";
 /** API root used when the options give none. */
 export const GEMINI_DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com";
 /**
- * Default model. gemini-2.0-flash was shut down on 2026-06-01 and gemini-2.5-flash is past its
- * announced shutdown; 3.5 Flash is the GA Flash model (set `options.thinking_level: "minimal"`
- * for the lowest latency).
+ * Default model, the GA Flash model (set `options.thinking_level: "minimal"` for the lowest
+ * latency); which older models are shut down: docs/providers/gemini.md.
  */
 export const GEMINI_DEFAULT_MODEL = "gemini-3.5-flash";
 /** The user line sent in front of a conversation the bot opens (Gemini wants user first). */

@@ -7,7 +7,9 @@
  *
  * @example
  * ```ts
- * import { createOpenAIChatLlm } from "./openai_chat.ts";
+ * import { createOpenAIChatLlm } from "@flowcat/flowcat/llm/openai-chat";
+ * declare const key: string;
+ * const GROQ_URL = "https://api.groq.com/openai/v1";
  * const llm = createOpenAIChatLlm({ provider: "groq", apiKey: key, baseUrl: GROQ_URL });
  * for await (const f of llm.runLlm({ messages: [{ role: "user", content: "hi" }], tools: [] })) {
  *   if (f.kind === "LlmText") console.log(f.text);

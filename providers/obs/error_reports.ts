@@ -10,6 +10,7 @@
  *
  * @example
  * ```ts
+ * declare const apiKey: string;
  * const reporter = createErrorReports({ dsn: "https://key@o1.ingest.sentry.io/42", secrets: [apiKey] });
  * reporter.send({ level: "error", message: "provider failed", tags: { call_id: "7" } });
  * await reporter.flush(2000);

@@ -11,6 +11,8 @@
  *
  * @example
  * ```ts
+ * import { buildCascadedTask, type CascadedTaskOptions } from "@flowcat/flowcat";
+ * declare const inputs: CascadedTaskOptions;
  * const tracing = createOtelTracing();
  * const call = tracing.startCall({ callId: "1", transport: "twilio", direction: "inbound",
  *   pipeline: "cascaded", providers: { llm: "ollama" }, models: { llm: "llama3.2" } });

@@ -10,6 +10,14 @@
  *   or on a scripted cue (after the N-th caller turn);
  * - reports transcripts (it cannot transcribe, so it describes: "(you spoke for 1.4 s)") and
  *   usage in 20 ms frames heard and spoken.
+ *
+ * @example
+ * ```ts
+ * import { EchoRealtime } from "@flowcat/flowcat/realtime/echo";
+ * const model = new EchoRealtime({ greeting: "Say something and I will say it back." });
+ * await model.connect({ systemPrompt: "", tools: [] });
+ * model.sendAudio({ pcm: new Int16Array(320), sampleRate: 16000, numChannels: 1 });
+ * ```
  * @module
  */
 
@@ -19,7 +27,7 @@ import { EnergyVad } from "../../core/audio/vad_energy.ts";
 import { FlowcatError } from "../../core/errors.ts";
 import type { AudioFrame, KeypadEntry, ToolDecl, VadParams } from "../../core/frames.ts";
 import type { RealtimeEvent, RealtimeLlm, RealtimeSetup } from "../../core/seams.ts";
-import type { RealtimeFactory, RealtimeProviderOptions } from "../registry.ts";
+import type { RealtimeFactory, RealtimeProviderOptions } from "../provider_types.ts";
 import { RealtimeEventQueue } from "./_shared.ts";
 
 /** A scripted tool call: after the caller's `afterTurn`-th turn, call `tool`. */

@@ -5,7 +5,7 @@
  *
  * @example
  * ```ts
- * import { realtimeEnvSettings } from "./env.ts";
+ * import { realtimeEnvSettings } from "@flowcat/flowcat/realtime/env";
  * const s = realtimeEnvSettings("gemini", (n) => Deno.env.get(n));
  * s.voice; // "Fenrir" unless FLOWCAT_VOICE is set
  * ```

@@ -6,7 +6,7 @@
  *
  * @example
  * ```ts
- * import { createGeminiLive } from "./gemini_live.ts";
+ * import { createGeminiLive } from "@flowcat/flowcat/realtime/gemini";
  * const llm = createGeminiLive({ apiKey: "..." });
  * await llm.connect({ systemPrompt: "You are a phone agent.", tools: [], kickoff: "Greet." });
  * ```
@@ -17,7 +17,7 @@ import { errorMessage, FlowcatError } from "../../core/errors.ts";
 import { type Logger, silentLogger } from "../../core/log.ts";
 import type { AudioChunk, KeypadEntry } from "../../core/frames.ts";
 import type { RealtimeEvent, RealtimeLlm, RealtimeSetup, ToolDecl } from "../../core/seams.ts";
-import type { RealtimeFactory } from "../registry.ts";
+import type { RealtimeFactory } from "../provider_types.ts";
 import { dtmfUserText, messageText, RealtimeEventQueue } from "./_shared.ts";
 import { DEFAULT_VOICES } from "./env.ts";
 import { parseGeminiServerMessage } from "./gemini_parse.ts";

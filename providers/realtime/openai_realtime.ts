@@ -7,7 +7,8 @@
  *
  * @example
  * ```ts
- * import { createOpenAIRealtime } from "./openai_realtime.ts";
+ * import { createOpenAIRealtime } from "@flowcat/flowcat/realtime/openai";
+ * declare const key: string;
  * const llm = createOpenAIRealtime({ apiKey: key });
  * await llm.connect({ systemPrompt: "Be brief.", tools: [], kickoff: "Say hello." });
  * ```
@@ -18,7 +19,7 @@ import { errorMessage, FlowcatError } from "../../core/errors.ts";
 import { type AudioChunk, audioFrame, type KeypadEntry, type ToolDecl } from "../../core/frames.ts";
 import type { Logger } from "../../core/log.ts";
 import type { RealtimeEvent, RealtimeLlm, RealtimeSetup } from "../../core/seams.ts";
-import type { RealtimeFactory, RealtimeProviderOptions } from "../registry.ts";
+import type { RealtimeFactory, RealtimeProviderOptions } from "../provider_types.ts";
 import { dtmfUserText, openRealtimeSocket, RealtimeEventQueue } from "./_shared.ts";
 import {
   OPENAI_REALTIME_SPEC,

@@ -4,7 +4,7 @@
  *
  * @example
  * ```ts
- * import { openAIStyleRealtime } from "./openai_style.ts";
+ * import { openAIStyleRealtime } from "@flowcat/flowcat/realtime/openai-style";
  * export const createAcmeRealtime = openAIStyleRealtime({
  *   name: "acme",
  *   baseUrl: "wss://realtime.acme.example/v1/realtime",
@@ -17,7 +17,7 @@
  */
 
 import { FlowcatError } from "../../core/errors.ts";
-import type { RealtimeFactory } from "../registry.ts";
+import type { RealtimeFactory } from "../provider_types.ts";
 import type { OpenAIStyleSpec } from "./openai_config.ts";
 import { OpenAIRealtimeClient } from "./openai_realtime.ts";
 

@@ -15,7 +15,11 @@
  *
  * @example
  * ```ts
- * import { createDeepgramStt } from "./deepgram.ts";
+ * import { createDeepgramStt } from "@flowcat/flowcat/stt/deepgram";
+ * import type { AudioFrame, StartParams } from "@flowcat/flowcat";
+ * declare const key: string;
+ * declare const params: StartParams;
+ * declare const audio8k: AudioFrame;
  * const stt = createDeepgramStt({ provider: "deepgram", apiKey: key, language: "en" });
  * await stt.start(params);
  * const frames = await stt.runStt(audio8k); // InterimTranscription / Transcription

@@ -17,7 +17,10 @@
  *
  * @example
  * ```ts
- * import { createWhisperHttpStt } from "./whisper_http.ts";
+ * import { createWhisperHttpStt } from "@flowcat/flowcat/stt/whisper-http";
+ * import type { AudioFrame } from "@flowcat/flowcat";
+ * declare const key: string;
+ * declare const frame: AudioFrame;
  * const stt = createWhisperHttpStt({ provider: "groq", apiKey: key });
  * await stt.runStt(frame); // [] (batch service); audio is buffered
  * stt.speechStarted?.();

@@ -1,13 +1,9 @@
 /**
  * Cartesia (Sonic) streaming text-to-speech over one multiplexed WebSocket.
  *
- * Wire facts, from docs.cartesia.ai (TTS WebSocket reference
- * https://docs.cartesia.ai/2024-11-13/api-reference/tts/websocket, API conventions
- * https://docs.cartesia.ai/use-the-api/api-conventions):
+ * Wire facts (sources, API versions and model notes: docs/providers/cartesia.md):
  * - `wss://api.cartesia.ai/tts/websocket?cartesia_version=...` (the query "takes precedence"
- *   over the `Cartesia-Version` header). Versions: 2024-06-10, 2024-11-13, 2025-04-16 and the
- *   newest, 2026-03-01 (listed on /api-reference/voice-changer/sse; pipecat sends this same
- *   request shape with 2026-03-01).
+ *   over the `Cartesia-Version` header).
  * - Auth: an `X-API-Key` header on the handshake; `?api_key=` exists only "instead of the
  *   X-API-Key header" for browsers. The header keeps the key out of URLs (proxy logs).
  * - Request `{context_id, model_id, transcript, voice:{mode:"id", id}, language, continue:false,
@@ -17,13 +13,15 @@
  * - Cartesia advises "many generations over a single WebSocket", a context each, dialled
  *   before the first: {@link CartesiaTts.start} dials, each `runTts` is one context, and a
  *   dropped socket (idle ones are closed) is redialled by the next call.
- * - Default model `sonic-3`: `sonic-2-2025-03-07` is being retired and Cartesia steers users
- *   to Sonic 3 / 3.5 (/build-with-cartesia/tts-models/older-models). Default voice Katie
- *   `f786b574-daa5-4673-aa0c-cbe3e8534c02`, recommended there for voice agents.
+ * - Default model `sonic-3` and voice Katie `f786b574-daa5-4673-aa0c-cbe3e8534c02`, the one
+ *   Cartesia recommends for voice agents.
  *
  * @example
  * ```ts
- * import { createCartesiaTts } from "./cartesia.ts";
+ * import { createCartesiaTts } from "@flowcat/flowcat/tts/cartesia";
+ * import type { StartParams } from "@flowcat/flowcat";
+ * declare const key: string;
+ * declare const params: StartParams;
  * const tts = createCartesiaTts({ provider: "cartesia", apiKey: key });
  * await tts.start(params);
  * for await (const frame of tts.runTts("Hello there.")) console.log(frame.kind);
@@ -32,6 +30,8 @@
  * @module
  */
 
+// Same imports and socket skeleton as tts/elevenlabs.ts: two WebSocket protocols behind one
+// TtsService; the socket plumbing they share is providers/ws_client.ts.
 import { FlowcatError, type FlowcatErrorKind } from "../../core/errors.ts";
 import { type Frame, makeFrame, type StartParams, ttsAudio } from "../../core/frames.ts";
 import type { TtsService } from "../../core/seams.ts";
@@ -48,7 +48,7 @@ import {
   redact,
   wsRoot,
 } from "../ws_client.ts";
-import { PcmAssembler, ttsUsageFrame } from "./openai_tts.ts";
+import { PcmAssembler, ttsUsageFrame } from "./_shared.ts";
 
 /** Default API root. */
 export const CARTESIA_DEFAULT_BASE_URL = "wss://api.cartesia.ai";

@@ -25,7 +25,8 @@
  *
  * @example
  * ```ts
- * import { createElevenLabsTts } from "./elevenlabs.ts";
+ * import { createElevenLabsTts } from "@flowcat/flowcat/tts/elevenlabs";
+ * declare const key: string;
  * const tts = createElevenLabsTts({ provider: "elevenlabs", apiKey: key });
  * for await (const frame of tts.runTts("Hello there.")) console.log(frame.kind);
  * ```
@@ -48,7 +49,7 @@ import {
   redact,
   wsRoot,
 } from "../ws_client.ts";
-import { PcmAssembler, ttsUsageFrame } from "./openai_tts.ts";
+import { PcmAssembler, ttsUsageFrame } from "./_shared.ts";
 
 /** Default API root. */
 export const ELEVENLABS_DEFAULT_BASE_URL = "wss://api.elevenlabs.io";

@@ -17,7 +17,7 @@
  *
  * @example
  * ```ts
- * import { espeakSynthesize } from "./espeak.ts";
+ * import { espeakSynthesize } from "@flowcat/flowcat/tts/espeak";
  * const audio = await espeakSynthesize("Hello world", { voice: "en-us", rate: 175 });
  * audio.sampleRate; // 22050
  * ```

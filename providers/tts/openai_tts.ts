@@ -11,7 +11,7 @@
  *
  * @example
  * ```ts
- * import { createOpenAITts } from "./openai_tts.ts";
+ * import { createOpenAITts } from "@flowcat/flowcat/tts/openai";
  * const tts = createOpenAITts({ provider: "openai", apiKey: Deno.env.get("OPENAI_API_KEY") });
  * for await (const frame of tts.runTts("Hello there.")) console.log(frame.kind);
  * ```
@@ -21,11 +21,11 @@
 import { FlowcatError } from "../../core/errors.ts";
 import { type Frame, makeFrame, type StartParams, ttsAudio } from "../../core/frames.ts";
 import type { TtsService } from "../../core/seams.ts";
-import { bytesToInt16 } from "../../core/audio/pcm.ts";
 import { Resampler } from "../../core/audio/resample.ts";
 import { decodeWav } from "../../core/audio/wav.ts";
 import { providerFetch } from "../http.ts";
 import type { ServiceOptions } from "../service_options.ts";
+import { PcmAssembler, positiveOption, ttsUsageFrame } from "./_shared.ts";
 
 export type { ServiceOptions } from "../service_options.ts";
 
@@ -106,24 +106,6 @@ export const OPENAI_TTS_PRESETS: Readonly<Record<string, OpenAITtsPreset>> = {
 
 /** A WAV header never needs more than this before its `data` chunk; beyond it is garbage. */
 const MAX_WAV_HEADER = 64 * 1024;
-
-/** Bytes of 16-bit little-endian PCM to whole samples, carrying an odd byte to the next push. */
-export class PcmAssembler {
-  #carry: number | undefined;
-
-  /** Samples completed by `bytes` (possibly none). */
-  push(bytes: Uint8Array): Int16Array {
-    let src = bytes;
-    if (this.#carry !== undefined) {
-      src = new Uint8Array(bytes.length + 1);
-      src[0] = this.#carry;
-      src.set(bytes, 1);
-      this.#carry = undefined;
-    }
-    if (src.length % 2 === 1) this.#carry = src[src.length - 1];
-    return bytesToInt16(src);
-  }
-}
 
 /**
  * A WAV file decoded while it streams: header bytes are held until the `data` chunk starts,
@@ -207,31 +189,6 @@ export class WavStreamDecoder {
   #bad(msg: string): FlowcatError {
     return new FlowcatError("protocol", `${this.#provider}: bad WAV audio: ${msg}`);
   }
-}
-
-/** The `tts_usage` Metrics frame for one synthesis. */
-export function ttsUsageFrame(processor: string, model: string, characters: number): Frame {
-  return makeFrame("Metrics", { data: [{ type: "tts_usage", processor, model, characters }] });
-}
-
-/** A finite positive number option, or undefined; anything else is a config error. */
-export function positiveOption(
-  provider: string,
-  options: Record<string, unknown>,
-  key: string,
-  integer = false,
-): number | undefined {
-  const v = options[key];
-  if (v === undefined) return undefined;
-  if (
-    typeof v !== "number" || !(v > 0) || !Number.isFinite(v) || (integer && !Number.isInteger(v))
-  ) {
-    throw new FlowcatError(
-      "config",
-      `${provider}: options.${key} must be a positive ${integer ? "integer" : "number"}`,
-    );
-  }
-  return v;
 }
 
 /** The OpenAI-compatible speech client. */

@@ -15,7 +15,7 @@
  *
  * @example
  * ```ts
- * import { createPiperTts } from "./piper_http.ts";
+ * import { createPiperTts } from "@flowcat/flowcat/tts/piper";
  * const tts = createPiperTts({ provider: "piper", voice: "en_US-lessac-medium" });
  * for await (const frame of tts.runTts("Hello there.")) console.log(frame.kind);
  * ```
@@ -37,7 +37,7 @@ import { providerFetch } from "../http.ts";
 import type { ServiceOptions } from "../service_options.ts";
 
 export type { ServiceOptions } from "../service_options.ts";
-import { positiveOption, ttsUsageFrame } from "./openai_tts.ts";
+import { positiveOption, ttsUsageFrame } from "./_shared.ts";
 
 /** Where `python3 -m piper.http_server` listens by default. */
 export const PIPER_BASE_URL = "http://127.0.0.1:5000";
@@ -108,6 +108,8 @@ export class PiperTts implements TtsService {
     this.#timeoutMs = opts.timeoutMs;
     this.#fetch = opts.fetch ?? fetch;
   }
+
+  // name, sampleRate and start read as in openai_tts.ts: the TtsService skeleton of an HTTP client.
 
   /** Provider name, as configured. */
   name(): string {

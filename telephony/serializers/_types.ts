@@ -36,6 +36,10 @@ export interface SerializerOptions {
  *
  * @example
  * ```ts
+ * import { createSerializer } from "@flowcat/flowcat/telephony/serializers";
+ * import type { MediaSocket } from "@flowcat/flowcat";
+ * declare const openMessage: string;
+ * declare const socket: MediaSocket;
  * const ser = createSerializer("genesys");
  * const got = ser.onMessage({ type: "text", data: openMessage });
  * for (const reply of ser.takeReplies()) await socket.sendText(reply as string);

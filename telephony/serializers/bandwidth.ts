@@ -6,7 +6,7 @@
  *
  * @example
  * ```ts
- * import { createBandwidthSerializer } from "./bandwidth.ts";
+ * import { createBandwidthSerializer } from "@flowcat/flowcat/telephony/serializers/bandwidth";
  * const ser = createBandwidthSerializer();
  * ser.encodeClear(); // '{"eventType":"clear"}'
  * ```

@@ -7,7 +7,7 @@
  *
  * @example
  * ```ts
- * import { createExotelSerializer } from "./exotel.ts";
+ * import { createExotelSerializer } from "@flowcat/flowcat/telephony/serializers/exotel";
  * const ser = createExotelSerializer();
  * ser.chunkSamples(); // 800 at 8 kHz
  * ```

@@ -7,7 +7,8 @@
  *
  * @example
  * ```ts
- * import { createGenesysSerializer } from "./genesys.ts";
+ * import { createGenesysSerializer } from "@flowcat/flowcat/telephony/serializers/genesys";
+ * declare const openJson: string; // the Genesys "open" message
  * const ser = createGenesysSerializer();
  * ser.onMessage({ type: "text", data: openJson }); // { type: "start", callId: conversationId }
  * ser.takeReplies(); // [opened message]

@@ -4,7 +4,7 @@
  *
  * @example
  * ```ts
- * import { createSerializer } from "./mod.ts";
+ * import { createSerializer } from "@flowcat/flowcat/telephony/serializers";
  * const ser = createSerializer("twilio");
  * ser.carrierRate(); // 8000
  * ```

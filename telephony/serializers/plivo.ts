@@ -5,7 +5,7 @@
  *
  * @example
  * ```ts
- * import { createPlivoSerializer } from "./plivo.ts";
+ * import { createPlivoSerializer } from "@flowcat/flowcat/telephony/serializers/plivo";
  * const ser = createPlivoSerializer();
  * ser.encodeMark("utt-7"); // '{"event":"checkpoint","name":"utt-7"}' (plus streamId after start)
  * ```

@@ -5,7 +5,7 @@
  *
  * @example
  * ```ts
- * import { createSignalWireSerializer } from "./signalwire.ts";
+ * import { createSignalWireSerializer } from "@flowcat/flowcat/telephony/serializers/signalwire";
  * const ser = createSignalWireSerializer();
  * ser.carrierRate(); // 8000
  * ```

@@ -6,7 +6,8 @@
  *
  * @example
  * ```ts
- * import { createSinchSerializer } from "./sinch.ts";
+ * import { createSinchSerializer } from "@flowcat/flowcat/telephony/serializers/sinch";
+ * declare const connectJson: string; // the Sinch "connect" event
  * const ser = createSinchSerializer();
  * ser.onMessage({ type: "text", data: connectJson }); // start
  * ser.takeReplies(); // ['{"command":"answer"}']

@@ -4,7 +4,7 @@
  *
  * @example
  * ```ts
- * import { createTelnyxSerializer } from "./telnyx.ts";
+ * import { createTelnyxSerializer } from "@flowcat/flowcat/telephony/serializers/telnyx";
  * const ser = createTelnyxSerializer();
  * ser.encodeClear(); // '{"event":"clear"}'
  * ```

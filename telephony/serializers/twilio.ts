@@ -4,7 +4,8 @@
  *
  * @example
  * ```ts
- * import { createTwilioSerializer } from "./twilio.ts";
+ * import { createTwilioSerializer } from "@flowcat/flowcat/telephony/serializers/twilio";
+ * declare const startJson: string; // the Twilio "start" event
  * const ser = createTwilioSerializer();
  * ser.onMessage({ type: "text", data: startJson }); // { type: "start", callId: "CA...", ... }
  * ser.encodeClear(); // '{"event":"clear","streamSid":"MZ..."}'
@@ -28,9 +29,13 @@ export class TwilioSerializer extends TwilioWireSerializer {
  *
  * @example
  * ```ts
+ * import { createTwilioSerializer } from "@flowcat/flowcat/telephony/serializers/twilio";
+ * declare const twilioJson: string;
+ * declare const socket: { send(data: string | Uint8Array): void };
  * const ser = createTwilioSerializer();
  * const event = ser.onMessage({ type: "text", data: twilioJson }); // start, audio, dtmf, ...
- * socket.send(ser.encodeClear()); // barge-in: flush what Twilio is still playing
+ * const clear = ser.encodeClear(); // barge-in: flush what Twilio is still playing
+ * if (clear !== undefined) socket.send(clear);
  * ```
  */
 export function createTwilioSerializer(options?: SerializerOptions): TwilioSerializer {

@@ -6,7 +6,7 @@
  *
  * @example
  * ```ts
- * import { createVonageSerializer } from "./vonage.ts";
+ * import { createVonageSerializer } from "@flowcat/flowcat/telephony/serializers/vonage";
  * const ser = createVonageSerializer({ sampleRate: 16000 });
  * ser.encodeMark("utt-7"); // '{"action":"notify","payload":{"mark":"utt-7"}}'
  * ```

@@ -11,6 +11,10 @@
  *
  * @example
  * ```ts
+ * import { SipAgent } from "@flowcat/flowcat/sip";
+ * import type { MediaTransport } from "@flowcat/flowcat";
+ * declare const secret: string;
+ * declare function runPipeline(transport: MediaTransport): void;
  * const agent = await SipAgent.start({ server: "sip:trunk.example.com", login: "alice",
  *   password: secret, callerId: "+15550001111", publicIp: "203.0.113.7" });
  * await agent.register();
@@ -60,6 +64,10 @@ export type { SipAgentCounters, SipAgentOptions };
  *
  * @example
  * ```ts
+ * import { SipAgent } from "@flowcat/flowcat/sip";
+ * import type { MediaTransport } from "@flowcat/flowcat";
+ * declare const secret: string;
+ * declare function runPipeline(transport: MediaTransport): void;
  * const agent = await SipAgent.start({ server: "sip:trunk.example.com", login: "alice",
  *   password: secret, callerId: "+15550001111" });
  * await agent.register();

@@ -60,6 +60,9 @@ export function multipartParts(contentType: string, body: string): BodyPart[] | 
  *
  * @example
  * ```ts
+ * import { sessionDescription, type SipMessage } from "@flowcat/flowcat/sip";
+ * declare const invite: SipMessage;
+ * declare function reply(status: number): void;
  * const sdp = sessionDescription(invite);
  * if (sdp === undefined) reply(415);
  * ```

@@ -121,6 +121,8 @@ export interface ResponseOptions {
  *
  * @example
  * ```ts
+ * import { buildResponse, newTag, type SipRequest } from "@flowcat/flowcat/sip";
+ * declare const invite: SipRequest;
  * const ringing = buildResponse(invite, 180, { toTag: newTag() });
  * ```
  */

@@ -1,5 +1,5 @@
 /**
- * `SipConfig` (seed "SIP configuration (SipConfig)") and its validation. The password goes
+ * `SipConfig`, what a SIP agent is started with, and its validation. The password goes
  * straight into {@link DigestCredentials} and is kept nowhere else: the resolved settings hold
  * no password, so logging them cannot leak it, and no error message quotes it.
  * @module
@@ -9,7 +9,7 @@ import { FlowcatError } from "../../core/errors.ts";
 import { DigestCredentials } from "./digest.ts";
 import { parseUri } from "./uri.ts";
 
-/** What {@link SipAgent.start} takes. Field names are the seed's, in camelCase. */
+/** What {@link SipAgent.start} takes. */
 export interface SipConfig {
   /** Registrar / proxy SIP URI (`sip:trunk.example.com`, `sip:10.0.0.5:5070`); `sip:` optional. */
   server: string;

@@ -9,6 +9,9 @@
  *
  * @example
  * ```ts
+ * import { DigestClient, DigestCredentials, selectChallenge, type SipHeader, type SipResponse } from "@flowcat/flowcat/sip";
+ * declare const response401: SipResponse;
+ * declare const headers: SipHeader[];
  * const client = new DigestClient(new DigestCredentials("alice", "s3cret"));
  * const ch = selectChallenge(response401);
  * if (ch.ok) {

@@ -7,6 +7,10 @@
  *
  * @example
  * ```ts
+ * import { DigestCredentials, DigestVerifier, type SipHeader, type SipRequest } from "@flowcat/flowcat/sip";
+ * declare const secret: string;
+ * declare const invite: SipRequest;
+ * declare function reply(status: number, headers?: SipHeader[]): void;
  * const verifier = new DigestVerifier(new DigestCredentials("trunk", secret), { realm: "flowcat" });
  * const verdict = verifier.verify(invite);
  * if (verdict !== "ok") reply(verifier.status, verifier.challenge(verdict === "stale"));

@@ -8,7 +8,8 @@
  *
  * @example
  * ```ts
- * import { parseSipMessage, serializeSipMessage } from "./message.ts";
+ * import { parseSipMessage, serializeSipMessage } from "@flowcat/flowcat/sip";
+ * declare const datagram: Uint8Array;
  * const r = parseSipMessage(datagram);
  * if (r.ok) console.log(r.message.kind, serializeSipMessage(r.message));
  * ```
@@ -317,6 +318,8 @@ function key(name: string): string {
  *
  * @example
  * ```ts
+ * import { getHeader, type SipMessage } from "@flowcat/flowcat/sip";
+ * declare const msg: SipMessage;
  * getHeader(msg, "i") === getHeader(msg, "Call-ID"); // true
  * ```
  */
@@ -374,6 +377,8 @@ export function utf8Length(text: string): number {
  *
  * @example
  * ```ts
+ * import { serializeSipMessage, type SipHeader } from "@flowcat/flowcat/sip";
+ * declare const headers: SipHeader[];
  * serializeSipMessage({ kind: "response", status: 200, reason: "OK", headers, body: "" });
  * // "SIP/2.0 200 OK\r\n...Content-Length: 0\r\n\r\n"
  * ```

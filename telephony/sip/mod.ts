@@ -6,7 +6,9 @@
  *
  * @example
  * ```ts
- * import { SipAgent } from "./mod.ts";
+ * import { SipAgent } from "@flowcat/flowcat/sip";
+ * import type { SipConfig } from "@flowcat/flowcat/sip";
+ * declare const config: SipConfig;
  * const agent = await SipAgent.start(config);
  * await agent.register();
  * const invite = await agent.nextInbound();
@@ -15,7 +17,9 @@
  *
  * @example
  * ```ts
- * import { buildResponse, newTag, parseSipMessage, serializeSipMessage } from "./mod.ts";
+ * import { buildResponse, newTag, parseSipMessage, serializeSipMessage } from "@flowcat/flowcat/sip";
+ * declare const datagram: Uint8Array;
+ * declare function send(text: string): void;
  * const r = parseSipMessage(datagram);
  * if (r.ok && r.message.kind === "request" && r.message.method === "OPTIONS") {
  *   send(serializeSipMessage(buildResponse(r.message, 200, { toTag: newTag() })));
@@ -25,28 +29,163 @@
  */
 
 export type { ParseResult } from "./result.ts";
-export * from "./headers.ts";
-export * from "./params.ts";
-export * from "./body.ts";
-export * from "./uas_checks.ts";
-export * from "./uri.ts";
-export * from "./address.ts";
-export * from "./message.ts";
-export * from "./build.ts";
-export * from "./digest.ts";
-export * from "./sdp.ts";
-export * from "./rtp.ts";
-export * from "./txn_timers.ts";
-export * from "./udp.ts";
-export * from "./transaction.ts";
-export * from "./dialog.ts";
-export * from "./config.ts";
-export * from "./register.ts";
-export * from "./rtp_session.ts";
-export * from "./rtp_clock.ts";
-export * from "./rtp_pacer.ts";
-export * from "./sip_transport.ts";
-export * from "./call.ts";
+export { formatParams, type Params, parseParams, parseUriParams } from "./params.ts";
+export { type BodyPart, mediaType, multipartParts, sessionDescription } from "./body.ts";
+export { answerMalformed, type Refusal } from "./uas_checks.ts";
+export {
+  formatUri,
+  isKnownScheme,
+  type KnownScheme,
+  parseHostPort,
+  parseUri,
+  type SipUri,
+} from "./uri.ts";
+export {
+  BRANCH_COOKIE,
+  type CSeq,
+  formatCSeq,
+  formatNameAddr,
+  formatVia,
+  type NameAddr,
+  parseCSeq,
+  parseNameAddr,
+  parseVia,
+  type Via,
+} from "./address.ts";
+export {
+  encodeSipMessage,
+  getHeader,
+  getHeaders,
+  isKeepAlive,
+  MAX_HEADERS,
+  MAX_MESSAGE_BYTES,
+  parseSipMessage,
+  removeHeader,
+  serializeSipMessage,
+  setHeader,
+  type SipHeader,
+  type SipMessage,
+  type SipParseFailure,
+  type SipParseOptions,
+  type SipParseResult,
+  type SipRequest,
+  type SipResponse,
+} from "./message.ts";
+export {
+  addressOf,
+  buildRequest,
+  buildResponse,
+  cseqOf,
+  newBranch,
+  newCallId,
+  newTag,
+  reasonPhrase,
+  type ResponseOptions,
+  tagOf,
+  topVia,
+} from "./build.ts";
+export {
+  computeDigestResponse,
+  type DigestAlgorithm,
+  type DigestChallenge,
+  DigestClient,
+  type DigestClientOptions,
+  DigestCredentials,
+  digestHash,
+  type DigestInputs,
+  parseAuthParams,
+  parseDigestChallenge,
+  selectChallenge,
+} from "./digest.ts";
+export {
+  acceptAnswer,
+  type AnswerResult,
+  buildAnswer,
+  buildOffer,
+  DEFAULT_TELEPHONE_EVENT_PT,
+  formatSdp,
+  type G711Codec,
+  type LocalMediaOptions,
+  type MediaDirection,
+  type NegotiatedMedia,
+  parseSdp,
+  type RtpMap,
+  type SdpAttribute,
+  type SdpConnection,
+  type SdpMedia,
+  type SdpOrigin,
+  type SdpSession,
+  STATIC_PT,
+} from "./sdp.ts";
+export {
+  decodeRtp,
+  encodeRtp,
+  RTP_HEADER_BYTES,
+  type RtpPacket,
+  type RtpPacketInit,
+  rtpPacketLength,
+  RtpSender,
+  type RtpSenderOptions,
+  SAMPLES_PER_20MS,
+} from "../../core/rtp.ts";
+export { type LatchMode, type RtpAddress, RtpSourceFilter } from "./rtp_source.ts";
+export { type BaseTimers, DEFAULT_TIMERS, type TimerValues } from "./txn_timers.ts";
+export { type DatagramHandler, openEvenPort, type UdpAddress, UdpEndpoint } from "./udp.ts";
+export {
+  type ClientCallbacks,
+  type ClientState,
+  ClientTransaction,
+  type RequestHandler,
+  type SendMessage,
+  type ServerState,
+  ServerTransaction,
+  type TransactionCounters,
+  TransactionLayer,
+  type TransactionLayerOptions,
+} from "./transaction.ts";
+export {
+  buildInDialogRequest,
+  type Dialog,
+  dialogAsUac,
+  dialogAsUas,
+  dialogKey,
+  dialogKeyOfRequest,
+  dialogNextHop,
+  type InDialogOptions,
+  uriDestination,
+} from "./dialog.ts";
+export {
+  advertisedAddress,
+  parseServer,
+  resolveSipConfig,
+  SIP_CONFIG_DEFAULTS,
+  type SipConfig,
+  type SipServer,
+  type SipSettings,
+} from "./config.ts";
+export {
+  Registration,
+  type RegistrationHost,
+  type RegistrationOptions,
+  type RegistrationState,
+} from "./register.ts";
+export {
+  type DtmfSendOptions,
+  type RtpHandlers,
+  RtpSession,
+  type RtpSessionOptions,
+  type RtpStats,
+} from "./rtp_session.ts";
+export { joinRtpClock, leaveRtpClock, RTP_TICK_MS, type RtpTick } from "./rtp_clock.ts";
+export { type PacerSink, type PacerStats, RtpPacer } from "./rtp_pacer.ts";
+export { SIP_CARRIER_RATE, SipMediaTransport } from "./sip_transport.ts";
+export {
+  type CallDirection,
+  type CallEndReason,
+  type CallHost,
+  type CallInfo,
+  SipCall,
+} from "./call.ts";
 export { type InviteState, SipInvite } from "./inbound.ts";
 export { buildCancel, type CallOptions } from "./outbound.ts";
 export { dtmfFromInfo } from "./in_dialog.ts";

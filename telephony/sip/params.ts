@@ -103,7 +103,7 @@ export function scanParams(text: string, syntax: ParamSyntax): Params | undefine
  *
  * @example
  * ```ts
- * parseParams(";branch=z9hG4bK1;rport").get("rport"); // null
+ * parseParams(";branch=z9hG4bK1;rport")?.get("rport"); // null
  * ```
  */
 export function parseParams(text: string): Params | undefined {

@@ -6,7 +6,8 @@
  *
  * @example
  * ```ts
- * import { joinRtpClock, leaveRtpClock } from "./rtp_clock.ts";
+ * import { joinRtpClock, leaveRtpClock } from "@flowcat/flowcat/sip";
+ * declare function sendWhatIsDue(now: number): boolean;
  * const tick = (now: number) => sendWhatIsDue(now);
  * joinRtpClock(tick); // ... leaveRtpClock(tick) when the call ends
  * ```

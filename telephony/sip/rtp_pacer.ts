@@ -7,6 +7,11 @@
  *
  * @example
  * ```ts
+ * import { joinRtpClock, RtpPacer, RtpSender } from "@flowcat/flowcat/sip";
+ * import { ulawEncode } from "@flowcat/flowcat/audio";
+ * declare const sock: { send(packet: Uint8Array): void };
+ * declare const sender: RtpSender;
+ * declare const pcm160: Int16Array;
  * const pacer = new RtpPacer({ send: (p) => sock.send(sender.audio(p)), skip: (n) => sender.silence(160 * n),
  *   silence: new Uint8Array(160).fill(0xff) });
  * pacer.push((slot) => ulawEncode(pcm160, slot));

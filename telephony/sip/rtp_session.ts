@@ -9,6 +9,11 @@
  *
  * @example
  * ```ts
+ * import { type NegotiatedMedia, RtpSession } from "@flowcat/flowcat/sip";
+ * declare const negotiatedMedia: NegotiatedMedia;
+ * declare const pcm8k: Int16Array;
+ * declare function play(pcm: Int16Array): void;
+ * declare function press(key: string): void;
  * const rtp = RtpSession.open({ bindHost: "0.0.0.0", portBase: 16000, portTries: 200 });
  * rtp.start(negotiatedMedia, { onAudio: (pcm8k) => play(pcm8k), onDtmf: (k) => press(k) });
  * rtp.sendPcm8k(pcm8k); // any length; sent in 160-sample packets
@@ -22,7 +27,7 @@ import { dtmfEventPackets, Rfc4733Receiver } from "../../core/audio/dtmf_rfc4733
 import { FlowcatError } from "../../core/errors.ts";
 import type { KeypadEntry } from "../../core/frames.ts";
 import { type Logger, silentLogger } from "../../core/log.ts";
-import { decodeRtp, type RtpPacket, RtpSender, SAMPLES_PER_20MS } from "./rtp.ts";
+import { decodeRtp, type RtpPacket, RtpSender, SAMPLES_PER_20MS } from "../../core/rtp.ts";
 import { joinRtpClock, leaveRtpClock } from "./rtp_clock.ts";
 import { JitterBuffer, LOST } from "../../core/audio/jitter_buffer.ts";
 import { type LatchMode, RtpSourceFilter } from "./rtp_source.ts";

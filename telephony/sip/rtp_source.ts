@@ -1,6 +1,6 @@
 /**
  * Inbound RTP source checks: the symmetric-RTP filter that drops packets from unexpected
- * addresses (seed: "RTP from an unexpected source address is dropped"). Reordering, loss and
+ * addresses (RTP from an unexpected source address is dropped). Reordering, loss and
  * jitter are the shared playout buffer's (core/audio/jitter_buffer.ts), as on the WebRTC leg.
  * @module
  */
@@ -30,9 +30,15 @@ function normHost(host: string): string {
  *
  * @example
  * ```ts
- * const filter = new RtpSourceFilter({ hostname: "203.0.113.5", port: 30000 });
- * if (!filter.accept(remoteAddr)) return; // dropped and counted in filter.dropped
- * socket.send(pkt, filter.remote);
+ * import { RtpSourceFilter } from "@flowcat/flowcat/sip";
+ * declare const socket: { send(packet: Uint8Array, to: RtpSourceFilter["remote"]): void };
+ * declare const pkt: Uint8Array;
+ * declare const remoteAddr: Deno.NetAddr;
+ * function onPacket(): void {
+ *   const filter = new RtpSourceFilter({ hostname: "203.0.113.5", port: 30000 });
+ *   if (!filter.accept(remoteAddr)) return; // dropped and counted in filter.dropped
+ *   socket.send(pkt, filter.remote);
+ * }
  * ```
  */
 export class RtpSourceFilter {

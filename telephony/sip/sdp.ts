@@ -11,6 +11,9 @@
  *
  * @example
  * ```ts
+ * import { buildAnswer, formatSdp, parseSdp, type SipRequest } from "@flowcat/flowcat/sip";
+ * declare const invite: SipRequest;
+ * declare function reply(status: number, sdp?: string): void;
  * const offer = parseSdp(invite.body);
  * if (offer.ok) {
  *   const ans = buildAnswer(offer.value, { address: "192.0.2.10", port: 16000 });
@@ -117,6 +120,7 @@ function baseSession(opts: LocalMediaOptions, media: SdpMedia[]): SdpSession {
  *
  * @example
  * ```ts
+ * import { buildOffer, formatSdp } from "@flowcat/flowcat/sip";
  * formatSdp(buildOffer({ address: "192.0.2.10", port: 40000 }));
  * // ... m=audio 40000 RTP/AVP 0 8 101 ... a=fmtp:101 0-16 ... a=ptime:20 ... a=sendrecv
  * ```
@@ -283,6 +287,9 @@ export function buildAnswer(offer: SdpSession, opts: LocalMediaOptions): AnswerR
  *
  * @example
  * ```ts
+ * import { acceptAnswer, type SdpSession } from "@flowcat/flowcat/sip";
+ * declare const parsedAnswer: SdpSession;
+ * declare function sendBye(): void;
  * const neg = acceptAnswer(parsedAnswer, "sendrecv");
  * if (!neg.ok) sendBye(); // the peer answered with nothing we can speak
  * ```

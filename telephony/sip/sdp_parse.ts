@@ -274,6 +274,7 @@ function formatAttribute(a: SdpAttribute): string {
  *
  * @example
  * ```ts
+ * import { buildOffer, formatSdp } from "@flowcat/flowcat/sip";
  * formatSdp(buildOffer({ address: "192.0.2.10", port: 40000 })); // "v=0\r\no=- ..."
  * ```
  */

@@ -6,6 +6,9 @@
  *
  * @example
  * ```ts
+ * import type { SipInvite } from "@flowcat/flowcat/sip";
+ * declare const invite: SipInvite;
+ * declare const pcm: Int16Array;
  * const call = await invite.answer();
  * const m = await call.transport.recv(); // { type: "start", callId }
  * await call.transport.sendAudio({ pcm, sampleRate: 24000, numChannels: 1 });

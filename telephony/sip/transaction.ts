@@ -9,6 +9,9 @@
  *
  * @example
  * ```ts
+ * import { buildResponse, type SipRequest, TransactionLayer } from "@flowcat/flowcat/sip";
+ * declare const register: SipRequest;
+ * declare const send: ConstructorParameters<typeof TransactionLayer>[0];
  * const layer = new TransactionLayer(send, (req, txn) => {
  *   if (req.method === "OPTIONS") txn?.respond(buildResponse(req, 200));
  * }, { timers: { T1: 50 } });

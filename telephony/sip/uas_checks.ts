@@ -140,6 +140,10 @@ function phrase(text: string): string {
  *
  * @example
  * ```ts
+ * import { answerMalformed, parseSipMessage, type TransactionLayer, type UdpAddress } from "@flowcat/flowcat/sip";
+ * declare const datagram: Uint8Array;
+ * declare const layer: TransactionLayer;
+ * declare const from: UdpAddress;
  * const r = parseSipMessage(datagram);
  * const res = r.ok ? undefined : answerMalformed(r);
  * if (res) layer.sendStateless(res, from);

@@ -8,6 +8,7 @@
  *
  * @example
  * ```ts
+ * import { createAnthropicLlm } from "@flowcat/flowcat/llm/anthropic";
  * const fake = await new AnthropicFake().start();
  * fake.reply({ events: anthropicStream({ text: ["Hel", "lo"] }) });
  * const llm = createAnthropicLlm({ provider: "anthropic", apiKey: fake.apiKey, baseUrl: fake.url });

@@ -7,6 +7,8 @@
  *
  * @example
  * ```ts
+ * import { createCartesiaTts } from "@flowcat/flowcat/tts/cartesia";
+ * declare const bytes: Uint8Array;
  * const fake = await new CartesiaFake({ audio: [bytes] }).start();
  * const tts = createCartesiaTts({ provider: "cartesia", apiKey: fake.key, baseUrl: fake.url });
  * await fake.close();

@@ -14,6 +14,9 @@
  *
  * @example
  * ```ts
+ * import { createDeepgramStt } from "@flowcat/flowcat/stt/deepgram";
+ * import type { StartParams } from "@flowcat/flowcat";
+ * declare const params: StartParams;
  * const fake = new DeepgramFake({ apiKey: "k" });
  * fake.start();
  * const stt = createDeepgramStt({ provider: "deepgram", apiKey: "k", baseUrl: fake.url });

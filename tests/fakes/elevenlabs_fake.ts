@@ -9,6 +9,8 @@
  *
  * @example
  * ```ts
+ * import { createElevenLabsTts } from "@flowcat/flowcat/tts/elevenlabs";
+ * declare const bytes: Uint8Array;
  * const fake = await new ElevenLabsFake({ audio: [bytes] }).start();
  * const tts = createElevenLabsTts({ provider: "elevenlabs", apiKey: fake.key, baseUrl: fake.url });
  * await fake.close();

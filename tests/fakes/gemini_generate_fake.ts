@@ -10,6 +10,7 @@
  *
  * @example
  * ```ts
+ * import { createGeminiLlm } from "@flowcat/flowcat/llm/gemini";
  * const fake = await new GeminiGenerateFake().start();
  * fake.reply({ chunks: geminiStream({ text: ["Hel", "lo"] }) });
  * const llm = createGeminiLlm({ provider: "gemini", apiKey: fake.apiKey, baseUrl: fake.url });

@@ -7,6 +7,7 @@
  *
  * @example
  * ```ts
+ * import { createGeminiLive } from "@flowcat/flowcat/realtime/gemini";
  * const fake = await new GeminiLiveFake().start();
  * const client = createGeminiLive({ apiKey: "k", url: fake.url });
  * await client.connect({ systemPrompt: "hi", tools: [] });

@@ -9,6 +9,9 @@
  *
  * @example
  * ```ts
+ * import { createOpenAIChatLlm } from "@flowcat/flowcat/llm/openai-chat";
+ * import type { LlmContext } from "@flowcat/flowcat";
+ * declare const context: LlmContext;
  * const fake = new OpenAIChatFake();
  * fake.reply(streamReply([textChunk("Hi"), finishChunk("stop")]));
  * const llm = createOpenAIChatLlm({ provider: "openai", apiKey: "k", baseUrl: fake.baseUrl });

@@ -6,6 +6,8 @@
  *
  * @example
  * ```ts
+ * import { createOpenAIRealtime } from "@flowcat/flowcat/realtime/openai";
+ * declare const pcm24k: Int16Array;
  * const fake = new OpenAIRealtimeFake();
  * await fake.start();
  * const llm = createOpenAIRealtime({ apiKey: "k", url: fake.url });

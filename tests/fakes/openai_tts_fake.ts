@@ -14,6 +14,7 @@
  *
  * @example
  * ```ts
+ * import { createOpenAITts } from "@flowcat/flowcat/tts/openai";
  * const fake = new OpenAITtsFake();
  * await fake.start();
  * fake.replies.push({ chunks: [new Uint8Array(481)] });

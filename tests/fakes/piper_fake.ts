@@ -15,6 +15,7 @@
  *
  * @example
  * ```ts
+ * import { createPiperTts } from "@flowcat/flowcat/tts/piper";
  * const fake = new PiperFake({ api: "synthesize", sampleRate: 16000 });
  * await fake.start();
  * const tts = createPiperTts({ provider: "piper", baseUrl: fake.baseUrl });

@@ -17,7 +17,7 @@
  * ```ts
  * const fake = new WhisperHttpFake({ apiKey: "k" });
  * await fake.start();
- * fake.reply({ text: "hello" });
+ * fake.reply({ body: { text: "hello" } });
  * // ... client POSTs to `${fake.url}/v1/audio/transcriptions`
  * await fake.close();
  * ```

@@ -2,13 +2,19 @@
  * RTP (RFC 3550) packets: decode (version 2, padding, header extension, CSRC list) and encode,
  * plus {@link RtpSender}, the per-stream send state (random SSRC / sequence / timestamp, 20 ms
  * G.711 packets, marker on the first packet of a talkspurt, sequence and timestamp wrap).
- * Also re-exports the jitter buffer and the symmetric-RTP source filter.
+ * It lives in core because both the SIP leg and the WebRTC leg packetize with it.
  *
  * Hot path: {@link decodeRtp} returns views into the datagram (no payload copy) and can fill a
  * caller-owned object; {@link RtpSender} writes every packet into one reused buffer.
  *
  * @example
  * ```ts
+ * import { decodeRtp, RtpSender } from "@flowcat/flowcat/sip";
+ * declare const socket: Deno.DatagramConn;
+ * declare const remote: Deno.NetAddr;
+ * declare const mulaw160: Uint8Array;
+ * declare const datagram: Uint8Array;
+ * declare function handle(payloadType: number, payload: Uint8Array): void;
  * const tx = new RtpSender({ payloadType: 0 });
  * socket.send(tx.audio(mulaw160), remote); // 172 bytes, marker set on the first one
  * const pkt = decodeRtp(datagram);
@@ -17,9 +23,7 @@
  * @module
  */
 
-import { FlowcatError } from "../../core/errors.ts";
-
-export * from "./rtp_source.ts";
+import { FlowcatError } from "./errors.ts";
 
 /** Size of the fixed RTP header. */
 export const RTP_HEADER_BYTES = 12;
@@ -56,6 +60,9 @@ const NO_CSRC: readonly number[] = Object.freeze([]);
  *
  * @example
  * ```ts
+ * import { decodeRtp, type RtpPacket } from "@flowcat/flowcat/sip";
+ * declare const socket: Deno.DatagramConn;
+ * declare function play(payload: Uint8Array): void;
  * const reuse = {} as RtpPacket;
  * for await (const [buf] of socket) { const p = decodeRtp(buf, reuse); if (p) play(p.payload); }
  * ```
@@ -142,6 +149,8 @@ export function rtpPacketLength(p: RtpPacketInit): number {
  *
  * @example
  * ```ts
+ * import { encodeRtp } from "@flowcat/flowcat/sip";
+ * declare const payload: Uint8Array;
  * encodeRtp({ payloadType: 0, sequence: 1, timestamp: 160, ssrc: 0x1234, payload });
  * ```
  */

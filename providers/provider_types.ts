@@ -1,0 +1,45 @@
+/**
+ * What a provider module and the registry agree on: the options a realtime factory takes and the
+ * facts the registry holds about each provider. A leaf module, so a client can name these types
+ * without importing the registry that loads it.
+ * @module
+ */
+
+import type { Logger } from "../core/log.ts";
+import type { RealtimeLlm } from "../core/seams.ts";
+
+/** Kinds of provider a pipeline uses. */
+export type ProviderKind = "realtime" | "stt" | "llm" | "tts";
+
+/** What every realtime provider factory takes. */
+export interface RealtimeProviderOptions {
+  /** Credential; absent for local providers. Never logged. */
+  apiKey?: string;
+  /** Model id; the provider's default when left out. */
+  model?: string;
+  /** Voice name; the provider's default when left out. */
+  voice?: string;
+  /** Override the provider's endpoint (tests, proxies, compatible providers). */
+  url?: string;
+  /** Provider-specific options from the config. */
+  options?: Record<string, unknown>;
+  /** Logger for the client (default silent). */
+  logger?: Logger;
+}
+
+/** Makes one realtime client per call. */
+export type RealtimeFactory = (opts: RealtimeProviderOptions) => RealtimeLlm;
+
+/** A registered provider. */
+export interface ProviderInfo {
+  /** Name the config selects the provider by. */
+  name: string;
+  /** What the provider does in a pipeline. */
+  kind: ProviderKind;
+  /** `host:port` pairs the provider dials (for `--allow-net`); empty for local providers. */
+  hosts: readonly string[];
+  /** False for local, credential-free providers. */
+  needsKey: boolean;
+  /** One-line description for `--help` and docs. */
+  description: string;
+}
