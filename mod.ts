@@ -28,3 +28,5 @@ export * from "./core/turn_end.ts";
 export * from "./core/audio/mod.ts";
 export * from "./core/processors/mod.ts";
 export * from "./core/builders.ts";
+export * from "./core/memory_sessions.ts";
+export * from "./core/static_brain.ts";

@@ -17,7 +17,7 @@
  */
 
 import { dirname, extname } from "node:path";
-import { parse as parseYaml } from "yaml";
+import { parse as parseYaml } from "npm:yaml@^2.9.1";
 import { type GraphSpec, parseGraphSpec, validateGraphSpec } from "../core/agent/graph_spec.ts";
 import { formatProblems, type Problem } from "../core/agent/problems.ts";
 import { templatePlaceholders, VARIABLE_NAME_RE } from "../core/agent/interpolate.ts";

@@ -10,7 +10,7 @@
 import assert from "node:assert/strict";
 import { startSipHost } from "../examples/embed/sip_host.ts";
 import { startWsHost } from "../examples/embed/ws_host.ts";
-import type { HostSessions } from "../examples/embed/host_call.ts";
+import type { InMemorySessions } from "../mod.ts";
 import { loopbackSipConfig, startLoopbackAgent } from "./_sip_peer.ts";
 import { freeEvenPortBase } from "./_sipp.ts";
 import { sleep, until } from "./_core_helpers.ts";
@@ -47,7 +47,7 @@ function toneWindows(pcm: Int16Array): number {
 }
 
 /** The transcript lines the host stored for a finished run. */
-async function transcriptOf(sessions: HostSessions, runId: number): Promise<string[]> {
+async function transcriptOf(sessions: InMemorySessions, runId: number): Promise<string[]> {
   const report = await sessions.finished(runId);
   const bytes = sessions.artifact(report.transcriptUrl ?? "");
   assert.ok(bytes !== undefined, `run ${runId}: no transcript at ${report.transcriptUrl}`);

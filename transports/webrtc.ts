@@ -23,7 +23,7 @@
  */
 
 import { Buffer } from "node:buffer";
-import { RTCPeerConnection } from "werift";
+import { RTCPeerConnection } from "npm:werift@0.25.2";
 import { errorMessage, FlowcatError } from "../core/errors.ts";
 import { WebRtcSession, type WebRtcSessionOptions } from "./webrtc_session.ts";
 import {

@@ -10,7 +10,7 @@
  * @module
  */
 
-import type { RTCDataChannel, RTCPeerConnection, RtpPacket } from "werift";
+import type { RTCDataChannel, RTCPeerConnection, RtpPacket } from "npm:werift@0.25.2";
 import {
   emptyJitterStats,
   JitterBuffer,

@@ -53,7 +53,7 @@ export function loadRnnoise(): Promise<RnnoiseModuleLike> {
   shared ??= (async () => {
     try {
       // A literal specifier, so that deno sees (and locks) the dependency.
-      const mod = await import("@jitsi/rnnoise-wasm/dist/rnnoise-sync.js");
+      const mod = await import("npm:@jitsi/rnnoise-wasm@0.2.1/dist/rnnoise-sync.js");
       const module = (mod.default as () => RnnoiseModuleLike & { ready?: Promise<unknown> })();
       await module.ready;
       return module;

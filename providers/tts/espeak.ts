@@ -24,7 +24,7 @@
  * @module
  */
 
-import ESpeakNg from "espeak-ng";
+import ESpeakNg from "npm:espeak-ng@1.0.2";
 import { FlowcatError } from "../../core/errors.ts";
 import {
   type AudioFrame,
