@@ -34,15 +34,17 @@ export function servePlayground(config: AgentServerConfig, file: string): Promis
     bytes = new TextEncoder().encode(text);
     encoded.set(file, bytes);
   }
-  return Promise.resolve(new Response(bytes, {
-    headers: {
-      "content-type": type,
-      "cache-control": "no-cache",
-      // The page needs the microphone and talks only to this origin.
-      "content-security-policy":
-        "default-src 'self'; connect-src 'self'; media-src 'self' blob:; img-src 'self' data:; " +
-        "frame-ancestors 'none'",
-      "x-content-type-options": "nosniff",
-    },
-  }));
+  return Promise.resolve(
+    new Response(bytes, {
+      headers: {
+        "content-type": type,
+        "cache-control": "no-cache",
+        // The page needs the microphone and talks only to this origin.
+        "content-security-policy":
+          "default-src 'self'; connect-src 'self'; media-src 'self' blob:; img-src 'self' data:; " +
+          "frame-ancestors 'none'",
+        "x-content-type-options": "nosniff",
+      },
+    }),
+  );
 }

@@ -33,7 +33,6 @@ function bytesOf(v: string | Uint8Array): Uint8Array<ArrayBuffer> {
 const fail = (reason: string): Verdict => ({ ok: false, reason });
 const OK: Verdict = Object.freeze({ ok: true });
 
-
 /** Import `key` as an HMAC key for `hash` (pass the result back in to skip re-importing). */
 export async function hmacKey(key: KeyInput, hash: HmacHash = "SHA-256"): Promise<CryptoKey> {
   if (key instanceof CryptoKey) return key;
