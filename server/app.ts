@@ -11,7 +11,7 @@
  * @module
  */
 
-import type { Logger } from "../core/log.ts";
+import { consoleLogger, type Logger } from "../core/log.ts";
 import { rateLimitedLogger } from "../core/log_limit.ts";
 import type { WebRtcAnswerOptions } from "../transports/webrtc.ts";
 import type { RealtimeFactory } from "../providers/registry.ts";
@@ -66,15 +66,29 @@ export type {
   Registry,
 } from "./prometheus.ts";
 export type { ServiceFactory, ServiceKind };
+export {
+  type RunningAgentServer,
+  startAgentServer,
+  type StartAgentServerOptions,
+} from "./start.ts";
+export {
+  ConfigError,
+  formatConfigProblems,
+  loadConfig,
+  parseConfig,
+  type ParseConfigOptions,
+} from "./config.ts";
+export type { AgentServerConfig } from "./config.ts";
+export { type HttpSessionOptions, HttpSessionSource } from "./session_http.ts";
 
 /** Options of {@link createAgentServer}. */
 export interface AgentServerOptions {
   /** Validated server config (see `server/config.ts`). */
   config: AgentServerConfig;
-  /** Reads environment variables (provider keys, carrier secrets, the API token). */
-  env: EnvGet;
-  /** Where the server and its calls log. */
-  logger: Logger;
+  /** Reads environment variables (provider keys, carrier secrets, the API token); default none. */
+  env?: EnvGet;
+  /** Where the server and its calls log (default: info and above to stderr). */
+  logger?: Logger;
   /** Replaces the registry's realtime factory (tests). */
   realtimeFactory?: RealtimeFactory;
   /** Replaces registry factories of cascaded services (tests). */
@@ -152,7 +166,9 @@ export interface AgentServer {
  * ```
  */
 export async function createAgentServer(opts: AgentServerOptions): Promise<AgentServer> {
-  const { config, env, logger } = opts;
+  const { config } = opts;
+  const env: EnvGet = opts.env ?? (() => undefined);
+  const logger = opts.logger ?? consoleLogger("info", "flowcat");
   const provider = config.providers.realtime?.name ?? config.providers.llm?.name ?? "none";
   const brainConfig = config.agent.kind === "remote" ? config.agent.brainConfig : {};
   const sessions = new MemorySessionSource({
