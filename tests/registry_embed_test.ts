@@ -12,7 +12,13 @@
  */
 
 import assert from "node:assert/strict";
-import { consumerProject, documentedFlags, runConsumer, serveRegistry } from "./_registry.ts";
+import {
+  consumerProject,
+  documentedFlags,
+  packageJson,
+  runConsumer,
+  serveRegistry,
+} from "./_registry.ts";
 import { twilioClient } from "./_twilio_client.ts";
 import { tone8k, toneWindows } from "./_tone.ts";
 import { until } from "./_core_helpers.ts";
@@ -115,4 +121,22 @@ Deno.test("registry: a fresh project imports the package over http and runs the 
     await registry.close();
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("docs/embedding.md shows the programs the registry test runs, and every export path's permissions", async () => {
+  const doc = await Deno.readTextFile("docs/embedding.md");
+  for (const name of EXAMPLES) {
+    const source = await Deno.readTextFile(`examples/embed/${name}.ts`);
+    assert.ok(doc.includes("```ts\n" + source + "```"), `${name}.ts is not in the doc verbatim`);
+  }
+  const table = doc.slice(doc.indexOf("## Permissions by entry point"));
+  const rows = table.split("\n").filter((l) => l.startsWith("| `"));
+  const listed = new Set(
+    rows.flatMap((r) => [...r.split("|")[1].matchAll(/`([^`]+)`/g)].map((m) => m[1])),
+  );
+  const missing = Object.keys(packageJson().exports).filter((path) =>
+    !listed.has(path) && !(path.startsWith("./telephony/serializers/") &&
+      listed.has("./telephony/serializers/<carrier>"))
+  );
+  assert.deepEqual(missing, [], "export paths without a permissions row");
 });

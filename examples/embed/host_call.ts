@@ -3,9 +3,6 @@
  * sip_host.ts): a control plane (here the core's {@link InMemorySessions}; a real host keeps
  * runs in its database), conversation logic (a {@link staticBrain}), and {@link runEchoCall},
  * which runs one call on any media leg with the local echo model (no key, no network).
- *
- * Imports go through the package's entry points only (relative paths here; an embedder writes
- * `@flowcat/flowcat` and `@flowcat/flowcat/realtime/echo`).
  * @module
  */
 
@@ -16,8 +13,8 @@ import {
   type MediaTransport,
   silentLogger,
   staticBrain,
-} from "../../mod.ts";
-import { EchoRealtime } from "../../providers/realtime/echo.ts";
+} from "@flowcat/flowcat";
+import { EchoRealtime } from "@flowcat/flowcat/realtime/echo";
 
 /** The desk's instructions: the echo model ignores them, a real model follows them. */
 export const DESK_PROMPT = "You are the front desk. Greet the caller, help briefly, then call " +

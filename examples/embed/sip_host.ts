@@ -20,8 +20,8 @@ import {
   InMemorySessions,
   type Logger,
   silentLogger,
-} from "../../mod.ts";
-import { SipAgent, type SipInvite } from "../../telephony/sip/mod.ts";
+} from "@flowcat/flowcat";
+import { SipAgent, type SipInvite } from "@flowcat/flowcat/sip";
 import { runEchoCall } from "./host_call.ts";
 
 /** Options of {@link startSipHost}. */

@@ -25,10 +25,10 @@ import {
   InMemorySessions,
   type Logger,
   silentLogger,
-} from "../../mod.ts";
-import { answerDocument, streamUrl } from "../../telephony/answer.ts";
-import { createTwilioSerializer } from "../../telephony/serializers/twilio.ts";
-import { socketFromWebSocket, WsMediaTransport } from "../../telephony/ws_transport.ts";
+} from "@flowcat/flowcat";
+import { answerDocument, streamUrl } from "@flowcat/flowcat/telephony/answer";
+import { createTwilioSerializer } from "@flowcat/flowcat/telephony/serializers/twilio";
+import { socketFromWebSocket, WsMediaTransport } from "@flowcat/flowcat/telephony/ws";
 import { runEchoCall } from "./host_call.ts";
 
 /** Options of {@link startWsHost}. */
