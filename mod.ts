@@ -5,6 +5,10 @@
  * RemoteBrain), Silero (`./audio/silero`), RNNoise (`./audio/rnnoise`), the noise filter
  * (`./processors/noise-filter`), providers, carriers and transports. See docs/decisions.md,
  * "The root entry point loads no npm package".
+ *
+ * Permissions: none. The core reads no file and no environment variable and opens no socket;
+ * what a program builds with it (a transport, a provider) needs what that entry point says
+ * (docs/embedding.md, "Permissions by entry point").
  * @module
  */
 export * from "./core/frames.ts";

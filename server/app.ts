@@ -1,12 +1,24 @@
 /**
  * The agent server, assembled: session store, call manager, outbound dialer and the route
  * table, behind one `Deno.serve` handler. `server/main.ts` is the command line around it;
- * embedders and tests use {@link createAgentServer} directly.
+ * embedders use {@link startAgentServer} (listen, and stop with a drain) or
+ * {@link createAgentServer} (the handler, for their own `Deno.serve`), with a config from
+ * {@link parseConfig} or {@link loadConfig}. docs/embedding.md has a complete program.
+ *
+ * Permissions: `--allow-net=<listen address>`; the rest follows the config (provider hosts,
+ * the variables passed through `env`), as `deno task start --print-permissions` prints it.
+ * Nothing is read from the environment unless `env` is given. A browser call through the
+ * playground loads the WebRTC stack then: `--allow-sys=networkInterfaces --ignore-env` and
+ * UDP to the browser (docs/embedding.md, "Permissions by entry point").
  *
  * @example
  * ```ts
- * const app = await createAgentServer({ config, env: (n) => Deno.env.get(n), logger });
- * const server = Deno.serve({ hostname: "127.0.0.1", port: 6210 }, app.handler);
+ * const config = await parseConfig({
+ *   providers: { realtime: { name: "echo" } },
+ *   agent: { graph: "graph.yaml" },
+ * });
+ * const server = await startAgentServer({ config, port: 0 });
+ * await server.stop();
  * ```
  * @module
  */
@@ -161,7 +173,7 @@ export interface AgentServer {
  * const loaded = await loadConfig("flowcat.yaml");
  * if (!loaded.ok) throw new Error(formatConfigProblems(loaded.problems));
  * const env = (name: string) => Deno.env.get(name);
- * const app = await createAgentServer({ config: loaded.config, env, logger });
+ * const app = await createAgentServer({ config: loaded.config, env });
  * Deno.serve({ port: loaded.config.server.port }, app.handler);
  * ```
  */

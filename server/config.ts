@@ -2,6 +2,12 @@
  * The agent server config: load a YAML or JSON file, validate it with its graph, and return a
  * typed, camelCase {@link AgentServerConfig}, or every problem at once as `path: message (hint)`.
  * The server prints the problems and exits with code 2. Field reference: docs/config.md.
+ * A config written in code goes through {@link parseConfig}, with the same checks.
+ *
+ * Permissions: {@link loadConfig} reads the config and its graph file (`--allow-read` of both)
+ * and parses YAML with npm `yaml`, which reads `LOG_TOKENS` and `LOG_STREAM`
+ * (`--ignore-env=LOG_TOKENS,LOG_STREAM`); {@link parseConfig} of an object needs nothing, or
+ * `--allow-read` of a graph file it names.
  *
  * @example
  * ```ts

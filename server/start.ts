@@ -5,7 +5,11 @@
  *
  * @example
  * ```ts
- * const config = await parseConfig({ providers: { realtime: { name: "echo" } }, agent: { graph } });
+ * import { parseConfig } from "./config.ts";
+ * const config = await parseConfig({
+ *   providers: { realtime: { name: "echo" } },
+ *   agent: { graph: "graph.yaml" },
+ * });
  * const server = await startAgentServer({ config, port: 0 });
  * console.log(server.url); // http://127.0.0.1:PORT/
  * await server.stop();
