@@ -139,7 +139,13 @@ export class InMemorySessions implements SessionSource {
   }
 
   /** There are no workflow tools here: the answer is an error for the model. */
-  toolCall(runId: number, token: string, _nodeId: string, tool: string): Promise<string> {
+  toolCall(
+    runId: number,
+    token: string,
+    _nodeId: string,
+    tool: string,
+    _args: Record<string, unknown>,
+  ): Promise<string> {
     return settle(() => {
       this.#checked(runId, token);
       return JSON.stringify({ error: `no tool ${tool}` });
