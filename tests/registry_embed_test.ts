@@ -4,6 +4,8 @@
  * directory imports it by that origin and runs the three programs of docs/embedding.md
  * (examples/embed/{custom_pipeline,phone_agent,whole_server}.ts), each as a child `deno run`
  * under exactly the flags its module doc states, plus `--allow-import` for the origin:
+ * - every export path imports with no permission at all, but the WebRTC transport, which
+ *   needs `--ignore-env` (a dependency of werift lists the environment as it loads);
  * - a custom pipeline runs with no permission at all;
  * - the phone agent answers a Twilio-framed call on its own `Deno.serve`: greeting, the
  *   caller's tone echoed back, `#` ends the call (the agent closes the socket);
@@ -40,6 +42,39 @@ Deno.test("registry: a fresh project imports the package over http and runs the 
     flagsOf[name] = [...documentedFlags(source), `--allow-import=${registry.host}`];
   }
   try {
+    await t.step(
+      "every export path imports with no permission (WebRTC: --ignore-env)",
+      async () => {
+        const paths = Object.keys(packageJson().exports).map((p) =>
+          p === "." ? "@flowcat/flowcat" : `@flowcat/flowcat/${p.slice(2)}`
+        );
+        const lines = (ps: string[]) =>
+          ps.map((p, i) => `import * as m${i} from "${p}";`).join("\n") +
+          `\nconsole.log([${
+            ps.map((_, i) => `Object.keys(m${i}).length`).join(", ")
+          }].join(" "));\n`;
+        const webrtc = "@flowcat/flowcat/transports/webrtc";
+        await Deno.writeTextFile(`${dir}/all.ts`, lines(paths.filter((p) => p !== webrtc)));
+        await Deno.writeTextFile(`${dir}/webrtc.ts`, lines([webrtc]));
+        const imp = `--allow-import=${registry.host}`;
+        for (
+          const [file, flags] of [["all.ts", [imp]], ["webrtc.ts", [imp, "--ignore-env"]]] as const
+        ) {
+          const run = runConsumer(dir, file, flags);
+          const code = await run.status;
+          assertNoPermissionError(run.stderr());
+          assert.equal(code, 0, run.stderr());
+          const counts = run.stdout().trim().split(" ").map(Number);
+          assert.ok(counts.length > 0 && counts.every((n) => n > 0), run.stdout());
+        }
+        // Without --ignore-env the WebRTC stack stops at its dependency's environment read: the
+        // permission its module doc and docs/embedding.md state is the one it needs.
+        const bare = runConsumer(dir, "webrtc.ts", [imp]);
+        assert.notEqual(await bare.status, 0);
+        assert.match(bare.stderr(), /Requires env access/);
+      },
+    );
+
     await t.step("custom pipeline: no permission beyond the import", async () => {
       assert.deepEqual(flagsOf.custom_pipeline, [`--allow-import=${registry.host}`]);
       const run = runConsumer(dir, "custom_pipeline.ts", flagsOf.custom_pipeline);
