@@ -11,6 +11,8 @@
  * deno run --allow-net=127.0.0.1:8080 --allow-read=. --ignore-env=LOG_TOKENS,LOG_STREAM \
  *   server/brain_server.ts [--graph examples/graph.yaml] [--port 8080]
  * ```
+ *
+ * Permissions: `--allow-net=<listen address>` and `--allow-read` of the graph file.
  * @module
  */
 

@@ -8,6 +8,8 @@
  * - text `{"event":"stop"}`: stream end.
  *
  * Out: binary PCM16 audio; `{"event":"clear"}` on barge-in; `{"event":"mark","name":...}`.
+ *
+ * Permissions: none (pure).
  * @module
  */
 

@@ -10,6 +10,8 @@
  * const token = await signCallToken(secret, { runId: 42, ttlSeconds: 600 });
  * const check = await verifyCallToken(secret, token, { runId: 42 }); // { ok: true, ... }
  * ```
+ *
+ * Permissions: none (WebCrypto only).
  * @module
  */
 

@@ -22,6 +22,8 @@
  * }, { twilio: Deno.env.get("TWILIO_AUTH_TOKEN") }, { replay });
  * if (!verdict.ok) return new Response("forbidden", { status: 403 });
  * ```
+ *
+ * Permissions: none (pure; the secrets are passed in).
  * @module
  */
 

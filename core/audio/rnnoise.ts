@@ -20,6 +20,8 @@
  * const clean48k = dn.process(noisy48k); // Int16Array
  * dn.destroy();
  * ```
+ *
+ * Permissions: none (the WebAssembly comes with the npm package's JavaScript).
  * @module
  */
 

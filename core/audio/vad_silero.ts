@@ -22,6 +22,9 @@
  * const state = await vad.analyze(frame.audio);
  * await vad.close();
  * ```
+ *
+ * Permissions: `--allow-read` of the model file and onnxruntime-web's wasm (none with
+ * `modelBytes`).
  * @module
  */
 

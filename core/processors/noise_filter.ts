@@ -20,6 +20,8 @@
  * import { NoiseFilter } from "./noise_filter.ts";
  * // Pipeline: [transportIn, new NoiseFilter(), vad, stt, llm, tts, transportOut]
  * ```
+ *
+ * Permissions: none.
  * @module
  */
 

@@ -13,6 +13,8 @@
  *   if (f.kind === "LlmText") console.log(f.text);
  * }
  * ```
+ *
+ * Permissions: `--allow-net=<the service's host>` (`api.openai.com:443` by default).
  * @module
  */
 
