@@ -6,6 +6,8 @@
  * under exactly the flags a test gives.
  */
 
+import { inherited } from "./_server_child.ts";
+
 const ROOT = new URL("../", import.meta.url);
 
 /** What deno.json says about the package. */
@@ -91,15 +93,6 @@ export interface ConsumerRun {
   status: Promise<number>;
   /** Send `signal` (default SIGTERM) and wait for the exit code. */
   stop(signal?: Deno.Signal): Promise<number>;
-}
-
-function inherited(names: string[]): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const n of names) {
-    const v = Deno.env.get(n);
-    if (v !== undefined) out[n] = v;
-  }
-  return out;
 }
 
 /**
