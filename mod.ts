@@ -6,6 +6,10 @@
  * (`./processors/noise-filter`), providers, carriers and transports. See docs/decisions.md,
  * "The root entry point loads no npm package".
  *
+ * Permissions: none. The core reads no file and no environment variable and opens no socket;
+ * what a program builds with it (a transport, a provider) needs what that entry point says
+ * (docs/embedding.md, "Permissions by entry point").
+ *
  * @example
  * ```ts
  * import { FrameProcessor, makeFrame, Pipeline, PipelineTask } from "@flowcat/flowcat";
@@ -39,3 +43,5 @@ export {
 export * from "./core/audio/mod.ts";
 export * from "./core/processors/mod.ts";
 export * from "./core/builders.ts";
+export * from "./core/memory_sessions.ts";
+export * from "./core/static_brain.ts";

@@ -21,7 +21,7 @@
 
 import { buildCascadedTask } from "../core/builders.ts";
 import { concatInt16, noise, sine } from "../core/audio/pcm.ts";
-import type { AudioChunk } from "../core/frames.ts";
+import type { AudioFrame } from "../core/frames.ts";
 import type { MediaTransport } from "../core/seams.ts";
 import type { DefaultTurnStrategy } from "../core/processors/turn.ts";
 import { silentLogger } from "../core/log.ts";
@@ -113,7 +113,7 @@ export interface BargeInSample {
 function watched(t: MediaTransport, sends: number[], clears: number[]): MediaTransport {
   const w: MediaTransport = {
     recv: () => t.recv(),
-    sendAudio: (a: AudioChunk) => {
+    sendAudio: (a: AudioFrame) => {
       sends.push(performance.now());
       return t.sendAudio(a);
     },

@@ -16,7 +16,7 @@
  */
 
 import { TransportOutput } from "../core/processors/transport.ts";
-import type { AudioChunk, Direction, Frame } from "../core/frames.ts";
+import type { AudioFrame, Direction, Frame } from "../core/frames.ts";
 import type { Link } from "../core/processor.ts";
 import type { MediaIn } from "../core/seams.ts";
 import { WsMediaTransport } from "../telephony/ws_transport.ts";
@@ -85,7 +85,7 @@ export function installTrace(warmup = 50): void {
     });
   };
   const send = ws.sendAudio;
-  ws.sendAudio = function (this: WsMediaTransport, audio: AudioChunk): Promise<void> {
+  ws.sendAudio = function (this: WsMediaTransport, audio: AudioFrame): Promise<void> {
     const now = performance.now();
     const leg = legOf(this);
     const k = leg.sendN++;

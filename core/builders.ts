@@ -61,8 +61,8 @@ import { PipelineTask, type PipelineTaskParams } from "./task.ts";
 export interface S2sTaskOptions extends CallBase {
   /** The speech-to-speech model client. */
   realtime: RealtimeLlm;
-  /** Model name, for usage and metrics. */
-  model: string;
+  /** Model name, for usage and metrics (default `"realtime"`). */
+  model?: string;
   /** Text that makes the model speak first (default: none; the model waits for the caller). */
   kickoff?: string;
   /** Provider voice name; the provider's default when left out. */
@@ -101,8 +101,9 @@ export function buildS2sTask(opts: S2sTaskOptions): PipelineTask & { parts: S2sP
     ...(opts.voice !== undefined ? { voice: opts.voice } : {}),
     ...(opts.vad !== undefined ? { vad: opts.vad } : {}),
   };
-  const realtime = new RealtimeProcessor(opts.realtime, setup, { model: opts.model });
-  const call = callParts(opts, () => ({ ...realtime.usage, model: opts.model }));
+  const model = opts.model ?? "realtime";
+  const realtime = new RealtimeProcessor(opts.realtime, setup, { model });
+  const call = callParts(opts, () => ({ ...realtime.usage, model }));
   const task = assemble(
     `s2s-${opts.runId}`,
     [input, realtime, call.brain],

@@ -28,7 +28,12 @@ export interface AudioFrame {
   /** Channel count (1 on every path in the runtime). */
   readonly numChannels: number;
 }
-/** Older name of {@link AudioFrame}; kept as an alias for one release. */
+/**
+ * Older name of {@link AudioFrame}, in no public signature of the package; removed in the next
+ * release.
+ *
+ * @deprecated Use {@link AudioFrame}.
+ */
 export type AudioChunk = AudioFrame;
 
 /** Make an {@link AudioFrame} (mono by default). */

@@ -8,7 +8,6 @@
  */
 
 import type {
-  AudioChunk,
   AudioFrame,
   Frame,
   KeypadEntry,
@@ -29,7 +28,7 @@ export type { ToolDecl } from "./frames.ts";
 /** What a media transport delivers to the pipeline. */
 export type MediaIn =
   | { type: "start"; callId: string }
-  | { type: "audio"; audio: AudioChunk }
+  | { type: "audio"; audio: AudioFrame }
   | { type: "dtmf"; key: KeypadEntry }
   | { type: "stop" };
 
@@ -38,7 +37,7 @@ export interface MediaTransport {
   /** Next inbound event; `undefined` once the leg is closed. */
   recv(): Promise<MediaIn | undefined>;
   /** Send audio (any rate; the transport converts to what the leg needs). */
-  sendAudio(audio: AudioChunk): Promise<void>;
+  sendAudio(audio: AudioFrame): Promise<void>;
   /** Flush the far end's playback (barge-in); a no-op for RTP. */
   sendClear(): Promise<void>;
   /** Sample rate of the leg (8000 for telephony). */
@@ -92,7 +91,7 @@ export type SerIn =
     /** Custom parameters the carrier passed through (e.g. the call token). */
     params?: Record<string, string>;
   }
-  | { type: "audio"; audio: AudioChunk }
+  | { type: "audio"; audio: AudioFrame }
   | { type: "dtmf"; key: KeypadEntry }
   | { type: "mark"; name: string }
   | { type: "stop" }
@@ -103,7 +102,7 @@ export interface MediaSerializer {
   /** Decode one inbound message. Malformed input gives `ignore` with a reason, never a throw. */
   onMessage(msg: WsIn): SerIn;
   /** Encode PCM at {@link MediaSerializer.carrierRate} for the carrier. */
-  encodeAudio(audio: AudioChunk): WsOut;
+  encodeAudio(audio: AudioFrame): WsOut;
   /** The carrier's "clear playback" message, if it has one. */
   encodeClear(): WsOut | undefined;
   /** The carrier's mark message, if it has one. */
@@ -146,7 +145,7 @@ export interface RealtimeSetup {
 
 /** Event from a realtime model. */
 export type RealtimeEvent =
-  | { type: "audio_out"; audio: AudioChunk }
+  | { type: "audio_out"; audio: AudioFrame }
   | { type: "user_text"; text: string; final: boolean }
   | { type: "bot_text"; text: string; final: boolean }
   | { type: "tool_call"; id: string; name: string; args: Record<string, unknown> }
@@ -160,7 +159,7 @@ export interface RealtimeLlm {
   /** Open the session with the given prompt, tools and voice. */
   connect(setup: RealtimeSetup): Promise<void>;
   /** 16 kHz PCM in. */
-  sendAudio(audio: AudioChunk): void | Promise<void>;
+  sendAudio(audio: AudioFrame): void | Promise<void>;
   /** Replace the system prompt and tools mid-call (after a brain transition). */
   updateSystem(prompt: string, tools: ToolDecl[]): Promise<void>;
   /** Answer the model's tool call `id` with `result`. */

@@ -6,6 +6,9 @@
  * The embedded library never reads keys from the environment: embedders construct clients
  * directly. Only the server reads `<PROVIDER>_API_KEY` (see {@link providerKeyEnv}).
  *
+ * Permissions: none to import; a provider it loads needs `--allow-net` to that provider's
+ * `hosts`.
+ *
  * @example
  * ```ts
  * import { providerKeyEnv, providersOfKind, REALTIME_PROVIDERS } from "@flowcat/flowcat/providers";

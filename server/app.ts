@@ -1,22 +1,11 @@
 /**
- * The agent server, assembled: session store, call manager, outbound dialer and the route
- * table, behind one `Deno.serve` handler. `server/main.ts` is the command line around it;
- * embedders and tests use {@link createAgentServer} directly.
- *
- * @example
- * ```ts
- * import { createAgentServer } from "@flowcat/flowcat/server";
- * import type { AgentServerConfig } from "@flowcat/flowcat/server/config";
- * import { consoleLogger } from "@flowcat/flowcat";
- * declare const config: AgentServerConfig;
- * const logger = consoleLogger();
- * const app = await createAgentServer({ config, env: (n) => Deno.env.get(n), logger });
- * const server = Deno.serve({ hostname: "127.0.0.1", port: 6210 }, app.handler);
- * ```
+ * {@link createAgentServer}: the agent server assembled (session store, call manager, outbound
+ * dialer, route table) behind one `Deno.serve` handler, and the types its options and result use.
+ * The public entry point is `server/mod.ts`.
  * @module
  */
 
-import type { Logger } from "../core/log.ts";
+import { consoleLogger, type Logger } from "../core/log.ts";
 import { rateLimitedLogger } from "../core/log_limit.ts";
 import type { WebRtcAnswerOptions } from "../transports/webrtc.ts";
 import type { RealtimeFactory } from "../providers/registry.ts";
@@ -71,15 +60,24 @@ export type {
   Registry,
 } from "./prometheus.ts";
 export type { ServiceFactory, ServiceKind };
+export {
+  ConfigError,
+  formatConfigProblems,
+  loadConfig,
+  parseConfig,
+  type ParseConfigOptions,
+} from "./config.ts";
+export type { AgentServerConfig } from "./config.ts";
+export { type HttpSessionOptions, HttpSessionSource } from "./session_http.ts";
 
 /** Options of {@link createAgentServer}. */
 export interface AgentServerOptions {
   /** Validated server config (see `server/config.ts`). */
   config: AgentServerConfig;
-  /** Reads environment variables (provider keys, carrier secrets, the API token). */
-  env: EnvGet;
-  /** Where the server and its calls log. */
-  logger: Logger;
+  /** Reads environment variables (provider keys, carrier secrets, the API token); default none. */
+  env?: EnvGet;
+  /** Where the server and its calls log (default: info and above to stderr). */
+  logger?: Logger;
   /** Replaces the registry's realtime factory (tests). */
   realtimeFactory?: RealtimeFactory;
   /** Replaces registry factories of cascaded services (tests). */
@@ -156,12 +154,14 @@ export interface AgentServer {
  * const loaded = await loadConfig("flowcat.yaml");
  * if (!loaded.ok) throw new Error(formatConfigProblems(loaded.problems));
  * const env = (name: string) => Deno.env.get(name);
- * const app = await createAgentServer({ config: loaded.config, env, logger });
+ * const app = await createAgentServer({ config: loaded.config, env });
  * Deno.serve({ port: loaded.config.server.port }, app.handler);
  * ```
  */
 export async function createAgentServer(opts: AgentServerOptions): Promise<AgentServer> {
-  const { config, env, logger } = opts;
+  const { config } = opts;
+  const env: EnvGet = opts.env ?? (() => undefined);
+  const logger = opts.logger ?? consoleLogger("info", "flowcat");
   const provider = config.providers.realtime?.name ?? config.providers.llm?.name ?? "none";
   const brainConfig = config.agent.kind === "remote" ? config.agent.brainConfig : {};
   const sessions = new MemorySessionSource({

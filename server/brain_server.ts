@@ -12,6 +12,8 @@
  *   server/brain_server.ts [--graph examples/graph.yaml] [--port 8080]
  * ```
  *
+ * Permissions: `--allow-net=<listen address>` and `--allow-read` of the graph file.
+ *
  * @example
  * ```ts
  * import { serveBrain } from "@flowcat/flowcat/brain-server";

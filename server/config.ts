@@ -2,6 +2,12 @@
  * The agent server config: load a YAML or JSON file, validate it with its graph, and return a
  * typed, camelCase {@link AgentServerConfig}, or every problem at once as `path: message (hint)`.
  * The server prints the problems and exits with code 2. Field reference: docs/config.md.
+ * A config written in code goes through {@link parseConfig}, with the same checks.
+ *
+ * Permissions: {@link loadConfig} reads the config and its graph file (`--allow-read` of both)
+ * and parses YAML with npm `yaml`, which reads `LOG_TOKENS` and `LOG_STREAM`
+ * (`--ignore-env=LOG_TOKENS,LOG_STREAM`); {@link parseConfig} of an object needs nothing, or
+ * `--allow-read` of a graph file it names.
  *
  * @example
  * ```ts
@@ -17,11 +23,11 @@
  */
 
 import { dirname, extname } from "node:path";
-import { parse as parseYaml } from "yaml";
+import { parse as parseYaml } from "npm:yaml@^2.9.1";
 import { type GraphSpec, parseGraphSpec, validateGraphSpec } from "../core/agent/graph_spec.ts";
 import { formatProblems, type Problem } from "../core/agent/problems.ts";
 import { templatePlaceholders, VARIABLE_NAME_RE } from "../core/agent/interpolate.ts";
-import { errorMessage } from "../core/errors.ts";
+import { errorMessage, FlowcatError } from "../core/errors.ts";
 import { configSchema } from "./config_schema.ts";
 import { configProblem, crossFieldProblems } from "./config_checks.ts";
 import { schemaProblems } from "./config_issues.ts";
@@ -199,10 +205,21 @@ export async function parseConfigText(
   baseDir: string,
   opts: LoadConfigOptions & { configFile?: string } = {},
 ): Promise<ConfigResult> {
-  const readFile = opts.readFile ?? ((p: string) => Deno.readTextFile(p));
   const parsed = parseText(text, format ?? sniffFormat(text));
   if (!parsed.ok) return { ok: false, problems: [parsed.problem] };
-  const doc = parsed.doc;
+  return await validateConfigDocument(parsed.doc, baseDir, opts);
+}
+
+/**
+ * Validate a parsed config document (snake_case, as the YAML file reads): the checks and
+ * defaults of {@link parseConfigText}, without the text.
+ */
+export async function validateConfigDocument(
+  doc: unknown,
+  baseDir: string,
+  opts: LoadConfigOptions & { configFile?: string } = {},
+): Promise<ConfigResult> {
+  const readFile = opts.readFile ?? ((p: string) => Deno.readTextFile(p));
   if (doc === null || doc === undefined) {
     const hint = "start from examples/agent.yaml";
     return { ok: false, problems: [configProblem("", "the config is empty", hint)] };
@@ -228,6 +245,53 @@ export async function parseConfigText(
   return outcome.graph === undefined
     ? { ok: true, config }
     : { ok: true, config, graph: outcome.graph.spec };
+}
+
+/** Options of {@link parseConfig}. */
+export interface ParseConfigOptions extends LoadConfigOptions {
+  /**
+   * Directory that relative paths in the config (a graph file, the recording directory)
+   * resolve against (default `"."`, the working directory).
+   */
+  baseDir?: string;
+}
+
+/** A config that failed validation: the message lists every problem as the server prints them. */
+export class ConfigError extends FlowcatError {
+  /** Every problem found, as `{ path, message, hint }`. */
+  readonly problems: readonly Problem[];
+
+  /** An error listing `problems`. */
+  constructor(problems: readonly Problem[]) {
+    super("config", formatConfigProblems(problems));
+    this.name = "ConfigError";
+    this.problems = problems;
+  }
+}
+
+/**
+ * Validate a config written in code, snake_case as in a YAML file (docs/config.md), and return
+ * it typed, with every default filled in. The checks and messages are those of the config
+ * file; a config with problems throws a {@link ConfigError} listing all of them.
+ *
+ * @example
+ * ```ts
+ * const config = await parseConfig({
+ *   pipeline: "s2s",
+ *   providers: { realtime: { name: "echo", options: { tts: "none" } } },
+ *   agent: { graph: "graph.yaml" },
+ *   server: { port: 0 },
+ * }, { baseDir: "./agents" });
+ * config.server.host; // "127.0.0.1"
+ * ```
+ */
+export async function parseConfig(
+  document: Record<string, unknown>,
+  opts: ParseConfigOptions = {},
+): Promise<AgentServerConfig> {
+  const res = await validateConfigDocument(document, opts.baseDir ?? ".", opts);
+  if (!res.ok) throw new ConfigError(res.problems);
+  return res.config;
 }
 
 /**

@@ -95,7 +95,8 @@ export function requiredEnv(config: AgentServerConfig): EnvRequirement[] {
     });
   }
   // Enabled carriers without a named variable read their default ones (and carriers with two,
-  // such as Sinch, Bandwidth or Exotel, always do): grant them, without requiring them here.
+  // such as Sinch, Bandwidth or Exotel, always do). Required: a carrier without its secret
+  // would refuse every webhook, so the server refuses to start instead.
   const named = config.telephony.webhookSecretsEnv as Record<string, string | undefined>;
   for (const carrier of config.telephony.carriers) {
     const defaults = WEBHOOK_SECRET_ENV[carrier as CarrierName] ?? [];
@@ -104,7 +105,7 @@ export function requiredEnv(config: AgentServerConfig): EnvRequirement[] {
       add({
         name,
         why: `${carrier} webhook credential (default variable)`,
-        required: false,
+        required: true,
         path: "telephony.carriers",
       });
     }

@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { z } from "zod";
+import type { z } from "npm:zod@^4.6.7";
 import { formatPath, type Problem } from "../core/agent/problems.ts";
 import { configProblem } from "./config_checks.ts";
 import {

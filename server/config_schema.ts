@@ -5,7 +5,7 @@
  * @module
  */
 
-import { z } from "zod";
+import { z } from "npm:zod@^4.6.7";
 import { type ProviderKind, providersOfKind } from "../providers/registry.ts";
 import { CARRIER_NAMES } from "../telephony/serializers/mod.ts";
 import { isE164 } from "../telephony/security.ts";

@@ -19,8 +19,6 @@ import { parseUri } from "../telephony/sip/uri.ts";
 import { requiredEnv } from "./config_env.ts";
 import type { AgentServerConfig } from "./config_types.ts";
 
-/** Static files the server reads when the playground is on (relative to the project root). */
-export const PLAYGROUND_DIR = "server/playground";
 /** The server's entry module, as run from the project root. */
 export const SERVER_ENTRY = "server/main.ts";
 /**
@@ -137,7 +135,6 @@ export function permissionFlags(config: AgentServerConfig, opts: PermissionOptio
   if (config.agent.kind === "graph" && config.agent.graphFile !== undefined) {
     read.push(config.agent.graphFile);
   }
-  if (config.playground.enabled) read.push(PLAYGROUND_DIR);
   flags.push(...list("--allow-read", [...read, ...(opts.extraRead ?? [])]));
   const write = config.recording.enabled ? [config.recording.dir] : [];
   flags.push(...list("--allow-write", [...write, ...(opts.extraWrite ?? [])]));

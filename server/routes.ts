@@ -21,7 +21,7 @@
 
 import { errorMessage } from "../core/errors.ts";
 import type { Logger } from "../core/log.ts";
-import { answerWebRtcOffer, type WebRtcAnswerOptions } from "../transports/webrtc.ts";
+import type { WebRtcAnswerOptions } from "../transports/webrtc.ts";
 import {
   answerCallId,
   answerDocument,
@@ -196,6 +196,9 @@ async function webrtcOffer(ctx: ServerContext, _req: Request, c: RouteContext): 
   if (refused !== undefined) return jsonError(503, refused);
   let answer;
   try {
+    // Loaded at the first offer: the WebRTC stack (werift and its npm dependencies, one of
+    // which reads process.env when imported) costs nothing to a server no browser calls.
+    const { answerWebRtcOffer } = await import("../transports/webrtc.ts");
     answer = await answerWebRtcOffer(body.sdp, { ...ctx.webrtc, logger: ctx.logger });
   } catch (err) {
     return jsonError(400, errorMessage(err));

@@ -15,6 +15,8 @@
  * const doc = answerDocument("twilio", { streamUrl: url, token, runId: 42 });
  * // doc.contentType "application/xml", doc.body "<?xml ...><Response><Connect><Stream url=...
  * ```
+ *
+ * Permissions: none (pure).
  * @module
  */
 

@@ -9,6 +9,8 @@
  *
  * Out: binary PCM16 audio; `{"event":"clear"}` on barge-in; `{"event":"mark","name":...}`.
  *
+ * Permissions: none (pure).
+ *
  * @example
  * ```ts
  * import { GenericSerializer } from "@flowcat/flowcat/telephony/generic";
@@ -19,7 +21,7 @@
  * @module
  */
 
-import type { AudioChunk, KeypadEntry } from "../core/frames.ts";
+import type { AudioFrame, KeypadEntry } from "../core/frames.ts";
 import type { MediaSerializer, SerIn, WsIn, WsOut } from "../core/seams.ts";
 
 const KEYS = new Set("0123456789*#ABCD");
@@ -100,7 +102,7 @@ export class GenericSerializer implements MediaSerializer {
   }
 
   /** PCM16 at the stream rate, as one binary message. */
-  encodeAudio(audio: AudioChunk): WsOut {
+  encodeAudio(audio: AudioFrame): WsOut {
     return pcm16ToBytes(audio.pcm);
   }
 

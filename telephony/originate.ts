@@ -13,6 +13,9 @@
  *   answerUrl: "https://agent.example.com/telephony/answer/twilio/42",
  * }, { accountSid: "AC...", authToken: "..." });
  * ```
+ *
+ * Permissions: `--allow-net=<carrier API host>:443` (`api.twilio.com`, `api.telnyx.com`,
+ * `api.plivo.com`).
  * @module
  */
 

@@ -11,10 +11,15 @@
  * const token = await signCallToken(secret, { runId: 42, ttlSeconds: 600 });
  * const check = await verifyCallToken(secret, token, { runId: 42 }); // { ok: true, ... }
  * ```
+ *
+ * Permissions: none (WebCrypto only).
  * @module
  */
 
 import { FlowcatError } from "../core/errors.ts";
+import { timingSafeEqual } from "../core/secrets.ts";
+
+export { createCallToken, timingSafeEqual } from "../core/secrets.ts";
 
 /** Outcome of a signature or token check. */
 export type Verdict = { ok: true } | { ok: false; reason: string };
@@ -30,35 +35,6 @@ function bytesOf(v: string | Uint8Array): Uint8Array<ArrayBuffer> {
 }
 const fail = (reason: string): Verdict => ({ ok: false, reason });
 const OK: Verdict = Object.freeze({ ok: true });
-
-/**
- * Compare two secrets in time that depends only on `a`'s length, never on where they differ.
- *
- * @example
- * ```ts
- * timingSafeEqual("abc", "abc"); // true
- * ```
- */
-export function timingSafeEqual(a: string | Uint8Array, b: string | Uint8Array): boolean {
-  const x = bytesOf(a);
-  const y = bytesOf(b);
-  // On a length mismatch compare x with itself so the loop still runs over x.length.
-  const other = x.length === y.length ? y : x;
-  let diff = x.length ^ y.length;
-  for (let i = 0; i < x.length; i++) diff |= x[i] ^ other[i];
-  return diff === 0;
-}
-
-/** A random URL-safe token (base64url, no padding) of `byteLength` random bytes (default 32). */
-export function createCallToken(byteLength = 32): string {
-  if (!Number.isInteger(byteLength) || byteLength < 16 || byteLength > 1024) {
-    throw new FlowcatError("config", `call token length must be 16..1024 bytes, got ${byteLength}`);
-  }
-  return crypto.getRandomValues(new Uint8Array(byteLength)).toBase64({
-    alphabet: "base64url",
-    omitPadding: true,
-  });
-}
 
 /** Import `key` as an HMAC key for `hash` (pass the result back in to skip re-importing). */
 export async function hmacKey(key: KeyInput, hash: HmacHash = "SHA-256"): Promise<CryptoKey> {

@@ -28,6 +28,8 @@
  *   if (!verdict.ok) return new Response("forbidden", { status: 403 });
  * }
  * ```
+ *
+ * Permissions: none (pure; the secrets are passed in).
  * @module
  */
 

@@ -1,12 +1,12 @@
 /** An in-memory media leg for processor and call tests: feed inbound events, read what was sent. */
 
-import type { AudioChunk, MediaIn, MediaTransport } from "../mod.ts";
+import type { AudioFrame, MediaIn, MediaTransport } from "../mod.ts";
 
 /** In-memory media leg: tests push inbound events and read what was sent. */
 export class FakeLeg implements MediaTransport {
   inbox: (MediaIn | undefined)[] = [];
   #wait: ((m: MediaIn | undefined) => void) | undefined;
-  sent: { at: number; audio: AudioChunk }[] = [];
+  sent: { at: number; audio: AudioFrame }[] = [];
   clears = 0;
   closed = false;
   feed(m: MediaIn | undefined) {
@@ -20,7 +20,7 @@ export class FakeLeg implements MediaTransport {
     if (this.inbox.length) return Promise.resolve(this.inbox.shift());
     return new Promise<MediaIn | undefined>((r) => (this.#wait = r));
   }
-  sendAudio(audio: AudioChunk) {
+  sendAudio(audio: AudioFrame) {
     this.sent.push({ at: performance.now(), audio });
     return Promise.resolve();
   }

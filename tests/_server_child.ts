@@ -83,7 +83,8 @@ export async function startServerChild(
   return { base: `http://127.0.0.1:${port}`, flags, stderr: () => err, stdout: () => out, stop };
 }
 
-function inherited(names: string[]): Record<string, string> {
+/** The named variables of this process that are set (what a child Deno needs to find its caches). */
+export function inherited(names: string[]): Record<string, string> {
   const out: Record<string, string> = {};
   for (const n of names) {
     const v = Deno.env.get(n);

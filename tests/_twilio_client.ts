@@ -13,6 +13,8 @@ import { sleep } from "./_core_helpers.ts";
 export interface TwilioCall {
   /** Every JSON message the server sent. */
   got: Record<string, unknown>[];
+  /** Settles once the server closed the socket (or it failed). */
+  ended: Promise<void>;
   send(o: unknown): Promise<void>;
   /** Send 8 kHz PCM as 20 ms mu-law media messages, one every `pauseMs` (default 20: real time). */
   speak(pcm8k: Int16Array, pauseMs?: number): Promise<void>;
@@ -52,13 +54,13 @@ export async function twilioClient(
   const client = socketFromWebSocket(ws);
   await client.opened;
   const got: Record<string, unknown>[] = [];
-  (async () => {
+  const ended = (async () => {
     for (;;) {
       const m = await client.recv();
       if (m === undefined || m.type === "close") break;
       if (m.type === "text") got.push(JSON.parse(m.data));
     }
-  })();
+  })().catch(() => {});
   const send = (o: unknown) => client.sendText(JSON.stringify(o));
   await send({ event: "connected", protocol: "Call", version: "1.0.0" });
   await send({
@@ -74,6 +76,7 @@ export async function twilioClient(
   const media = () => got.filter((m) => m.event === "media");
   return {
     got,
+    ended,
     send,
     media,
     async speak(pcm, pauseMs = 20) {

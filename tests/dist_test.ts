@@ -125,7 +125,7 @@ Deno.test("dist: builds the bundle directory, launcher, README and tarball", asy
   for (const f of ["bin/flowcat", "lib/deno", "lib/server.js", "lib/demo.js", "lib/brain.js"]) {
     assert.ok((await Deno.stat(join(buildDir, f))).isFile, f);
   }
-  for (const f of ["lib/espeak-ng.wasm", "lib/playground/index.html", "config/agent.yaml"]) {
+  for (const f of ["lib/espeak-ng.wasm", "config/agent.yaml"]) {
     assert.ok((await Deno.stat(join(buildDir, f))).isFile, f);
   }
   assert.ok(((await Deno.stat(join(buildDir, "bin/flowcat"))).mode ?? 0) & 0o100, "launcher +x");

@@ -10,44 +10,15 @@
 import assert from "node:assert/strict";
 import { startSipHost } from "../examples/embed/sip_host.ts";
 import { startWsHost } from "../examples/embed/ws_host.ts";
-import type { HostSessions } from "../examples/embed/host_call.ts";
+import type { InMemorySessions } from "../mod.ts";
 import { loopbackSipConfig, startLoopbackAgent } from "./_sip_peer.ts";
 import { freeEvenPortBase } from "./_sipp.ts";
 import { sleep, until } from "./_core_helpers.ts";
 import { twilioClient } from "./_twilio_client.ts";
-
-const TONE_HZ = 400;
-
-/** `samples` of the test tone at 8 kHz. */
-function tone8k(samples: number): Int16Array {
-  const pcm = new Int16Array(samples);
-  for (let i = 0; i < samples; i++) {
-    pcm[i] = Math.round(8000 * Math.sin((2 * Math.PI * TONE_HZ * i) / 8000));
-  }
-  return pcm;
-}
-
-/** How many 20 ms windows of 8 kHz `pcm` are loud and mostly the test tone. */
-function toneWindows(pcm: Int16Array): number {
-  let n = 0;
-  for (let off = 0; off + 160 <= pcm.length; off += 160) {
-    let s = 0, c = 0, e = 0;
-    for (let i = 0; i < 160; i++) {
-      const x = pcm[off + i];
-      const w = (2 * Math.PI * TONE_HZ * i) / 8000;
-      s += x * Math.sin(w);
-      c += x * Math.cos(w);
-      e += x * x;
-    }
-    // A pure tone puts all its energy in the (sin, cos) pair: share 1; other audio much less.
-    const share = (s * s + c * c) / (80 * e || 1);
-    if (e / 160 > 500 ** 2 && share > 0.8) n++;
-  }
-  return n;
-}
+import { tone8k, toneWindows } from "./_tone.ts";
 
 /** The transcript lines the host stored for a finished run. */
-async function transcriptOf(sessions: HostSessions, runId: number): Promise<string[]> {
+async function transcriptOf(sessions: InMemorySessions, runId: number): Promise<string[]> {
   const report = await sessions.finished(runId);
   const bytes = sessions.artifact(report.transcriptUrl ?? "");
   assert.ok(bytes !== undefined, `run ${runId}: no transcript at ${report.transcriptUrl}`);

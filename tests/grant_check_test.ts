@@ -56,7 +56,7 @@ Deno.test("grant check: the server refuses to start without its recording grant"
     const out = await new Deno.Command("deno", {
       args: [
         "run",
-        `--allow-read=${dir},server/playground`,
+        `--allow-read=${dir}`,
         "--allow-net=127.0.0.1",
         "--ignore-env",
         "server/main.ts",

@@ -3,7 +3,7 @@ import { RealtimeProcessor } from "../core/processors/realtime.ts";
 import { Pipeline } from "../core/pipeline.ts";
 import { PipelineTask } from "../core/task.ts";
 import { silentLogger } from "../core/log.ts";
-import type { AudioChunk, Direction, Frame } from "../core/frames.ts";
+import type { AudioFrame, Direction, Frame } from "../core/frames.ts";
 import type { Link } from "../core/processor.ts";
 import type { RealtimeEvent, RealtimeLlm } from "../core/seams.ts";
 import { RealtimeEventQueue } from "../providers/realtime/_shared.ts";
@@ -17,7 +17,7 @@ class ScriptedModel implements RealtimeLlm {
     this.q.push({ type: "audio_out", audio: chunk(1) }); // before anyone listens: queued
     return Promise.resolve();
   }
-  sendAudio(_audio: AudioChunk): void {
+  sendAudio(_audio: AudioFrame): void {
     this.heard++;
     this.q.push({ type: "audio_out", audio: chunk(2) });
   }
@@ -53,7 +53,7 @@ class After extends Recorder {
   }
 }
 
-function chunk(v: number): AudioChunk {
+function chunk(v: number): AudioFrame {
   return { pcm: new Int16Array(480).fill(v), sampleRate: 24000, numChannels: 1 };
 }
 

@@ -49,7 +49,7 @@ Deno.test("env: requiredEnv lists provider keys, secrets and the optional knobs"
   for (const e of env) assert.ok(e.why.length > 0);
 });
 
-Deno.test("env: enabled carriers grant their default credential variables unless one is named", async () => {
+Deno.test("env: enabled carriers require their default credential variables unless one is named", async () => {
   const c = await config(`
 agent: { graph: graph.yaml }
 providers: { realtime: { name: echo } }
@@ -65,13 +65,21 @@ telephony:
     const n of ["SINCH_APPLICATION_KEY", "SINCH_APPLICATION_SECRET", "VONAGE_SIGNATURE_SECRET"]
   ) {
     const e = env.find((x) => x.name === n);
-    assert.ok(e && !e.required && e.path === "telephony.carriers", n);
+    assert.ok(e && e.required && e.path === "telephony.carriers", n);
   }
   const flags = permissionFlags(c, { configPath: "cfg/agent.yaml" });
   const allowEnv = flags.find((f) => f.startsWith("--allow-env="))!;
   for (const n of ["MY_TWILIO_TOKEN", "SINCH_APPLICATION_SECRET", "VONAGE_SIGNATURE_SECRET"]) {
     assert.ok(allowEnv.includes(n), `${n} in ${allowEnv}`);
   }
+  // A carrier without its secret would refuse every webhook: the server refuses to start.
+  const missing = checkEnv(c, (n) => n === "MY_TWILIO_TOKEN" ? "x" : undefined);
+  assert.deepEqual(missing.map((p) => [p.path, p.message.split(" (")[0]]), [
+    ["telephony.carriers", "environment variable SINCH_APPLICATION_KEY is not set"],
+    ["telephony.carriers", "environment variable SINCH_APPLICATION_SECRET is not set"],
+    ["telephony.carriers", "environment variable VONAGE_SIGNATURE_SECRET is not set"],
+  ]);
+  assert.deepEqual(checkEnv(c, () => "set"), []);
 });
 
 Deno.test("env: the echo provider needs no key; cascaded skips the realtime knobs", async () => {

@@ -78,7 +78,7 @@ Deno.test("permissions: the default echo config", async () => {
     // The listen address with its port; werift's wildcard bind (no loopback: browsers never
     // send WebRTC media over it, and the peers' own addresses are added where it runs).
     "--allow-net=127.0.0.1:6210,0.0.0.0",
-    "--allow-read=examples/agent.yaml,examples/echo_graph.yaml,server/playground",
+    "--allow-read=examples/agent.yaml,examples/echo_graph.yaml",
     `--allow-env=FLOWCAT_LOG,FLOWCAT_LOG_FORMAT,OTEL_DENO,SENTRY_DSN,${REALTIME_KNOBS}`,
     "--ignore-env",
     "--allow-sys=networkInterfaces",
@@ -86,7 +86,7 @@ Deno.test("permissions: the default echo config", async () => {
   assert.equal(
     permissionCommand(res.config, { configPath: "examples/agent.yaml" }),
     `${denoCommand().join(" ")} run --allow-net=127.0.0.1:6210,0.0.0.0 ` +
-      "--allow-read=examples/agent.yaml,examples/echo_graph.yaml,server/playground " +
+      "--allow-read=examples/agent.yaml,examples/echo_graph.yaml " +
       `--allow-env=FLOWCAT_LOG,FLOWCAT_LOG_FORMAT,OTEL_DENO,SENTRY_DSN,${REALTIME_KNOBS} --ignore-env --allow-sys=networkInterfaces ` +
       "server/main.ts --config examples/agent.yaml",
   );

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import {
-  type AudioChunk,
+  type AudioFrame,
   type Direction,
   type Frame,
   FrameProcessor,
@@ -262,7 +262,7 @@ class GatedVad implements VadAnalyzer {
   setParams(p: VadParams) {
     this.inner.setParams(p);
   }
-  async analyze(audio: AudioChunk): Promise<VadState> {
+  async analyze(audio: AudioFrame): Promise<VadState> {
     this.calls++;
     if (!this.open) await new Promise<void>((r) => this.#waiters.push(r));
     this.seen.push(audio.pcm);
@@ -296,7 +296,7 @@ Deno.test("async analyzer: audio is never held up; edges follow in audio order",
   assert.equal(vad.backlog, 0);
   // The analyzer saw the audio in order, and End waited for the analysis to finish.
   assert.equal(gated.seen.length, input.length);
-  gated.seen.forEach((p, i) => assert.equal(p, (input[i] as { audio: AudioChunk }).audio.pcm));
+  gated.seen.forEach((p, i) => assert.equal(p, (input[i] as { audio: AudioFrame }).audio.pcm));
   const sync = await run(energy(), input);
   assert.deepEqual(events(r.down), events(sync.down));
   // All audio came before the first edge: nothing waited for inference.

@@ -17,7 +17,7 @@ import { alawDecode, alawEncode, ulawDecode, ulawEncode } from "../core/audio/g7
 import { OpusCodec } from "../core/audio/opus.ts";
 import { sine } from "../core/audio/pcm.ts";
 import { FlowcatError } from "../core/errors.ts";
-import type { AudioChunk } from "../core/frames.ts";
+import type { AudioFrame } from "../core/frames.ts";
 import type { MediaIn } from "../core/seams.ts";
 import { RtpSender } from "../core/rtp.ts";
 import {
@@ -214,8 +214,8 @@ async function drain(session: WebRtcSession, ms = 5000): Promise<MediaIn[]> {
 }
 
 /** The next `n` inbound audio chunks (each checked to be audio); fails after `ms`. */
-async function audioChunks(session: WebRtcSession, n: number, ms = 10_000): Promise<AudioChunk[]> {
-  const out: AudioChunk[] = [];
+async function audioChunks(session: WebRtcSession, n: number, ms = 10_000): Promise<AudioFrame[]> {
+  const out: AudioFrame[] = [];
   const deadline = sleepAbortable(ms);
   try {
     while (out.length < n) {

@@ -9,7 +9,7 @@
  * ```
  *
  * The server gets the flags `--print-permissions` prints for the config, minus the reads of
- * files embedded in the executable (the playground, the eSpeak wasm); the config itself stays a
+ * files embedded in the executable (the eSpeak wasm); the config itself stays a
  * file read at run time (relative to the working directory, as at compile time). Provider
  * family modules the config does not use are mapped to a stub by a generated import map, so
  * they are not embedded; a binary started with a config naming one says so and exits 2.
@@ -20,7 +20,6 @@
 import { dirname, relative, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { DEFAULT_CONFIG, ESPEAK_WASM } from "../server/main.ts";
-import { PLAYGROUND_DIR } from "../server/permissions.ts";
 import type { AgentServerConfig } from "../server/config_types.ts";
 import { runDeno } from "./deno_child.ts";
 import { denortBinProblem, denortFailure, denortMessage } from "./denort.ts";
@@ -52,7 +51,7 @@ Offline: set DENORT_BIN to a denort of this Deno version (docs/deploy.md).
 `;
 
 /** Files the compiled server reads from its embedded file system: no grant needed. */
-const EMBEDDED_READS: readonly string[] = [PLAYGROUND_DIR, ESPEAK_WASM];
+const EMBEDDED_READS: readonly string[] = [ESPEAK_WASM];
 
 /** Compile-time path map: embedded files lose their grant, the rest stay as given. */
 export const compilePathMap: PathMap = (p) => EMBEDDED_READS.includes(p) ? undefined : p;
@@ -63,10 +62,11 @@ export function compileEntries(config: AgentServerConfig, configPath: string): E
 }
 
 /** Files embedded beside the module graph, per program. */
-export function compileIncludes(entry: EntryPoint, config: AgentServerConfig): string[] {
+export function compileIncludes(entry: EntryPoint, _config: AgentServerConfig): string[] {
   if (entry.name !== "server") return [];
   // A Worker's module is not in the static graph: `--workers N` needs it embedded by hand.
-  return config.playground.enabled ? [PLAYGROUND_DIR, "server/worker.ts"] : ["server/worker.ts"];
+  // The playground is a module (server/playground_assets.ts), already in the graph.
+  return ["server/worker.ts"];
 }
 
 /** Inputs of {@link compileArgv} besides the program. */

@@ -8,8 +8,8 @@
  * ```
  *
  * Layout: `bin/flowcat` (sh launcher: server|demo|brain), `lib/deno` (this Deno), `lib/*.js`
- * (`deno bundle` of each program), `lib/espeak-ng.wasm` and `lib/playground/` (read at run time
- * next to the bundle: the bundled code resolves them from its own `import.meta.url`),
+ * (`deno bundle` of each program; the playground page is part of the server's), `lib/espeak-ng.wasm`
+ * (read at run time next to the bundle),
  * `config/` (the agent config, its graph, the brain's graph) and README.txt. The launcher runs
  * each program with the flags of {@link serverEntry} / {@link demoEntry} / {@link brainEntry},
  * with paths inside the bundle.
@@ -19,7 +19,6 @@
 import { basename, dirname, isAbsolute, join, normalize, relative, resolve } from "node:path";
 import { DEFAULT_GRAPH } from "../server/brain_server.ts";
 import { DEFAULT_CONFIG, ESPEAK_WASM, implementationReads } from "../server/main.ts";
-import { PLAYGROUND_DIR } from "../server/permissions.ts";
 import type { AgentServerConfig } from "../server/config_types.ts";
 import { copyOutside, runDeno } from "./deno_child.ts";
 import {
@@ -42,7 +41,6 @@ export const WORKER_BUNDLE = "lib/worker.js";
 
 /** Where the shipped copies of project files go inside the bundle. */
 export const SHIPPED: Readonly<Record<string, string>> = Object.freeze({
-  [PLAYGROUND_DIR]: "lib/playground",
   [ESPEAK_WASM]: "lib/espeak-ng.wasm",
 });
 
@@ -83,9 +81,7 @@ export function distEntries(
 
 /** Project files the bundle needs beside the scripts, for this config. */
 export function runtimeFiles(config: AgentServerConfig): string[] {
-  const files = implementationReads(config).filter((p) => SHIPPED[p] !== undefined);
-  if (config.playground.enabled) files.push(PLAYGROUND_DIR);
-  return files;
+  return implementationReads(config).filter((p) => SHIPPED[p] !== undefined);
 }
 
 const HELP = `Flowcat dist: an offline bundle (directory + .tar.gz)

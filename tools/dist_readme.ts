@@ -15,7 +15,7 @@ export function distReadme(version: string, entries: readonly EntryPoint[]): str
   return `Flowcat ${version}: offline bundle (Deno ${Deno.version.deno}, ${Deno.build.target})
 
 Nothing here reaches the network at start: the scripts are bundled, the Deno runtime is lib/deno,
-and the files read at run time (playground page, eSpeak voice) sit next to the scripts.
+and the file read at run time (the eSpeak voice) sits next to the scripts.
 
 Run (from anywhere; the launcher finds its own directory):
 
@@ -35,7 +35,6 @@ Layout:
   lib/deno           Deno runtime
   lib/*.js           bundled programs (worker.js: the server's --workers threads)
   lib/espeak-ng.wasm eSpeak NG engine (echo agent greeting, espeak TTS)
-  lib/playground/    browser playground page
   config/            agent config, its graph, the brain's graph
 
 Permission flags (<bundle> is this directory):

@@ -10,6 +10,10 @@
  * pushes transcript, node and state events with {@link WebRtcSession.sendEvent}; the page's
  * `{type:"hangup"}` ends the session.
  *
+ * Permissions: `--allow-net=0.0.0.0` (UDP sockets) and the browsers' addresses,
+ * `--allow-sys=networkInterfaces` for ICE mode `"interfaces"`, and `--ignore-env` (or
+ * `--allow-env`): a dependency of werift lists the environment when this module loads.
+ *
  * @example
  * ```ts
  * import { answerWebRtcOffer } from "@flowcat/flowcat/transports/webrtc";
@@ -23,7 +27,7 @@
  */
 
 import { Buffer } from "node:buffer";
-import { RTCPeerConnection } from "werift";
+import { RTCPeerConnection } from "npm:werift@0.25.2";
 import { errorMessage, FlowcatError } from "../core/errors.ts";
 import { WebRtcSession, type WebRtcSessionOptions } from "./webrtc_session.ts";
 import {

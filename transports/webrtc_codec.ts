@@ -9,7 +9,7 @@
  * @module
  */
 
-import { RTCRtpCodecParameters } from "werift";
+import { RTCRtpCodecParameters } from "npm:werift@0.25.2";
 import { alawDecode, alawEncode, ulawDecode, ulawEncode } from "../core/audio/g711.ts";
 import { loadOpus, OPUS_FRAME, OPUS_RATE, OpusCodec } from "../core/audio/opus.ts";
 import { FlowcatError } from "../core/errors.ts";

@@ -10,7 +10,7 @@
  * @module
  */
 
-import type { RTCDataChannel, RTCPeerConnection, RtpPacket } from "werift";
+import type { RTCDataChannel, RTCPeerConnection, RtpPacket } from "npm:werift@0.25.2";
 import {
   emptyJitterStats,
   JitterBuffer,
@@ -19,7 +19,7 @@ import {
 } from "../core/audio/jitter_buffer.ts";
 import { Resampler, transitionFor } from "../core/audio/resample.ts";
 import { errorMessage } from "../core/errors.ts";
-import type { AudioChunk } from "../core/frames.ts";
+import type { AudioFrame } from "../core/frames.ts";
 import { type Logger, silentLogger } from "../core/log.ts";
 import type { MediaIn, MediaTransport } from "../core/seams.ts";
 import type { MediaCodec, WebRtcCodec } from "./webrtc_codec.ts";
@@ -176,7 +176,7 @@ export class WebRtcSession implements MediaTransport {
   }
 
   /** Resample to the codec's rate and queue for the paced sender (which encodes). */
-  sendAudio(audio: AudioChunk): Promise<void> {
+  sendAudio(audio: AudioFrame): Promise<void> {
     if (this.#ended || audio.pcm.length === 0) return Promise.resolve();
     let pcm = audio.pcm;
     const rate = this.carrierRate();

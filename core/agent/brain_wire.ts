@@ -6,7 +6,7 @@
  * @module
  */
 
-import { z } from "zod";
+import { z } from "npm:zod@^4.6.7";
 import type { BrainAction, ToolDecl } from "../seams.ts";
 import type { Validator } from "./problems.ts";
 

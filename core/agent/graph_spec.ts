@@ -12,8 +12,8 @@
  * @module
  */
 
-import { z } from "zod";
-import { parse as parseYaml } from "yaml";
+import { z } from "npm:zod@^4.6.7";
+import { parse as parseYaml } from "npm:yaml@^2.9.1";
 import { type Problem, type Validator, zodProblems } from "./problems.ts";
 import { semanticProblems } from "./graph_checks.ts";
 import { VARIABLE_NAME_RE } from "./interpolate.ts";

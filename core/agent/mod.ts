@@ -2,6 +2,9 @@
  * Conversation brains: the graph spec (schema, validation, `{{var}}` interpolation), the
  * in-process {@link GraphBrain}, the HTTP {@link RemoteBrain}, and the remote-brain wire schemas.
  *
+ * Permissions: none; a graph parsed from YAML needs `--ignore-env=LOG_TOKENS,LOG_STREAM` (npm
+ * `yaml` reads them), and a {@link RemoteBrain} `--allow-net` to its brain's host.
+ *
  * @example
  * ```ts
  * import { GraphBrain, parseGraphSpec } from "@flowcat/flowcat/agent";

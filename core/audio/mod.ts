@@ -3,7 +3,7 @@
  * generation), energy voice-activity detection and an adaptive RTP playout jitter buffer. All
  * pure and synchronous, and no npm package: Silero (onnxruntime-web), RNNoise and Opus (wasm from
  * npm) are their own entry points, `./audio/silero` (core/audio/vad_silero.ts), `./audio/rnnoise`
- * (core/audio/rnnoise.ts) and `./audio/opus` (core/audio/opus.ts).
+ * (core/audio/rnnoise.ts) and `./audio/opus` (core/audio/opus.ts). Permissions: none.
  *
  * @example
  * ```ts

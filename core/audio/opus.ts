@@ -107,7 +107,7 @@ export function loadOpus(): Promise<OpusModuleLike> {
   shared ??= (async () => {
     try {
       // A literal specifier, so that deno sees (and locks) the dependency.
-      const glue = await import("opusscript/build/opusscript_native_wasm.js");
+      const glue = await import("npm:opusscript@0.1.1/build/opusscript_native_wasm.js");
       const factory = glue.default as (
         init: { wasmBinary: Uint8Array },
       ) => OpusModuleLike & { ready: Promise<unknown> };

@@ -21,6 +21,8 @@
  * const clean48k = dn.process(noisy48k); // Int16Array
  * dn.destroy();
  * ```
+ *
+ * Permissions: none (the WebAssembly comes with the npm package's JavaScript).
  * @module
  */
 
@@ -54,7 +56,7 @@ export function loadRnnoise(): Promise<RnnoiseModuleLike> {
   shared ??= (async () => {
     try {
       // A literal specifier, so that deno sees (and locks) the dependency.
-      const mod = await import("@jitsi/rnnoise-wasm/dist/rnnoise-sync.js");
+      const mod = await import("npm:@jitsi/rnnoise-wasm@0.2.1/dist/rnnoise-sync.js");
       const module = (mod.default as () => RnnoiseModuleLike & { ready?: Promise<unknown> })();
       await module.ready;
       return module;

@@ -24,6 +24,9 @@
  * const state = await vad.analyze(frame.audio);
  * await vad.close();
  * ```
+ *
+ * Permissions: `--allow-read` of the model file and onnxruntime-web's wasm (none with
+ * `modelBytes`).
  * @module
  */
 
@@ -156,7 +159,9 @@ export class SileroVad implements VadAnalyzer {
     const bytes = opts.modelBytes ?? await loadSileroModel(opts.modelPath);
     let ort = opts.ort;
     if (!ort) {
-      const mod = await import("onnxruntime-web") as unknown as OrtLike & { default?: OrtLike };
+      const mod = await import("npm:onnxruntime-web@1.30.0") as unknown as OrtLike & {
+        default?: OrtLike;
+      };
       ort = mod.default ?? mod;
       // One wasm thread per process: worker threads would need more permissions and cores.
       if (ort.env.wasm) ort.env.wasm.numThreads = 1;

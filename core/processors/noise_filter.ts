@@ -20,6 +20,8 @@
  * import { NoiseFilter } from "@flowcat/flowcat/processors/noise-filter";
  * // Pipeline: [transportIn, new NoiseFilter(), vad, stt, llm, tts, transportOut]
  * ```
+ *
+ * Permissions: none.
  * @module
  */
 

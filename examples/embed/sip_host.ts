@@ -14,9 +14,15 @@
  */
 
 import { parseArgs } from "node:util";
-import { consoleLogger, errorMessage, type Logger, silentLogger } from "../../mod.ts";
-import { SipAgent, type SipInvite } from "../../telephony/sip/mod.ts";
-import { HostSessions, runEchoCall } from "./host_call.ts";
+import {
+  consoleLogger,
+  errorMessage,
+  InMemorySessions,
+  type Logger,
+  silentLogger,
+} from "@flowcat/flowcat";
+import { SipAgent, type SipInvite } from "@flowcat/flowcat/sip";
+import { runEchoCall } from "./host_call.ts";
 
 /** Options of {@link startSipHost}. */
 export interface SipHostOptions {
@@ -36,7 +42,7 @@ export interface SipHost {
   /** The bound SIP port. */
   port: number;
   /** The host's control plane (runs, finalize reports, artifacts). */
-  sessions: HostSessions;
+  sessions: InMemorySessions;
   /** Hang up running calls (BYE), then close the sockets. */
   close(): Promise<void>;
 }
@@ -45,7 +51,7 @@ export interface SipHost {
 export async function startSipHost(opts: SipHostOptions = {}): Promise<SipHost> {
   const log = opts.logger ?? silentLogger;
   const bindHost = opts.bindHost ?? "127.0.0.1";
-  const sessions = new HostSessions();
+  const sessions = new InMemorySessions();
   const agent = await SipAgent.start({
     server: `sip:${bindHost}`,
     login: "flowcat",
@@ -75,7 +81,7 @@ export async function startSipHost(opts: SipHostOptions = {}): Promise<SipHost> 
 }
 
 /** Open a run, answer the INVITE and run the call to its end. */
-async function answer(invite: SipInvite, sessions: HostSessions, log: Logger): Promise<void> {
+async function answer(invite: SipInvite, sessions: InMemorySessions, log: Logger): Promise<void> {
   const run = sessions.open();
   try {
     const call = await invite.answer();

@@ -19,11 +19,17 @@
  */
 
 import { parseArgs } from "node:util";
-import { consoleLogger, errorMessage, type Logger, silentLogger } from "../../mod.ts";
-import { answerDocument, streamUrl } from "../../telephony/answer.ts";
-import { createTwilioSerializer } from "../../telephony/serializers/twilio.ts";
-import { socketFromWebSocket, WsMediaTransport } from "../../telephony/ws_transport.ts";
-import { HostSessions, runEchoCall } from "./host_call.ts";
+import {
+  consoleLogger,
+  errorMessage,
+  InMemorySessions,
+  type Logger,
+  silentLogger,
+} from "@flowcat/flowcat";
+import { answerDocument, streamUrl } from "@flowcat/flowcat/telephony/answer";
+import { createTwilioSerializer } from "@flowcat/flowcat/telephony/serializers/twilio";
+import { socketFromWebSocket, WsMediaTransport } from "@flowcat/flowcat/telephony/ws";
+import { runEchoCall } from "./host_call.ts";
 
 /** Options of {@link startWsHost}. */
 export interface WsHostOptions {
@@ -41,7 +47,7 @@ export interface WsHost {
   /** `http://hostname:port` of the listener. */
   url: string;
   /** The host's control plane (runs, finalize reports, artifacts). */
-  sessions: HostSessions;
+  sessions: InMemorySessions;
   /** Hang up running calls and stop listening. */
   close(): Promise<void>;
 }
@@ -52,7 +58,7 @@ const MEDIA_ROUTE = new URLPattern({ pathname: "/telephony/ws/twilio/:runId(\\d+
 export function startWsHost(opts: WsHostOptions = {}): WsHost {
   const log = opts.logger ?? silentLogger;
   const hostname = opts.hostname ?? "127.0.0.1";
-  const sessions = new HostSessions();
+  const sessions = new InMemorySessions();
   const calls = new Map<WsMediaTransport, Promise<void>>();
 
   const handler = (req: Request): Response => {
@@ -103,7 +109,7 @@ export function startWsHost(opts: WsHostOptions = {}): WsHost {
 /** Check the run's token from the start message (or query), then run the call to its end. */
 async function serveMediaCall(
   transport: WsMediaTransport,
-  sessions: HostSessions,
+  sessions: InMemorySessions,
   runId: number,
   queryToken: string | null,
   log: Logger,

@@ -22,6 +22,8 @@
  *   if (f.kind === "LlmText") console.log(f.text);
  * }
  * ```
+ *
+ * Permissions: `--allow-net=api.anthropic.com:443` (or the `url` given).
  * @module
  */
 

@@ -24,6 +24,8 @@
  *   if (f.kind === "LlmText") console.log(f.text);
  * }
  * ```
+ *
+ * Permissions: `--allow-net=generativelanguage.googleapis.com:443` (or the `url` given).
  * @module
  */
 

@@ -15,6 +15,8 @@
  *   if (f.kind === "LlmText") console.log(f.text);
  * }
  * ```
+ *
+ * Permissions: `--allow-net=<the service's host>` (`api.openai.com:443` by default).
  * @module
  */
 

@@ -34,7 +34,7 @@ import {
   SpanStatusCode,
   trace,
   type Tracer,
-} from "@opentelemetry/api";
+} from "npm:@opentelemetry/api@1.10.0";
 import type { Frame, FrameKind, FunctionCall, LlmTokenUsage } from "../../core/frames.ts";
 import type { PipelineTask } from "../../core/task.ts";
 import type {

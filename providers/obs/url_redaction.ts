@@ -10,7 +10,7 @@
  * @module
  */
 
-import { type AttributeValue, context, trace, type Tracer } from "@opentelemetry/api";
+import { type AttributeValue, context, trace, type Tracer } from "npm:@opentelemetry/api@1.10.0";
 
 /** Attributes that hold a URL or its query. */
 export const URL_ATTRIBUTES: ReadonlySet<string> = new Set([

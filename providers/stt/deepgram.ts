@@ -25,6 +25,8 @@
  * const frames = await stt.runStt(audio8k); // InterimTranscription / Transcription
  * await stt.stop?.();
  * ```
+ *
+ * Permissions: `--allow-net=api.deepgram.com:443` (or the `url` given).
  * @module
  */
 

@@ -27,6 +27,9 @@
  * await stt.runStt(frame);
  * const frames = await stt.speechStopped?.(); // [Transcription]
  * ```
+ *
+ * Permissions: `--allow-net=<the server's host:port>` (a local whisper.cpp server, or the hosted
+ * service's host).
  * @module
  */
 

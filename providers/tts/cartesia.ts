@@ -27,6 +27,8 @@
  * for await (const frame of tts.runTts("Hello there.")) console.log(frame.kind);
  * await tts.stop();
  * ```
+ *
+ * Permissions: `--allow-net=api.cartesia.ai:443` (or the `url` given).
  * @module
  */
 

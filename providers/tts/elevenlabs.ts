@@ -30,6 +30,8 @@
  * const tts = createElevenLabsTts({ provider: "elevenlabs", apiKey: key });
  * for await (const frame of tts.runTts("Hello there.")) console.log(frame.kind);
  * ```
+ *
+ * Permissions: `--allow-net=api.elevenlabs.io:443` (or the `url` given).
  * @module
  */
 

@@ -3,7 +3,8 @@
  *
  * The package is the espeak-ng command-line program built with Emscripten; its 18 MB wasm
  * embeds all voice data, so nothing is fetched at run time. Deno needs only read access to
- * that one wasm file (it lives under node_modules).
+ * that one wasm file (under node_modules, or Deno's npm cache when the package came from a
+ * registry; the error on first use names the path): `--allow-read=<that file>`.
  *
  * Why the engine is driven the way it is: the package exports no library API, only `main`,
  * and a fresh instance costs ~170 ms (the embedded files are unpacked into the in-memory file
@@ -24,7 +25,7 @@
  * @module
  */
 
-import ESpeakNg from "espeak-ng";
+import ESpeakNg from "npm:espeak-ng@1.0.2";
 import { FlowcatError } from "../../core/errors.ts";
 import {
   type AudioFrame,

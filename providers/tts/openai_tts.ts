@@ -15,6 +15,8 @@
  * const tts = createOpenAITts({ provider: "openai", apiKey: Deno.env.get("OPENAI_API_KEY") });
  * for await (const frame of tts.runTts("Hello there.")) console.log(frame.kind);
  * ```
+ *
+ * Permissions: `--allow-net=<the service's host>` (`api.openai.com:443` by default).
  * @module
  */
 

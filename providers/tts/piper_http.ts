@@ -19,6 +19,8 @@
  * const tts = createPiperTts({ provider: "piper", voice: "en_US-lessac-medium" });
  * for await (const frame of tts.runTts("Hello there.")) console.log(frame.kind);
  * ```
+ *
+ * Permissions: `--allow-net=<the Piper server's host:port>` (`127.0.0.1:5000` by default).
  * @module
  */
 

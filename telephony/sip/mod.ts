@@ -4,6 +4,10 @@
  * transaction timers. Socket layer: the UDP endpoint, the transaction layer, dialogs,
  * registration, RTP sessions, the per-call MediaTransport, and the `SipAgent` tying them up.
  *
+ * Permissions: the pure layers none; the socket layer `--unstable-net` (UDP) and
+ * `--allow-net=<bind address>,<trunk host>` (RTP binds even ports on the same address);
+ * binding `0.0.0.0` without `publicIp` also `--allow-sys=networkInterfaces`.
+ *
  * @example
  * ```ts
  * import { SipAgent } from "@flowcat/flowcat/sip";

@@ -18,7 +18,7 @@
  */
 
 import { Resampler } from "../../core/audio/resample.ts";
-import type { AudioChunk, KeypadEntry } from "../../core/frames.ts";
+import type { AudioFrame, KeypadEntry } from "../../core/frames.ts";
 import type { MediaIn, MediaTransport } from "../../core/seams.ts";
 import { AsyncQueue } from "./async_queue.ts";
 import type { DtmfSendOptions, RtpSession } from "./rtp_session.ts";
@@ -79,7 +79,7 @@ export class SipMediaTransport implements MediaTransport {
   }
 
   /** Resample to 8 kHz when needed and queue as 20 ms G.711 packets for the RTP clock. */
-  sendAudio(audio: AudioChunk): Promise<void> {
+  sendAudio(audio: AudioFrame): Promise<void> {
     if (this.#stopped) return Promise.resolve();
     let pcm = audio.pcm;
     if (audio.sampleRate !== SIP_CARRIER_RATE) {
