@@ -196,7 +196,7 @@ export class CallManager {
       logger: log,
       // Metrics on: the service processors report their time to first byte (once per request).
       taskParams: {
-        idleTimeoutMs: 120_000,
+        idleTimeoutMs: idleTimeoutMs(this.#cfg),
         enableMetrics: true,
         ...(traced !== undefined ? { tracer: traced } : {}),
       },
@@ -342,6 +342,12 @@ export class CallManager {
     if (a.greeting === undefined) return undefined;
     return a.kind === "graph" ? interpolate(a.greeting, brain.collectedVars()) : a.greeting;
   }
+}
+
+/** The idle timeout of each call, ms (`null`: none, with `limits.idle_timeout_seconds: 0`). */
+function idleTimeoutMs(config: AgentServerConfig): number | null {
+  const s = config.limits.idleTimeoutSeconds;
+  return s > 0 ? s * 1000 : null;
 }
 
 /** The provider each service of `config` uses, for log lines and metric labels. */
