@@ -30,7 +30,7 @@ import { type SipTrunk, startSipTrunk } from "./sip_trunk.ts";
 import { agentRoutes } from "./routes.ts";
 import { warmEngines, type WarmReport } from "./warmup.ts";
 import { createServerMetrics, type ServerMetrics } from "./server_metrics.ts";
-import { type CallTracing, tracingFromEnv } from "./tracing.ts";
+import { type CallTracing, exportMetricsFromEnv, tracingFromEnv } from "./tracing.ts";
 import { type ErrorReporter, errorReporterFrom } from "./error_reporting.ts";
 import {
   MemorySessionSource,
@@ -162,6 +162,7 @@ export async function createAgentServer(opts: AgentServerOptions): Promise<Agent
     ...(opts.cluster ? { cluster: opts.cluster } : {}),
   });
   const metrics = createServerMetrics();
+  await exportMetricsFromEnv(env, metrics.registry);
   const tracing = opts.tracing ??
     await tracingFromEnv(env, { recordContent: config.observability.tracing.recordContent });
   const errors = opts.errors ?? await errorReporterFrom(config, env, logger);

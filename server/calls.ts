@@ -261,7 +261,7 @@ export class CallManager {
       watch.failures.record(stop.reason ?? detail, true, "RealtimeProcessor");
     }
     const durationSeconds = Math.round((performance.now() - c.startedAt) / 100) / 10;
-    const dropped = droppedMedia(transport);
+    const dropped = droppedMedia(transport, watch.bargeInFrames);
     const m = this.#metrics;
     if (m !== undefined) {
       m.activeCalls.labels().dec();

@@ -426,10 +426,15 @@ Deno.test("call log: audio ahead of the stream's start is dropped, counted and l
   }
 });
 
-Deno.test("call log: a SIP leg's overflow counts as dropped; nothing dropped says nothing", () => {
-  const leg = (extra: Record<string, unknown>) =>
-    ({ recv: () => Promise.resolve(undefined), ...extra }) as unknown as MediaTransport;
-  assert.deepEqual(droppedMedia(leg({ droppedInbound: 7 })), { overflow: 7 });
-  assert.equal(droppedMedia(leg({ droppedInbound: 0, droppedBeforeStart: 0 })), undefined);
-  assert.equal(droppedMedia(leg({})), undefined);
+Deno.test("call log: a leg's drops and the output's barge-in drops add up; nothing says nothing", () => {
+  const leg = (dropped?: Record<string, number>) =>
+    ({
+      recv: () => Promise.resolve(undefined),
+      ...(dropped ? { droppedMedia: () => dropped } : {}),
+    }) as unknown as MediaTransport;
+  assert.deepEqual(droppedMedia(leg({ overflow: 7, late: 0 })), { overflow: 7 });
+  assert.deepEqual(droppedMedia(leg({ barge_in: 2, late: 1 }), 5), { barge_in: 7, late: 1 });
+  assert.deepEqual(droppedMedia(leg(), 3), { barge_in: 3 });
+  assert.equal(droppedMedia(leg({ overflow: 0, before_start: 0 })), undefined);
+  assert.equal(droppedMedia(leg()), undefined);
 });
