@@ -162,7 +162,12 @@ export async function createAgentServer(opts: AgentServerOptions): Promise<Agent
     ...(opts.cluster ? { cluster: opts.cluster } : {}),
   });
   const metrics = createServerMetrics();
-  await exportMetricsFromEnv(env, metrics.registry);
+  // A worker's points carry its index, as its /metrics samples do.
+  await exportMetricsFromEnv(
+    env,
+    metrics.registry,
+    opts.cluster ? { worker: String(opts.cluster.index) } : {},
+  );
   const tracing = opts.tracing ??
     await tracingFromEnv(env, { recordContent: config.observability.tracing.recordContent });
   const errors = opts.errors ?? await errorReporterFrom(config, env, logger);

@@ -120,6 +120,11 @@ export class CallManager {
     return this.#tasks.size;
   }
 
+  /** Run ids of the calls running now. */
+  get runIds(): number[] {
+    return [...this.#tasks.keys()];
+  }
+
   /** True once {@link CallManager.drain} began. */
   get draining(): boolean {
     return this.#draining;

@@ -54,9 +54,14 @@ export async function tracingFromEnv(
 /**
  * When `env` asks for OpenTelemetry export, mirror every family of `registry` that has an OTLP
  * name ({@link OTLP_METRIC_NAMES}) into an OpenTelemetry instrument, which Deno exports over
- * OTLP beside `/metrics`. Returns true when it did; otherwise nothing is loaded.
+ * OTLP beside `/metrics`, each point with the `constant` attributes too (a worker's index).
+ * Returns true when it did; otherwise nothing is loaded.
  */
-export async function exportMetricsFromEnv(env: EnvGet, registry: Registry): Promise<boolean> {
+export async function exportMetricsFromEnv(
+  env: EnvGet,
+  registry: Registry,
+  constant: Readonly<Record<string, string>> = {},
+): Promise<boolean> {
   if (!tracingWanted(env)) return false;
   const { mirrorToOtel } = await import("../providers/obs/otel_metrics.ts");
   mirrorToOtel(
@@ -64,6 +69,7 @@ export async function exportMetricsFromEnv(env: EnvGet, registry: Registry): Pro
       const otlp = OTLP_METRIC_NAMES[family.name];
       return otlp === undefined ? [] : [{ family, ...otlp }];
     }),
+    constant,
   );
   return true;
 }

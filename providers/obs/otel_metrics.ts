@@ -50,9 +50,14 @@ export interface MirroredMetric {
   unit: string;
 }
 
-/** Mirror each family into an instrument of `meter` (default: the global `flowcat` meter). */
+/**
+ * Mirror each family into an instrument of `meter` (default: the global `flowcat` meter), every
+ * point carrying `constant` attributes too (a worker thread's `{ worker: "1" }`: the isolates of
+ * one process share Deno's exporter, which adds up same-named instruments of equal attributes).
+ */
 export function mirrorToOtel(
   list: readonly MirroredMetric[],
+  constant: Readonly<Record<string, string>> = {},
   meter: Meter = metrics.getMeter(METER_NAME),
 ): void {
   for (const { family, name, unit } of list) {
@@ -60,7 +65,7 @@ export function mirrorToOtel(
     if (family.type === "counter") {
       const c = meter.createCounter(name, { description, unit });
       family.mirror((labels) => {
-        const attributes: Attributes = { ...labels };
+        const attributes: Attributes = { ...constant, ...labels };
         return (v) => c.add(v, attributes);
       });
     } else if (family.type === "histogram") {
@@ -70,17 +75,17 @@ export function mirrorToOtel(
         advice: { explicitBucketBoundaries: [...(family.buckets ?? [])] },
       });
       family.mirror((labels) => {
-        const attributes: Attributes = { ...labels };
+        const attributes: Attributes = { ...constant, ...labels };
         return (v) => h.record(v, attributes);
       });
     } else if (family.collector !== undefined) {
       const read = family.collector;
       meter.createObservableGauge(name, { description, unit })
-        .addCallback((result) => result.observe(read()));
+        .addCallback((result) => result.observe(read(), constant));
     } else {
       const u = meter.createUpDownCounter(name, { description, unit });
       family.mirror((labels) => {
-        const attributes: Attributes = { ...labels };
+        const attributes: Attributes = { ...constant, ...labels };
         return (v) => u.add(v, attributes);
       });
     }
