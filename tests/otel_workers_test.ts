@@ -73,8 +73,7 @@ Deno.test({
         "a call span per call",
       );
       await until(
-        () =>
-          receiver.latest("flowcat.calls.ended").reduce((a, p) => a + (p.value ?? 0), 0) === 12,
+        () => receiver.latest("flowcat.calls.ended").reduce((a, p) => a + (p.value ?? 0), 0) === 12,
         10_000,
         "every call counted as ended",
       );
