@@ -27,7 +27,7 @@ import { grantProblems } from "./grant_check.ts";
 import { runCheck, warnUnreachable } from "./check.ts";
 import { dsnNetHost, type ErrorReporter } from "./error_reporting.ts";
 import { parseWorkerCount, startWorkers } from "./workers.ts";
-import { describeWorkerFailure } from "./worker_failures.ts";
+import { describeWorkerFailure, onEscapedError } from "./worker_failures.ts";
 
 /** Config used when `--config` is not given. */
 export const DEFAULT_CONFIG = "examples/agent.yaml";
@@ -316,17 +316,10 @@ function reportUncaught(errors: ErrorReporter): void {
   const fatal = async (err: unknown, where: string) => {
     errors.unexpected(err, { where }, "fatal");
     await errors.flush(2000);
-    console.error(`flowcat: ${where}: ${errorMessage(err)}`);
+    console.error(`flowcat: ${where.replace("_", " ")}: ${errorMessage(err)}`);
     Deno.exit(1);
   };
-  globalThis.addEventListener("unhandledrejection", (e) => {
-    e.preventDefault();
-    void fatal(e.reason, "unhandled rejection");
-  });
-  globalThis.addEventListener("error", (e) => {
-    e.preventDefault();
-    void fatal(e.error, "uncaught error");
-  });
+  onEscapedError((err, where) => void fatal(err, where));
 }
 
 /** Whether `host` is a loopback address (or a name for one). */

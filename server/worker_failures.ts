@@ -78,12 +78,22 @@ export function reportUncaughtInWorker(o: WorkerWatchOptions): void {
     }
     o.failed(f);
   };
+  onEscapedError((err, where) => void onEscape(err, where));
+}
+
+/**
+ * Call `handle` with every error that escapes every handler of this isolate (an exception thrown
+ * from a callback, a rejection nobody handled) instead of Deno's default (print and exit).
+ */
+export function onEscapedError(
+  handle: (err: unknown, where: WorkerFailure["where"]) => void,
+): void {
   globalThis.addEventListener("error", (e) => {
     e.preventDefault();
-    void onEscape(e.error, "uncaught_error");
+    handle(e.error, "uncaught_error");
   });
   globalThis.addEventListener("unhandledrejection", (e) => {
     e.preventDefault();
-    void onEscape(e.reason, "unhandled_rejection");
+    handle(e.reason, "unhandled_rejection");
   });
 }

@@ -7,56 +7,23 @@
  * kinds, attributes and values, and that every series equals what `GET /metrics` says.
  */
 import assert from "node:assert/strict";
-import { sine } from "../core/audio/pcm.ts";
 import { until } from "./_core_helpers.ts";
 import { OtlpReceiver, type ReceivedPoint } from "./_otlp_receiver.ts";
+import {
+  bargeInThenHangUp,
+  callerSays,
+  OTEL_PUBLIC_URL,
+  quietAfterSpeech,
+  writeCascadedConfig,
+} from "./_otel_call.ts";
 import { startServerChild } from "./_server_child.ts";
-import { dialTwilio, type TwilioCall } from "./_twilio_client.ts";
+import { dialTwilio } from "./_twilio_client.ts";
 import { finishChunk, OpenAIChatFake, streamReply, textChunk } from "./fakes/openai_chat_fake.ts";
 import { WhisperHttpFake } from "./fakes/whisper_http_fake.ts";
 
 const DIR = ".tmp/otel_metrics_test";
 const SECRET = "twilio-secret-for-otel-metrics";
-const PUBLIC = "https://agent.example.com";
-
-const tone = (seconds: number) =>
-  sine({ freq: 440, sampleRate: 8000, samples: Math.round(8000 * seconds), amplitude: 9000 });
-
-async function writeConfig(stt: string, llm: string): Promise<string> {
-  await Deno.mkdir(DIR, { recursive: true });
-  await Deno.copyFile("examples/echo_graph.yaml", `${DIR}/echo_graph.yaml`);
-  const path = `${DIR}/agent.yaml`;
-  await Deno.writeTextFile(
-    path,
-    `version: 1
-agent: { graph: echo_graph.yaml, greeting: "Hi there." }
-pipeline: cascaded
-providers:
-  stt: { name: speaches, url: "${stt}/v1" }
-  llm: { name: ollama, url: "${llm}", model: tiny-llm }
-  tts: { name: espeak }
-telephony: { public_url: "${PUBLIC}", carriers: [twilio] }
-playground: { enabled: false }
-`,
-  );
-  return path;
-}
-
-/** The bot spoke, then nothing came for 400 ms (its line is over). */
-async function quietAfterSpeech(call: TwilioCall): Promise<void> {
-  await until(() => call.media().length > 0, 10_000, "bot audio");
-  let last = -1;
-  let since = performance.now();
-  await until(
-    () => {
-      const n = call.media().length;
-      if (n !== last) [last, since] = [n, performance.now()];
-      return performance.now() - since >= 400;
-    },
-    10_000,
-    "the bot to finish its line",
-  );
-}
+const PUBLIC = OTEL_PUBLIC_URL;
 
 /** A point as text for messages (its time is a bigint). */
 const show = (p: unknown) => JSON.stringify(p, (_k, v) => typeof v === "bigint" ? String(v) : v);
@@ -98,7 +65,7 @@ Deno.test("otel metrics: a call's metrics reach an OTLP receiver as they reach /
     streamReply([...long.map(textChunk), finishChunk("stop")]),
     streamReply([textChunk("Sure."), finishChunk("stop")]),
   );
-  const server = await startServerChild(await writeConfig(stt.url, llm.baseUrl), {
+  const server = await startServerChild(await writeCascadedConfig(DIR, stt.url, llm.baseUrl), {
     OTEL_DENO: "true",
     OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint,
     OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
@@ -113,16 +80,11 @@ Deno.test("otel metrics: a call's metrics reach an OTLP receiver as they reach /
     const { call } = await dialTwilio(server.base, { secret: SECRET, publicUrl: PUBLIC });
     await quietAfterSpeech(call);
     // A first utterance the STT server refuses (503): a provider error.
-    await call.speak(tone(1));
-    await call.speak(new Int16Array(8000 * 1.2));
+    await callerSays(call);
     await until(() => stt.requests.length >= 3, 10_000, "the failing transcription");
     await new Promise((r) => setTimeout(r, 800));
-    await call.speak(tone(1));
-    await call.speak(new Int16Array(8000 * 1.2));
-    await until(() => chats() === 1, 10_000, "the model asked").catch((e) => {
-      console.error(server.stderr(), stt.requests.length);
-      throw e;
-    });
+    await callerSays(call);
+    await until(() => chats() === 1, 10_000, "the model asked");
     const before = call.media().length;
     await until(() => call.media().length > before + 60, 10_000, "the long reply playing");
     // An export made while the call runs counts it as active.
@@ -133,14 +95,7 @@ Deno.test("otel metrics: a call's metrics reach an OTLP receiver as they reach /
     );
     activeDuringCall = 1;
     // Talk over the bot: its queued audio is dropped.
-    await call.speak(tone(1));
-    await until(() => call.got.some((m) => m.event === "clear"), 6000, "the barge-in clears");
-    await call.speak(new Int16Array(8000 * 1.2));
-    await until(() => chats() === 2, 10_000, "the second turn reaches the model");
-    await new Promise((r) => setTimeout(r, 500));
-    await call.hangup();
-    await until(() => server.stderr().includes("call ended"), 10_000, "the call ended");
-    await call.close();
+    await bargeInThenHangUp(call, chats, server.stderr);
     prom = promSamples(await (await fetch(`${server.base}/metrics`)).text());
     // Wait for an export made after the call ended.
     await until(

@@ -9,6 +9,7 @@ import { BENCH_TWILIO_TOKEN, writeBenchConfig } from "../bench/capacity_child.ts
 import { closeCalls, openCalls } from "../bench/capacity_load.ts";
 import { until } from "./_core_helpers.ts";
 import { OtlpReceiver } from "./_otlp_receiver.ts";
+import { startServerChild } from "./_server_child.ts";
 
 Deno.test({
   name: "otel workers: spans and metrics of calls on two worker threads reach the collector",
@@ -17,47 +18,28 @@ Deno.test({
   fn: async () => {
     const receiver = new OtlpReceiver();
     const config = await writeBenchConfig("./.tmp/otel_workers", 64);
-    const child = new Deno.Command("deno", {
-      args: [
-        "run",
+    const server = await startServerChild(config, {
+      TWILIO_AUTH_TOKEN: BENCH_TWILIO_TOKEN,
+      FLOWCAT_LOG: "warn",
+      OTEL_DENO: "true",
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint,
+      OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
+      OTEL_BSP_SCHEDULE_DELAY: "200",
+      OTEL_METRIC_EXPORT_INTERVAL: "300",
+    }, {
+      args: ["--workers", "2"],
+      // Worker threads load their modules at run time: from source they read the tree, which the
+      // computed grants do not cover (server_workers_test.ts runs them so too).
+      flags: [
         "--allow-net=127.0.0.1",
         "--allow-read=.",
         "--allow-env=TWILIO_AUTH_TOKEN,FLOWCAT_LOG,OTEL_DENO",
         "--ignore-env",
-        "server/main.ts",
-        "--config",
-        config,
-        "--host",
-        "127.0.0.1",
-        "--port",
-        "0",
-        "--workers",
-        "2",
       ],
-      env: {
-        TWILIO_AUTH_TOKEN: BENCH_TWILIO_TOKEN,
-        FLOWCAT_LOG: "warn",
-        NO_COLOR: "1",
-        OTEL_DENO: "true",
-        OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint,
-        OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
-        OTEL_BSP_SCHEDULE_DELAY: "200",
-        OTEL_METRIC_EXPORT_INTERVAL: "300",
-      },
-      stdout: "piped",
-      stderr: "null",
-    }).spawn();
-    const out = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-    let text = "";
+    });
     try {
-      let port = 0;
-      while (port === 0) {
-        const { value, done } = await out.read();
-        if (done) throw new Error(`server exited: ${text}`);
-        text += value;
-        const m = /on http:\/\/127\.0\.0\.1:(\d+)\//.exec(text);
-        if (m) port = Number(m[1]);
-      }
+      assert.match(server.stdout(), /2 workers on one port/);
+      const port = Number(new URL(server.base).port);
       // Enough calls that the kernel puts some on each thread (checked below, not assumed).
       const { calls, refused } = await openCalls([port], 12);
       assert.deepEqual(refused, []);
@@ -78,9 +60,7 @@ Deno.test({
         "every call counted as ended",
       );
     } finally {
-      child.kill("SIGTERM");
-      await child.status;
-      for (;;) if ((await out.read()).done) break;
+      assert.equal(await server.stop(), 0, server.stderr());
       await receiver.close();
     }
     const started = receiver.latest("flowcat.calls.started");
