@@ -1,12 +1,15 @@
 /**
  * A local OTLP/HTTP receiver for tests: the collector end of what Deno exports under
- * `OTEL_DENO=true` with `OTEL_EXPORTER_OTLP_PROTOCOL=http/json`. It accepts `POST /v1/traces`,
+ * `OTEL_DENO=true` with `OTEL_EXPORTER_OTLP_PROTOCOL=http/json` (metrics in `http/protobuf`, Deno's
+ * default, too: tests/_otlp_protobuf.ts). It accepts `POST /v1/traces`,
  * `/v1/logs` and `/v1/metrics` (ExportTraceServiceRequest and friends in the protobuf JSON
  * mapping: ids as hex strings, 64-bit numbers as decimal strings, attributes as
  * `{key, value: {stringValue | intValue | doubleValue | boolValue | arrayValue}}`), keeps every
  * raw body (so a test can look for a secret anywhere) and flattens the spans and the metric
  * data points (sums, gauges, histograms: OTLP `Metric` in the same JSON mapping).
  */
+
+import { decodeMetricsRequest } from "./_otlp_protobuf.ts";
 
 /** One data point of an exported metric, as the receiver decoded it. */
 export interface ReceivedPoint {
@@ -48,6 +51,12 @@ type HistogramPointJson = {
   sum?: number;
   bucketCounts?: (string | number)[];
   explicitBounds?: number[];
+};
+type MetricsRequestJson = {
+  resourceMetrics?: {
+    resource?: { attributes?: KeyValue[] };
+    scopeMetrics?: { scope?: { name?: string }; metrics?: MetricJson[] }[];
+  }[];
 };
 type MetricJson = {
   name: string;
@@ -152,13 +161,22 @@ export class OtlpReceiver {
 
   async #handle(req: Request): Promise<Response> {
     const path = new URL(req.url).pathname;
-    const text = await req.text();
-    this.bodies.push({ path, contentType: req.headers.get("content-type") ?? "", text });
+    const contentType = req.headers.get("content-type") ?? "";
+    const raw = new Uint8Array(await req.arrayBuffer());
+    const protobuf = contentType.startsWith("application/x-protobuf");
+    const text = new TextDecoder().decode(raw);
+    this.bodies.push({ path, contentType, text });
     if (req.method !== "POST") return new Response("method", { status: 405 });
     if (path === "/v1/traces" || path === "/v1/metrics") {
       try {
-        if (path === "/v1/traces") this.#traces(JSON.parse(text));
-        else this.#metrics(JSON.parse(text));
+        // Spans are read from http/json only; metrics from either encoding.
+        if (path === "/v1/traces") {
+          if (!protobuf) this.#traces(JSON.parse(text));
+        } else {
+          this.#metrics(
+            (protobuf ? decodeMetricsRequest(raw) : JSON.parse(text)) as MetricsRequestJson,
+          );
+        }
       } catch (err) {
         return new Response(`bad request: ${err}`, { status: 400 });
       }
@@ -166,12 +184,7 @@ export class OtlpReceiver {
     return Response.json({});
   }
 
-  #metrics(body: {
-    resourceMetrics?: {
-      resource?: { attributes?: KeyValue[] };
-      scopeMetrics?: { scope?: { name?: string }; metrics?: MetricJson[] }[];
-    }[];
-  }): void {
+  #metrics(body: MetricsRequestJson): void {
     for (const rm of body.resourceMetrics ?? []) {
       const resource = attrs(rm.resource?.attributes);
       for (const sm of rm.scopeMetrics ?? []) {

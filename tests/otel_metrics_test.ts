@@ -1,10 +1,11 @@
 /**
  * Call metrics over OTLP: the real server (`server/main.ts` in a child process under its
  * computed permissions, with `OTEL_DENO=true`) runs a scripted cascaded Twilio call (a
- * whisper-style STT that answers one segment 503 three times, then answers; an OpenAI-style LLM; eSpeak NG in
- * process) with a barge-in, and Deno exports the server's metrics over OTLP/HTTP (http/json) to
- * a receiver in this test, which decodes `/v1/metrics` and checks instrument names, units,
- * kinds, attributes and values, and that every series equals what `GET /metrics` says.
+ * whisper-style STT that answers one segment 503 three times, then answers; an OpenAI-style
+ * LLM; eSpeak NG in process) with a barge-in, and Deno exports the server's metrics over
+ * OTLP/HTTP in its default encoding (http/protobuf) to a receiver in this test, which decodes
+ * `/v1/metrics` (protobuf, by the opentelemetry-proto field numbers) and checks instrument names,
+ * units, kinds, attributes and values, and that every series equals what `GET /metrics` says.
  */
 import assert from "node:assert/strict";
 import { until } from "./_core_helpers.ts";
@@ -68,7 +69,7 @@ Deno.test("otel metrics: a call's metrics reach an OTLP receiver as they reach /
   const server = await startServerChild(await writeCascadedConfig(DIR, stt.url, llm.baseUrl), {
     OTEL_DENO: "true",
     OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint,
-    OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
+    // Deno's default encoding, http/protobuf: the receiver decodes the protobuf itself.
     OTEL_SERVICE_NAME: "flowcat-otel-metrics-test",
     OTEL_METRIC_EXPORT_INTERVAL: "250",
     TWILIO_AUTH_TOKEN: SECRET,
@@ -126,6 +127,12 @@ Deno.test("otel metrics: a call's metrics reach an OTLP receiver as they reach /
     ["{call}", "sum", false, 0],
   );
   assert.equal(active.resource["service.name"], "flowcat-otel-metrics-test");
+  assert.ok(
+    receiver.bodies.some((b) =>
+      b.path === "/v1/metrics" && b.contentType.startsWith("application/x-protobuf")
+    ),
+    "Deno sent protobuf",
+  );
   const started = one("flowcat.calls.started");
   assert.deepEqual(
     [started.unit, started.monotonic, started.temporality, started.attributes, started.value],
