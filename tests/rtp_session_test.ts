@@ -1,7 +1,8 @@
 /**
  * RtpSession on 127.0.0.1: G.711 both ways between two sessions, RFC 4733 in and out, the
- * jitter buffer reordering and concealing loss, symmetric-RTP drops, and RTP port probing
- * (skipping taken ports, a clear error when all are taken).
+ * jitter buffer reordering and concealing loss, symmetric-RTP drops, RTP port probing
+ * (skipping taken ports, a clear error when all are taken), and what a SIP leg over a session
+ * reports as dropped media (late, discarded, overflow, barge-in).
  */
 
 import assert from "node:assert/strict";
@@ -219,7 +220,7 @@ Deno.test("jitter buffer: reordered packets come out in order; a lost one is con
   raw.conn.close();
 });
 
-Deno.test("a SIP leg counts late packets, inbound overflow and bot audio a barge-in cleared", async () => {
+Deno.test("a SIP leg counts late and discarded packets, inbound overflow, audio a barge-in cleared", async () => {
   const base = freeEvenPortBase(2);
   const raw = rawSocket();
   const s = RtpSession.open(opts(base, { jitterDepth: 3 }));
@@ -235,6 +236,9 @@ Deno.test("a SIP leg counts late packets, inbound overflow and bot audio a barge
     await until(() => s.stats.lost === 1, 2000, "4 concealed");
     await raw.send(voicePacket(4, 0x80), s.port);
     await until(() => leg.droppedMedia().late === 1, 2000, "the late packet counted");
+    // A burst of 20 packets at once, more than the buffer's 200 ms: the oldest are discarded.
+    for (let seq = 9; seq < 29; seq++) await raw.send(voicePacket(seq, 0x80), s.port);
+    await until(() => leg.droppedMedia().jitter_discard > 0, 2000, "discards counted");
     // Nobody reads the leg: beyond 500 queued events the oldest are dropped.
     for (let i = 0; i < 520; i++) leg.pushAudio(new Int16Array(160));
     assert.ok(leg.droppedMedia().overflow >= 20, `overflow ${leg.droppedMedia().overflow}`);
