@@ -118,7 +118,8 @@ export type MirrorSink = (value: number) => void;
 export type MirrorFactory = (labels: Readonly<Record<string, string>>) => MirrorSink;
 
 /** A child that can mirror what it records. */
-interface Mirrored {
+export interface Mirrored {
+  /** Where the child's records also go; `undefined` without a mirror. */
   mirror: MirrorSink | undefined;
 }
 
