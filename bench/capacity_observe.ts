@@ -1,9 +1,15 @@
 /**
  * What observing a server costs it: the same capacity point (N Twilio calls of echoed audio,
- * bench/capacity_point.ts) with the server unobserved, and observed as in production (traces
- * exported over OTLP with `OTEL_DENO=true`, `/metrics` scraped every second), in alternating
- * order over several rounds, compared as server CPU time per echoed frame. Metrics are always
- * collected (server/server_metrics.ts); "off" means nobody scrapes them.
+ * bench/capacity_point.ts) with the server unobserved, and observed as in production (traces and
+ * metrics exported over OTLP with `OTEL_DENO=true`, `/metrics` scraped every second), compared as
+ * server CPU time per echoed frame. Metrics are always collected (server/server_metrics.ts); "off"
+ * means nobody scrapes them and nothing is exported.
+ *
+ * On a machine others share, two identical runs differ by more than the cost looked for, and the
+ * load drifts over minutes. So the runs are interleaved in pairs (off then on, on then off,
+ * alternating), each pair gives one ratio on / off of runs a few seconds apart, and the figure is
+ * the median of those ratios with their spread (quartiles, extremes): a drift moves both runs of
+ * a pair, and one disturbed run moves one ratio, not the median.
  *
  * ```sh
  * deno task bench --only observe --quick
@@ -21,15 +27,28 @@ export interface ObserveOptions {
   calls?: number;
   /** Seconds of audio per point (default 10). */
   durationS?: number;
-  /** Off/on pairs, the order alternating (default 3). */
+  /** Off/on pairs, the order alternating (default 8). */
   rounds?: number;
+  /** The command line, recorded in the result. */
+  command?: string;
   scratchDir?: string;
   log?: (line: string) => void;
+}
+
+/** The spread of a sample: extremes and quartiles. */
+export interface Spread {
+  min: number;
+  p25: number;
+  median: number;
+  p75: number;
+  max: number;
 }
 
 /** The comparison. */
 export interface ObserveResult {
   date: string;
+  /** How it was run. */
+  command?: string;
   machine: MachineInfo;
   deno: typeof Deno.version;
   calls: number;
@@ -37,20 +56,47 @@ export interface ObserveResult {
   /** Server CPU microseconds per echoed frame, each run, in run order. */
   off_us_per_frame: number[];
   on_us_per_frame: number[];
-  /** Medians, and on / off. */
+  /** Medians of each side, and their ratio on / off. */
   off_median: number;
   on_median: number;
+  /** The figure: the median of the per-pair ratios on / off (see {@link pair_ratios}). */
   ratio: number;
+  /** on / off of each pair of adjacent runs, in round order. */
+  pair_ratios: number[];
+  /** Spread of the per-pair ratios. */
+  ratio_spread: Spread;
+  /** True when the median per-pair ratio is at most 1.05 (observing costs within 5%). */
+  within_5_percent: boolean;
   /** End-to-end p99 latency (ms) of each run. */
   off_p99_ms: number[];
   on_p99_ms: number[];
   points: CapacityPoint[];
 }
 
-function median(xs: readonly number[]): number {
+/** The `q` quantile of `xs` (linear between ranks). */
+function quantile(xs: readonly number[], q: number): number {
   const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 === 1 ? s[m] : (s[m - 1] + s[m]) / 2;
+  if (s.length === 0) return NaN;
+  const at = (s.length - 1) * q;
+  const lo = Math.floor(at);
+  return s[lo] + (s[Math.min(lo + 1, s.length - 1)] - s[lo]) * (at - lo);
+}
+
+function median(xs: readonly number[]): number {
+  return quantile(xs, 0.5);
+}
+
+const r3 = (x: number) => Math.round(x * 1000) / 1000;
+
+/** Extremes and quartiles of `xs`, three decimals. */
+export function spreadOf(xs: readonly number[]): Spread {
+  return {
+    min: r3(quantile(xs, 0)),
+    p25: r3(quantile(xs, 0.25)),
+    median: r3(quantile(xs, 0.5)),
+    p75: r3(quantile(xs, 0.75)),
+    max: r3(quantile(xs, 1)),
+  };
 }
 
 /** Run the comparison; writes nothing. */
@@ -58,7 +104,7 @@ export async function runObserveBench(opts: ObserveOptions = {}): Promise<Observ
   const log = opts.log ?? ((l: string) => console.error(l));
   const calls = opts.calls ?? 100;
   const durationS = opts.durationS ?? 10;
-  const rounds = opts.rounds ?? 3;
+  const rounds = opts.rounds ?? 8;
   const configPath = await writeBenchConfig(opts.scratchDir ?? ".tmp/capacity", calls * 4);
   const off: CapacityPoint[] = [];
   const on: CapacityPoint[] = [];
@@ -80,8 +126,11 @@ export async function runObserveBench(opts: ObserveOptions = {}): Promise<Observ
   const us = (ps: CapacityPoint[]) => ps.map((p) => p.server.cpu_us_per_frame ?? NaN);
   const offMedian = median(us(off));
   const onMedian = median(us(on));
+  const pairs = us(on).map((x, i) => r3(x / us(off)[i]));
+  const spread = spreadOf(pairs);
   return {
     date: new Date().toISOString(),
+    ...(opts.command !== undefined ? { command: opts.command } : {}),
     machine: machineInfo(),
     deno: Deno.version,
     calls,
@@ -90,7 +139,10 @@ export async function runObserveBench(opts: ObserveOptions = {}): Promise<Observ
     on_us_per_frame: us(on),
     off_median: offMedian,
     on_median: onMedian,
-    ratio: Math.round((onMedian / offMedian) * 1000) / 1000,
+    ratio: spread.median,
+    pair_ratios: pairs,
+    ratio_spread: spread,
+    within_5_percent: spread.median <= 1.05,
     off_p99_ms: off.map((p) => p.latency_ms.p99),
     on_p99_ms: on.map((p) => p.latency_ms.p99),
     points,

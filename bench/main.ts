@@ -160,8 +160,11 @@ if (values.only?.includes("observe")) {
   console.error(
     "bench: observing cost (capacity point unobserved vs traced + scraped; minutes)...",
   );
+  const command = `deno task bench ${Deno.args.join(" ")}`.trim();
   const observe = await runObserveBench(
-    quick ? { calls: 100, durationS: 5, rounds: 2 } : { calls: 200, durationS: 10, rounds: 3 },
+    quick
+      ? { calls: 100, durationS: 5, rounds: 2, command }
+      : { calls: 200, durationS: 10, rounds: 8, command },
   );
   const path = `bench/results/observe-${host}.json`;
   await Deno.writeTextFile(path, JSON.stringify(observe, null, 2) + "\n");
@@ -170,10 +173,13 @@ if (values.only?.includes("observe")) {
     off_us_per_frame: observe.off_median,
     on_us_per_frame: observe.on_median,
     ratio: observe.ratio,
+    ratio_spread: observe.ratio_spread,
   };
+  const s = observe.ratio_spread;
   console.error(
-    `bench: observe: ${observe.off_median} us/frame unobserved, ${observe.on_median} observed ` +
-      `(x${observe.ratio}); wrote ${path}`,
+    `bench: observe: ${observe.off_median} us/frame unobserved, ${observe.on_median} observed; ` +
+      `per-pair on/off median x${observe.ratio} (quartiles ${s.p25}..${s.p75}, ` +
+      `range ${s.min}..${s.max}); wrote ${path}`,
   );
 }
 type Routing = Record<

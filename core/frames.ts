@@ -278,7 +278,7 @@ export type SystemFrame =
    * Upstream from the output transport on an Interruption, after the SpokenText of what had
    * played: the cut (none when nothing was playing). Whatever was not reported played is unheard.
    */
-  | FrameWith<"BotInterrupted", { cut?: PlayoutCut }>
+  | FrameWith<"BotInterrupted", { cut?: PlayoutCut; droppedFrames?: number }>
   /**
    * The caller may be starting to talk over the bot: the output transport sends none of the
    * bot's audio for up to `ms` (a repeat extends it). An Interruption then clears it; if none

@@ -53,6 +53,12 @@ export interface MediaTransport {
    * promise per message. Events still waiting to be read are delivered first, in order.
    */
   listen?(deliver: (m: MediaIn | undefined) => void): void;
+  /**
+   * Media this leg dropped so far, by reason (`overflow`, `late`, `barge_in`, ... as
+   * docs/observability.md lists them), in packets or messages of about 20 ms; optional. Read
+   * when the call ends, for its log line and `flowcat_frames_dropped_total`.
+   */
+  droppedMedia?(): Readonly<Record<string, number>>;
 }
 
 /** Raw message from a host WebSocket. */

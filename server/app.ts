@@ -24,7 +24,7 @@ import { type SipTrunk, startSipTrunk } from "./sip_trunk.ts";
 import { agentRoutes } from "./routes.ts";
 import { warmEngines, type WarmReport } from "./warmup.ts";
 import { createServerMetrics, type ServerMetrics } from "./server_metrics.ts";
-import { type CallTracing, tracingFromEnv } from "./tracing.ts";
+import { type CallTracing, exportMetricsFromEnv, tracingFromEnv } from "./tracing.ts";
 import { type ErrorReporter, errorReporterFrom } from "./error_reporting.ts";
 import {
   MemorySessionSource,
@@ -171,6 +171,12 @@ export async function createAgentServer(opts: AgentServerOptions): Promise<Agent
     ...(opts.cluster ? { cluster: opts.cluster } : {}),
   });
   const metrics = createServerMetrics();
+  // A worker's points carry its index, as its /metrics samples do.
+  await exportMetricsFromEnv(
+    env,
+    metrics.registry,
+    opts.cluster ? { worker: String(opts.cluster.index) } : {},
+  );
   const tracing = opts.tracing ??
     await tracingFromEnv(env, { recordContent: config.observability.tracing.recordContent });
   const errors = opts.errors ?? await errorReporterFrom(config, env, logger);

@@ -95,17 +95,19 @@ export function callEndFields(id: CallIdentity, end: CallEnd): Record<string, un
 }
 
 /**
- * Inbound audio a leg dropped, by reason: `before_start` (carrier WebSocket audio ahead of the
- * stream's start message), `overflow` (SIP/RTP packets the call fell too far behind to keep).
+ * Media a call dropped, by reason: what its leg says ({@link MediaTransport.droppedMedia}:
+ * `before_start`, `oversized`, `too_fast`, `overflow`, `late`, `jitter_discard`, `barge_in`)
+ * plus `bargeInFrames`, the bot audio its output discarded on barge-in. Zero counts are left
+ * out; `undefined` when nothing was dropped.
  */
-export function droppedMedia(transport: MediaTransport): Record<string, number> | undefined {
-  const t = transport as { droppedBeforeStart?: unknown; droppedInbound?: unknown };
+export function droppedMedia(
+  transport: MediaTransport,
+  bargeInFrames = 0,
+): Record<string, number> | undefined {
   const out: Record<string, number> = {};
-  if (typeof t.droppedBeforeStart === "number" && t.droppedBeforeStart > 0) {
-    out.before_start = t.droppedBeforeStart;
+  for (const [reason, n] of Object.entries(transport.droppedMedia?.() ?? {})) {
+    if (n > 0) out[reason] = n;
   }
-  if (typeof t.droppedInbound === "number" && t.droppedInbound > 0) {
-    out.overflow = t.droppedInbound;
-  }
+  if (bargeInFrames > 0) out.barge_in = (out.barge_in ?? 0) + bargeInFrames;
   return Object.keys(out).length > 0 ? out : undefined;
 }

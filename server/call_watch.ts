@@ -102,7 +102,11 @@ export interface WatchShared {
 }
 
 /** Frame kinds looked at, as Sets shared by every call. */
-const UP_KINDS: ReadonlySet<FrameKind> = new Set(["UserStartedSpeaking", "UserStoppedSpeaking"]);
+const UP_KINDS: ReadonlySet<FrameKind> = new Set([
+  "UserStartedSpeaking",
+  "UserStoppedSpeaking",
+  "BotInterrupted",
+]);
 const DOWN_KINDS: ReadonlySet<FrameKind> = new Set([
   "Transcription",
   "BotStartedSpeaking",
@@ -119,6 +123,8 @@ export class CallWatch extends TurnMeter {
   readonly #log: Logger;
   readonly #onFatal: ((f: CallFailureReport) => void) | undefined;
   #failures: CallFailures | undefined;
+  /** Bot audio (20 ms chunks) the output discarded on barge-ins. */
+  bargeInFrames = 0;
 
   /**
    * A watch logging to `log` (which carries the call's id); fatal failures also go to
@@ -162,6 +168,9 @@ export class CallWatch extends TurnMeter {
         return this.userStarted();
       case "UserStoppedSpeaking":
         return this.userStopped(now());
+      case "BotInterrupted":
+        this.bargeInFrames += f.droppedFrames ?? 0;
+        return;
       case "Transcription":
         if (f.final && f.userId === "user") this.userTranscript(now());
         return;

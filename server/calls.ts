@@ -120,6 +120,11 @@ export class CallManager {
     return this.#tasks.size;
   }
 
+  /** Run ids of the calls running now. */
+  get runIds(): number[] {
+    return [...this.#tasks.keys()];
+  }
+
   /** True once {@link CallManager.drain} began. */
   get draining(): boolean {
     return this.#draining;
@@ -196,7 +201,7 @@ export class CallManager {
       logger: log,
       // Metrics on: the service processors report their time to first byte (once per request).
       taskParams: {
-        idleTimeoutMs: 120_000,
+        idleTimeoutMs: idleTimeoutMs(this.#cfg),
         enableMetrics: true,
         ...(traced !== undefined ? { tracer: traced } : {}),
       },
@@ -261,7 +266,7 @@ export class CallManager {
       watch.failures.record(stop.reason ?? detail, true, "RealtimeProcessor");
     }
     const durationSeconds = Math.round((performance.now() - c.startedAt) / 100) / 10;
-    const dropped = droppedMedia(transport);
+    const dropped = droppedMedia(transport, watch.bargeInFrames);
     const m = this.#metrics;
     if (m !== undefined) {
       m.activeCalls.labels().dec();
@@ -342,6 +347,12 @@ export class CallManager {
     if (a.greeting === undefined) return undefined;
     return a.kind === "graph" ? interpolate(a.greeting, brain.collectedVars()) : a.greeting;
   }
+}
+
+/** The idle timeout of each call, ms (`null`: none, with `limits.idle_timeout_seconds: 0`). */
+function idleTimeoutMs(config: AgentServerConfig): number | null {
+  const s = config.limits.idleTimeoutSeconds;
+  return s > 0 ? s * 1000 : null;
 }
 
 /** The provider each service of `config` uses, for log lines and metric labels. */

@@ -163,6 +163,8 @@ export interface LimitsDocument {
   max_calls: number;
   /** A call is ended after this long, seconds (default 3600). */
   max_call_seconds: number;
+  /** A call with no speech either way for this long is cancelled, seconds; 0: never (default 120). */
+  idle_timeout_seconds: number;
   /** Largest HTTP request body, bytes (default 65536). */
   max_body_bytes: number;
   /** Time running calls get to finish on shutdown, seconds (default 10). */

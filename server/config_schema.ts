@@ -26,6 +26,11 @@ export const ENV_NAME_RE: RegExp = /^[A-Za-z_][A-Za-z0-9_]*$/;
 export const DEFAULT_PORT = 6210;
 /** Default listening address of the agent server (loopback: nothing outside this machine). */
 export const DEFAULT_HOST = "127.0.0.1";
+/**
+ * Default idle timeout of a server call, seconds: shorter than the pipeline task's own 300 s, as
+ * a phone line nobody speaks on for two minutes is almost always one left open.
+ */
+export const DEFAULT_IDLE_TIMEOUT_SECONDS = 120;
 
 /** A string that must be one of `names` (read when checked, so late registrations count). */
 function oneOfNames(what: string, names: () => readonly string[], noneHint?: string) {
@@ -241,6 +246,7 @@ const limitsSchema = z.strictObject({
   drain_seconds: z.int().min(0).max(3600).default(10),
   max_message_audio_ms: z.int().min(20).max(60_000).default(1000),
   media_burst_ms: z.int().min(0).max(600_000).default(1000),
+  idle_timeout_seconds: z.int().min(0).max(86_400).default(DEFAULT_IDLE_TIMEOUT_SECONDS),
 });
 
 const windowMs = z.int().min(0).max(10_000);

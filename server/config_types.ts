@@ -169,6 +169,8 @@ export interface LimitsConfig {
   maxCalls: number;
   /** A call is ended after this long, seconds. */
   maxCallSeconds: number;
+  /** A call with no speech either way for this long is cancelled, seconds; 0: never. */
+  idleTimeoutSeconds: number;
   /** Largest HTTP request body, bytes; larger bodies get 413. */
   maxBodyBytes: number;
   /** On shutdown, running calls get this long to finish before they are cancelled, seconds. */
@@ -364,6 +366,7 @@ export function toServerConfig(
     limits: {
       maxCalls: doc.limits.max_calls,
       maxCallSeconds: doc.limits.max_call_seconds,
+      idleTimeoutSeconds: doc.limits.idle_timeout_seconds,
       maxBodyBytes: doc.limits.max_body_bytes,
       drainSeconds: doc.limits.drain_seconds,
       maxMessageAudioMs: doc.limits.max_message_audio_ms,

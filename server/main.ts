@@ -27,6 +27,7 @@ import { grantProblems } from "./grant_check.ts";
 import { runCheck, warnUnreachable } from "./check.ts";
 import { dsnNetHost, type ErrorReporter } from "./error_reporting.ts";
 import { parseWorkerCount, startWorkers } from "./workers.ts";
+import { describeWorkerFailure, onEscapedError } from "./worker_failures.ts";
 
 /** Config used when `--config` is not given. */
 export const DEFAULT_CONFIG = "examples/agent.yaml";
@@ -315,17 +316,10 @@ function reportUncaught(errors: ErrorReporter): void {
   const fatal = async (err: unknown, where: string) => {
     errors.unexpected(err, { where }, "fatal");
     await errors.flush(2000);
-    console.error(`flowcat: ${where}: ${errorMessage(err)}`);
+    console.error(`flowcat: ${where.replace("_", " ")}: ${errorMessage(err)}`);
     Deno.exit(1);
   };
-  globalThis.addEventListener("unhandledrejection", (e) => {
-    e.preventDefault();
-    void fatal(e.reason, "unhandled rejection");
-  });
-  globalThis.addEventListener("error", (e) => {
-    e.preventDefault();
-    void fatal(e.error, "uncaught error");
-  });
+  onEscapedError((err, where) => void fatal(err, where));
 }
 
 /** Whether `host` is a loopback address (or a name for one). */
@@ -366,11 +360,13 @@ async function serveOnWorkers(
     return e instanceof FlowcatError && e.kind === "config" ? 2 : 1;
   }
   printBanner(config, host, pool.port, `; ${pool.count} workers on one port`, tls !== undefined);
-  const signal = await stopSignal();
-  console.log(`flowcat: ${signal}: draining the workers...`);
+  // A worker that failed (server/worker_failures.ts) stops the server, as one process would.
+  const first = await Promise.race([stopSignal(), pool.failed]);
+  if (typeof first !== "string") console.error(`flowcat: ${describeWorkerFailure(first)}`);
+  else console.log(`flowcat: ${first}: draining the workers...`);
   const drained = await pool.drain();
   console.log(`flowcat: stopped (${drained} call(s) drained)`);
-  return 0;
+  return typeof first === "string" ? 0 : 1;
 }
 
 if (import.meta.main) {

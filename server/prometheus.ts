@@ -108,9 +108,25 @@ export function mergeFamilies(sources: readonly (readonly FamilySnapshot[])[]): 
   return [...byName.values()];
 }
 
+/**
+ * Where a child series also sends what it records (an OpenTelemetry instrument): a counter's
+ * increments, a gauge's changes (the difference), a histogram's observations.
+ */
+export type MirrorSink = (value: number) => void;
+
+/** Makes the {@link MirrorSink} of one child from its labels (called once per child). */
+export type MirrorFactory = (labels: Readonly<Record<string, string>>) => MirrorSink;
+
+/** A child that can mirror what it records. */
+export interface Mirrored {
+  /** Where the child's records also go; `undefined` without a mirror. */
+  mirror: MirrorSink | undefined;
+}
+
 /** What every metric family has: a name, a help text, label names and one child per label set. */
-export abstract class Family<C> {
+export abstract class Family<C extends Mirrored> {
   readonly #children = new Map<string, { values: string[]; child: C }>();
+  #mirror: MirrorFactory | undefined;
 
   /** A family named `name` (checked against the format's rules). */
   constructor(
@@ -135,9 +151,23 @@ export abstract class Family<C> {
     let entry = this.#children.get(key);
     if (entry === undefined) {
       entry = { values: values.map(String), child: this.make() };
+      if (this.#mirror !== undefined) entry.child.mirror = this.#mirror(this.#labelsOf(entry));
       this.#children.set(key, entry);
     }
     return entry.child;
+  }
+
+  /**
+   * Send what every child records, from now on, to the sink `make` returns for its labels too
+   * (existing children included). Without a mirror a child records into plain numbers only.
+   */
+  mirror(make: MirrorFactory): void {
+    this.#mirror = make;
+    for (const entry of this.#children.values()) entry.child.mirror = make(this.#labelsOf(entry));
+  }
+
+  #labelsOf(entry: { values: string[] }): Record<string, string> {
+    return Object.fromEntries(this.labelNames.map((n, i) => [n, entry.values[i]]));
   }
 
   /** Children in the order they were made. */
@@ -157,9 +187,13 @@ export abstract class Family<C> {
 export class CounterChild {
   /** Current value. */
   value = 0;
+  /** Where increments are mirrored (see {@link Family.mirror}). */
+  mirror: MirrorSink | undefined;
   /** Add `n` (default 1); a negative `n` is ignored. */
   inc(n = 1): void {
-    if (n > 0) this.value += n;
+    if (!(n > 0)) return;
+    this.value += n;
+    this.mirror?.(n);
   }
 }
 
@@ -184,17 +218,23 @@ export class Counter extends Family<CounterChild> {
 export class GaugeChild {
   /** Current value. */
   value = 0;
+  /** Where changes are mirrored, as differences (see {@link Family.mirror}). */
+  mirror: MirrorSink | undefined;
   /** Set the value. */
   set(v: number): void {
+    const d = v - this.value;
     this.value = v;
+    if (d !== 0) this.mirror?.(d);
   }
   /** Add `n` (default 1). */
   inc(n = 1): void {
     this.value += n;
+    this.mirror?.(n);
   }
   /** Subtract `n` (default 1). */
   dec(n = 1): void {
     this.value -= n;
+    this.mirror?.(-n);
   }
 }
 
@@ -206,6 +246,10 @@ export class Gauge extends Family<GaugeChild> {
   /** A new child series. */
   protected make(): GaugeChild {
     return new GaugeChild();
+  }
+  /** The function {@link Gauge.collect} set, when the value is read at scrape time. */
+  get collector(): (() => number) | undefined {
+    return this.#collect;
   }
   /** Read the (unlabelled) value from `fn` at each scrape. */
   collect(fn: () => number): this {
@@ -234,6 +278,8 @@ export class HistogramChild {
   sum = 0;
   /** Number of observations. */
   count = 0;
+  /** Where observations are mirrored (see {@link Family.mirror}). */
+  mirror: MirrorSink | undefined;
 
   /** A series over the upper bounds `bounds` (sorted). */
   constructor(private readonly bounds: Float64Array) {
@@ -248,6 +294,7 @@ export class HistogramChild {
     this.counts[i]++;
     this.sum += v;
     this.count++;
+    this.mirror?.(v);
   }
 }
 
@@ -266,6 +313,11 @@ export class Histogram extends Family<HistogramChild> {
       throw new TypeError(`${name}: buckets must be distinct finite numbers`);
     }
     this.#bounds = Float64Array.from(sorted);
+  }
+
+  /** The upper bounds, sorted (without `+Inf`). */
+  get buckets(): number[] {
+    return [...this.#bounds];
   }
 
   /** A new child series. */
@@ -296,7 +348,12 @@ export class Histogram extends Family<HistogramChild> {
 
 /** A set of metric families, exposed together. */
 export class Registry {
-  readonly #families = new Map<string, Family<unknown>>();
+  readonly #families = new Map<string, Family<Mirrored>>();
+
+  /** Every family, in the order they were added. */
+  families(): (Counter | Gauge | Histogram)[] {
+    return [...this.#families.values()] as (Counter | Gauge | Histogram)[];
+  }
 
   /** Add a counter family. */
   counter(name: string, help: string, labelNames: readonly string[] = []): Counter {
@@ -338,7 +395,7 @@ export class Registry {
     return renderFamilies(this.collect(constLabels));
   }
 
-  #add<F extends Family<unknown>>(f: F): F {
+  #add<F extends Family<Mirrored>>(f: F): F {
     if (this.#families.has(f.name)) throw new TypeError(`metric ${f.name} registered twice`);
     this.#families.set(f.name, f);
     return f;

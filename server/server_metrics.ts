@@ -17,6 +17,29 @@ export const TTFB_BUCKETS = [0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10
 /** Upper bounds of the call-duration histogram, in seconds. */
 export const CALL_DURATION_BUCKETS = [5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600];
 
+/**
+ * The OpenTelemetry instrument each family becomes when metrics are exported over OTLP too
+ * (server/tracing.ts): dotted names, the unit apart. `process_start_time_seconds` stays
+ * Prometheus-only (the OTLP resource and start times already say it).
+ */
+export const OTLP_METRIC_NAMES: Readonly<Record<string, { name: string; unit: string }>> = {
+  flowcat_active_calls: { name: "flowcat.calls.active", unit: "{call}" },
+  flowcat_calls_started_total: { name: "flowcat.calls.started", unit: "{call}" },
+  flowcat_calls_ended_total: { name: "flowcat.calls.ended", unit: "{call}" },
+  flowcat_call_duration_seconds: { name: "flowcat.call.duration", unit: "s" },
+  flowcat_turn_latency_seconds: { name: "flowcat.turn.latency", unit: "s" },
+  flowcat_provider_ttfb_seconds: { name: "flowcat.provider.ttfb", unit: "s" },
+  flowcat_provider_errors_total: { name: "flowcat.provider.errors", unit: "{error}" },
+  flowcat_frames_dropped_total: { name: "flowcat.frames.dropped", unit: "{frame}" },
+  flowcat_requests_refused_total: { name: "flowcat.requests.refused", unit: "{request}" },
+  flowcat_event_loop_lag_seconds: { name: "flowcat.event_loop.lag", unit: "s" },
+  flowcat_event_loop_lag_max_seconds: { name: "flowcat.event_loop.lag_max", unit: "s" },
+  process_resident_memory_bytes: { name: "process.memory.usage", unit: "By" },
+  flowcat_heap_used_bytes: { name: "flowcat.heap.used", unit: "By" },
+  flowcat_heap_total_bytes: { name: "flowcat.heap.total", unit: "By" },
+  flowcat_external_memory_bytes: { name: "flowcat.memory.external", unit: "By" },
+};
+
 /** The server's metric families. */
 export interface ServerMetrics {
   /** The registry `/metrics` exposes. */
@@ -82,7 +105,8 @@ export function createServerMetrics(): ServerMetrics {
     ),
     framesDropped: registry.counter(
       "flowcat_frames_dropped_total",
-      "Inbound audio a call dropped (before_start, overflow), counted when the call ends.",
+      "Audio a call dropped, by reason (before_start, oversized, too_fast, overflow, late, " +
+        "jitter_discard, barge_in), counted when the call ends.",
       ["reason"],
     ),
     requestsRefused: registry.counter(

@@ -9,6 +9,8 @@
 
 import type { CallTracing } from "../providers/obs/otel.ts";
 import type { EnvGet } from "./call_shapes.ts";
+import type { Registry } from "./prometheus.ts";
+import { OTLP_METRIC_NAMES } from "./server_metrics.ts";
 
 export type {
   CallTracing,
@@ -47,4 +49,27 @@ export async function tracingFromEnv(
   ]);
   urls.redactUrlAttributes();
   return otel.createOtelTracing({ recordContent: opts.recordContent === true });
+}
+
+/**
+ * When `env` asks for OpenTelemetry export, mirror every family of `registry` that has an OTLP
+ * name ({@link OTLP_METRIC_NAMES}) into an OpenTelemetry instrument, which Deno exports over
+ * OTLP beside `/metrics`, each point with the `constant` attributes too (a worker's index).
+ * Returns true when it did; otherwise nothing is loaded.
+ */
+export async function exportMetricsFromEnv(
+  env: EnvGet,
+  registry: Registry,
+  constant: Readonly<Record<string, string>> = {},
+): Promise<boolean> {
+  if (!tracingWanted(env)) return false;
+  const { mirrorToOtel } = await import("../providers/obs/otel_metrics.ts");
+  mirrorToOtel(
+    registry.families().flatMap((family) => {
+      const otlp = OTLP_METRIC_NAMES[family.name];
+      return otlp === undefined ? [] : [{ family, ...otlp }];
+    }),
+    constant,
+  );
+  return true;
 }

@@ -15,6 +15,7 @@ import { createAgentServer } from "./app.ts";
 import { loadConfig } from "./config.ts";
 import { loggerFromEnv } from "./log_env.ts";
 import type { FamilySnapshot } from "./prometheus.ts";
+import { reportUncaughtInWorker, type WorkerFailure } from "./worker_failures.ts";
 
 /** What the main thread tells a worker. */
 export type WorkerCommand =
@@ -52,6 +53,8 @@ export type WorkerReport =
   | { type: "ready"; index: number }
   | { type: "error"; index: number; message: string; userError: boolean }
   | { type: "stopped"; index: number; drained: number }
+  /** An error escaped every handler: stop this worker (see server/worker_failures.ts). */
+  | ({ type: "failed" } & WorkerFailure)
   | { type: "stats"; index: number; stats: WorkerStats }
   | { type: "probe"; index: number; data: unknown }
   | { type: "metrics"; index: number; id: number; families: FamilySnapshot[] }
@@ -124,6 +127,13 @@ async function start(cmd: Extract<WorkerCommand, { type: "start" }>): Promise<vo
     metricsText: allWorkersMetrics,
   });
   familiesOf = () => app.metrics.registry.collect({ worker: String(cmd.index) });
+  reportUncaughtInWorker({
+    index: cmd.index,
+    logger,
+    ...(app.errors !== undefined ? { errors: app.errors } : {}),
+    calls: () => app.calls.runIds,
+    failed: (f) => scope.postMessage({ type: "failed", ...f }),
+  });
   const ready = Promise.withResolvers<void>();
   const server = Deno.serve(
     {

@@ -15,10 +15,11 @@
 
 import { FlowcatError } from "../core/errors.ts";
 import type { TlsPem } from "./tls.ts";
-import { type FamilySnapshot, mergeFamilies, renderFamilies } from "./prometheus.ts";
+import { type FamilySnapshot, mergeFamilies, Registry, renderFamilies } from "./prometheus.ts";
 import type { WorkerCommand, WorkerReport, WorkerStats } from "./worker.ts";
+import type { WorkerFailure } from "./worker_failures.ts";
 
-export type { WorkerStats };
+export type { WorkerFailure, WorkerStats };
 
 /** Options of {@link startWorkers}. */
 export interface WorkerPoolOptions {
@@ -48,12 +49,18 @@ export interface WorkerPool {
   port: number;
   /** Number of workers. */
   count: number;
-  /** Each worker's load and memory, in worker order. */
+  /** Each running worker's load and memory, in worker order. */
   stats(): Promise<WorkerStats[]>;
-  /** Ask each worker's instrument module `probe(arg)`; its answers in worker order. */
+  /** Ask each running worker's instrument module `probe(arg)`; the answers in worker order. */
   probe(arg: string): Promise<unknown[]>;
   /** Drain every worker's calls, stop listening, end the workers; resolves with calls drained. */
   drain(): Promise<number>;
+  /**
+   * Resolves when the first worker fails (an error escaped every handler in it, see
+   * server/worker_failures.ts); that worker is stopped by then, the others keep serving until
+   * {@link WorkerPool.drain}.
+   */
+  failed: Promise<WorkerFailure>;
 }
 
 /** Parse `--workers`: a positive integer or `auto` (one per core). */
@@ -96,7 +103,27 @@ export async function startWorkers(opts: WorkerPoolOptions): Promise<WorkerPool>
   const secret = crypto.getRandomValues(new Uint8Array(32));
   const url = workerModuleUrl(import.meta.url);
   const workers: Worker[] = [];
+  /** False once a worker failed and was stopped. */
+  const alive: boolean[] = [];
   const started: Promise<void>[] = [];
+  let startedAll = false;
+  // The main thread's own series, joined with the workers' at each scrape.
+  const own = new Registry();
+  const failures = own.counter(
+    "flowcat_worker_failures_total",
+    "Worker threads stopped because an error escaped every handler in them.",
+    ["where"],
+  );
+  const failed = Promise.withResolvers<WorkerFailure>();
+  /** Worker `i` failed: stop it, count it, tell whoever waits on `failed`. */
+  const fail = (f: WorkerFailure) => {
+    if (!alive[f.index]) return;
+    alive[f.index] = false;
+    workers[f.index].terminate();
+    failures.labels(f.where).inc();
+    failed.resolve(f);
+  };
+  const live = () => workers.filter((_, i) => alive[i]);
   /** Scrapes being joined: every worker's families, by gather id. */
   const gathering = new Map<
     number,
@@ -108,15 +135,17 @@ export async function startWorkers(opts: WorkerPoolOptions): Promise<WorkerPool>
     const id = ++gatherId;
     const lists: (FamilySnapshot[] | undefined)[] = new Array(workers.length);
     const all = new Promise<void>((done) => {
-      gathering.set(id, { lists, left: workers.length, done });
+      gathering.set(id, { lists, left: live().length, done });
     });
-    for (const w of workers) w.postMessage({ type: "metrics", id } satisfies WorkerCommand);
+    for (const w of live()) w.postMessage({ type: "metrics", id } satisfies WorkerCommand);
     // A worker too busy to answer within 2 s is left out of this scrape.
     let timer: ReturnType<typeof setTimeout> | undefined;
     await Promise.race([all, new Promise<void>((r) => (timer = setTimeout(r, 2000)))]);
     clearTimeout(timer);
     gathering.delete(id);
-    const text = renderFamilies(mergeFamilies(lists.filter((l) => l !== undefined)));
+    const text = renderFamilies(
+      mergeFamilies([own.collect(), ...lists.filter((l) => l !== undefined)]),
+    );
     workers[from].postMessage(
       { type: "metricsReply", id: requestId, text } satisfies WorkerCommand,
     );
@@ -130,6 +159,7 @@ export async function startWorkers(opts: WorkerPoolOptions): Promise<WorkerPool>
   for (let index = 0; index < opts.count; index++) {
     const w = new Worker(url, { type: "module" });
     workers.push(w);
+    alive.push(true);
     waiting.push(new Map());
     started.push(
       new Promise<void>((resolve, reject) => {
@@ -144,6 +174,10 @@ export async function startWorkers(opts: WorkerPoolOptions): Promise<WorkerPool>
             }
             return;
           }
+          if (r.type === "failed") {
+            const { type: _, ...f } = r;
+            return fail(f);
+          }
           if (r.type === "ready") resolve();
           else if (r.type === "error") {
             reject(new FlowcatError(r.userError ? "config" : "other", r.message));
@@ -154,6 +188,11 @@ export async function startWorkers(opts: WorkerPoolOptions): Promise<WorkerPool>
         };
         w.onerror = (e) => {
           e.preventDefault();
+          // After start, an error the worker's own listeners did not take is a failure too.
+          if (startedAll) {
+            fail({ index, where: "uncaught_error", message: e.message, calls: [] });
+            return;
+          }
           reject(new FlowcatError("other", `worker ${index}: ${e.message}`));
           waiting[index].get("stopped")?.({ type: "stopped", index, drained: 0 });
         };
@@ -175,14 +214,15 @@ export async function startWorkers(opts: WorkerPoolOptions): Promise<WorkerPool>
   }
   try {
     await Promise.all(started);
+    startedAll = true;
   } catch (err) {
     for (const w of workers) w.terminate();
     throw err;
   }
   /** Send `cmd` to every worker; their replies of the same type, in worker order. */
   const ask = <T extends "stats" | "probe">(cmd: WorkerCommand & { type: T }) => {
-    const replies = workers.map((_, i) => next(i, cmd.type));
-    for (const w of workers) w.postMessage(cmd);
+    const replies = workers.flatMap((_, i) => alive[i] ? [next(i, cmd.type)] : []);
+    for (const w of live()) w.postMessage(cmd);
     return Promise.all(replies);
   };
   return {
@@ -190,9 +230,10 @@ export async function startWorkers(opts: WorkerPoolOptions): Promise<WorkerPool>
     count: opts.count,
     stats: async () => (await ask({ type: "stats" })).map((r) => r.stats),
     probe: async (arg: string) => (await ask({ type: "probe", arg })).map((r) => r.data),
+    failed: failed.promise,
     drain: async () => {
-      const stopped = workers.map((_, i) => next(i, "stopped"));
-      for (const w of workers) w.postMessage({ type: "drain" } satisfies WorkerCommand);
+      const stopped = workers.flatMap((_, i) => alive[i] ? [next(i, "stopped")] : []);
+      for (const w of live()) w.postMessage({ type: "drain" } satisfies WorkerCommand);
       const drained = (await Promise.all(stopped)).reduce((a, r) => a + r.drained, 0);
       for (const w of workers) w.terminate();
       return drained;

@@ -199,6 +199,14 @@ export class WsMediaTransport implements MediaTransport {
   droppedOversized = 0;
   /** Inbound audio messages dropped for running ahead of real time beyond the burst. */
   droppedTooFast = 0;
+  /** Inbound media dropped so far, by reason (before_start, oversized, too_fast). */
+  droppedMedia(): Record<string, number> {
+    return {
+      before_start: this.droppedBeforeStart,
+      oversized: this.droppedOversized,
+      too_fast: this.droppedTooFast,
+    };
+  }
   readonly #maxMessageMs: number;
   readonly #maxBytes: number;
   readonly #burstMs: number;

@@ -24,12 +24,13 @@ export interface ServerChild {
 /**
  * Start `server/main.ts --config <path> --port 0` under the flags `deno task start` computes
  * (`env` is what the server and the launcher see); with `launcher`, start it through the start
- * task itself.
+ * task itself; `args` are more command-line options (`--workers 2`), `flags` replace the computed
+ * ones.
  */
 export async function startServerChild(
   configPath: string,
   env: Record<string, string>,
-  opts: { launcher?: boolean } = {},
+  opts: { launcher?: boolean; args?: string[]; flags?: string[] } = {},
 ): Promise<ServerChild> {
   const loaded = await loadConfig(configPath);
   if (!loaded.ok) throw new Error(JSON.stringify(loaded.problems));
@@ -38,11 +39,12 @@ export async function startServerChild(
     { config: configPath, port: 0 },
     (n) => env[n],
   );
-  const flags = permissionFlags(loaded.config, perms);
-  const server = ["server/main.ts", "--config", configPath, "--port", "0"];
+  const flags = opts.flags ?? permissionFlags(loaded.config, perms);
+  const more = opts.args ?? [];
+  const server = ["server/main.ts", "--config", configPath, "--port", "0", ...more];
   // Through the launcher (deno task start), which computes the flags itself in the child.
   const args = opts.launcher
-    ? [...startTaskArgs(), "--config", configPath, "--port", "0"]
+    ? [...startTaskArgs(), "--config", configPath, "--port", "0", ...more]
     : ["run", "--no-prompt", ...flags, ...server];
   const child = new Deno.Command("deno", {
     args,

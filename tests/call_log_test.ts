@@ -182,6 +182,30 @@ Deno.test("call log: agent ended, transferred, limit and drain each end with the
   }
 });
 
+Deno.test("call log: a call nobody speaks on past limits.idle_timeout_seconds ends with timeout", async () => {
+  const s = await start({ limits: { idle_timeout_seconds: 1 } });
+  try {
+    const { call, runId } = await dial(s.base);
+    await until(() => call.media().length > 0, 5000, "greeting");
+    // The greeting plays, then neither side says anything: the socket stays open, silent.
+    const greetedAt = performance.now();
+    const end = await ended(s, runId);
+    const waited = (performance.now() - greetedAt) / 1000;
+    assert.equal(end.fields!.reason, "timeout", JSON.stringify(end));
+    assert.equal(end.fields!.detail, "cancel: idle timeout");
+    assert.ok(waited >= 0.8, `ended ${waited} s after the greeting began: not idle for 1 s`);
+    assert.ok(waited < 6, `ended ${waited} s after the greeting: the configured 1 s was not used`);
+    await call.close();
+    const text = s.app.metrics.registry.expose();
+    assert.ok(
+      text.includes('flowcat_calls_ended_total{transport="twilio",reason="timeout"} 1'),
+      text,
+    );
+  } finally {
+    await s.close();
+  }
+});
+
 Deno.test("call log: a realtime model refused at connect is one failure line and a model_error end", async () => {
   // A Gemini Live endpoint that answers the WebSocket upgrade with 429.
   const refuser = Deno.serve(
@@ -402,10 +426,15 @@ Deno.test("call log: audio ahead of the stream's start is dropped, counted and l
   }
 });
 
-Deno.test("call log: a SIP leg's overflow counts as dropped; nothing dropped says nothing", () => {
-  const leg = (extra: Record<string, unknown>) =>
-    ({ recv: () => Promise.resolve(undefined), ...extra }) as unknown as MediaTransport;
-  assert.deepEqual(droppedMedia(leg({ droppedInbound: 7 })), { overflow: 7 });
-  assert.equal(droppedMedia(leg({ droppedInbound: 0, droppedBeforeStart: 0 })), undefined);
-  assert.equal(droppedMedia(leg({})), undefined);
+Deno.test("call log: a leg's drops and the output's barge-in drops add up; nothing says nothing", () => {
+  const leg = (dropped?: Record<string, number>) =>
+    ({
+      recv: () => Promise.resolve(undefined),
+      ...(dropped ? { droppedMedia: () => dropped } : {}),
+    }) as unknown as MediaTransport;
+  assert.deepEqual(droppedMedia(leg({ overflow: 7, late: 0 })), { overflow: 7 });
+  assert.deepEqual(droppedMedia(leg({ barge_in: 2, late: 1 }), 5), { barge_in: 7, late: 1 });
+  assert.deepEqual(droppedMedia(leg(), 3), { barge_in: 3 });
+  assert.equal(droppedMedia(leg({ overflow: 0, before_start: 0 })), undefined);
+  assert.equal(droppedMedia(leg()), undefined);
 });

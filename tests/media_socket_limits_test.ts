@@ -73,6 +73,8 @@ Deno.test("WsMediaTransport: oversized messages are dropped unparsed, long audio
   }
   assert.deepEqual(got.map((m) => m.type), ["start", "audio"]);
   assert.equal(t.droppedOversized, 2);
+  // What the call-end line and flowcat_frames_dropped_total get.
+  assert.deepEqual(t.droppedMedia(), { before_start: 0, oversized: 2, too_fast: 0 });
 });
 
 Deno.test("WsMediaTransport: audio faster than real time beyond the burst is dropped", async () => {
@@ -91,6 +93,7 @@ Deno.test("WsMediaTransport: audio faster than real time beyond the burst is dro
   for (let m = await t.recv(); m !== undefined; m = await t.recv()) types.push(m.type);
   assert.deepEqual(types, [...Array(10).fill("audio"), "stop"]);
   assert.equal(t.droppedTooFast, 20);
+  assert.deepEqual(t.droppedMedia(), { before_start: 0, oversized: 0, too_fast: 20 });
 });
 
 Deno.test("WsMediaTransport: audio at real time, with jitter, is never dropped", async () => {

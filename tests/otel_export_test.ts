@@ -7,12 +7,19 @@
  * secret (the call token in the media-socket URL, the carrier secret) is in anything exported.
  */
 import assert from "node:assert/strict";
-import { sine } from "../core/audio/pcm.ts";
 import { redactQuery } from "../providers/obs/url_redaction.ts";
 import { until } from "./_core_helpers.ts";
 import { OtlpReceiver, type ReceivedSpan } from "./_otlp_receiver.ts";
+import {
+  bargeInThenHangUp,
+  callerSays,
+  OTEL_PUBLIC_URL,
+  quietAfterSpeech,
+  tone,
+  writeCascadedConfig,
+} from "./_otel_call.ts";
 import { startServerChild } from "./_server_child.ts";
-import { dialTwilio, type TwilioCall } from "./_twilio_client.ts";
+import { dialTwilio } from "./_twilio_client.ts";
 import {
   finishChunk,
   OpenAIChatFake,
@@ -25,45 +32,13 @@ import { WhisperHttpFake } from "./fakes/whisper_http_fake.ts";
 
 const DIR = ".tmp/otel_export_test";
 const SECRET = "twilio-secret-for-otel";
-const PUBLIC = "https://agent.example.com";
+const PUBLIC = OTEL_PUBLIC_URL;
 
-const tone = (seconds: number) =>
-  sine({ freq: 440, sampleRate: 8000, samples: Math.round(8000 * seconds), amplitude: 9000 });
-
-async function writeConfig(stt: string, llm: string, extra = ""): Promise<string> {
-  await Deno.mkdir(DIR, { recursive: true });
-  await Deno.copyFile("examples/echo_graph.yaml", `${DIR}/echo_graph.yaml`);
-  const path = `${DIR}/agent${extra === "" ? "" : "-content"}.yaml`;
-  await Deno.writeTextFile(
-    path,
-    `version: 1
-agent: { graph: echo_graph.yaml, greeting: "Hi there." }
-pipeline: cascaded
-providers:
-  stt: { name: speaches, url: "${stt}/v1" }
-  llm: { name: ollama, url: "${llm}", model: tiny-llm }
-  tts: { name: espeak }
-telephony: { public_url: "${PUBLIC}", carriers: [twilio] }
-playground: { enabled: false }
-${extra}`,
-  );
-  return path;
-}
-
-/** The bot spoke, then nothing came for 400 ms (its line is over). */
-async function quietAfterSpeech(call: TwilioCall): Promise<void> {
-  await until(() => call.media().length > 0, 10_000, "bot audio");
-  let last = -1;
-  let since = performance.now();
-  await until(
-    () => {
-      const n = call.media().length;
-      if (n !== last) [last, since] = [n, performance.now()];
-      return performance.now() - since >= 400;
-    },
-    10_000,
-    "the bot to finish its line",
-  );
+function writeConfig(stt: string, llm: string, extra = ""): Promise<string> {
+  return writeCascadedConfig(DIR, stt, llm, {
+    extra,
+    name: `agent${extra === "" ? "" : "-content"}.yaml`,
+  });
 }
 
 /** The GenAI attributes a chat span carries without content. */
@@ -135,20 +110,12 @@ Deno.test("otel: a cascaded call's spans reach an OTLP receiver as call -> turn 
     runId = dialled.runId;
     token = dialled.token;
     await quietAfterSpeech(call);
-    await call.speak(tone(1));
-    await call.speak(new Int16Array(8000 * 1.2));
+    await callerSays(call);
     await until(() => chats() === 1, 10_000, "the model asked");
     const before = call.media().length;
     await until(() => call.media().length > before + 60, 10_000, "the long reply playing");
     // Talk over the bot: the turn it was answering is cut.
-    await call.speak(tone(1));
-    await until(() => call.got.some((m) => m.event === "clear"), 6000, "the barge-in clears");
-    await call.speak(new Int16Array(8000 * 1.2));
-    await until(() => chats() === 2, 10_000, "the second turn reaches the model");
-    await new Promise((r) => setTimeout(r, 500));
-    await call.hangup();
-    await until(() => server.stderr().includes("call ended"), 10_000, "the call ended");
-    await call.close();
+    await bargeInThenHangUp(call, chats, server.stderr);
   } finally {
     const code = await server.stop();
     assert.equal(code, 0, server.stderr());

@@ -126,3 +126,39 @@ Deno.test("prometheus: constant labels lead every sample; several sources join p
   );
   assert.throws(() => new Registry().collect({ "bad-name": "x" }));
 });
+
+Deno.test("prometheus: a mirror gets every increment, gauge change and observation, per child", () => {
+  const reg = new Registry();
+  const ended = reg.counter("ended_total", "Ended.", ["reason"]);
+  const active = reg.gauge("active", "Active.");
+  const latency = reg.histogram("latency_seconds", "Latency.", [], [0.5, 1]);
+  ended.labels("timeout").inc(2); // before the mirror: a child that already exists
+  const got: [string, number][] = [];
+  const sink = (name: string) => (labels: Readonly<Record<string, string>>) => (v: number) =>
+    got.push([`${name}${JSON.stringify(labels)}`, v]);
+  ended.mirror(sink("ended"));
+  active.mirror(sink("active"));
+  latency.mirror(sink("latency"));
+  ended.labels("timeout").inc();
+  ended.labels("drain").inc(3);
+  ended.labels("drain").inc(-1); // ignored, as by the counter
+  active.labels().inc();
+  active.labels().inc();
+  active.labels().dec();
+  active.labels().set(5);
+  active.labels().set(5); // no change, nothing mirrored
+  latency.labels().observe(0.7);
+  assert.deepEqual(got, [
+    ['ended{"reason":"timeout"}', 1],
+    ['ended{"reason":"drain"}', 3],
+    ["active{}", 1],
+    ["active{}", 1],
+    ["active{}", -1],
+    ["active{}", 4],
+    ["latency{}", 0.7],
+  ]);
+  // The Prometheus values are unchanged by mirroring.
+  assert.match(reg.expose(), /^ended_total\{reason="timeout"\} 3$/m);
+  assert.match(reg.expose(), /^active 5$/m);
+  assert.deepEqual(latency.buckets, [0.5, 1]);
+});

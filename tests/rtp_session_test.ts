@@ -1,7 +1,8 @@
 /**
  * RtpSession on 127.0.0.1: G.711 both ways between two sessions, RFC 4733 in and out, the
- * jitter buffer reordering and concealing loss, symmetric-RTP drops, and RTP port probing
- * (skipping taken ports, a clear error when all are taken).
+ * jitter buffer reordering and concealing loss, symmetric-RTP drops, RTP port probing
+ * (skipping taken ports, a clear error when all are taken), and what a SIP leg over a session
+ * reports as dropped media (late, discarded, overflow, barge-in).
  */
 
 import assert from "node:assert/strict";
@@ -11,6 +12,7 @@ import { FlowcatError } from "../core/errors.ts";
 import type { KeypadEntry } from "../core/frames.ts";
 import { decodeRtp, encodeRtp } from "../core/rtp.ts";
 import { RtpSession, type RtpSessionOptions } from "../telephony/sip/rtp_session.ts";
+import { SipMediaTransport } from "../telephony/sip/sip_transport.ts";
 import type { NegotiatedMedia } from "../telephony/sip/sdp.ts";
 import { freeEvenPortBase, sine8k } from "./_sipp.ts";
 
@@ -216,6 +218,39 @@ Deno.test("jitter buffer: reordered packets come out in order; a lost one is con
   assert.equal(s.stats.lost, 1);
   await s.close();
   raw.conn.close();
+});
+
+Deno.test("a SIP leg counts late and discarded packets, inbound overflow, audio a barge-in cleared", async () => {
+  const base = freeEvenPortBase(2);
+  const raw = rawSocket();
+  const s = RtpSession.open(opts(base, { jitterDepth: 3 }));
+  const leg = new SipMediaTransport("call-1", s, () => Promise.resolve());
+  s.start(media(raw.port), {
+    onAudio: (p) => leg.pushAudio(p),
+    onDtmf: (k) => leg.pushDtmf(k),
+  });
+  try {
+    assert.deepEqual(leg.droppedMedia(), { overflow: 0, late: 0, jitter_discard: 0, barge_in: 0 });
+    // 4 is missing until it is concealed; when it comes after all, it is late.
+    for (const seq of [1, 2, 3, 5, 6, 7, 8]) await raw.send(voicePacket(seq, 0x80), s.port);
+    await until(() => s.stats.lost === 1, 2000, "4 concealed");
+    await raw.send(voicePacket(4, 0x80), s.port);
+    await until(() => leg.droppedMedia().late === 1, 2000, "the late packet counted");
+    // A burst of 20 packets at once, more than the buffer's 200 ms: the oldest are discarded.
+    for (let seq = 9; seq < 29; seq++) await raw.send(voicePacket(seq, 0x80), s.port);
+    await until(() => leg.droppedMedia().jitter_discard > 0, 2000, "discards counted");
+    // Nobody reads the leg: beyond 500 queued events the oldest are dropped.
+    for (let i = 0; i < 520; i++) leg.pushAudio(new Int16Array(160));
+    assert.ok(leg.droppedMedia().overflow >= 20, `overflow ${leg.droppedMedia().overflow}`);
+    // A second of bot audio, then a barge-in: what the RTP clock had not sent is cleared.
+    await leg.sendAudio({ pcm: new Int16Array(8000).fill(1000), sampleRate: 8000, numChannels: 1 });
+    await leg.sendClear();
+    const cleared = leg.droppedMedia().barge_in;
+    assert.ok(cleared >= 40 && cleared <= 50, `cleared ${cleared}`);
+  } finally {
+    await s.close();
+    raw.conn.close();
+  }
 });
 
 Deno.test("symmetric RTP: after latching, packets from another source are dropped and counted", async () => {

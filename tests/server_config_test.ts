@@ -51,6 +51,7 @@ Deno.test("config: a minimal JSON config gets every default", async () => {
       drainSeconds: 10,
       maxMessageAudioMs: 1000,
       mediaBurstMs: 1000,
+      idleTimeoutSeconds: 120,
     },
     turns: {
       pauseMs: 200,
@@ -91,7 +92,7 @@ telephony:
     rtp_port_tries: 50
     allow_hosts: ["203.0.113.10"]
 recording: { enabled: true, dir: /var/flowcat/rec }
-limits: { max_calls: 5, max_call_seconds: 60, max_body_bytes: 2048, drain_seconds: 0 }
+limits: { max_calls: 5, max_call_seconds: 60, max_body_bytes: 2048, drain_seconds: 0, idle_timeout_seconds: 0 }
 turns:
   pause_ms: 250
   complete_ms: 300
@@ -158,6 +159,7 @@ observability:
     drainSeconds: 0,
     maxMessageAudioMs: 1000,
     mediaBurstMs: 1000,
+    idleTimeoutSeconds: 0,
   });
   assert.deepEqual(c.turns, {
     pauseMs: 250,

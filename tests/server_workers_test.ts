@@ -1,6 +1,9 @@
 import assert from "node:assert/strict";
 import { MemorySessionSource } from "../server/session_store.ts";
-import { parseWorkerCount, workerModuleUrl } from "../server/workers.ts";
+import { parseWorkerCount, startWorkers, workerModuleUrl } from "../server/workers.ts";
+import { benchAgentConfig } from "../bench/capacity_child.ts";
+import { SentryReceiver } from "./_sentry_receiver.ts";
+import { describeWorkerFailure } from "../server/worker_failures.ts";
 import { signCallToken } from "../telephony/security.ts";
 import { BENCH_TWILIO_TOKEN, writeBenchConfig } from "../bench/capacity_child.ts";
 import { closeCalls, openCalls, runAudio } from "../bench/capacity_load.ts";
@@ -157,3 +160,99 @@ Deno.test("workers: the worker module is worker.ts from source, worker.js beside
     "file:///opt/flowcat/lib/worker.js",
   );
 });
+
+for (const how of ["throw", "reject"] as const) {
+  Deno.test({
+    name: `workers: an error escaping a worker (${how}) is reported with its calls, counted, and ` +
+      "stops that worker",
+    sanitizeResources: false,
+    sanitizeOps: false,
+    fn: async () => {
+      const receiver = new SentryReceiver();
+      const dir = `./.tmp/server_workers_${how}`;
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
+      await Deno.mkdir(dir, { recursive: true });
+      const configPath = `${dir}/agent.json`;
+      await Deno.writeTextFile(
+        configPath,
+        JSON.stringify({
+          ...benchAgentConfig(64),
+          observability: { errors: { dsn: receiver.dsn(), environment: "test" } },
+        }),
+      );
+      Deno.env.set("TWILIO_AUTH_TOKEN", BENCH_TWILIO_TOKEN);
+      const pool = await startWorkers({
+        configPath,
+        host: "127.0.0.1",
+        port: 0,
+        count: 2,
+        instrument: new URL("./_worker_crash.ts", import.meta.url).href,
+      });
+      let calls: Awaited<ReturnType<typeof openCalls>>["calls"] = [];
+      try {
+        const opened = await openCalls([pool.port], 8);
+        calls = opened.calls;
+        assert.deepEqual(opened.refused, []);
+        for (let i = 0; i < 50; i++) {
+          const per = await pool.stats();
+          if (per.reduce((a, s) => a + s.activeCalls, 0) === 8) break;
+          await sleep(100);
+        }
+        const before = await pool.stats();
+        const answers = await pool.probe(`${how} ${dir}/crash`);
+        assert.equal(answers.filter((a) => a === true).length, 1, "exactly one worker fails");
+        const failure = await pool.failed;
+        assert.equal(failure.where, how === "throw" ? "uncaught_error" : "unhandled_rejection");
+        assert.match(
+          failure.message,
+          how === "throw" ? /reading 'pcm'/ : /offset is out of bounds/,
+        );
+        // The calls it ended are the ones it was running.
+        assert.equal(failure.calls.length, before[failure.index].activeCalls);
+        // What the server prints before it drains the rest and exits 1.
+        assert.match(
+          describeWorkerFailure(failure),
+          new RegExp(
+            `^worker ${failure.index} failed \\(${
+              failure.where.replace("_", " ")
+            }: .+\\); draining the other workers and exiting$`,
+          ),
+        );
+        // One fatal report to the DSN, naming the worker and its calls.
+        const events = receiver.events;
+        assert.equal(events.length, 1, JSON.stringify(events));
+        const ev = events[0] as { level: string; tags: Record<string, string> };
+        assert.equal(ev.level, "fatal");
+        assert.deepEqual(
+          [ev.tags.where, ev.tags.worker, ev.tags.calls],
+          [failure.where, String(failure.index), failure.calls.join(",") || "none"],
+        );
+        // The other worker still serves, and its scrape counts the failure.
+        const survivor = await pool.stats();
+        assert.equal(survivor.length, 1);
+        assert.equal(survivor[0].activeCalls, 8 - failure.calls.length);
+        let text = "";
+        for (let i = 0; i < 10 && !text.includes("flowcat_worker_failures_total"); i++) {
+          const res = await fetch(`http://127.0.0.1:${pool.port}/metrics`, {
+            headers: { connection: "close" },
+          });
+          text = await res.text();
+        }
+        assert.match(
+          text,
+          new RegExp(`flowcat_worker_failures_total\\{where="${failure.where}"\\} 1`),
+        );
+        assert.doesNotMatch(
+          text,
+          new RegExp(`worker="${failure.index}"`),
+          "the dead worker's series are gone",
+        );
+      } finally {
+        await closeCalls(calls);
+        await pool.drain();
+        await receiver.close();
+        Deno.env.delete("TWILIO_AUTH_TOKEN");
+      }
+    },
+  });
+}

@@ -139,7 +139,7 @@ class FakeBrowser {
    */
   async speak(
     pcm: Int16Array,
-    opts: { fate?: (i: number) => Fate; swap?: readonly number[] } = {},
+    opts: { fate?: (i: number) => Fate; swap?: readonly number[]; late?: readonly number[] } = {},
   ): Promise<void> {
     const n = this.rate / 50;
     const packets: Uint8Array[] = [];
@@ -156,6 +156,8 @@ class FakeBrowser {
     await until(() => this.pc.connectionState === "connected", 5000, "browser connected");
     const order = packets.map((_, i) => i);
     for (const i of opts.swap ?? []) [order[i], order[i + 1]] = [order[i + 1], order[i]];
+    // A late packet goes out 15 packets (300 ms) after its turn: after its frame was played.
+    for (const i of opts.late ?? []) order.splice(order.indexOf(i), 1), order.splice(i + 15, 0, i);
     // On an absolute schedule, as a browser's audio clock sends: 50 packets a second.
     const t0 = performance.now();
     for (const [k, i] of order.entries()) {
@@ -344,6 +346,36 @@ Deno.test("webrtc: lost, reordered and repeated packets come out in order, losse
     frames.forEach((f, i) => heard.set(f, i * 960));
     const at440 = toneAmplitude(heard.subarray(960), 440, 48000);
     assert.ok(at440 > 6000, `440 Hz amplitude ${at440}`);
+  } finally {
+    await closeBoth(browser, session);
+  }
+});
+
+Deno.test("webrtc: late packets and bot audio cleared by a barge-in count as dropped media", async () => {
+  const { browser, session } = await connect({ jitter: { minDelayMs: 20, maxDelayMs: 60 } });
+  try {
+    assert.equal((await session.recv())?.type, "start");
+    assert.deepEqual(session.droppedMedia(), {
+      overflow: 0,
+      late: 0,
+      jitter_discard: 0,
+      barge_in: 0,
+    });
+    const tone = sine({ freq: 440, sampleRate: 48000, samples: 48000, amplitude: 8000 });
+    const speaking = browser.speak(tone, { late: [10, 25] });
+    await audioChunks(session, 45);
+    await speaking;
+    await until(() => session.droppedMedia().late >= 2, 3000, "late packets counted");
+    // A second of bot audio queued, then a barge-in clears it before most of it is sent.
+    await session.sendAudio({
+      pcm: sine({ freq: 1000, sampleRate: 48000, samples: 48000, amplitude: 8000 }),
+      sampleRate: 48000,
+      numChannels: 1,
+    });
+    await session.sendClear();
+    const dropped = session.droppedMedia();
+    assert.ok(dropped.barge_in >= 40 && dropped.barge_in <= 50, `cleared ${dropped.barge_in}`);
+    assert.equal(dropped.late, 2, "each late packet once");
   } finally {
     await closeBoth(browser, session);
   }

@@ -123,6 +123,8 @@ export class WebRtcSession implements MediaTransport {
   packetsReceived = 0;
   /** Inbound audio packets dropped because nobody read them in time. */
   packetsDropped = 0;
+  /** Outbound 20 ms packets of bot audio cleared before they were sent (barge-in). */
+  packetsCleared = 0;
 
   /** Wrap `pc`; `answerWebRtcOffer` makes sessions, embedders should not. */
   constructor(pc: RTCPeerConnection, opts: WebRtcSessionOptions) {
@@ -200,6 +202,8 @@ export class WebRtcSession implements MediaTransport {
 
   /** Drop queued outbound audio (barge-in). */
   sendClear(): Promise<void> {
+    const frame = this.carrierRate() / 50;
+    this.packetsCleared += Math.ceil(this.queuedSamples / frame);
     this.#pacer?.clear();
     this.#early = [];
     this.#earlySamples = 0;
@@ -209,6 +213,22 @@ export class WebRtcSession implements MediaTransport {
   /** The negotiated codec's rate: 48000 for Opus, 8000 for PCMU and PCMA. */
   carrierRate(): number {
     return this.#codec?.clockRate ?? UNBOUND_RATE;
+  }
+
+  /**
+   * Media dropped so far, by reason: `overflow` (inbound nobody read in time), `late` (packets
+   * after their frame was played, or duplicates), `jitter_discard` (buffered packets discarded
+   * to keep the delay bounded, or too far out of sequence), `barge_in` (queued bot audio
+   * cleared before it was sent).
+   */
+  droppedMedia(): Record<string, number> {
+    const js = this.#jitter?.stats ?? emptyJitterStats();
+    return {
+      overflow: this.packetsDropped,
+      late: js.late + js.duplicates,
+      jitter_discard: js.discarded + js.outOfRange,
+      barge_in: this.packetsCleared,
+    };
   }
 
   /** Inbound counters: the jitter buffer's, and packets dropped before it. */

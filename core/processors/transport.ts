@@ -225,6 +225,8 @@ export class TransportOutput extends FrameProcessor {
    */
   override async onInterruption(): Promise<void> {
     const { spoken, cut } = this.#ledger.cut(this.#playedMs(performance.now()));
+    // Chunks of bot audio nobody will hear: counted (frames dropped, reason barge_in).
+    const droppedFrames = this.#queue.length;
     this.#queue = [];
     this.#holdUntil = 0;
     this.#nextAt = 0; // the clear drops what the far end had buffered
@@ -233,7 +235,10 @@ export class TransportOutput extends FrameProcessor {
     const link = this.#link;
     if (link !== undefined) {
       this.#pushSpoken(spoken, link);
-      link.push(makeFrame("BotInterrupted", cut === undefined ? {} : { cut }), "upstream");
+      link.push(
+        makeFrame("BotInterrupted", cut === undefined ? { droppedFrames } : { cut, droppedFrames }),
+        "upstream",
+      );
     }
     await this.#t.sendClear();
   }

@@ -80,6 +80,8 @@ export interface RtpStats {
   lost: number;
   /** Packets too late for the jitter buffer, or duplicates. */
   late: number;
+  /** Buffered packets the jitter buffer discarded to keep its delay bounded. */
+  discarded: number;
   /** RFC 4733 key presses received. */
   dtmfIn: number;
   /** RFC 4733 key presses sent. */
@@ -170,6 +172,7 @@ export class RtpSession {
       droppedForeign: this.#filter?.dropped ?? 0,
       lost: js.lost,
       late: js.late + js.duplicates,
+      discarded: js.discarded,
       dtmfIn: this.#dtmf.in,
       dtmfOut: this.#dtmf.out,
     };

@@ -52,6 +52,21 @@ export class SipMediaTransport implements MediaTransport {
     return this.#queue.dropped;
   }
 
+  /**
+   * Media dropped so far, by reason: `overflow` (inbound nobody read in time), `late` (packets
+   * too late for the jitter buffer, or duplicates), `jitter_discard` (buffered packets discarded
+   * to keep the delay bounded), `barge_in` (queued bot audio cleared before it was sent).
+   */
+  droppedMedia(): Record<string, number> {
+    const s = this.#rtp.stats;
+    return {
+      overflow: this.#queue.dropped,
+      late: s.late,
+      jitter_discard: s.discarded,
+      barge_in: this.#rtp.pacing?.cleared ?? 0,
+    };
+  }
+
   /** Deliver decoded inbound audio (called by the call). */
   pushAudio(pcm: Int16Array): void {
     this.#queue.push({
