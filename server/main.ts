@@ -36,6 +36,18 @@ export const DEFAULT_CONFIG = "examples/agent.yaml";
 export const ESPEAK_WASM =
   "node_modules/.deno/espeak-ng@1.0.2/node_modules/espeak-ng/dist/espeak-ng.wasm";
 
+/**
+ * The folders a `--workers` thread's modules are read from: Deno checks read access for every
+ * module a Worker loads (the main thread's imports need none).
+ */
+export const WORKER_MODULE_DIRS: readonly string[] = Object.freeze([
+  "core",
+  "providers",
+  "server",
+  "telephony",
+  "transports",
+]);
+
 /** What `--help` prints. */
 export const HELP = `Flowcat agent server
 
@@ -152,7 +164,7 @@ export function implementationReads(config: AgentServerConfig): string[] {
  */
 export function serverPermissionOptions(
   config: AgentServerConfig,
-  a: Pick<ServerArgs, "config" | "host" | "port" | "tls">,
+  a: Pick<ServerArgs, "config" | "host" | "port" | "tls"> & { workers?: number },
   env: (name: string) => string | undefined = () => undefined,
 ): PermissionOptions {
   const host = a.host ?? config.server.host;
@@ -162,7 +174,11 @@ export function serverPermissionOptions(
     configPath: a.config,
     host,
     port: a.port ?? config.server.port,
-    extraRead: [...implementationReads(config), ...(tls ? [tls.certFile, tls.keyFile] : [])],
+    extraRead: [
+      ...implementationReads(config),
+      ...(tls ? [tls.certFile, tls.keyFile] : []),
+      ...((a.workers ?? 1) > 1 ? WORKER_MODULE_DIRS : []),
+    ],
     extraNet: [
       ...(config.playground.enabled ? webrtcPeerHosts(host, hostInterfaces()) : []),
       ...(dsn !== undefined ? [dsn] : []),

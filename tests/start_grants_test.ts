@@ -113,6 +113,20 @@ Deno.test({
 });
 
 Deno.test({
+  name: "deno task start --workers 2: the threads load their modules under the printed flags",
+  ignore: !canPs,
+  fn: async () => {
+    const args = ["--port", "0", "--workers", "2"];
+    const env = { NO_COLOR: "1" };
+    const running = await runningFlags(args, env, /2 workers on one port/);
+    assert.deepEqual(running, await printedFlags(args, env));
+    const read = grant(running, "read");
+    assert.ok(read.includes("server") && read.includes("core"), read.join(","));
+    assert.ok(!read.includes(".") && !read.includes("deno.json"), read.join(","));
+  },
+});
+
+Deno.test({
   name: "deno task start: a cascaded cloud config with an outside recording dir",
   ignore: !canPs,
   fn: async () => {
