@@ -176,6 +176,33 @@ export function geminiUserTurnMessage(text: string): string {
 }
 
 /**
+ * After a handover cut the model's answer: the part the caller heard as the model's turn, then a
+ * user turn asking it to go on from there (or, when nothing was heard, to answer again).
+ */
+export function geminiResumeReplyMessage(heard: string): string {
+  const turns = heard === ""
+    ? [{
+      role: "user",
+      parts: [{
+        text: "(The line dropped before your last answer reached the caller. Give that answer " +
+          "again, in full.)",
+      }],
+    }]
+    : [
+      { role: "model", parts: [{ text: heard }] },
+      {
+        role: "user",
+        parts: [{
+          text: "(The line dropped while you were answering; the caller heard only your words " +
+            "up to here. Continue that answer from exactly where it stopped, without repeating " +
+            "what was heard.)",
+        }],
+      },
+    ];
+  return JSON.stringify({ clientContent: { turns, turnComplete: true } });
+}
+
+/**
  * A `toolResponse` for one call. A plain-object result is the response itself; anything else is
  * wrapped as `{result}` because `response` must be a JSON object.
  */
