@@ -290,8 +290,11 @@ export class GeminiLiveClient implements RealtimeLlm {
     if (this.#standby?.conn === conn) this.#standby.failed = true;
     if (this.#conn !== conn || this.#shutdown) return;
     this.#conn = undefined;
+    // Deno reports a TCP close without a close frame as code 0 (browsers say 1006).
     const why = this.#goAway?.from === conn
       ? "goAway deadline"
+      : code === 0 || code === 1006
+      ? "socket dropped (no close frame)"
       : `socket closed (code ${code}${reason ? `: ${reason.slice(0, 200)}` : ""})`;
     if (this.#goAway?.from !== conn) this.#log.warn("gemini: connection lost", { code });
     void this.#move(why);
