@@ -24,6 +24,7 @@ import type { GeminiServerMessage } from "./gemini_parse.ts";
 import { OutboundLog } from "./gemini_outbox.ts";
 import { type GeminiConnection, openGeminiConnection, retireConnection } from "./gemini_session.ts";
 import { abortableDelay, SocketPool } from "./gemini_sockets.ts";
+import { StandbySlot } from "./gemini_standby.ts";
 import { GeminiTurnTracker } from "./gemini_turns.ts";
 import {
   GEMINI_DEFAULT_MODEL,
@@ -35,35 +36,9 @@ import {
   geminiUserTurnMessage,
 } from "./gemini_wire.ts";
 import { type HandoverReply, reportHandover } from "./handover.ts";
+import { type GeminiLiveOptions, geminiOptionsFrom } from "./gemini_options.ts";
 
-/** Options of {@link GeminiLiveClient}. */
-export interface GeminiLiveOptions {
-  /** Gemini API key; sent only in the URL query, never logged. */
-  apiKey: string;
-  /** Endpoint override (tests, proxies); `?key=` is appended. */
-  url?: string;
-  /** Model name (default {@link GEMINI_DEFAULT_MODEL}); `models/` is added when missing. */
-  model?: string;
-  /** Voice; wins over `RealtimeSetup.voice`. Default Fenrir. */
-  voice?: string;
-  /** BCP-47 speech language for `speechConfig.languageCode`. */
-  languageCode?: string;
-  /** Logger for connection and protocol events (default silent). */
-  logger?: Logger;
-  /** WebSocket open deadline (default 10 s). */
-  connectTimeoutMs?: number;
-  /** Deadline for `setupComplete` after `setup` was sent (default 10 s). */
-  setupTimeoutMs?: number;
-  /** Reconnect tries after `goAway`, a dropped socket or `updateSystem` (default 3). */
-  reconnectAttempts?: number;
-  /** Wait before the second try; doubles for each further one (default 250 ms). */
-  reconnectBackoffMs?: number;
-  /**
-   * Caller audio kept for a handover: not yet sent, or sent but not yet covered by a resumption
-   * handle. Beyond it the oldest is dropped, with a warning (default 30 s).
-   */
-  audioBufferMs?: number;
-}
+export type { GeminiLiveOptions } from "./gemini_options.ts";
 
 /** How long after a `goAway` deadline the client gives up on a server that did not close. */
 const DEADLINE_GRACE_MS = 500;
@@ -73,16 +48,6 @@ const SYSTEM_CHANGED = "system prompt and tools changed";
 
 /** How long close() waits for the server to acknowledge the WebSocket close. */
 const CLOSE_WAIT_MS = 2000;
-
-/** A connection being readied, during a `goAway`, for the switch. */
-interface Standby {
-  handle: string | undefined;
-  ready: Promise<GeminiConnection>;
-  conn?: GeminiConnection;
-  failed: boolean;
-  /** A switch took it: it must not be closed as superseded. */
-  taken: boolean;
-}
 
 /** Gemini Live speech-to-speech client implementing the {@link RealtimeLlm} seam. */
 export class GeminiLiveClient implements RealtimeLlm {
@@ -108,7 +73,7 @@ export class GeminiLiveClient implements RealtimeLlm {
   /** The model said or did something the freshest handle does not cover yet. */
   #handleStale = false;
   #goAway: { from: GeminiConnection; timer: ReturnType<typeof setTimeout> } | undefined;
-  #standby: Standby | undefined;
+  readonly #standby = new StandbySlot();
   #shutdown: Promise<void> | undefined;
   #monoWarned = false;
 
@@ -181,7 +146,7 @@ export class GeminiLiveClient implements RealtimeLlm {
     await this.#connecting;
     while (this.#switching) await this.#switching;
     this.#setup = { ...this.#setup, systemPrompt: prompt, tools: [...tools] };
-    this.#dropStandby();
+    this.#standby.drop();
     await this.#move(SYSTEM_CHANGED);
     if (this.#events.closed) throw this.#closedError("updateSystem");
   }
@@ -287,7 +252,7 @@ export class GeminiLiveClient implements RealtimeLlm {
   #onSocketClose(conn: GeminiConnection, code: number, reason: string): void {
     if (conn.retired) return;
     conn.retired = true;
-    if (this.#standby?.conn === conn) this.#standby.failed = true;
+    if (this.#standby.holds(conn)) this.#standby.fail();
     if (this.#conn !== conn || this.#shutdown) return;
     this.#conn = undefined;
     // Deno reports a TCP close without a close frame as code 0 (browsers say 1006).
@@ -310,9 +275,11 @@ export class GeminiLiveClient implements RealtimeLlm {
   }
 
   async #switchSession(why: string): Promise<void> {
+    // The gap starts when the old connection stopped serving: now if it still was (a switch
+    // on purpose), else at its last message (a drop or the goAway deadline).
+    const lastAt = this.#conn ? Date.now() : this.#lastLive?.lastMessageAt || Date.now();
     if (this.#conn) this.#retire(this.#conn);
     this.#clearGoAway();
-    const lastAt = this.#lastLive?.lastMessageAt || Date.now();
     const heard = why === SYSTEM_CHANGED ? undefined : this.#turns.spokenSoFar;
     for (const ev of this.#turns.cutTurn()) this.#events.push(ev);
     const attempts = this.#opts.reconnectAttempts;
@@ -324,7 +291,7 @@ export class GeminiLiveClient implements RealtimeLlm {
       // The last try starts afresh: a stale or refused handle must not end the call.
       const handle = i > 0 && i === attempts - 1 ? undefined : this.#handle;
       try {
-        const conn = await this.#takeStandby(handle) ?? await this.#open(handle);
+        const conn = await this.#standby.take(handle) ?? await this.#open(handle);
         if (this.#shutdown) return retireConnection(conn);
         if (handle === undefined) this.#forgetSession();
         const { replayedMs } = this.#goLive(conn, heard);
@@ -355,43 +322,16 @@ export class GeminiLiveClient implements RealtimeLlm {
     );
   }
 
-  /** The standby readied for `handle`, once it is ready; undefined when there is none. */
-  async #takeStandby(handle: string | undefined): Promise<GeminiConnection | undefined> {
-    const sb = this.#standby;
-    this.#standby = undefined;
-    if (!sb) return undefined;
-    sb.taken = true;
-    if (sb.handle !== handle || sb.failed) {
-      if (sb.conn) retireConnection(sb.conn);
-      return undefined;
-    }
-    const conn = await sb.ready.catch(() => undefined);
-    return conn && !conn.retired ? conn : undefined;
-  }
-
   /** Ready a connection resumed from the freshest handle (during a `goAway`). */
   #prepareStandby(): void {
-    this.#dropStandby();
-    const handle = this.#handle;
-    const sb: Standby = { handle, failed: false, taken: false, ready: Promise.resolve() as never };
-    sb.ready = this.#open(handle).then((conn) => {
-      sb.conn = conn;
-      if (this.#standby !== sb && !sb.taken) retireConnection(conn);
-      else this.#advanceHandover();
-      return conn;
-    }, (err) => {
-      sb.failed = true;
-      this.#log.warn("gemini: readying the next connection failed", { error: errorMessage(err) });
-      throw err;
-    });
-    sb.ready.catch(() => {});
-    this.#standby = sb;
-  }
-
-  #dropStandby(): void {
-    const sb = this.#standby;
-    this.#standby = undefined;
-    if (sb?.conn && !sb.conn.live) retireConnection(sb.conn);
+    this.#standby.prepare(
+      this.#handle,
+      (h) => this.#open(h),
+      () => this.#advanceHandover(),
+      (err) => {
+        this.#log.warn("gemini: readying the next connection failed", { error: errorMessage(err) });
+      },
+    );
   }
 
   /**
@@ -402,9 +342,9 @@ export class GeminiLiveClient implements RealtimeLlm {
   #advanceHandover(): void {
     const from = this.#goAway?.from;
     if (!from || this.#conn !== from || this.#switching || this.#shutdown) return;
-    if (this.#standby?.handle !== this.#handle || !this.#standby) this.#prepareStandby();
+    if (this.#standby.handle !== this.#handle) this.#prepareStandby();
     if (this.#turns.modelTurnOpen || this.#handleStale) return;
-    if (!this.#standby?.conn || this.#standby.handle !== this.#handle) return;
+    if (!this.#standby.ready || this.#standby.handle !== this.#handle) return;
     void this.#move("goAway");
   }
 
@@ -425,7 +365,7 @@ export class GeminiLiveClient implements RealtimeLlm {
     this.#shutdown ??= (async () => {
       this.#stop.abort();
       this.#clearGoAway();
-      this.#dropStandby();
+      this.#standby.drop();
       if (this.#conn) this.#retire(this.#conn);
       this.#events.close(reason);
       // The reason travels with the closed event: the call reports it once, as its end.
@@ -461,7 +401,7 @@ export class GeminiLiveClient implements RealtimeLlm {
     if (msg.resumption?.handle !== undefined) {
       this.#handle = msg.resumption.handle;
       this.#handleStale = false;
-      this.#outbox.mark(this.#handle, [this.#standby?.handle]);
+      this.#outbox.mark(this.#handle, [this.#standby.handle ?? undefined]);
     } else if (msg.resumption) this.#handleStale = true;
     if (msg.goAway) this.#onGoAway(conn, msg.goAway.timeLeftMs);
     if (this.#goAway?.from === conn) this.#advanceHandover();
@@ -486,27 +426,5 @@ export class GeminiLiveClient implements RealtimeLlm {
 }
 
 /** Registry factory: a {@link GeminiLiveClient} from the server's provider options. */
-export const createGeminiLive: RealtimeFactory = (opts): RealtimeLlm => {
-  if (!opts.apiKey) throw new FlowcatError("config", "gemini: missing API key");
-  const o = opts.options ?? {};
-  const num = (k: string): number | undefined => {
-    const v = o[k];
-    if (v === undefined) return undefined;
-    if (typeof v === "number" && Number.isFinite(v) && v >= 0) return v;
-    opts.logger?.warn(`gemini: options.${k} is not a non-negative number; using the default`);
-    return undefined;
-  };
-  return new GeminiLiveClient({
-    apiKey: opts.apiKey,
-    url: opts.url,
-    model: opts.model,
-    voice: opts.voice,
-    logger: opts.logger,
-    languageCode: typeof o.languageCode === "string" ? o.languageCode : undefined,
-    connectTimeoutMs: num("connectTimeoutMs"),
-    setupTimeoutMs: num("setupTimeoutMs"),
-    reconnectAttempts: num("reconnectAttempts"),
-    reconnectBackoffMs: num("reconnectBackoffMs"),
-    audioBufferMs: num("audioBufferMs"),
-  });
-};
+export const createGeminiLive: RealtimeFactory = (opts): RealtimeLlm =>
+  new GeminiLiveClient(geminiOptionsFrom(opts));
