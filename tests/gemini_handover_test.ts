@@ -10,6 +10,7 @@ import assert from "node:assert/strict";
 import { type LogRecord, memoryLogger } from "../core/log.ts";
 import type { RealtimeEvent } from "../core/seams.ts";
 import { createGeminiLive } from "../providers/realtime/gemini_live.ts";
+import { createServerMetrics } from "../server/server_metrics.ts";
 import { GeminiLiveFake } from "./fakes/gemini_live_fake.ts";
 
 const ANSWER = ("Your order ships on Monday from the Lyon warehouse and should reach you " +
@@ -180,6 +181,7 @@ Deno.test("goAway mid-answer: the deadline cuts it, the next session goes on fro
 
 Deno.test("goAway after an answer: the fresh handle that follows turnComplete is the one resumed", async () => {
   const h = await harness();
+  const metrics = createServerMetrics();
   try {
     await h.client.connect({ systemPrompt: "Agent", tools: [] });
     await h.handle(1);
@@ -201,6 +203,7 @@ Deno.test("goAway after an answer: the fresh handle that follows turnComplete is
     await h.fake.waitUntil(() => h.fake.messages("realtimeInput", last).length === 5);
     assertNoLoss(h, last);
     assert.equal(h.handovers()[0].fields!.reply, "none");
+    assert.equal(metrics.realtimeHandovers.labels("gemini", "none").value, 1, "counted once");
     reportGap("goAway after an answer", h);
     await assertClosesOnce(h);
   } finally {

@@ -35,7 +35,7 @@ import {
   geminiToolResponseMessage,
   geminiUserTurnMessage,
 } from "./gemini_wire.ts";
-import { type HandoverReply, reportHandover } from "./handover.ts";
+import { type HandoverReply, reportHandover } from "../../core/handover.ts";
 import { type GeminiLiveOptions, geminiOptionsFrom } from "./gemini_options.ts";
 
 export type { GeminiLiveOptions } from "./gemini_options.ts";

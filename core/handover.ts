@@ -1,10 +1,10 @@
 /**
  * The record of a realtime session handover (one provider connection replaced by the next):
- * logged once per handover and added to a process-wide tally that metrics read at scrape time.
+ * logged once per handover and passed to the process's listeners (the server's metrics).
  * @module
  */
 
-import type { Logger } from "../../core/log.ts";
+import type { Logger } from "./log.ts";
 
 /** What happened to the model's answer that was running when the old connection ended. */
 export type HandoverReply =
@@ -30,9 +30,9 @@ export interface HandoverReport {
   resumed: boolean;
 }
 
-const tally = new Map<string, number>();
+const listeners = new Set<(r: HandoverReport) => void>();
 
-/** Log the handover once (info) and count it. */
+/** Log the handover once (info) and tell the listeners. */
 export function reportHandover(log: Logger, r: HandoverReport): void {
   log.info(`${r.provider}: session handed over`, {
     reason: r.reason,
@@ -41,14 +41,11 @@ export function reportHandover(log: Logger, r: HandoverReport): void {
     reply: r.reply,
     resumed: r.resumed,
   });
-  const key = `${r.provider}\u0000${r.reply}`;
-  tally.set(key, (tally.get(key) ?? 0) + 1);
+  for (const fn of listeners) fn(r);
 }
 
-/** Handovers so far in this process, by provider and reply handling (for metrics). */
-export function handoverTotals(): { provider: string; reply: HandoverReply; count: number }[] {
-  return [...tally].map(([key, count]) => {
-    const [provider, reply] = key.split("\u0000");
-    return { provider, reply: reply as HandoverReply, count };
-  });
+/** Call `fn` with every handover in this process; returns the unsubscribe. */
+export function onHandover(fn: (r: HandoverReport) => void): () => void {
+  listeners.add(fn);
+  return () => void listeners.delete(fn);
 }
