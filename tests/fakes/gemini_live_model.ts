@@ -9,6 +9,8 @@
  * @module
  */
 
+import { concatInt16 } from "../../core/audio/pcm.ts";
+
 /** One thing a session's context holds. */
 export type ContextEntry =
   | { kind: "audio"; pcm: Int16Array }
@@ -86,14 +88,7 @@ export class FakeGeminiModel {
 
   /** Caller audio in a connection's context, joined. */
   contextAudio(connection: number): Int16Array {
-    const parts = this.context(connection).flatMap((e) => e.kind === "audio" ? [e.pcm] : []);
-    const out = new Int16Array(parts.reduce((n, p) => n + p.length, 0));
-    let off = 0;
-    for (const p of parts) {
-      out.set(p, off);
-      off += p.length;
-    }
-    return out;
+    return concatInt16(this.context(connection).flatMap((e) => e.kind === "audio" ? [e.pcm] : []));
   }
 
   /** Send a `sessionResumptionUpdate`: a new handle unless the model is generating. */
