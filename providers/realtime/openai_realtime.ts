@@ -19,7 +19,15 @@ import { type AudioChunk, audioFrame, type KeypadEntry, type ToolDecl } from "..
 import type { Logger } from "../../core/log.ts";
 import type { RealtimeEvent, RealtimeLlm, RealtimeSetup } from "../../core/seams.ts";
 import type { RealtimeFactory, RealtimeProviderOptions } from "../registry.ts";
+import { reportHandover } from "../../core/handover.ts";
+import { abortableDelay } from "./gemini_sockets.ts";
 import { dtmfUserText, openRealtimeSocket, RealtimeEventQueue } from "./_shared.ts";
+import {
+  AudioBacklog,
+  continueAnswerText,
+  type CutAnswer,
+  OpenAIConversation,
+} from "./openai_history.ts";
 import {
   OPENAI_REALTIME_SPEC,
   type OpenAIClientConfig,
@@ -49,7 +57,7 @@ import {
   userTextEvent,
 } from "./openai_wire.ts";
 
-type State = "idle" | "connecting" | "open" | "closed";
+type State = "idle" | "connecting" | "open" | "reconnecting" | "closed";
 
 /** Pending session handshake: waiting for `session.created`, then for `session.updated`. */
 interface Handshake {
@@ -85,6 +93,14 @@ export class OpenAIRealtimeClient implements RealtimeLlm {
   #responseActive = false;
   /** A `response.create` is owed once the active response is done. */
   #responseWanted = false;
+  #setup: RealtimeSetup | undefined;
+  /** The conversation as heard, to seed a new session after a drop. */
+  readonly #history = new OpenAIConversation();
+  readonly #backlog: AudioBacklog;
+  /** A tool result or keypad turn came while reconnecting: the new session must answer it. */
+  #respondAfterSeed = false;
+  #lastMessageAt = 0;
+  readonly #stop = new AbortController();
 
   /**
    * Make a client from provider options (`apiKey` required). `spec` says the endpoint, auth and
@@ -93,6 +109,11 @@ export class OpenAIRealtimeClient implements RealtimeLlm {
   constructor(opts: RealtimeProviderOptions, spec: OpenAIStyleSpec = OPENAI_REALTIME_SPEC) {
     this.#cfg = resolveOpenAIConfig(spec, opts);
     this.#log = this.#cfg.logger;
+    this.#backlog = new AudioBacklog(
+      this.#cfg.audioBufferMs,
+      () =>
+        this.#log.warn(`${this.#cfg.provider}: reconnect buffer full; oldest caller audio dropped`),
+    );
   }
 
   /** Open the socket, configure the session and, with `setup.kickoff`, make the model speak. */
@@ -100,40 +121,15 @@ export class OpenAIRealtimeClient implements RealtimeLlm {
     const p = this.#cfg.provider;
     if (this.#state !== "idle") throw new FlowcatError("other", `${p}: connect called twice`);
     this.#state = "connecting";
-    // The server sends session.created at once: the message listener must be attached in the
-    // very continuation of the open (no extra `.then` hop), or the event can be dispatched first.
-    let ws: WebSocket;
-    try {
-      ws = await openRealtimeSocket(this.#cfg.url, {
-        headers: this.#cfg.headers,
-        timeoutMs: this.#cfg.timeoutMs,
-        provider: p,
-      });
-    } catch (err) {
-      this.#state = "closed";
-      this.#queue.close("connect failed");
-      throw err;
-    }
-    this.#ws = ws;
-    this.#socketClosed = new Promise((resolve) => {
-      ws.addEventListener("close", (ev) => {
-        this.#onSocketClose(ev);
-        resolve();
-      }, { once: true });
-    });
-    // close() may have run while the socket was opening (TS cannot see that across the await).
-    if ((this.#state as State) === "closed") {
-      ws.close(1000);
-      await this.#socketClosed;
-      throw new FlowcatError("closed", `${p}: closed while connecting`);
-    }
-    ws.addEventListener("message", (ev) => this.#onMessage(ev.data));
+    this.#setup = { ...setup, tools: [...setup.tools] };
     const session = sessionConfigFor(this.#cfg, setup);
-    const update = sessionUpdateEvent(this.#cfg.protocol, session);
     try {
-      await this.#runHandshake(update);
+      await this.#dial(sessionUpdateEvent(this.#cfg.protocol, session));
     } catch (err) {
-      await this.close();
+      if (this.#ws === undefined) {
+        this.#state = "closed";
+        this.#queue.close("connect failed");
+      } else await this.close();
       throw err;
     }
     this.#state = "open";
@@ -148,33 +144,55 @@ export class OpenAIRealtimeClient implements RealtimeLlm {
     }
   }
 
-  /** Send caller audio (any rate, usually 16 kHz); dropped until the session is ready. */
+  /**
+   * Send caller audio (any rate, usually 16 kHz); dropped until the session is ready, kept while
+   * a dropped session is replaced (and until the server transcribed the turn it belongs to).
+   */
   sendAudio(audio: AudioChunk): void {
-    if (this.#state !== "open") return;
+    if (this.#state !== "open" && this.#state !== "reconnecting") return;
     const b64 = this.#audioIn.encode(audio);
-    if (b64 !== undefined) this.#send({ type: "input_audio_buffer.append", audio: b64 });
+    if (b64 === undefined) return;
+    this.#backlog.push(b64, (audio.pcm.length / audio.numChannels / audio.sampleRate) * 1000);
+    if (this.#state === "open") this.#send({ type: "input_audio_buffer.append", audio: b64 });
   }
 
   /** Replace the instructions and tools mid-call (OpenAI allows it with `session.update`). */
   updateSystem(prompt: string, tools: ToolDecl[]): Promise<void> {
-    if (this.#state !== "open") return Promise.reject(this.#notOpen());
-    this.#send(instructionsUpdateEvent(this.#cfg.protocol, prompt, tools));
+    if (this.#state !== "open" && this.#state !== "reconnecting") {
+      return Promise.reject(this.#notOpen());
+    }
+    this.#setup = { ...this.#setup!, systemPrompt: prompt, tools: [...tools] };
+    // While reconnecting, the new session is configured with these.
+    if (this.#state === "open") {
+      this.#send(instructionsUpdateEvent(this.#cfg.protocol, prompt, tools));
+    }
     return Promise.resolve();
   }
 
   /** Answer a tool call and ask the model to go on (after the current response, if one runs). */
   sendToolResult(id: string, result: unknown): Promise<void> {
-    if (this.#state !== "open") return Promise.reject(this.#notOpen());
-    this.#send(functionOutputEvent(id, toolOutputText(result)));
-    this.#requestResponse();
+    if (this.#state !== "open" && this.#state !== "reconnecting") {
+      return Promise.reject(this.#notOpen());
+    }
+    const output = toolOutputText(result);
+    this.#history.toolResult(id, output);
+    if (this.#state === "reconnecting") this.#respondAfterSeed = true;
+    else {
+      this.#send(functionOutputEvent(id, output));
+      this.#requestResponse();
+    }
     return Promise.resolve();
   }
 
   /** A keypad press, as a user message the model answers ({@link dtmfUserText}). */
   sendDtmf(key: KeypadEntry): void {
-    if (this.#state !== "open") return;
-    this.#send(userTextEvent(dtmfUserText(key)));
-    this.#requestResponse();
+    if (this.#state !== "open" && this.#state !== "reconnecting") return;
+    this.#history.userSaid(dtmfUserText(key));
+    if (this.#state === "reconnecting") this.#respondAfterSeed = true;
+    else {
+      this.#send(userTextEvent(dtmfUserText(key)));
+      this.#requestResponse();
+    }
   }
 
   /** Next event; `undefined` after the `closed` event. */
@@ -195,6 +213,7 @@ export class OpenAIRealtimeClient implements RealtimeLlm {
 
   async #doClose(): Promise<void> {
     this.#state = "closed";
+    this.#stop.abort();
     this.#failHandshake(new FlowcatError("closed", `${this.#cfg.provider}: closed by client`));
     this.#queue.close("closed by client");
     const ws = this.#ws;
@@ -206,6 +225,99 @@ export class OpenAIRealtimeClient implements RealtimeLlm {
       new Promise<void>((r) => (timer = setTimeout(r, CLOSE_WAIT_MS))),
     ]);
     clearTimeout(timer);
+  }
+
+  /** Open a socket and run the session handshake with `update`; it becomes the current one. */
+  async #dial(update: ClientEvent): Promise<void> {
+    const p = this.#cfg.provider;
+    // The server sends session.created at once: the message listener must be attached in the
+    // very continuation of the open (no extra `.then` hop), or the event can be dispatched first.
+    const ws = await openRealtimeSocket(this.#cfg.url, {
+      headers: this.#cfg.headers,
+      timeoutMs: this.#cfg.timeoutMs,
+      provider: p,
+    });
+    this.#ws = ws;
+    this.#socketClosed = new Promise((resolve) => {
+      ws.addEventListener("close", (ev) => {
+        this.#onSocketClose(ws, ev);
+        resolve();
+      }, { once: true });
+    });
+    // close() may have run while the socket was opening (TS cannot see that across the await).
+    if ((this.#state as State) === "closed") {
+      ws.close(1000);
+      await this.#socketClosed;
+      throw new FlowcatError("closed", `${p}: closed while connecting`);
+    }
+    ws.addEventListener("message", (ev) => this.#onMessage(ws, ev.data));
+    await this.#runHandshake(update);
+  }
+
+  /**
+   * Replace a dropped session: a new one with the same instructions, tools and voice, seeded
+   * with the conversation so far, then the caller audio no transcribed turn covers. Bounded
+   * tries with backoff; after them the session ends as a drop always did.
+   */
+  async #reconnect(reason: string): Promise<void> {
+    const p = this.#cfg.provider;
+    const lastAt = this.#lastMessageAt || Date.now();
+    const cut = this.#history.takeCutAnswer();
+    if (this.#responseActive) this.#queue.push({ type: "turn_complete" });
+    this.#responseActive = false;
+    this.#responseWanted = false;
+    this.#audioItem = undefined;
+    const attempts = this.#cfg.reconnectAttempts;
+    let lastError: unknown;
+    for (let i = 0; i < attempts; i++) {
+      const delayMs = i === 0 ? 0 : this.#cfg.reconnectBackoffMs * 2 ** (i - 1);
+      if (delayMs > 0 && !(await abortableDelay(delayMs, this.#stop.signal))) return;
+      if (this.#state !== "reconnecting") return;
+      try {
+        const session = sessionConfigFor(this.#cfg, this.#setup!);
+        await this.#dial(sessionUpdateEvent(this.#cfg.protocol, session));
+      } catch (err) {
+        lastError = err;
+        this.#log.warn(`${p}: reconnect attempt failed`, {
+          attempt: i + 1,
+          error: errorMessage(err),
+        });
+        try {
+          this.#ws?.close(1000);
+        } catch { /* already closing */ }
+        continue;
+      }
+      if (this.#state !== "reconnecting") return;
+      this.#state = "open";
+      const replayedMs = this.#seed(cut);
+      reportHandover(this.#log, {
+        provider: p,
+        reason,
+        gapMs: Math.max(0, Date.now() - lastAt),
+        replayedMs,
+        reply: cut === undefined ? "none" : cut.heard === "" ? "re-asked" : "continued",
+        resumed: true,
+      });
+      return;
+    }
+    if (this.#state !== "reconnecting") return;
+    this.#state = "closed";
+    this.#queue.close(
+      `${reason}; reconnect failed after ${attempts} attempts: ${errorMessage(lastError)}`,
+    );
+  }
+
+  /** Seed a new session; returns the ms of caller audio written again. */
+  #seed(cut: CutAnswer | undefined): number {
+    for (const ev of this.#history.seedEvents(this.#cfg.protocol)) this.#send(ev);
+    if (cut !== undefined) {
+      this.#send(userTextEvent(continueAnswerText(cut)));
+      this.#requestResponse();
+    } else if (this.#respondAfterSeed) this.#requestResponse();
+    this.#respondAfterSeed = false;
+    const { chunks, ms } = this.#backlog.replay();
+    for (const audio of chunks) this.#send({ type: "input_audio_buffer.append", audio });
+    return ms;
   }
 
   #notOpen(): FlowcatError {
@@ -259,19 +371,31 @@ export class OpenAIRealtimeClient implements RealtimeLlm {
     this.#send({ type: "response.create" });
   }
 
-  #onSocketClose(ev: CloseEvent): void {
+  #onSocketClose(ws: WebSocket, ev: CloseEvent): void {
+    if (ws !== this.#ws) return;
     const p = this.#cfg.provider;
     const reason = ev.reason
       ? `socket closed (${ev.code}: ${ev.reason.slice(0, 200)})`
+      : ev.code === 0 || ev.code === 1006
+      ? "socket dropped (no close frame)"
       : `socket closed (${ev.code})`;
     this.#failHandshake(new FlowcatError("closed", `${p}: ${reason} during session setup`));
+    if (this.#state === "reconnecting") return; // the reconnect loop sees the failed handshake
+    if (this.#state === "open" && this.#cfg.reconnectAttempts > 0) {
+      this.#state = "reconnecting";
+      this.#log.warn(`${p}: connection lost; opening a new session`, { reason });
+      void this.#reconnect(reason);
+      return;
+    }
     // The reason travels with the closed event: the call reports it once, as its end.
     if (this.#state !== "closed") this.#log.debug(`${p}: ${reason}`);
     this.#state = "closed";
     this.#queue.close(reason);
   }
 
-  #onMessage(data: unknown): void {
+  #onMessage(ws: WebSocket, data: unknown): void {
+    if (ws !== this.#ws) return;
+    this.#lastMessageAt = Date.now();
     const ev = parseServerEvent(data);
     if (ev === undefined) {
       this.#log.debug(`${this.#cfg.provider}: skipped a malformed server message`);
@@ -292,14 +416,24 @@ export class OpenAIRealtimeClient implements RealtimeLlm {
     const t = ev.type;
     if (this.#handshake !== undefined) return this.#onHandshakeEvent(ev);
     if (AUDIO_DELTA_EVENTS.has(t)) return this.#onAudioDelta(ev);
-    if (BOT_TRANSCRIPT_DELTA_EVENTS.has(t)) return this.#pushText("bot_text", ev.delta, false);
-    if (BOT_TRANSCRIPT_DONE_EVENTS.has(t)) return this.#pushText("bot_text", ev.transcript, true);
+    if (BOT_TRANSCRIPT_DELTA_EVENTS.has(t)) {
+      if (typeof ev.delta === "string") this.#history.answerPart(ev.delta);
+      return this.#pushText("bot_text", ev.delta, false);
+    }
+    if (BOT_TRANSCRIPT_DONE_EVENTS.has(t)) {
+      this.#history.answerDone(typeof ev.transcript === "string" ? ev.transcript : "");
+      return this.#pushText("bot_text", ev.transcript, true);
+    }
     switch (t) {
       case "input_audio_buffer.speech_started":
         return this.#onSpeechStarted();
+      case "input_audio_buffer.committed":
+        return this.#backlog.committed();
       case "conversation.item.input_audio_transcription.delta":
         return this.#pushText("user_text", ev.delta, false);
       case "conversation.item.input_audio_transcription.completed":
+        if (typeof ev.transcript === "string") this.#history.userSaid(ev.transcript);
+        this.#backlog.transcribed();
         return this.#pushText("user_text", ev.transcript, true);
       case "conversation.item.input_audio_transcription.failed":
         return this.#logError("input transcription failed", ev.error);
@@ -349,11 +483,13 @@ export class OpenAIRealtimeClient implements RealtimeLlm {
       }
       this.#audioItem.samples += pcm.length;
     }
+    this.#history.answerPart("");
     this.#queue.push({ type: "audio_out", audio: audioFrame(pcm, OPENAI_PCM_RATE) });
   }
 
   #onSpeechStarted(): void {
     this.#queue.push({ type: "interrupted" });
+    this.#history.answerCut();
     const item = this.#audioItem;
     if (item !== undefined && item.samples > 0) {
       // Received, not played: the carrier may still hold some of it (see docs).
@@ -381,10 +517,12 @@ export class OpenAIRealtimeClient implements RealtimeLlm {
     if (call.args === undefined) {
       this.#log.warn(`${p}: function call arguments are not a JSON object`, { name, callId: id });
     }
+    this.#history.toolCall(id, name, call.args ?? {});
     this.#queue.push({ type: "tool_call", id, name, args: call.args ?? {} });
   }
 
   #onResponseDone(ev: ServerEvent): void {
+    this.#history.responseDone();
     const usage = usageFromResponse(ev.response);
     if (usage !== undefined) this.#queue.push({ type: "usage", usage });
     this.#queue.push({ type: "turn_complete" });
