@@ -30,6 +30,11 @@ export interface HandoverReport {
   resumed: boolean;
 }
 
+/** The reply handling for an answer cut with `heard` spoken so far (undefined: none running). */
+export function handoverReply(heard: string | undefined): HandoverReply {
+  return heard === undefined ? "none" : heard === "" ? "re-asked" : "continued";
+}
+
 const listeners = new Set<(r: HandoverReport) => void>();
 
 /** Log the handover once (info) and tell the listeners. */

@@ -23,7 +23,8 @@ import { DEFAULT_VOICES } from "./env.ts";
 import type { GeminiServerMessage } from "./gemini_parse.ts";
 import { OutboundLog } from "./gemini_outbox.ts";
 import { type GeminiConnection, openGeminiConnection, retireConnection } from "./gemini_session.ts";
-import { abortableDelay, SocketPool } from "./gemini_sockets.ts";
+import { SocketPool } from "./gemini_sockets.ts";
+import { retryWithBackoff } from "./retry.ts";
 import { StandbySlot } from "./gemini_standby.ts";
 import { GeminiTurnTracker } from "./gemini_turns.ts";
 import {
@@ -35,7 +36,7 @@ import {
   geminiToolResponseMessage,
   geminiUserTurnMessage,
 } from "./gemini_wire.ts";
-import { type HandoverReply, reportHandover } from "../../core/handover.ts";
+import { handoverReply, reportHandover } from "../../core/handover.ts";
 import { type GeminiLiveOptions, geminiOptionsFrom } from "./gemini_options.ts";
 
 export type { GeminiLiveOptions } from "./gemini_options.ts";
@@ -283,43 +284,37 @@ export class GeminiLiveClient implements RealtimeLlm {
     const heard = why === SYSTEM_CHANGED ? undefined : this.#turns.spokenSoFar;
     for (const ev of this.#turns.cutTurn()) this.#events.push(ev);
     const attempts = this.#opts.reconnectAttempts;
-    let lastError: unknown;
-    for (let i = 0; i < attempts; i++) {
-      const delayMs = i === 0 ? 0 : this.#opts.reconnectBackoffMs * 2 ** (i - 1);
-      if (delayMs > 0 && !(await abortableDelay(delayMs, this.#stop.signal))) return;
-      if (this.#shutdown) return;
+    const out = await retryWithBackoff({
+      attempts,
+      backoffMs: this.#opts.reconnectBackoffMs,
+      signal: this.#stop.signal,
+      what: "gemini: reconnect attempt",
+      log: this.#log,
+    }, async (i) => {
       // The last try starts afresh: a stale or refused handle must not end the call.
       const handle = i > 0 && i === attempts - 1 ? undefined : this.#handle;
-      try {
-        const conn = await this.#standby.take(handle) ?? await this.#open(handle);
-        if (this.#shutdown) return retireConnection(conn);
-        if (handle === undefined) this.#forgetSession();
-        const { replayedMs } = this.#goLive(conn, heard);
-        const reply: HandoverReply = heard === undefined
-          ? "none"
-          : heard === ""
-          ? "re-asked"
-          : "continued";
-        reportHandover(this.#log, {
-          provider: "gemini",
-          reason: why,
-          gapMs: Math.max(0, conn.readyAt - lastAt),
-          replayedMs,
-          reply,
-          resumed: handle !== undefined,
-        });
-        return;
-      } catch (err) {
-        lastError = err;
-        this.#log.warn("gemini: reconnect attempt failed", {
-          attempt: i + 1,
-          error: errorMessage(err),
-        });
-      }
+      return { handle, conn: await this.#standby.take(handle) ?? await this.#open(handle) };
+    });
+    if (this.#shutdown) {
+      if (out.ok) retireConnection(out.value.conn);
+      return;
     }
-    await this.#close(
-      `gemini: reconnect failed after ${attempts} attempts (${why}): ${errorMessage(lastError)}`,
-    );
+    if (!out.ok) {
+      const error = "error" in out ? errorMessage(out.error) : "stopped";
+      await this.#close(`gemini: reconnect failed after ${attempts} attempts (${why}): ${error}`);
+      return;
+    }
+    const { handle, conn } = out.value;
+    if (handle === undefined) this.#forgetSession();
+    const { replayedMs } = this.#goLive(conn, heard);
+    reportHandover(this.#log, {
+      provider: "gemini",
+      reason: why,
+      gapMs: Math.max(0, conn.readyAt - lastAt),
+      replayedMs,
+      reply: handoverReply(heard),
+      resumed: handle !== undefined,
+    });
   }
 
   /** Ready a connection resumed from the freshest handle (during a `goAway`). */

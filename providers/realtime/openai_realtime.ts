@@ -19,8 +19,8 @@ import { type AudioChunk, audioFrame, type KeypadEntry, type ToolDecl } from "..
 import type { Logger } from "../../core/log.ts";
 import type { RealtimeEvent, RealtimeLlm, RealtimeSetup } from "../../core/seams.ts";
 import type { RealtimeFactory, RealtimeProviderOptions } from "../registry.ts";
-import { reportHandover } from "../../core/handover.ts";
-import { abortableDelay } from "./gemini_sockets.ts";
+import { handoverReply, reportHandover } from "../../core/handover.ts";
+import { retryWithBackoff } from "./retry.ts";
 import { dtmfUserText, openRealtimeSocket, RealtimeEventQueue } from "./_shared.ts";
 import {
   AudioBacklog,
@@ -46,6 +46,8 @@ import {
   type ServerEvent,
   usageFromResponse,
 } from "./openai_inbound.ts";
+import { SessionHandshake } from "./openai_handshake.ts";
+import { ResponseGate } from "./openai_responses.ts";
 import {
   type ClientEvent,
   functionOutputEvent,
@@ -59,22 +61,6 @@ import {
 
 type State = "idle" | "connecting" | "open" | "reconnecting" | "closed";
 
-/** Pending session handshake: waiting for `session.created`, then for `session.updated`. */
-interface Handshake {
-  phase: "created" | "updated";
-  /** The session.update to send on `session.created`. */
-  update: ClientEvent;
-  resolve(): void;
-  reject(err: Error): void;
-}
-
-/** The assistant audio item being received, for `conversation.item.truncate` on barge-in. */
-interface AudioItem {
-  id: string;
-  contentIndex: number;
-  samples: number;
-}
-
 const CLOSE_WAIT_MS = 2000;
 
 /** A {@link RealtimeLlm} speaking the OpenAI Realtime protocol (GA or beta). */
@@ -86,13 +72,9 @@ export class OpenAIRealtimeClient implements RealtimeLlm {
   #ws: WebSocket | undefined;
   #socketClosed: Promise<void> = Promise.resolve();
   #closing: Promise<void> | undefined;
-  #handshake: Handshake | undefined;
+  readonly #handshake: SessionHandshake;
   readonly #audioIn = new InputAudioEncoder();
-  #audioItem: AudioItem | undefined;
-  /** A response is being generated (set when we ask for one, cleared by `response.done`). */
-  #responseActive = false;
-  /** A `response.create` is owed once the active response is done. */
-  #responseWanted = false;
+  readonly #responses = new ResponseGate((ev) => this.#send(ev));
   #setup: RealtimeSetup | undefined;
   /** The conversation as heard, to seed a new session after a drop. */
   readonly #history = new OpenAIConversation();
@@ -109,6 +91,7 @@ export class OpenAIRealtimeClient implements RealtimeLlm {
   constructor(opts: RealtimeProviderOptions, spec: OpenAIStyleSpec = OPENAI_REALTIME_SPEC) {
     this.#cfg = resolveOpenAIConfig(spec, opts);
     this.#log = this.#cfg.logger;
+    this.#handshake = new SessionHandshake(this.#cfg.provider);
     this.#backlog = new AudioBacklog(
       this.#cfg.audioBufferMs,
       () =>
@@ -140,7 +123,7 @@ export class OpenAIRealtimeClient implements RealtimeLlm {
     });
     if (setup.kickoff !== undefined && setup.kickoff !== "") {
       this.#send(userTextEvent(setup.kickoff));
-      this.#requestResponse();
+      this.#responses.request();
     }
   }
 
@@ -179,7 +162,7 @@ export class OpenAIRealtimeClient implements RealtimeLlm {
     if (this.#state === "reconnecting") this.#respondAfterSeed = true;
     else {
       this.#send(functionOutputEvent(id, output));
-      this.#requestResponse();
+      this.#responses.request();
     }
     return Promise.resolve();
   }
@@ -191,7 +174,7 @@ export class OpenAIRealtimeClient implements RealtimeLlm {
     if (this.#state === "reconnecting") this.#respondAfterSeed = true;
     else {
       this.#send(userTextEvent(dtmfUserText(key)));
-      this.#requestResponse();
+      this.#responses.request();
     }
   }
 
@@ -214,7 +197,7 @@ export class OpenAIRealtimeClient implements RealtimeLlm {
   async #doClose(): Promise<void> {
     this.#state = "closed";
     this.#stop.abort();
-    this.#failHandshake(new FlowcatError("closed", `${this.#cfg.provider}: closed by client`));
+    this.#handshake.fail(new FlowcatError("closed", `${this.#cfg.provider}: closed by client`));
     this.#queue.close("closed by client");
     const ws = this.#ws;
     if (ws === undefined) return;
@@ -251,7 +234,7 @@ export class OpenAIRealtimeClient implements RealtimeLlm {
       throw new FlowcatError("closed", `${p}: closed while connecting`);
     }
     ws.addEventListener("message", (ev) => this.#onMessage(ws, ev.data));
-    await this.#runHandshake(update);
+    await this.#handshake.run(update, (ev) => this.#send(ev), this.#cfg.timeoutMs);
   }
 
   /**
@@ -263,48 +246,44 @@ export class OpenAIRealtimeClient implements RealtimeLlm {
     const p = this.#cfg.provider;
     const lastAt = this.#lastMessageAt || Date.now();
     const cut = this.#history.takeCutAnswer();
-    if (this.#responseActive) this.#queue.push({ type: "turn_complete" });
-    this.#responseActive = false;
-    this.#responseWanted = false;
-    this.#audioItem = undefined;
+    if (this.#responses.active) this.#queue.push({ type: "turn_complete" });
+    this.#responses.reset();
     const attempts = this.#cfg.reconnectAttempts;
-    let lastError: unknown;
-    for (let i = 0; i < attempts; i++) {
-      const delayMs = i === 0 ? 0 : this.#cfg.reconnectBackoffMs * 2 ** (i - 1);
-      if (delayMs > 0 && !(await abortableDelay(delayMs, this.#stop.signal))) return;
-      if (this.#state !== "reconnecting") return;
+    const out = await retryWithBackoff({
+      attempts,
+      backoffMs: this.#cfg.reconnectBackoffMs,
+      signal: this.#stop.signal,
+      what: `${p}: reconnect attempt`,
+      log: this.#log,
+    }, async () => {
       try {
-        const session = sessionConfigFor(this.#cfg, this.#setup!);
-        await this.#dial(sessionUpdateEvent(this.#cfg.protocol, session));
+        await this.#dial(
+          sessionUpdateEvent(this.#cfg.protocol, sessionConfigFor(this.#cfg, this.#setup!)),
+        );
       } catch (err) {
-        lastError = err;
-        this.#log.warn(`${p}: reconnect attempt failed`, {
-          attempt: i + 1,
-          error: errorMessage(err),
-        });
         try {
           this.#ws?.close(1000);
         } catch { /* already closing */ }
-        continue;
+        throw err;
       }
-      if (this.#state !== "reconnecting") return;
-      this.#state = "open";
-      const replayedMs = this.#seed(cut);
-      reportHandover(this.#log, {
-        provider: p,
-        reason,
-        gapMs: Math.max(0, Date.now() - lastAt),
-        replayedMs,
-        reply: cut === undefined ? "none" : cut.heard === "" ? "re-asked" : "continued",
-        resumed: true,
-      });
+    });
+    if (this.#state !== "reconnecting") return;
+    if (!out.ok) {
+      this.#state = "closed";
+      const why = "error" in out ? errorMessage(out.error) : "stopped";
+      this.#queue.close(`${reason}; reconnect failed after ${attempts} attempts: ${why}`);
       return;
     }
-    if (this.#state !== "reconnecting") return;
-    this.#state = "closed";
-    this.#queue.close(
-      `${reason}; reconnect failed after ${attempts} attempts: ${errorMessage(lastError)}`,
-    );
+    this.#state = "open";
+    const replayedMs = this.#seed(cut);
+    reportHandover(this.#log, {
+      provider: p,
+      reason,
+      gapMs: Math.max(0, Date.now() - lastAt),
+      replayedMs,
+      reply: handoverReply(cut?.heard),
+      resumed: true,
+    });
   }
 
   /** Seed a new session; returns the ms of caller audio written again. */
@@ -312,8 +291,8 @@ export class OpenAIRealtimeClient implements RealtimeLlm {
     for (const ev of this.#history.seedEvents(this.#cfg.protocol)) this.#send(ev);
     if (cut !== undefined) {
       this.#send(userTextEvent(continueAnswerText(cut)));
-      this.#requestResponse();
-    } else if (this.#respondAfterSeed) this.#requestResponse();
+      this.#responses.request();
+    } else if (this.#respondAfterSeed) this.#responses.request();
     this.#respondAfterSeed = false;
     const { chunks, ms } = this.#backlog.replay();
     for (const audio of chunks) this.#send({ type: "input_audio_buffer.append", audio });
@@ -324,51 +303,11 @@ export class OpenAIRealtimeClient implements RealtimeLlm {
     return new FlowcatError("closed", `${this.#cfg.provider}: session is not open`);
   }
 
-  /** Wait for `session.created`, send `update`, wait for `session.updated`, within the deadline. */
-  #runHandshake(update: ClientEvent): Promise<void> {
-    const p = this.#cfg.provider;
-    const ms = this.#cfg.timeoutMs;
-    return new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        const what = this.#handshake?.phase === "updated" ? "session.updated" : "session.created";
-        this.#failHandshake(new FlowcatError("timeout", `${p}: no ${what} within ${ms} ms`));
-      }, ms);
-      this.#handshake = {
-        phase: "created",
-        update,
-        resolve: () => {
-          clearTimeout(timer);
-          this.#handshake = undefined;
-          resolve();
-        },
-        reject: (err) => {
-          clearTimeout(timer);
-          this.#handshake = undefined;
-          reject(err);
-        },
-      };
-    });
-  }
-
-  #failHandshake(err: Error): void {
-    this.#handshake?.reject(err);
-  }
-
   #send(ev: ClientEvent): boolean {
     const ws = this.#ws;
     if (ws === undefined || ws.readyState !== WebSocket.OPEN) return false;
     ws.send(JSON.stringify(ev));
     return true;
-  }
-
-  /** `response.create` now, or once the active response is done (the server allows one). */
-  #requestResponse(): void {
-    if (this.#responseActive) {
-      this.#responseWanted = true;
-      return;
-    }
-    this.#responseActive = true;
-    this.#send({ type: "response.create" });
   }
 
   #onSocketClose(ws: WebSocket, ev: CloseEvent): void {
@@ -379,7 +318,7 @@ export class OpenAIRealtimeClient implements RealtimeLlm {
       : ev.code === 0 || ev.code === 1006
       ? "socket dropped (no close frame)"
       : `socket closed (${ev.code})`;
-    this.#failHandshake(new FlowcatError("closed", `${p}: ${reason} during session setup`));
+    this.#handshake.fail(new FlowcatError("closed", `${p}: ${reason} during session setup`));
     if (this.#state === "reconnecting") return; // the reconnect loop sees the failed handshake
     if (this.#state === "open" && this.#cfg.reconnectAttempts > 0) {
       this.#state = "reconnecting";
@@ -414,7 +353,7 @@ export class OpenAIRealtimeClient implements RealtimeLlm {
 
   #dispatch(ev: ServerEvent): void {
     const t = ev.type;
-    if (this.#handshake !== undefined) return this.#onHandshakeEvent(ev);
+    if (this.#handshake.running) return this.#handshake.onEvent(ev);
     if (AUDIO_DELTA_EVENTS.has(t)) return this.#onAudioDelta(ev);
     if (BOT_TRANSCRIPT_DELTA_EVENTS.has(t)) {
       if (typeof ev.delta === "string") this.#history.answerPart(ev.delta);
@@ -438,29 +377,13 @@ export class OpenAIRealtimeClient implements RealtimeLlm {
       case "conversation.item.input_audio_transcription.failed":
         return this.#logError("input transcription failed", ev.error);
       case "response.created":
-        this.#responseActive = true;
-        return;
+        return this.#responses.created();
       case "response.function_call_arguments.done":
         return this.#onToolCall(ev);
       case "response.done":
         return this.#onResponseDone(ev);
       case "error":
         return this.#logError("server error", ev.error);
-    }
-  }
-
-  #onHandshakeEvent(ev: ServerEvent): void {
-    const hs = this.#handshake!;
-    if (ev.type === "session.created" && hs.phase === "created") {
-      hs.phase = "updated";
-      this.#send(hs.update);
-    } else if (ev.type === "session.updated" && hs.phase === "updated") {
-      hs.resolve();
-    } else if (ev.type === "error") {
-      // Nothing but the session.update is in flight: its rejection would only end in a timeout.
-      const e = serverErrorInfo(ev.error);
-      const what = `${e.code ?? e.type ?? "error"} ${e.message ?? ""}`.trim();
-      hs.reject(new FlowcatError("protocol", `${this.#cfg.provider}: session rejected: ${what}`));
     }
   }
 
@@ -477,12 +400,7 @@ export class OpenAIRealtimeClient implements RealtimeLlm {
     }
     const { pcm, itemId } = delta;
     if (pcm.length === 0) return;
-    if (itemId !== undefined) {
-      if (this.#audioItem?.id !== itemId) {
-        this.#audioItem = { id: itemId, contentIndex: delta.contentIndex, samples: 0 };
-      }
-      this.#audioItem.samples += pcm.length;
-    }
+    if (itemId !== undefined) this.#responses.audio(itemId, delta.contentIndex, pcm.length);
     this.#history.answerPart("");
     this.#queue.push({ type: "audio_out", audio: audioFrame(pcm, OPENAI_PCM_RATE) });
   }
@@ -490,20 +408,7 @@ export class OpenAIRealtimeClient implements RealtimeLlm {
   #onSpeechStarted(): void {
     this.#queue.push({ type: "interrupted" });
     this.#history.answerCut();
-    const item = this.#audioItem;
-    if (item !== undefined && item.samples > 0) {
-      // Received, not played: the carrier may still hold some of it (see docs).
-      this.#send({
-        type: "conversation.item.truncate",
-        item_id: item.id,
-        content_index: item.contentIndex,
-        audio_end_ms: Math.floor((item.samples * 1000) / OPENAI_PCM_RATE),
-      });
-      this.#audioItem = undefined;
-    }
-    if (this.#responseActive && !this.#cfg.serverInterrupt) {
-      this.#send({ type: "response.cancel" });
-    }
+    this.#responses.bargeIn(this.#cfg.serverInterrupt);
   }
 
   #onToolCall(ev: ServerEvent): void {
@@ -526,11 +431,7 @@ export class OpenAIRealtimeClient implements RealtimeLlm {
     const usage = usageFromResponse(ev.response);
     if (usage !== undefined) this.#queue.push({ type: "usage", usage });
     this.#queue.push({ type: "turn_complete" });
-    this.#responseActive = false;
-    if (this.#responseWanted) {
-      this.#responseWanted = false;
-      this.#requestResponse();
-    }
+    this.#responses.done();
   }
 
   #logError(what: string, error: unknown): void {
