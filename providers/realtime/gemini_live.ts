@@ -225,7 +225,15 @@ export class GeminiLiveClient implements RealtimeLlm {
     this.#lastLive = conn;
     this.#handleStale = false;
     if (heard !== undefined) this.#outbox.push(geminiResumeReplyMessage(heard), undefined, true);
-    const { replayedMs } = this.#outbox.resend(conn.handle, (text) => this.#write(conn, text));
+    const { replayedMs, missingMs } = this.#outbox.resend(
+      conn.handle,
+      (text) => this.#write(conn, text),
+    );
+    if (missingMs > 0) {
+      this.#log.warn("gemini: the resumed session misses caller audio beyond audioBufferMs", {
+        missingMs: Math.round(missingMs),
+      });
+    }
     // A handle sent before the replay does not cover it; the resumed handle still does.
     for (const msg of conn.early.splice(0)) {
       this.#apply(conn, { ...msg, resumption: undefined });

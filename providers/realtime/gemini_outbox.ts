@@ -21,6 +21,8 @@ interface Entry {
 export interface ResendResult {
   /** Caller audio written again (it had gone to the old session already), in ms. */
   replayedMs: number;
+  /** Caller audio the handle did not cover that the bound had dropped, in ms: lost. */
+  missingMs: number;
   /** Messages written in all. */
   sent: number;
 }
@@ -35,10 +37,13 @@ export class OutboundLog {
   #audioMs = 0;
   readonly #marks = new Map<string, number>();
   #warned = false;
+  /** Sent audio dropped for room since the oldest mark: a resume from it would miss this. */
+  #trimmedSentMs = 0;
 
   /**
    * @param maxAudioMs caller audio kept at most (unsent plus not yet covered by a handle)
-   * @param onFirstDrop called once per episode with the bound, when audio is dropped
+   * @param onFirstDrop called once per episode with the bound, when audio not yet sent is
+   *   dropped (sent audio dropped for room only shortens what a resume can replay)
    */
   constructor(readonly maxAudioMs: number, readonly onFirstDrop: (maxAudioMs: number) => void) {}
 
@@ -60,9 +65,14 @@ export class OutboundLog {
     while (this.#audioMs > this.maxAudioMs) {
       const i = this.#entries.findIndex((e) => e.audioMs !== undefined && e.text !== "");
       if (i < 0) break;
-      this.#audioMs -= this.#entries[i].audioMs!;
+      const ms = this.#entries[i].audioMs!;
+      this.#audioMs -= ms;
       // Dropping shifts later entries: keep sequence numbers of what stays stable.
       this.#entries[i] = { text: "", replay: false };
+      if (this.#base + i < this.#unsent) {
+        this.#trimmedSentMs += ms;
+        continue;
+      }
       if (!this.#warned) this.onFirstDrop(this.maxAudioMs);
       this.#warned = true;
     }
@@ -79,6 +89,7 @@ export class OutboundLog {
    */
   mark(handle: string, keep: readonly (string | undefined)[]): void {
     this.#marks.set(handle, this.#unsent);
+    this.#trimmedSentMs = 0;
     const wanted = new Set(keep.filter((h): h is string => h !== undefined));
     wanted.add(handle);
     for (const h of [...this.#marks.keys()]) if (!wanted.has(h)) this.#marks.delete(h);
@@ -120,7 +131,9 @@ export class OutboundLog {
       return true;
     });
     this.#warned = false;
-    return { replayedMs, sent };
+    const missingMs = handle === undefined ? 0 : this.#trimmedSentMs;
+    this.#trimmedSentMs = 0;
+    return { replayedMs, missingMs, sent };
   }
 
   /** Drop every unsent control message (they belong to a session that is gone). */
