@@ -11,6 +11,7 @@ import { audioFrame } from "../core/frames.ts";
 import { memoryLogger } from "../core/log.ts";
 import type { RealtimeEvent, ToolDecl } from "../core/seams.ts";
 import { createOpenAIRealtime } from "../providers/realtime/openai_realtime.ts";
+import { openAIStyleRealtime } from "../providers/realtime/openai_style.ts";
 import {
   audioDeltaEvent,
   botTranscriptEvent,
@@ -39,11 +40,11 @@ async function until(cond: () => boolean, what: string, ms = 5000): Promise<void
   }
 }
 
-async function harness(options: Record<string, unknown> = {}) {
+async function harness(options: Record<string, unknown> = {}, factory = createOpenAIRealtime) {
   const fake = new OpenAIRealtimeFake();
   await fake.start();
   const log = memoryLogger();
-  const llm = createOpenAIRealtime({
+  const llm = factory({
     apiKey: "sk-test",
     url: fake.url,
     logger: log,
@@ -169,6 +170,51 @@ Deno.test("openai drop with the service gone: bounded retries, then closed with 
     assert.match(closed.reason ?? "", /no close frame.*reconnect failed after 2 attempts/);
     assert.equal(h.log.records.filter((r) => /reconnect attempt failed/.test(r.message)).length, 2);
     assert.equal(await h.llm.nextEvent(), undefined);
+  } finally {
+    await h.dispose();
+  }
+});
+
+Deno.test("openai-style provider: the same reconnect, with its own auth and dialect", async () => {
+  const acme = openAIStyleRealtime({
+    name: "acme",
+    baseUrl: "wss://realtime.acme.example/v1/realtime",
+    authHeader: "api-key",
+    defaultModel: "acme-voice-1",
+    defaultVoice: "nova",
+    protocol: "beta",
+  });
+  const h = await harness({}, acme);
+  try {
+    await h.fake.waitFor((m) => m.type === "session.update");
+    h.fake.send({ type: "input_audio_buffer.committed", item_id: "item_user" });
+    h.fake.send(userTranscriptEvent("Hello there", true));
+    h.fake.send(botTranscriptEvent("Hi, how can I help?", true, "beta"));
+    h.fake.send(responseDoneEvent());
+    await until(() => h.events.some((e) => e.type === "turn_complete"), "first turn");
+    await h.fake.dropAbruptly();
+    await until(
+      () => h.log.records.some((r) => /acme: session handed over/.test(r.message)),
+      "handover",
+    );
+    await until(() => h.fake.ofTypeOn("conversation.item.create", 2).length >= 2, "seed");
+    await sleep(50);
+    assert.equal(
+      h.fake.headers["api-key"],
+      "sk-test",
+      "the new session authenticates the same way",
+    );
+    assert.equal(h.fake.headers["openai-beta"], "realtime=v1");
+    const items = h.fake.ofTypeOn("conversation.item.create", 2).map(itemOf);
+    assert.deepEqual(items, [
+      { type: "message", role: "user", content: [{ type: "input_text", text: "Hello there" }] },
+      {
+        type: "message",
+        role: "assistant",
+        content: [{ type: "text", text: "Hi, how can I help?" }],
+      },
+    ]);
+    assert.equal(h.fake.ofTypeOn("response.create", 2).length, 0, "nothing was cut: no new answer");
   } finally {
     await h.dispose();
   }
