@@ -53,8 +53,9 @@ export class OpenAIConversation {
 
   /** The caller barged in: only what was said so far stays. */
   answerCut(): void {
-    if (!this.#barged && this.#answerSpoke) this.#close(this.#answer);
-    this.#barged = this.#barged || this.#answerSpoke;
+    if (this.#barged || !this.#answerSpoke) return;
+    this.#close(this.#answer);
+    this.#barged = true;
   }
 
   /** A function call the model made. */
@@ -121,15 +122,19 @@ export function continueAnswerText(cut: CutAnswer): string {
 /**
  * Caller audio (as sent, base64) that no transcribed caller turn covers yet: written again on a
  * new session. A turn is covered once its transcript completed; audio sent after the commit of
- * that turn stays. Bounded by duration, oldest dropped first.
+ * that turn stays. Bounded by duration, oldest dropped first: audio already sent only shortens
+ * what a new session would get (counted, reported at replay); audio not sent yet (the socket is
+ * down) is lost, and `onDrop` is told once per outage.
  */
 export class AudioBacklog {
-  #chunks: { b64: string; ms: number }[] = [];
+  #chunks: { b64: string; ms: number; sent: boolean }[] = [];
   #ms = 0;
   /** Chunks before this index were committed by the server (`input_audio_buffer.committed`). */
   #committed = 0;
+  #missingMs = 0;
+  #warned = false;
 
-  /** @param maxMs audio kept at most; `onDrop` is told once per episode when audio is dropped */
+  /** @param maxMs audio kept at most */
   constructor(readonly maxMs: number, readonly onDrop: () => void) {}
 
   /** Milliseconds kept. */
@@ -137,17 +142,20 @@ export class AudioBacklog {
     return this.#ms;
   }
 
-  /** A chunk sent (or waiting to be). */
-  push(b64: string, ms: number): void {
-    this.#chunks.push({ b64, ms });
+  /** A chunk, written to the live session (`sent`) or waiting for the next one. */
+  push(b64: string, ms: number, sent: boolean): void {
+    this.#chunks.push({ b64, ms, sent });
     this.#ms += ms;
-    let dropped = false;
     while (this.#ms > this.maxMs && this.#chunks.length > 1) {
-      this.#ms -= this.#chunks.shift()!.ms;
+      const old = this.#chunks.shift()!;
+      this.#ms -= old.ms;
       this.#committed = Math.max(0, this.#committed - 1);
-      dropped = true;
+      if (old.sent) this.#missingMs += old.ms;
+      else if (!this.#warned) {
+        this.#warned = true;
+        this.onDrop();
+      }
     }
-    if (dropped) this.onDrop();
   }
 
   /** The server committed the audio buffer (a caller turn ended). */
@@ -155,15 +163,24 @@ export class AudioBacklog {
     this.#committed = this.#chunks.length;
   }
 
-  /** A committed turn's transcript completed: its audio is in the record as text. */
+  /**
+   * A committed turn's transcript completed (its audio is in the record as text), or failed
+   * (its audio is not kept either: holding it for the rest of the call would cost more than a
+   * turn a new session would lack).
+   */
   transcribed(): void {
     for (const c of this.#chunks.splice(0, this.#committed)) this.#ms -= c.ms;
     this.#committed = 0;
+    this.#missingMs = 0;
   }
 
-  /** Every chunk kept, oldest first; the new session has not committed any of them. */
-  replay(): { chunks: string[]; ms: number } {
+  /** Every chunk kept, oldest first, and the ms the bound dropped; all count as sent now. */
+  replay(): { chunks: string[]; ms: number; missingMs: number } {
     this.#committed = 0;
-    return { chunks: this.#chunks.map((c) => c.b64), ms: this.#ms };
+    this.#warned = false;
+    const missingMs = this.#missingMs;
+    this.#missingMs = 0;
+    for (const c of this.#chunks) c.sent = true;
+    return { chunks: this.#chunks.map((c) => c.b64), ms: this.#ms, missingMs };
   }
 }

@@ -135,8 +135,10 @@ export class OpenAIRealtimeClient implements RealtimeLlm {
     if (this.#state !== "open" && this.#state !== "reconnecting") return;
     const b64 = this.#audioIn.encode(audio);
     if (b64 === undefined) return;
-    this.#backlog.push(b64, (audio.pcm.length / audio.numChannels / audio.sampleRate) * 1000);
-    if (this.#state === "open") this.#send({ type: "input_audio_buffer.append", audio: b64 });
+    const ms = (audio.pcm.length / audio.numChannels / audio.sampleRate) * 1000;
+    const sent = this.#state === "open" &&
+      this.#send({ type: "input_audio_buffer.append", audio: b64 });
+    this.#backlog.push(b64, ms, sent);
   }
 
   /** Replace the instructions and tools mid-call (OpenAI allows it with `session.update`). */
@@ -294,7 +296,12 @@ export class OpenAIRealtimeClient implements RealtimeLlm {
       this.#responses.request();
     } else if (this.#respondAfterSeed) this.#responses.request();
     this.#respondAfterSeed = false;
-    const { chunks, ms } = this.#backlog.replay();
+    const { chunks, ms, missingMs } = this.#backlog.replay();
+    if (missingMs > 0) {
+      this.#log.warn(`${this.#cfg.provider}: the new session misses caller audio`, {
+        missingMs: Math.round(missingMs),
+      });
+    }
     for (const audio of chunks) this.#send({ type: "input_audio_buffer.append", audio });
     return ms;
   }
@@ -375,6 +382,7 @@ export class OpenAIRealtimeClient implements RealtimeLlm {
         this.#backlog.transcribed();
         return this.#pushText("user_text", ev.transcript, true);
       case "conversation.item.input_audio_transcription.failed":
+        this.#backlog.transcribed();
         return this.#logError("input transcription failed", ev.error);
       case "response.created":
         return this.#responses.created();
