@@ -58,7 +58,8 @@ async function harness() {
     }
   };
   // A model that goes on from the heard point when told its answer was cut.
-  fake.model.onClientContent = (n, turns) => {
+  fake.model.onClientContent = (n, turns, answerNow) => {
+    if (!answerNow) return;
     const heard = turns.find((t) => t.role === "model")?.text ?? "";
     const from = heard === "" ? 0 : heard.split(" ").length;
     void fake.model.reply(n, ANSWER.slice(from), { firstWord: from + 1, wordMs: 40 });
@@ -265,6 +266,32 @@ Deno.test("a resume that takes 3 s: the caller's audio meanwhile is kept and rep
     assert.ok(!h.log.records.some((r) => /buffer full/.test(r.message)));
     const gap = reportGap("3 s slow resume", h);
     assert.ok(gap >= 2900, `gap ${gap} ms`);
+    await assertClosesOnce(h);
+  } finally {
+    await h.dispose();
+  }
+});
+
+Deno.test("a drop between an answer's turnComplete and its handle: the answer is added as context", async () => {
+  const h = await harness();
+  try {
+    await h.client.connect({ systemPrompt: "Agent", tools: [] });
+    await h.handle(1);
+    h.say(25);
+    await h.fake.waitUntil(() => h.fake.messages("realtimeInput", 1).length === 25);
+    const replying = h.fake.model.reply(1, ANSWER, { wordMs: 20, handleAfterMs: 1000 });
+    await until(() => h.events.some((e) => e.type === "turn_complete"), "answer done");
+    h.fake.dropAbruptly(1); // before the fresh handle
+    await replying;
+    await until(() => h.handovers().length === 1, "handover");
+    assert.deepEqual(handleOf(h, 2), { handle: "h-1" });
+    await assertNoLoss(h, 2);
+    const content = h.fake.messages("clientContent", 2).map((m) => m.message.clientContent);
+    assert.deepEqual(content, [{
+      turns: [{ role: "model", parts: [{ text: ANSWER.join(" ") }] }],
+      turnComplete: false,
+    }]);
+    assert.equal(h.handovers()[0].fields!.reply, "none", "a finished answer is not asked again");
     await assertClosesOnce(h);
   } finally {
     await h.dispose();

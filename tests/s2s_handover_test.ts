@@ -46,7 +46,8 @@ Deno.test("s2s call across a goAway cut and a TCP drop: whole answer heard, comp
   const complete = sessions.complete.bind(sessions);
   sessions.complete = (id, token, f) => (completes++, complete(id, token, f));
   // The model goes on from the heard point when told its answer was cut.
-  fake.model.onClientContent = (n, turns) => {
+  fake.model.onClientContent = (n, turns, answerNow) => {
+    if (!answerNow) return;
     const heard = turns.find((t) => t.role === "model")?.text ?? "";
     const from = heard === "" ? 0 : heard.split(" ").length;
     void fake.model.reply(n, ANSWER.slice(from), { firstWord: from + 1, wordMs: 100 });

@@ -32,6 +32,7 @@ import {
   GEMINI_LIVE_URL,
   geminiAudioMessage,
   geminiLiveUrl,
+  geminiModelTurnsMessage,
   geminiResumeReplyMessage,
   geminiToolResponseMessage,
   geminiUserTurnMessage,
@@ -73,6 +74,8 @@ export class GeminiLiveClient implements RealtimeLlm {
   #handle: string | undefined;
   /** The model said or did something the freshest handle does not cover yet. */
   #handleStale = false;
+  /** Final transcripts of answers given after the freshest handle. */
+  #uncoveredAnswers: string[] = [];
   #goAway: { from: GeminiConnection; timer: ReturnType<typeof setTimeout> } | undefined;
   readonly #standby = new StandbySlot();
   #shutdown: Promise<void> | undefined;
@@ -224,11 +227,15 @@ export class GeminiLiveClient implements RealtimeLlm {
     this.#conn = conn;
     this.#lastLive = conn;
     this.#handleStale = false;
-    if (heard !== undefined) this.#outbox.push(geminiResumeReplyMessage(heard), undefined, true);
-    const { replayedMs, missingMs } = this.#outbox.resend(
-      conn.handle,
-      (text) => this.#write(conn, text),
-    );
+    const write = (text: string) => this.#write(conn, text);
+    const { replayedMs, missingMs } = this.#outbox.resend(conn.handle, write);
+    if (conn.handle !== undefined && this.#uncoveredAnswers.length > 0) {
+      write(geminiModelTurnsMessage(this.#uncoveredAnswers));
+    } else this.#uncoveredAnswers = [];
+    if (heard !== undefined) {
+      this.#outbox.push(geminiResumeReplyMessage(heard), undefined, true);
+      this.#outbox.drain(write);
+    }
     if (missingMs > 0) {
       this.#log.warn("gemini: the resumed session misses caller audio beyond audioBufferMs", {
         missingMs: Math.round(missingMs),
@@ -397,13 +404,17 @@ export class GeminiLiveClient implements RealtimeLlm {
     if (msg.modelText) {
       this.#log.debug("gemini: text part ignored", { chars: msg.modelText.length });
     }
-    for (const ev of this.#turns.apply(msg)) this.#events.push(ev);
+    for (const ev of this.#turns.apply(msg)) {
+      if (ev.type === "bot_text" && ev.final) this.#uncoveredAnswers.push(ev.text);
+      this.#events.push(ev);
+    }
     if (msg.modelTurn || msg.outputTranscript !== undefined || msg.toolCalls.length > 0) {
       this.#handleStale = true;
     }
     if (msg.resumption?.handle !== undefined) {
       this.#handle = msg.resumption.handle;
       this.#handleStale = false;
+      this.#uncoveredAnswers = [];
       this.#outbox.mark(this.#handle, [this.#standby.handle ?? undefined]);
     } else if (msg.resumption) this.#handleStale = true;
     if (msg.goAway) this.#onGoAway(conn, msg.goAway.timeLeftMs);

@@ -176,6 +176,15 @@ export function geminiUserTurnMessage(text: string): string {
 }
 
 /**
+ * Answers the model gave that the resumption handle does not hold (it predates them), as model
+ * turns appended to the context without asking for a reply.
+ */
+export function geminiModelTurnsMessage(texts: readonly string[]): string {
+  const turns = texts.map((text) => ({ role: "model", parts: [{ text }] }));
+  return JSON.stringify({ clientContent: { turns, turnComplete: false } });
+}
+
+/**
  * After a handover cut the model's answer: the part the caller heard as the model's turn, then a
  * user turn asking it to go on from there (or, when nothing was heard, to answer again).
  */

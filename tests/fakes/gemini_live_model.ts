@@ -46,8 +46,15 @@ export class FakeGeminiModel {
   /** Handle each connection's setup resumed from (undefined: fresh). */
   readonly resumedFrom = new Map<number, string | undefined>();
   #handles = 0;
-  /** Called with each `clientContent` a connection receives, after it joined the context. */
-  onClientContent: (connection: number, turns: { role: string; text: string }[]) => void = () => {};
+  /**
+   * Called with each `clientContent` a connection receives, after it joined the context;
+   * `answerNow` is its `turnComplete` (the model is asked to reply).
+   */
+  onClientContent: (
+    connection: number,
+    turns: { role: string; text: string }[],
+    answerNow: boolean,
+  ) => void = () => {};
 
   /** The model on top of a fake's wire. */
   constructor(readonly wire: ModelWire) {}
@@ -69,7 +76,7 @@ export class FakeGeminiModel {
       ctx.push({ kind: "audio", pcm: new Int16Array(bytes.buffer, 0, bytes.byteLength / 2) });
     }
     const content = message.clientContent as
-      | { turns?: { role: string; parts: { text?: string }[] }[] }
+      | { turns?: { role: string; parts: { text?: string }[] }[]; turnComplete?: boolean }
       | undefined;
     if (content?.turns) {
       const turns = content.turns.map((t) => ({
@@ -77,7 +84,7 @@ export class FakeGeminiModel {
         text: t.parts.map((p) => p.text ?? "").join(""),
       }));
       for (const t of turns) ctx.push({ kind: "turn", ...t });
-      this.onClientContent(connection, turns);
+      this.onClientContent(connection, turns, content.turnComplete === true);
     }
   }
 
