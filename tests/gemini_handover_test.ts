@@ -12,21 +12,15 @@ import { type LogRecord, memoryLogger } from "../core/log.ts";
 import type { RealtimeEvent } from "../core/seams.ts";
 import { createGeminiLive } from "../providers/realtime/gemini_live.ts";
 import { createServerMetrics } from "../server/server_metrics.ts";
+import { sleep, until as untilWithin } from "./_core_helpers.ts";
 import { GeminiLiveFake } from "./fakes/gemini_live_fake.ts";
 
 const ANSWER = ("Your order ships on Monday from the Lyon warehouse and should reach you " +
   "by Thursday unless the carrier reports a delay at the border crossing").split(" ");
 const CHUNK = 320; // 20 ms at 16 kHz
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
-async function until(cond: () => boolean, what: string, ms = 8000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(5);
-  }
-}
+/** Wait (polling) for `cond`, at most 8 s. */
+const until = (cond: () => boolean, what: string) => untilWithin(cond, 8000, what);
 
 /** A fake, a client, the events, and a caller that numbers its 20 ms chunks. */
 async function harness() {
@@ -111,6 +105,30 @@ async function harness() {
 
 type Harness = Awaited<ReturnType<typeof harness>>;
 
+/**
+ * A test on a connected client whose session has handle h-1: `body` runs, then the session must
+ * close exactly once.
+ */
+function scenario(name: string, body: (h: Harness) => Promise<void>): void {
+  Deno.test(name, async () => {
+    const h = await harness();
+    try {
+      await h.client.connect({ systemPrompt: "Agent", tools: [] });
+      await h.handle(1);
+      await body(h);
+      await assertClosesOnce(h);
+    } finally {
+      await h.dispose();
+    }
+  });
+}
+
+/** The caller asks a 500 ms question; resolves once the fake has all of it. */
+async function ask(h: Harness): Promise<void> {
+  h.say(25);
+  await h.fake.waitUntil(() => h.fake.messages("realtimeInput", 1).length === 25);
+}
+
 /** Connection `n`'s context holds every caller chunk once, in order (waits for the replay). */
 async function assertNoLoss(h: Harness, n: number): Promise<void> {
   const want = concatInt16(h.sent);
@@ -146,13 +164,10 @@ const handleOf = (h: Harness, n: number) =>
   (h.fake.messages("setup", n)[0].message.setup as { sessionResumption: unknown })
     .sessionResumption;
 
-Deno.test("goAway mid-answer: the deadline cuts it, the next session goes on from the heard point", async () => {
-  const h = await harness();
-  try {
-    await h.client.connect({ systemPrompt: "Agent", tools: [] });
-    await h.handle(1);
-    h.say(25); // the question, 500 ms
-    await h.fake.waitUntil(() => h.fake.messages("realtimeInput", 1).length === 25);
+scenario(
+  "goAway mid-answer: the deadline cuts it, the next session goes on from the heard point",
+  async (h) => {
+    await ask(h);
     const replying = h.fake.model.reply(1, ANSWER, { wordMs: 100 });
     await sleep(350);
     h.fake.model.goAway(1, 800);
@@ -166,20 +181,14 @@ Deno.test("goAway mid-answer: the deadline cuts it, the next session goes on fro
     assert.equal(r.fields!.replayedMs, 500);
     await assertNoLoss(h, 2);
     reportGap("goAway mid-answer", h);
-    await assertClosesOnce(h);
-  } finally {
-    await h.dispose();
-  }
-});
+  },
+);
 
-Deno.test("goAway after an answer: the fresh handle that follows turnComplete is the one resumed", async () => {
-  const h = await harness();
-  const metrics = createServerMetrics();
-  try {
-    await h.client.connect({ systemPrompt: "Agent", tools: [] });
-    await h.handle(1);
-    h.say(25);
-    await h.fake.waitUntil(() => h.fake.messages("realtimeInput", 1).length === 25);
+scenario(
+  "goAway after an answer: the fresh handle that follows turnComplete is the one resumed",
+  async (h) => {
+    const metrics = createServerMetrics();
+    await ask(h);
     const replying = h.fake.model.reply(1, ANSWER, { wordMs: 40, handleAfterMs: 60 });
     await sleep(100);
     h.fake.model.goAway(1, 5000);
@@ -198,17 +207,12 @@ Deno.test("goAway after an answer: the fresh handle that follows turnComplete is
     assert.equal(h.handovers()[0].fields!.reply, "none");
     assert.equal(metrics.realtimeHandovers.labels("gemini", "none").value, 1, "counted once");
     reportGap("goAway after an answer", h);
-    await assertClosesOnce(h);
-  } finally {
-    await h.dispose();
-  }
-});
+  },
+);
 
-Deno.test("goAway while the caller talks: every chunk reaches the resumed context once", async () => {
-  const h = await harness();
-  try {
-    await h.client.connect({ systemPrompt: "Agent", tools: [] });
-    await h.handle(1);
+scenario(
+  "goAway while the caller talks: every chunk reaches the resumed context once",
+  async (h) => {
     h.fake.setupCompleteDelayMs = 150;
     const talking = h.talk(1500);
     await sleep(400);
@@ -219,19 +223,13 @@ Deno.test("goAway while the caller talks: every chunk reaches the resumed contex
     await assertNoLoss(h, 2);
     assert.equal(h.handovers()[0].fields!.reason, "goAway");
     reportGap("goAway while the caller talks", h);
-    await assertClosesOnce(h);
-  } finally {
-    await h.dispose();
-  }
-});
+  },
+);
 
-Deno.test("abrupt TCP drop mid-answer: audio since the handle is replayed, the answer goes on", async () => {
-  const h = await harness();
-  try {
-    await h.client.connect({ systemPrompt: "Agent", tools: [] });
-    await h.handle(1);
-    h.say(25);
-    await h.fake.waitUntil(() => h.fake.messages("realtimeInput", 1).length === 25);
+scenario(
+  "abrupt TCP drop mid-answer: audio since the handle is replayed, the answer goes on",
+  async (h) => {
+    await ask(h);
     h.fake.setupCompleteDelayMs = 200;
     const replying = h.fake.model.reply(1, ANSWER, { wordMs: 100 });
     await sleep(650);
@@ -245,17 +243,12 @@ Deno.test("abrupt TCP drop mid-answer: audio since the handle is replayed, the a
     assert.deepEqual(handleOf(h, 2), { handle: "h-1" });
     await assertNoLoss(h, 2);
     reportGap("abrupt drop mid-answer", h);
-    await assertClosesOnce(h);
-  } finally {
-    await h.dispose();
-  }
-});
+  },
+);
 
-Deno.test("a resume that takes 3 s: the caller's audio meanwhile is kept and replayed", async () => {
-  const h = await harness();
-  try {
-    await h.client.connect({ systemPrompt: "Agent", tools: [] });
-    await h.handle(1);
+scenario(
+  "a resume that takes 3 s: the caller's audio meanwhile is kept and replayed",
+  async (h) => {
     h.fake.setupCompleteDelayMs = 3000;
     const talking = h.talk(4000);
     await sleep(500);
@@ -266,19 +259,13 @@ Deno.test("a resume that takes 3 s: the caller's audio meanwhile is kept and rep
     assert.ok(!h.log.records.some((r) => /buffer full/.test(r.message)));
     const gap = reportGap("3 s slow resume", h);
     assert.ok(gap >= 2900, `gap ${gap} ms`);
-    await assertClosesOnce(h);
-  } finally {
-    await h.dispose();
-  }
-});
+  },
+);
 
-Deno.test("a drop between an answer's turnComplete and its handle: the answer is added as context", async () => {
-  const h = await harness();
-  try {
-    await h.client.connect({ systemPrompt: "Agent", tools: [] });
-    await h.handle(1);
-    h.say(25);
-    await h.fake.waitUntil(() => h.fake.messages("realtimeInput", 1).length === 25);
+scenario(
+  "a drop between an answer's turnComplete and its handle: the answer is added as context",
+  async (h) => {
+    await ask(h);
     const replying = h.fake.model.reply(1, ANSWER, { wordMs: 20, handleAfterMs: 1000 });
     await until(() => h.events.some((e) => e.type === "turn_complete"), "answer done");
     h.fake.dropAbruptly(1); // before the fresh handle
@@ -292,8 +279,5 @@ Deno.test("a drop between an answer's turnComplete and its handle: the answer is
       turnComplete: false,
     }]);
     assert.equal(h.handovers()[0].fields!.reply, "none", "a finished answer is not asked again");
-    await assertClosesOnce(h);
-  } finally {
-    await h.dispose();
-  }
-});
+  },
+);

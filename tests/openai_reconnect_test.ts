@@ -12,6 +12,7 @@ import { memoryLogger } from "../core/log.ts";
 import type { RealtimeEvent, ToolDecl } from "../core/seams.ts";
 import { createOpenAIRealtime } from "../providers/realtime/openai_realtime.ts";
 import { openAIStyleRealtime } from "../providers/realtime/openai_style.ts";
+import { sleep, until as untilWithin } from "./_core_helpers.ts";
 import {
   audioDeltaEvent,
   botTranscriptEvent,
@@ -30,15 +31,8 @@ const TOOL: ToolDecl = {
   params: { type: "object", properties: { city: { type: "string" } }, required: ["city"] },
 };
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
-async function until(cond: () => boolean, what: string, ms = 5000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(5);
-  }
-}
+/** Wait (polling) for `cond`, at most 5 s. */
+const until = (cond: () => boolean, what: string) => untilWithin(cond, 5000, what);
 
 async function harness(options: Record<string, unknown> = {}, factory = createOpenAIRealtime) {
   const fake = new OpenAIRealtimeFake();
