@@ -6,7 +6,6 @@
 
 import { FlowcatError } from "../../core/errors.ts";
 import type { Logger } from "../../core/log.ts";
-import type { RealtimeProviderOptions } from "../registry.ts";
 
 /** Options of the Gemini Live client. */
 export interface GeminiLiveOptions {
@@ -37,8 +36,21 @@ export interface GeminiLiveOptions {
   audioBufferMs?: number;
 }
 
+/**
+ * The provider options the registry passes (its `RealtimeProviderOptions`, named by shape here so
+ * this module needs nothing from the registry, which loads the client).
+ */
+export interface GeminiProviderOptions {
+  apiKey?: string;
+  model?: string;
+  voice?: string;
+  url?: string;
+  options?: Record<string, unknown>;
+  logger?: Logger;
+}
+
 /** Client options from the server's provider options; bad numbers warn and use the default. */
-export function geminiOptionsFrom(opts: RealtimeProviderOptions): GeminiLiveOptions {
+export function geminiOptionsFrom(opts: GeminiProviderOptions): GeminiLiveOptions {
   if (!opts.apiKey) throw new FlowcatError("config", "gemini: missing API key");
   const o = opts.options ?? {};
   const num = (k: string): number | undefined => {
