@@ -28,7 +28,6 @@ import { retryWithBackoff } from "./retry.ts";
 import { StandbySlot } from "./gemini_standby.ts";
 import { GeminiTurnTracker } from "./gemini_turns.ts";
 import {
-  GEMINI_DEFAULT_MODEL,
   GEMINI_LIVE_URL,
   geminiAudioMessage,
   geminiLiveUrl,
@@ -38,7 +37,12 @@ import {
   geminiUserTurnMessage,
 } from "./gemini_wire.ts";
 import { handoverReply, reportHandover } from "../../core/handover.ts";
-import { type GeminiLiveOptions, geminiOptionsFrom } from "./gemini_options.ts";
+import {
+  type GeminiLiveOptions,
+  geminiOptionsFrom,
+  type ResolvedGeminiOptions,
+  resolveGeminiOptions,
+} from "./gemini_options.ts";
 
 export type { GeminiLiveOptions } from "./gemini_options.ts";
 
@@ -53,7 +57,7 @@ const CLOSE_WAIT_MS = 2000;
 
 /** Gemini Live speech-to-speech client implementing the {@link RealtimeLlm} seam. */
 export class GeminiLiveClient implements RealtimeLlm {
-  readonly #opts: Required<Omit<GeminiLiveOptions, "voice" | "languageCode" | "logger" | "url">>;
+  readonly #opts: ResolvedGeminiOptions;
   readonly #voice: string | undefined;
   readonly #languageCode: string | undefined;
   readonly #url: string;
@@ -84,15 +88,7 @@ export class GeminiLiveClient implements RealtimeLlm {
   /** A client; nothing is dialled before {@link GeminiLiveClient.connect}. */
   constructor(opts: GeminiLiveOptions) {
     if (!opts.apiKey) throw new FlowcatError("config", "gemini: missing API key");
-    this.#opts = {
-      apiKey: opts.apiKey,
-      model: opts.model || GEMINI_DEFAULT_MODEL,
-      connectTimeoutMs: opts.connectTimeoutMs ?? 10_000,
-      setupTimeoutMs: opts.setupTimeoutMs ?? 10_000,
-      reconnectAttempts: Math.max(1, opts.reconnectAttempts ?? 3),
-      reconnectBackoffMs: opts.reconnectBackoffMs ?? 250,
-      audioBufferMs: opts.audioBufferMs ?? 30_000,
-    };
+    this.#opts = resolveGeminiOptions(opts);
     this.#voice = opts.voice || undefined;
     this.#languageCode = opts.languageCode;
     this.#url = geminiLiveUrl(opts.url ?? GEMINI_LIVE_URL, opts.apiKey);

@@ -6,6 +6,7 @@
 
 import { FlowcatError } from "../../core/errors.ts";
 import type { Logger } from "../../core/log.ts";
+import { GEMINI_DEFAULT_MODEL } from "./gemini_wire.ts";
 
 /** Options of the Gemini Live client. */
 export interface GeminiLiveOptions {
@@ -34,6 +35,24 @@ export interface GeminiLiveOptions {
    * handle. Beyond it the oldest is dropped, with a warning (default 30 s).
    */
   audioBufferMs?: number;
+}
+
+/** {@link GeminiLiveOptions} with every default filled in. */
+export type ResolvedGeminiOptions = Required<
+  Omit<GeminiLiveOptions, "voice" | "languageCode" | "logger" | "url">
+>;
+
+/** Fill in the defaults (listed in docs/config.md). */
+export function resolveGeminiOptions(opts: GeminiLiveOptions): ResolvedGeminiOptions {
+  return {
+    apiKey: opts.apiKey,
+    model: opts.model || GEMINI_DEFAULT_MODEL,
+    connectTimeoutMs: opts.connectTimeoutMs ?? 10_000,
+    setupTimeoutMs: opts.setupTimeoutMs ?? 10_000,
+    reconnectAttempts: Math.max(1, opts.reconnectAttempts ?? 3),
+    reconnectBackoffMs: opts.reconnectBackoffMs ?? 250,
+    audioBufferMs: opts.audioBufferMs ?? 30_000,
+  };
 }
 
 /**
