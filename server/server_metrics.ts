@@ -7,6 +7,7 @@
  * @module
  */
 
+import { onHandover } from "../core/handover.ts";
 import { processLagSampler, processMemory } from "./process_metrics.ts";
 import { type Counter, type Gauge, type Histogram, Registry } from "./prometheus.ts";
 
@@ -32,6 +33,7 @@ export const OTLP_METRIC_NAMES: Readonly<Record<string, { name: string; unit: st
   flowcat_provider_errors_total: { name: "flowcat.provider.errors", unit: "{error}" },
   flowcat_frames_dropped_total: { name: "flowcat.frames.dropped", unit: "{frame}" },
   flowcat_requests_refused_total: { name: "flowcat.requests.refused", unit: "{request}" },
+  flowcat_realtime_handovers_total: { name: "flowcat.realtime.handovers", unit: "{handover}" },
   flowcat_event_loop_lag_seconds: { name: "flowcat.event_loop.lag", unit: "s" },
   flowcat_event_loop_lag_max_seconds: { name: "flowcat.event_loop.lag_max", unit: "s" },
   process_resident_memory_bytes: { name: "process.memory.usage", unit: "By" },
@@ -62,6 +64,8 @@ export interface ServerMetrics {
   readonly framesDropped: Counter;
   /** `flowcat_requests_refused_total{reason}`. */
   readonly requestsRefused: Counter;
+  /** `flowcat_realtime_handovers_total{provider,reply}`, fed by every handover in the process. */
+  readonly realtimeHandovers: Counter;
 }
 
 /** Make the server's metric families (and the process ones read at scrape time). */
@@ -114,8 +118,15 @@ export function createServerMetrics(): ServerMetrics {
       "Requests refused before any call work (bad signature, token or bearer).",
       ["reason"],
     ),
+    realtimeHandovers: registry.counter(
+      "flowcat_realtime_handovers_total",
+      "Realtime sessions handed over to a new connection, by provider and what became of the reply.",
+      ["provider", "reply"],
+    ),
   };
   m.activeCalls.labels().set(0);
+  // Process-wide: a server is one per process; extra registries (tests) just count too.
+  onHandover((r) => m.realtimeHandovers.labels(r.provider, r.reply).inc());
   const lag = processLagSampler();
   registry.gauge(
     "flowcat_event_loop_lag_seconds",

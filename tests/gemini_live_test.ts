@@ -231,8 +231,11 @@ Deno.test("audio chunk: realtimeInput.audio, mimeType with the rate, base64 PCM1
   }
 });
 
-Deno.test("audio waiting for setup is bounded to ~2 s: oldest dropped, one warning", async () => {
-  const h = await harness({ fake: { autoSetupComplete: false } });
+Deno.test("audio waiting for setup is bounded by audioBufferMs: oldest dropped, one warning", async () => {
+  const h = await harness({
+    fake: { autoSetupComplete: false },
+    client: { options: { audioBufferMs: 2000 } },
+  });
   try {
     const connecting = h.client.connect(SETUP);
     for (let i = 0; i < 30; i++) h.client.sendAudio(audio(pcm16k(1600, i))); // 100 ms each
@@ -467,7 +470,7 @@ Deno.test("updateSystem before any handle starts a fresh session and drops the o
   }
 });
 
-Deno.test("goAway with no answer in progress reconnects at once with the handle", async () => {
+Deno.test("goAway with no answer in progress switches once the next session is ready", async () => {
   const h = await harness();
   try {
     await h.client.connect(SETUP);
@@ -475,29 +478,43 @@ Deno.test("goAway with no answer in progress reconnects at once with the handle"
     h.fake.send({ goAway: { timeLeft: "10s" } });
     await h.fake.waitFor((m) => m.kind === "setup" && m.connection === 2);
     assert.deepEqual(setupOf(h.fake.messages("setup", 2)[0]).sessionResumption, { handle: "h-7" });
+    await until(() => h.log.records.some((r) => /handed over/.test(r.message)), "handover");
     h.client.sendAudio(audio(pcm16k(160, 9)));
     await h.fake.waitFor((m) => m.kind === "realtimeInput");
     assert.equal(h.fake.messages("realtimeInput", 2).length, 1);
+    assert.equal(h.fake.messages("realtimeInput", 1).length, 0);
     assert.ok(!h.events.some((e) => e.type === "closed"));
   } finally {
     await h.dispose();
   }
 });
 
-Deno.test("goAway during an answer lets the answer finish, then moves", async () => {
+Deno.test("goAway during an answer: the answer finishes, the fresh handle after it is used", async () => {
   const h = await harness();
   try {
     await h.client.connect(SETUP);
     h.fake.send({ sessionResumptionUpdate: { newHandle: "h-8", resumable: true } });
+    h.fake.send({ sessionResumptionUpdate: { newHandle: "", resumable: false } });
     h.fake.send(serverAudio(Int16Array.from([1])));
     h.fake.send({ goAway: { timeLeft: "30s" } });
     h.fake.send(serverAudio(Int16Array.from([2])));
     await until(() => h.events.filter((e) => e.type === "audio_out").length === 2, "audio");
-    await sleep(50);
-    assert.equal(h.fake.connections, 1);
-    h.fake.send({ serverContent: { turnComplete: true } });
+    // The next connection is readied at once, but the live one keeps the answer going.
     await h.fake.waitFor((m) => m.kind === "setup" && m.connection === 2);
     assert.deepEqual(setupOf(h.fake.messages("setup", 2)[0]).sessionResumption, { handle: "h-8" });
+    await sleep(50);
+    assert.ok(!h.log.records.some((r) => /handed over/.test(r.message)));
+    h.fake.send({ serverContent: { turnComplete: true } }, 1);
+    await sleep(30);
+    assert.ok(!h.log.records.some((r) => /handed over/.test(r.message)), "waits for the handle");
+    h.fake.send({ sessionResumptionUpdate: { newHandle: "h-9", resumable: true } }, 1);
+    await h.fake.waitFor((m) => m.kind === "setup" && m.connection === 3);
+    assert.deepEqual(setupOf(h.fake.messages("setup", 3)[0]).sessionResumption, { handle: "h-9" });
+    await until(() => h.log.records.some((r) => /handed over/.test(r.message)), "handover");
+    h.client.sendAudio(audio(pcm16k(160, 9)));
+    await h.fake.waitFor((m) => m.kind === "realtimeInput");
+    assert.equal(h.fake.messages("realtimeInput", 3).length, 1);
+    assert.equal(h.fake.messages("clientContent").length, 0, "a finished answer is not resumed");
   } finally {
     await h.dispose();
   }

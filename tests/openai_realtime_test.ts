@@ -442,7 +442,7 @@ Deno.test("openai: malformed and unknown server messages are skipped", async () 
   });
 });
 
-Deno.test("openai: a dropped socket gives closed, then undefined", async () => {
+Deno.test("openai: with reconnects off, a dropped socket gives closed, then undefined", async () => {
   await withClient(async ({ fake, llm }) => {
     await fake.dropConnection(1011, "boom");
     const ev = await next(llm);
@@ -450,7 +450,7 @@ Deno.test("openai: a dropped socket gives closed, then undefined", async () => {
     assert.match((ev as { reason?: string }).reason ?? "", /1011/);
     assert.equal(await next(llm), undefined);
     await assert.rejects(llm.updateSystem("x", []), FlowcatError);
-  });
+  }, { client: { options: { reconnectAttempts: 0 } } });
 });
 
 Deno.test("openai: close is idempotent; events end with closed then undefined", async () => {

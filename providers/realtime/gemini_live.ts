@@ -1,8 +1,8 @@
 /**
- * Gemini Live (BidiGenerateContent) realtime client: one WebSocket session per call, with
- * session-resumption reconnects on `goAway`, on a dropped socket and on `updateSystem`.
- * Message building/parsing lives in gemini_wire.ts / gemini_parse.ts; the design and its
- * trade-offs are in docs/realtime.md.
+ * Gemini Live (BidiGenerateContent) realtime client: one WebSocket session per call, handed over
+ * to a resumed connection on `goAway`, on a dropped socket and on `updateSystem` without losing
+ * caller audio. Message building/parsing lives in gemini_wire.ts / gemini_parse.ts; the design,
+ * its guarantees and its trade-offs are in docs/realtime.md.
  *
  * @example
  * ```ts
@@ -18,105 +18,85 @@ import { type Logger, silentLogger } from "../../core/log.ts";
 import type { AudioChunk, KeypadEntry } from "../../core/frames.ts";
 import type { RealtimeEvent, RealtimeLlm, RealtimeSetup, ToolDecl } from "../../core/seams.ts";
 import type { RealtimeFactory } from "../provider_types.ts";
-import { dtmfUserText, messageText, RealtimeEventQueue } from "./_shared.ts";
+import { dtmfUserText, RealtimeEventQueue } from "./_shared.ts";
 import { DEFAULT_VOICES } from "./env.ts";
-import { parseGeminiServerMessage } from "./gemini_parse.ts";
-import { OutboundBuffer } from "./gemini_outbox.ts";
-import { abortableDelay, SocketPool } from "./gemini_sockets.ts";
+import type { GeminiServerMessage } from "./gemini_parse.ts";
+import { OutboundLog } from "./gemini_outbox.ts";
+import { type GeminiConnection, openGeminiConnection, retireConnection } from "./gemini_session.ts";
+import { SocketPool } from "./gemini_sockets.ts";
+import { retryWithBackoff } from "./retry.ts";
+import { StandbySlot } from "./gemini_standby.ts";
 import { GeminiTurnTracker } from "./gemini_turns.ts";
 import {
-  GEMINI_DEFAULT_MODEL,
   GEMINI_LIVE_URL,
   geminiAudioMessage,
   geminiLiveUrl,
-  geminiSetupMessage,
+  geminiModelTurnsMessage,
+  geminiResumeReplyMessage,
   geminiToolResponseMessage,
   geminiUserTurnMessage,
 } from "./gemini_wire.ts";
+import { handoverReply, reportHandover } from "../../core/handover.ts";
+import {
+  type GeminiLiveOptions,
+  geminiOptionsFrom,
+  type ResolvedGeminiOptions,
+  resolveGeminiOptions,
+} from "./gemini_options.ts";
 
-/** Options of {@link GeminiLiveClient}. */
-export interface GeminiLiveOptions {
-  /** Gemini API key; sent only in the URL query, never logged. */
-  apiKey: string;
-  /** Endpoint override (tests, proxies); `?key=` is appended. */
-  url?: string;
-  /** Model name (default {@link GEMINI_DEFAULT_MODEL}); `models/` is added when missing. */
-  model?: string;
-  /** Voice; wins over `RealtimeSetup.voice`. Default Fenrir. */
-  voice?: string;
-  /** BCP-47 speech language for `speechConfig.languageCode`. */
-  languageCode?: string;
-  /** Logger for connection and protocol events (default silent). */
-  logger?: Logger;
-  /** WebSocket open deadline (default 10 s). */
-  connectTimeoutMs?: number;
-  /** Deadline for `setupComplete` after `setup` was sent (default 10 s). */
-  setupTimeoutMs?: number;
-  /** Reconnect tries after `goAway`, a dropped socket or `updateSystem` (default 3). */
-  reconnectAttempts?: number;
-  /** Wait before the second try; doubles for each further one (default 250 ms). */
-  reconnectBackoffMs?: number;
-  /** Caller audio kept while no session is ready; oldest dropped beyond this (default 2 s). */
-  audioBufferMs?: number;
-}
+export type { GeminiLiveOptions } from "./gemini_options.ts";
 
-/** How long before a `goAway` deadline the client moves even when the model is mid-answer. */
-const GOAWAY_MARGIN_MS = 1000;
+/** How long after a `goAway` deadline the client gives up on a server that did not close. */
+const DEADLINE_GRACE_MS = 500;
+
+/** The reason of an `updateSystem` switch: an answer it cuts is not resumed. */
+const SYSTEM_CHANGED = "system prompt and tools changed";
 
 /** How long close() waits for the server to acknowledge the WebSocket close. */
 const CLOSE_WAIT_MS = 2000;
 
-interface Connection {
-  ws: WebSocket;
-  /** setupComplete arrived and this is (or was) the active connection. */
-  ready: boolean;
-  /** Closed on purpose or already gone: its events and its close are ignored. */
-  retired: boolean;
-  setupWaiter?: { resolve(): void; reject(err: Error): void };
-}
-
 /** Gemini Live speech-to-speech client implementing the {@link RealtimeLlm} seam. */
 export class GeminiLiveClient implements RealtimeLlm {
-  readonly #opts: Required<Omit<GeminiLiveOptions, "voice" | "languageCode" | "logger" | "url">>;
+  readonly #opts: ResolvedGeminiOptions;
   readonly #voice: string | undefined;
   readonly #languageCode: string | undefined;
   readonly #url: string;
   readonly #log: Logger;
   readonly #events = new RealtimeEventQueue();
-  readonly #outbox: OutboundBuffer;
+  readonly #outbox: OutboundLog;
   readonly #stop = new AbortController();
+  readonly #turns = new GeminiTurnTracker();
+  readonly #sockets = new SocketPool();
   #setup: RealtimeSetup | undefined;
-  #conn: Connection | undefined;
+  /** The live connection; undefined during a switch. */
+  #conn: GeminiConnection | undefined;
+  /** The connection that was live last (for the handover gap). */
+  #lastLive: GeminiConnection | undefined;
   #connecting: Promise<void> | undefined;
   #switching: Promise<void> | undefined;
+  /** Freshest resumption handle of the conversation. */
   #handle: string | undefined;
-  readonly #turns = new GeminiTurnTracker();
-  #goAwayFrom: Connection | undefined;
-  #goAwayTimer: ReturnType<typeof setTimeout> | undefined;
-  readonly #sockets = new SocketPool();
+  /** The model said or did something the freshest handle does not cover yet. */
+  #handleStale = false;
+  /** Final transcripts of answers given after the freshest handle. */
+  #uncoveredAnswers: string[] = [];
+  #goAway: { from: GeminiConnection; timer: ReturnType<typeof setTimeout> } | undefined;
+  readonly #standby = new StandbySlot();
   #shutdown: Promise<void> | undefined;
   #monoWarned = false;
 
   /** A client; nothing is dialled before {@link GeminiLiveClient.connect}. */
   constructor(opts: GeminiLiveOptions) {
     if (!opts.apiKey) throw new FlowcatError("config", "gemini: missing API key");
-    this.#opts = {
-      apiKey: opts.apiKey,
-      model: opts.model || GEMINI_DEFAULT_MODEL,
-      connectTimeoutMs: opts.connectTimeoutMs ?? 10_000,
-      setupTimeoutMs: opts.setupTimeoutMs ?? 10_000,
-      reconnectAttempts: Math.max(1, opts.reconnectAttempts ?? 3),
-      reconnectBackoffMs: opts.reconnectBackoffMs ?? 250,
-      audioBufferMs: opts.audioBufferMs ?? 2000,
-    };
+    this.#opts = resolveGeminiOptions(opts);
     this.#voice = opts.voice || undefined;
     this.#languageCode = opts.languageCode;
     this.#url = geminiLiveUrl(opts.url ?? GEMINI_LIVE_URL, opts.apiKey);
     this.#log = opts.logger ?? silentLogger;
-    this.#outbox = new OutboundBuffer(
+    this.#outbox = new OutboundLog(
       this.#opts.audioBufferMs,
       (ms) =>
-        this.#log.warn("gemini: no session ready; dropping the oldest buffered caller audio", {
+        this.#log.warn("gemini: handover buffer full; dropping the oldest caller audio", {
           bufferMs: ms,
         }),
     );
@@ -131,8 +111,9 @@ export class GeminiLiveClient implements RealtimeLlm {
     this.#setup = { ...setup, tools: [...setup.tools] };
     this.#connecting = (async () => {
       try {
-        const conn = await this.#openSession(undefined);
-        this.#activate(conn, setup.kickoff);
+        const conn = await this.#open(undefined);
+        if (setup.kickoff) this.#outbox.unshift(geminiUserTurnMessage(setup.kickoff));
+        this.#goLive(conn, undefined);
       } catch (err) {
         await this.#close(`gemini: connect failed: ${errorMessage(err)}`);
         throw err;
@@ -165,7 +146,8 @@ export class GeminiLiveClient implements RealtimeLlm {
     await this.#connecting;
     while (this.#switching) await this.#switching;
     this.#setup = { ...this.#setup, systemPrompt: prompt, tools: [...tools] };
-    await this.#reconnect("system prompt and tools changed");
+    this.#standby.drop();
+    await this.#move(SYSTEM_CHANGED);
     if (this.#events.closed) throw this.#closedError("updateSystem");
   }
 
@@ -189,7 +171,7 @@ export class GeminiLiveClient implements RealtimeLlm {
   /** A keypad press, as a user turn the model answers now ({@link dtmfUserText}). */
   sendDtmf(key: KeypadEntry): void {
     if (this.#shutdown) return;
-    this.#outbox.push(geminiUserTurnMessage(dtmfUserText(key)));
+    this.#outbox.push(geminiUserTurnMessage(dtmfUserText(key)), undefined, true);
     this.#flush();
   }
 
@@ -210,94 +192,93 @@ export class GeminiLiveClient implements RealtimeLlm {
 
   // ------------------------------------------------------------------ connections
 
-  async #openSession(handle: string | undefined): Promise<Connection> {
+  #open(handle: string | undefined): Promise<GeminiConnection> {
     const setup = this.#setup!;
-    const ws = await this.#sockets.open(this.#url, {
-      provider: "gemini",
-      timeoutMs: this.#opts.connectTimeoutMs,
+    return openGeminiConnection({
+      url: this.#url,
+      sockets: this.#sockets,
+      connectTimeoutMs: this.#opts.connectTimeoutMs,
+      setupTimeoutMs: this.#opts.setupTimeoutMs,
+      setup: {
+        model: this.#opts.model,
+        voice: this.#voice ?? setup.voice ?? DEFAULT_VOICES.gemini,
+        systemPrompt: setup.systemPrompt,
+        tools: setup.tools,
+        vad: setup.vad,
+        handle,
+        languageCode: this.#languageCode,
+      },
+      onMessage: (conn, msg, chars) => this.#onMessage(conn, msg, chars),
+      onClose: (conn, code, reason) => this.#onSocketClose(conn, code, reason),
+      stopped: () => this.#shutdown !== undefined,
     });
-    const conn: Connection = { ws, ready: false, retired: false };
-    if (this.#shutdown) {
-      conn.retired = true;
-      ws.close(1000);
-      throw this.#closedError("connect");
-    }
-    const done = new Promise<void>((resolve, reject) => (conn.setupWaiter = { resolve, reject }));
-    ws.addEventListener("message", (e) => this.#onMessage(conn, e.data));
-    ws.addEventListener("close", (e) => this.#onSocketClose(conn, e.code, e.reason));
-    ws.send(JSON.stringify(geminiSetupMessage({
-      model: this.#opts.model,
-      voice: this.#voice ?? setup.voice ?? DEFAULT_VOICES.gemini,
-      systemPrompt: setup.systemPrompt,
-      tools: setup.tools,
-      vad: setup.vad,
-      handle,
-      languageCode: this.#languageCode,
-    })));
-    const timer = setTimeout(() => {
-      conn.setupWaiter?.reject(
-        new FlowcatError(
-          "timeout",
-          `gemini: no setupComplete within ${this.#opts.setupTimeoutMs} ms`,
-        ),
-      );
-    }, this.#opts.setupTimeoutMs);
-    try {
-      await done;
-    } catch (err) {
-      this.#retire(conn);
-      throw err;
-    } finally {
-      clearTimeout(timer);
-      conn.setupWaiter = undefined;
-    }
-    return conn;
   }
 
-  #activate(conn: Connection, kickoff: string | undefined): void {
-    conn.ready = true;
+  /**
+   * Make `conn` the live connection: write again what its handle does not cover, then what
+   * waited, then (after a cut answer) the request to go on; then read what it sent meanwhile.
+   */
+  #goLive(conn: GeminiConnection, heard: string | undefined): { replayedMs: number } {
+    conn.live = true;
     this.#conn = conn;
-    // The kickoff goes first so the model speaks before answering buffered caller audio.
-    if (kickoff) this.#outbox.unshift(geminiUserTurnMessage(kickoff));
-    this.#flush();
+    this.#lastLive = conn;
+    this.#handleStale = false;
+    const write = (text: string) => this.#write(conn, text);
+    const { replayedMs, missingMs } = this.#outbox.resend(conn.handle, write);
+    if (conn.handle !== undefined && this.#uncoveredAnswers.length > 0) {
+      write(geminiModelTurnsMessage(this.#uncoveredAnswers));
+    } else this.#uncoveredAnswers = [];
+    if (heard !== undefined) {
+      this.#outbox.push(geminiResumeReplyMessage(heard), undefined, true);
+      this.#outbox.drain(write);
+    }
+    if (missingMs > 0) {
+      this.#log.warn("gemini: the resumed session misses caller audio beyond audioBufferMs", {
+        missingMs: Math.round(missingMs),
+      });
+    }
+    // A handle sent before the replay does not cover it; the resumed handle still does.
+    for (const msg of conn.early.splice(0)) {
+      this.#apply(conn, { ...msg, resumption: undefined });
+    }
+    return { replayedMs };
+  }
+
+  #write(conn: GeminiConnection, text: string): boolean {
+    if (conn.ws.readyState !== WebSocket.OPEN) return false;
+    conn.ws.send(text);
+    return true;
   }
 
   #flush(): void {
-    const ws = this.#conn?.ws;
-    if (!ws || this.#switching) return;
-    this.#outbox.drain((text) => {
-      if (ws.readyState !== WebSocket.OPEN) return false;
-      ws.send(text);
-      return true;
-    });
+    const conn = this.#conn;
+    if (!conn || this.#switching) return;
+    this.#outbox.drain((text) => this.#write(conn, text));
   }
 
-  /** Close a connection on purpose (its close then triggers nothing). */
-  #retire(conn: Connection): void {
-    if (conn.retired) return;
-    conn.retired = true;
+  #retire(conn: GeminiConnection): void {
+    retireConnection(conn);
     if (this.#conn === conn) this.#conn = undefined;
-    if (this.#goAwayFrom === conn) this.#clearGoAway();
-    try {
-      conn.ws.close(1000);
-    } catch { /* already closing */ }
   }
 
-  #onSocketClose(conn: Connection, code: number, reason: string): void {
-    const why = `socket closed (code ${code}${reason ? `: ${reason.slice(0, 200)}` : ""})`;
-    conn.setupWaiter?.reject(new FlowcatError("closed", `gemini: setup refused: ${why}`));
+  #onSocketClose(conn: GeminiConnection, code: number, reason: string): void {
     if (conn.retired) return;
     conn.retired = true;
-    if (this.#conn !== conn) return;
+    if (this.#standby.holds(conn)) this.#standby.fail();
+    if (this.#conn !== conn || this.#shutdown) return;
     this.#conn = undefined;
-    if (this.#goAwayFrom === conn) this.#clearGoAway();
-    if (this.#shutdown) return;
-    this.#log.warn("gemini: connection lost; resuming the session", { code });
-    void this.#reconnect(why);
+    // Deno reports a TCP close without a close frame as code 0 (browsers say 1006).
+    const why = this.#goAway?.from === conn
+      ? "goAway deadline"
+      : code === 0 || code === 1006
+      ? "socket dropped (no close frame)"
+      : `socket closed (code ${code}${reason ? `: ${reason.slice(0, 200)}` : ""})`;
+    if (this.#goAway?.from !== conn) this.#log.warn("gemini: connection lost", { code });
+    void this.#move(why);
   }
 
-  /** Reconnect once at a time; callers that arrive meanwhile share the attempt. */
-  #reconnect(why: string): Promise<void> {
+  /** Switch to a new connection, once at a time; callers meanwhile share the attempt. */
+  #move(why: string): Promise<void> {
     this.#switching ??= this.#switchSession(why).finally(() => {
       this.#switching = undefined;
       this.#flush();
@@ -306,33 +287,71 @@ export class GeminiLiveClient implements RealtimeLlm {
   }
 
   async #switchSession(why: string): Promise<void> {
+    // The gap starts when the old connection stopped serving: now if it still was (a switch
+    // on purpose), else at its last message (a drop or the goAway deadline).
+    const lastAt = this.#conn ? Date.now() : this.#lastLive?.lastMessageAt || Date.now();
     if (this.#conn) this.#retire(this.#conn);
+    this.#clearGoAway();
+    const heard = why === SYSTEM_CHANGED ? undefined : this.#turns.spokenSoFar;
     for (const ev of this.#turns.cutTurn()) this.#events.push(ev);
     const attempts = this.#opts.reconnectAttempts;
-    let lastError: unknown;
-    for (let i = 0; i < attempts; i++) {
-      const delayMs = i === 0 ? 0 : this.#opts.reconnectBackoffMs * 2 ** (i - 1);
-      if (delayMs > 0 && !(await abortableDelay(delayMs, this.#stop.signal))) return;
-      if (this.#shutdown) return;
+    const out = await retryWithBackoff({
+      attempts,
+      backoffMs: this.#opts.reconnectBackoffMs,
+      signal: this.#stop.signal,
+      what: "gemini: reconnect attempt",
+      log: this.#log,
+    }, async (i) => {
       // The last try starts afresh: a stale or refused handle must not end the call.
       const handle = i > 0 && i === attempts - 1 ? undefined : this.#handle;
-      try {
-        const conn = await this.#openSession(handle);
-        if (handle === undefined) this.#forgetSession();
-        this.#log.info("gemini: session switched", { why, resumed: handle !== undefined });
-        this.#activate(conn, undefined);
-        return;
-      } catch (err) {
-        lastError = err;
-        this.#log.warn("gemini: reconnect attempt failed", {
-          attempt: i + 1,
-          error: errorMessage(err),
-        });
-      }
+      return { handle, conn: await this.#standby.take(handle) ?? await this.#open(handle) };
+    });
+    if (this.#shutdown) {
+      if (out.ok) retireConnection(out.value.conn);
+      return;
     }
-    await this.#close(
-      `gemini: reconnect failed after ${attempts} attempts (${why}): ${errorMessage(lastError)}`,
+    if (!out.ok) {
+      const error = "error" in out ? errorMessage(out.error) : "stopped";
+      await this.#close(`gemini: reconnect failed after ${attempts} attempts (${why}): ${error}`);
+      return;
+    }
+    const { handle, conn } = out.value;
+    if (handle === undefined) this.#forgetSession();
+    const { replayedMs } = this.#goLive(conn, heard);
+    reportHandover(this.#log, {
+      provider: "gemini",
+      reason: why,
+      gapMs: Math.max(0, conn.readyAt - lastAt),
+      replayedMs,
+      reply: handoverReply(heard),
+      resumed: handle !== undefined,
+    });
+  }
+
+  /** Ready a connection resumed from the freshest handle (during a `goAway`). */
+  #prepareStandby(): void {
+    this.#standby.prepare(
+      this.#handle,
+      (h) => this.#open(h),
+      () => this.#advanceHandover(),
+      (err) => {
+        this.#log.warn("gemini: readying the next connection failed", { error: errorMessage(err) });
+      },
     );
+  }
+
+  /**
+   * During a `goAway`: keep a standby resumed from the freshest handle, and switch to it as
+   * soon as it is ready, the model is not answering, and the handle covers the last answer.
+   * Until then the old connection stays live; if its deadline comes first, its close moves.
+   */
+  #advanceHandover(): void {
+    const from = this.#goAway?.from;
+    if (!from || this.#conn !== from || this.#switching || this.#shutdown) return;
+    if (this.#standby.handle !== this.#handle) this.#prepareStandby();
+    if (this.#turns.modelTurnOpen || this.#handleStale) return;
+    if (!this.#standby.ready || this.#standby.handle !== this.#handle) return;
+    void this.#move("goAway");
   }
 
   /** A fresh session knows nothing of the old one: its pending calls can't be answered. */
@@ -352,6 +371,7 @@ export class GeminiLiveClient implements RealtimeLlm {
     this.#shutdown ??= (async () => {
       this.#stop.abort();
       this.#clearGoAway();
+      this.#standby.drop();
       if (this.#conn) this.#retire(this.#conn);
       this.#events.close(reason);
       // The reason travels with the closed event: the call reports it once, as its end.
@@ -367,71 +387,54 @@ export class GeminiLiveClient implements RealtimeLlm {
 
   // ------------------------------------------------------------------ server messages
 
-  #onMessage(conn: Connection, data: unknown): void {
-    if (conn.retired) return;
-    const text = messageText(data);
-    const msg = text === undefined ? undefined : parseGeminiServerMessage(text);
+  #onMessage(conn: GeminiConnection, msg: GeminiServerMessage | undefined, chars?: number): void {
     if (msg === undefined) {
-      this.#log.warn("gemini: skipped a server message that is not a JSON object", {
-        chars: text?.length,
-      });
+      this.#log.warn("gemini: skipped a server message that is not a JSON object", { chars });
       return;
     }
+    this.#apply(conn, msg);
+  }
+
+  #apply(conn: GeminiConnection, msg: GeminiServerMessage): void {
     if (msg.skipped.length > 0) this.#log.debug("gemini: skipped fields", { fields: msg.skipped });
-    if (msg.setupComplete) conn.setupWaiter?.resolve();
     if (msg.modelText) {
       this.#log.debug("gemini: text part ignored", { chars: msg.modelText.length });
     }
-    for (const ev of this.#turns.apply(msg)) this.#events.push(ev);
-    if (msg.turnComplete && this.#goAwayFrom) void this.#reconnect("goAway at turn end");
-    if (msg.resumption?.handle !== undefined) this.#handle = msg.resumption.handle;
+    for (const ev of this.#turns.apply(msg)) {
+      if (ev.type === "bot_text" && ev.final) this.#uncoveredAnswers.push(ev.text);
+      this.#events.push(ev);
+    }
+    if (msg.modelTurn || msg.outputTranscript !== undefined || msg.toolCalls.length > 0) {
+      this.#handleStale = true;
+    }
+    if (msg.resumption?.handle !== undefined) {
+      this.#handle = msg.resumption.handle;
+      this.#handleStale = false;
+      this.#uncoveredAnswers = [];
+      this.#outbox.mark(this.#handle, [this.#standby.handle ?? undefined]);
+    } else if (msg.resumption) this.#handleStale = true;
     if (msg.goAway) this.#onGoAway(conn, msg.goAway.timeLeftMs);
+    if (this.#goAway?.from === conn) this.#advanceHandover();
   }
 
-  /** Move now, or after the answer being spoken when the server leaves time for it. */
-  #onGoAway(conn: Connection, timeLeftMs: number | undefined): void {
-    if (this.#goAwayFrom || this.#conn !== conn) return;
+  /** Ready the next connection now; the switch comes when it is ready and the model is idle. */
+  #onGoAway(conn: GeminiConnection, timeLeftMs: number | undefined): void {
+    if (this.#goAway || this.#conn !== conn) return;
     this.#log.info("gemini: goAway received", { timeLeftMs });
-    if (this.#turns.modelTurnOpen && timeLeftMs !== undefined && timeLeftMs > GOAWAY_MARGIN_MS) {
-      this.#goAwayFrom = conn;
-      this.#goAwayTimer = setTimeout(
-        () => void this.#reconnect("goAway deadline"),
-        timeLeftMs - GOAWAY_MARGIN_MS,
-      );
-      return;
-    }
-    void this.#reconnect("goAway");
+    const timer = setTimeout(() => {
+      if (this.#conn !== conn) return;
+      this.#retire(conn);
+      void this.#move("goAway deadline");
+    }, (timeLeftMs ?? 0) + DEADLINE_GRACE_MS);
+    this.#goAway = { from: conn, timer };
   }
 
   #clearGoAway(): void {
-    clearTimeout(this.#goAwayTimer);
-    this.#goAwayTimer = undefined;
-    this.#goAwayFrom = undefined;
+    clearTimeout(this.#goAway?.timer);
+    this.#goAway = undefined;
   }
 }
 
 /** Registry factory: a {@link GeminiLiveClient} from the server's provider options. */
-export const createGeminiLive: RealtimeFactory = (opts): RealtimeLlm => {
-  if (!opts.apiKey) throw new FlowcatError("config", "gemini: missing API key");
-  const o = opts.options ?? {};
-  const num = (k: string): number | undefined => {
-    const v = o[k];
-    if (v === undefined) return undefined;
-    if (typeof v === "number" && Number.isFinite(v) && v >= 0) return v;
-    opts.logger?.warn(`gemini: options.${k} is not a non-negative number; using the default`);
-    return undefined;
-  };
-  return new GeminiLiveClient({
-    apiKey: opts.apiKey,
-    url: opts.url,
-    model: opts.model,
-    voice: opts.voice,
-    logger: opts.logger,
-    languageCode: typeof o.languageCode === "string" ? o.languageCode : undefined,
-    connectTimeoutMs: num("connectTimeoutMs"),
-    setupTimeoutMs: num("setupTimeoutMs"),
-    reconnectAttempts: num("reconnectAttempts"),
-    reconnectBackoffMs: num("reconnectBackoffMs"),
-    audioBufferMs: num("audioBufferMs"),
-  });
-};
+export const createGeminiLive: RealtimeFactory = (opts): RealtimeLlm =>
+  new GeminiLiveClient(geminiOptionsFrom(opts));

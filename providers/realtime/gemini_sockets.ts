@@ -43,19 +43,3 @@ export class SocketPool {
     clearTimeout(timer);
   }
 }
-
-/** Wait `ms`; resolves false at once when `signal` aborts (the timer is cleared). */
-export function abortableDelay(ms: number, signal: AbortSignal): Promise<boolean> {
-  if (signal.aborted) return Promise.resolve(false);
-  return new Promise((resolve) => {
-    const onAbort = () => {
-      clearTimeout(timer);
-      resolve(false);
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener("abort", onAbort);
-      resolve(true);
-    }, ms);
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
-}

@@ -19,12 +19,22 @@ export class GeminiTurnTracker {
   #userText = "";
   #botText = "";
   #modelTurnOpen = false;
+  /** The open turn carried speech (audio or its transcript) for the caller. */
+  #spoke = false;
   readonly #toolNames = new Map<string, string>();
   readonly #cancelled = new Set<string>();
 
   /** True while the model is answering (content seen, no `turnComplete` yet). */
   get modelTurnOpen(): boolean {
     return this.#modelTurnOpen;
+  }
+
+  /**
+   * The open turn's transcript so far when it carried speech (what the caller was given of an
+   * answer); `undefined` when no spoken answer is running.
+   */
+  get spokenSoFar(): string | undefined {
+    return this.#modelTurnOpen && this.#spoke ? this.#botText.trim() : undefined;
   }
 
   /**
@@ -36,6 +46,7 @@ export class GeminiTurnTracker {
     if (msg.interrupted) out.push({ type: "interrupted" });
     if (msg.modelTurn) this.#modelTurnOpen = true;
     for (const audio of msg.audio) out.push({ type: "audio_out", audio });
+    if (msg.audio.length > 0 || msg.outputTranscript !== undefined) this.#spoke = true;
     if (msg.inputTranscript !== undefined) {
       this.#userText += msg.inputTranscript;
       out.push({ type: "user_text", text: msg.inputTranscript, final: false });
@@ -58,6 +69,7 @@ export class GeminiTurnTracker {
     if (msg.turnComplete) {
       this.#finals(out);
       this.#modelTurnOpen = false;
+      this.#spoke = false;
       out.push({ type: "turn_complete" });
     }
     return out;
@@ -72,6 +84,7 @@ export class GeminiTurnTracker {
     this.#finals(out);
     if (this.#modelTurnOpen) out.push({ type: "turn_complete" });
     this.#modelTurnOpen = false;
+    this.#spoke = false;
     return out;
   }
 

@@ -176,6 +176,42 @@ export function geminiUserTurnMessage(text: string): string {
 }
 
 /**
+ * Answers the model gave that the resumption handle does not hold (it predates them), as model
+ * turns appended to the context without asking for a reply.
+ */
+export function geminiModelTurnsMessage(texts: readonly string[]): string {
+  const turns = texts.map((text) => ({ role: "model", parts: [{ text }] }));
+  return JSON.stringify({ clientContent: { turns, turnComplete: false } });
+}
+
+/**
+ * After a handover cut the model's answer: the part the caller heard as the model's turn, then a
+ * user turn asking it to go on from there (or, when nothing was heard, to answer again).
+ */
+export function geminiResumeReplyMessage(heard: string): string {
+  const turns = heard === ""
+    ? [{
+      role: "user",
+      parts: [{
+        text: "(The line dropped before your last answer reached the caller. Give that answer " +
+          "again, in full.)",
+      }],
+    }]
+    : [
+      { role: "model", parts: [{ text: heard }] },
+      {
+        role: "user",
+        parts: [{
+          text: "(The line dropped while you were answering; the caller heard only your words " +
+            "up to here. Continue that answer from exactly where it stopped, without repeating " +
+            "what was heard.)",
+        }],
+      },
+    ];
+  return JSON.stringify({ clientContent: { turns, turnComplete: true } });
+}
+
+/**
  * A `toolResponse` for one call. A plain-object result is the response itself; anything else is
  * wrapped as `{result}` because `response` must be a JSON object.
  */

@@ -48,6 +48,12 @@ export interface OpenAIClientConfig {
   serverInterrupt: boolean;
   /** Deadline for opening the socket and for the session handshake, each. */
   timeoutMs: number;
+  /** Tries to open a reseeded session after a dropped socket (0: none, the call ends). */
+  reconnectAttempts: number;
+  /** Wait before the first try; doubled for each further one. */
+  reconnectBackoffMs: number;
+  /** Caller audio kept for a reseeded session (not yet a transcribed turn), ms. */
+  audioBufferMs: number;
   logger: Logger;
 }
 
@@ -80,11 +86,13 @@ const isProtocol = (v: unknown): v is OpenAIRealtimeProtocol => v === "ga" || v 
 const isUnit = (v: unknown): v is number => typeof v === "number" && v >= 0 && v <= 1;
 const isPositive = (v: unknown): v is number =>
   typeof v === "number" && Number.isFinite(v) && v > 0;
+const isCount = (v: unknown): v is number => Number.isInteger(v) && (v as number) >= 0;
 
 /**
  * Resolve a client config. Options read from `opts.options`: `protocol` (`"ga"` | `"beta"`),
  * `transcriptionModel`, `vadThreshold` (0..1, default 0.5), `serverInterrupt` (default true),
- * `timeoutMs`. Throws `FlowcatError("config")` on a missing key, a bad URL or a bad option;
+ * `timeoutMs`, `reconnectAttempts` (default 3), `reconnectBackoffMs` (default 250),
+ * `audioBufferMs` (default 30000). Throws `FlowcatError("config")` on a missing key, a bad URL or a bad option;
  * the messages never hold the key or the URL.
  */
 export function resolveOpenAIConfig(
@@ -128,6 +136,9 @@ export function resolveOpenAIConfig(
     vadThreshold: option(provider, options, "vadThreshold", isUnit, 0.5),
     serverInterrupt: option(provider, options, "serverInterrupt", isBool, true),
     timeoutMs: option(provider, options, "timeoutMs", isPositive, DEFAULT_OPENAI_TIMEOUT_MS),
+    reconnectAttempts: option(provider, options, "reconnectAttempts", isCount, 3),
+    reconnectBackoffMs: option(provider, options, "reconnectBackoffMs", isPositive, 250),
+    audioBufferMs: option(provider, options, "audioBufferMs", isPositive, 30_000),
     logger: opts.logger ?? silentLogger,
   };
 }

@@ -20,7 +20,15 @@ import { type AudioChunk, audioFrame, type KeypadEntry, type ToolDecl } from "..
 import type { Logger } from "../../core/log.ts";
 import type { RealtimeEvent, RealtimeLlm, RealtimeSetup } from "../../core/seams.ts";
 import type { RealtimeFactory, RealtimeProviderOptions } from "../provider_types.ts";
+import { handoverReply, reportHandover } from "../../core/handover.ts";
+import { retryWithBackoff } from "./retry.ts";
 import { dtmfUserText, openRealtimeSocket, RealtimeEventQueue } from "./_shared.ts";
+import {
+  AudioBacklog,
+  continueAnswerText,
+  type CutAnswer,
+  OpenAIConversation,
+} from "./openai_history.ts";
 import {
   OPENAI_REALTIME_SPEC,
   type OpenAIClientConfig,
@@ -39,6 +47,8 @@ import {
   type ServerEvent,
   usageFromResponse,
 } from "./openai_inbound.ts";
+import { SessionHandshake } from "./openai_handshake.ts";
+import { ResponseGate } from "./openai_responses.ts";
 import {
   type ClientEvent,
   functionOutputEvent,
@@ -50,23 +60,7 @@ import {
   userTextEvent,
 } from "./openai_wire.ts";
 
-type State = "idle" | "connecting" | "open" | "closed";
-
-/** Pending session handshake: waiting for `session.created`, then for `session.updated`. */
-interface Handshake {
-  phase: "created" | "updated";
-  /** The session.update to send on `session.created`. */
-  update: ClientEvent;
-  resolve(): void;
-  reject(err: Error): void;
-}
-
-/** The assistant audio item being received, for `conversation.item.truncate` on barge-in. */
-interface AudioItem {
-  id: string;
-  contentIndex: number;
-  samples: number;
-}
+type State = "idle" | "connecting" | "open" | "reconnecting" | "closed";
 
 const CLOSE_WAIT_MS = 2000;
 
@@ -79,13 +73,17 @@ export class OpenAIRealtimeClient implements RealtimeLlm {
   #ws: WebSocket | undefined;
   #socketClosed: Promise<void> = Promise.resolve();
   #closing: Promise<void> | undefined;
-  #handshake: Handshake | undefined;
+  readonly #handshake: SessionHandshake;
   readonly #audioIn = new InputAudioEncoder();
-  #audioItem: AudioItem | undefined;
-  /** A response is being generated (set when we ask for one, cleared by `response.done`). */
-  #responseActive = false;
-  /** A `response.create` is owed once the active response is done. */
-  #responseWanted = false;
+  readonly #responses = new ResponseGate((ev) => this.#send(ev));
+  #setup: RealtimeSetup | undefined;
+  /** The conversation as heard, to seed a new session after a drop. */
+  readonly #history = new OpenAIConversation();
+  readonly #backlog: AudioBacklog;
+  /** A tool result or keypad turn came while reconnecting: the new session must answer it. */
+  #respondAfterSeed = false;
+  #lastMessageAt = 0;
+  readonly #stop = new AbortController();
 
   /**
    * Make a client from provider options (`apiKey` required). `spec` says the endpoint, auth and
@@ -94,6 +92,12 @@ export class OpenAIRealtimeClient implements RealtimeLlm {
   constructor(opts: RealtimeProviderOptions, spec: OpenAIStyleSpec = OPENAI_REALTIME_SPEC) {
     this.#cfg = resolveOpenAIConfig(spec, opts);
     this.#log = this.#cfg.logger;
+    this.#handshake = new SessionHandshake(this.#cfg.provider);
+    this.#backlog = new AudioBacklog(
+      this.#cfg.audioBufferMs,
+      () =>
+        this.#log.warn(`${this.#cfg.provider}: reconnect buffer full; oldest caller audio dropped`),
+    );
   }
 
   /** Open the socket, configure the session and, with `setup.kickoff`, make the model speak. */
@@ -101,40 +105,15 @@ export class OpenAIRealtimeClient implements RealtimeLlm {
     const p = this.#cfg.provider;
     if (this.#state !== "idle") throw new FlowcatError("other", `${p}: connect called twice`);
     this.#state = "connecting";
-    // The server sends session.created at once: the message listener must be attached in the
-    // very continuation of the open (no extra `.then` hop), or the event can be dispatched first.
-    let ws: WebSocket;
-    try {
-      ws = await openRealtimeSocket(this.#cfg.url, {
-        headers: this.#cfg.headers,
-        timeoutMs: this.#cfg.timeoutMs,
-        provider: p,
-      });
-    } catch (err) {
-      this.#state = "closed";
-      this.#queue.close("connect failed");
-      throw err;
-    }
-    this.#ws = ws;
-    this.#socketClosed = new Promise((resolve) => {
-      ws.addEventListener("close", (ev) => {
-        this.#onSocketClose(ev);
-        resolve();
-      }, { once: true });
-    });
-    // close() may have run while the socket was opening (TS cannot see that across the await).
-    if ((this.#state as State) === "closed") {
-      ws.close(1000);
-      await this.#socketClosed;
-      throw new FlowcatError("closed", `${p}: closed while connecting`);
-    }
-    ws.addEventListener("message", (ev) => this.#onMessage(ev.data));
+    this.#setup = { ...setup, tools: [...setup.tools] };
     const session = sessionConfigFor(this.#cfg, setup);
-    const update = sessionUpdateEvent(this.#cfg.protocol, session);
     try {
-      await this.#runHandshake(update);
+      await this.#dial(sessionUpdateEvent(this.#cfg.protocol, session));
     } catch (err) {
-      await this.close();
+      if (this.#ws === undefined) {
+        this.#state = "closed";
+        this.#queue.close("connect failed");
+      } else await this.close();
       throw err;
     }
     this.#state = "open";
@@ -145,37 +124,61 @@ export class OpenAIRealtimeClient implements RealtimeLlm {
     });
     if (setup.kickoff !== undefined && setup.kickoff !== "") {
       this.#send(userTextEvent(setup.kickoff));
-      this.#requestResponse();
+      this.#responses.request();
     }
   }
 
-  /** Send caller audio (any rate, usually 16 kHz); dropped until the session is ready. */
+  /**
+   * Send caller audio (any rate, usually 16 kHz); dropped until the session is ready, kept while
+   * a dropped session is replaced (and until the server transcribed the turn it belongs to).
+   */
   sendAudio(audio: AudioChunk): void {
-    if (this.#state !== "open") return;
+    if (this.#state !== "open" && this.#state !== "reconnecting") return;
     const b64 = this.#audioIn.encode(audio);
-    if (b64 !== undefined) this.#send({ type: "input_audio_buffer.append", audio: b64 });
+    if (b64 === undefined) return;
+    const ms = (audio.pcm.length / audio.numChannels / audio.sampleRate) * 1000;
+    const sent = this.#state === "open" &&
+      this.#send({ type: "input_audio_buffer.append", audio: b64 });
+    this.#backlog.push(b64, ms, sent);
   }
 
   /** Replace the instructions and tools mid-call (OpenAI allows it with `session.update`). */
   updateSystem(prompt: string, tools: ToolDecl[]): Promise<void> {
-    if (this.#state !== "open") return Promise.reject(this.#notOpen());
-    this.#send(instructionsUpdateEvent(this.#cfg.protocol, prompt, tools));
+    if (this.#state !== "open" && this.#state !== "reconnecting") {
+      return Promise.reject(this.#notOpen());
+    }
+    this.#setup = { ...this.#setup!, systemPrompt: prompt, tools: [...tools] };
+    // While reconnecting, the new session is configured with these.
+    if (this.#state === "open") {
+      this.#send(instructionsUpdateEvent(this.#cfg.protocol, prompt, tools));
+    }
     return Promise.resolve();
   }
 
   /** Answer a tool call and ask the model to go on (after the current response, if one runs). */
   sendToolResult(id: string, result: unknown): Promise<void> {
-    if (this.#state !== "open") return Promise.reject(this.#notOpen());
-    this.#send(functionOutputEvent(id, toolOutputText(result)));
-    this.#requestResponse();
+    if (this.#state !== "open" && this.#state !== "reconnecting") {
+      return Promise.reject(this.#notOpen());
+    }
+    const output = toolOutputText(result);
+    this.#history.toolResult(id, output);
+    if (this.#state === "reconnecting") this.#respondAfterSeed = true;
+    else {
+      this.#send(functionOutputEvent(id, output));
+      this.#responses.request();
+    }
     return Promise.resolve();
   }
 
   /** A keypad press, as a user message the model answers ({@link dtmfUserText}). */
   sendDtmf(key: KeypadEntry): void {
-    if (this.#state !== "open") return;
-    this.#send(userTextEvent(dtmfUserText(key)));
-    this.#requestResponse();
+    if (this.#state !== "open" && this.#state !== "reconnecting") return;
+    this.#history.userSaid(dtmfUserText(key));
+    if (this.#state === "reconnecting") this.#respondAfterSeed = true;
+    else {
+      this.#send(userTextEvent(dtmfUserText(key)));
+      this.#responses.request();
+    }
   }
 
   /** Next event; `undefined` after the `closed` event. */
@@ -196,7 +199,8 @@ export class OpenAIRealtimeClient implements RealtimeLlm {
 
   async #doClose(): Promise<void> {
     this.#state = "closed";
-    this.#failHandshake(new FlowcatError("closed", `${this.#cfg.provider}: closed by client`));
+    this.#stop.abort();
+    this.#handshake.fail(new FlowcatError("closed", `${this.#cfg.provider}: closed by client`));
     this.#queue.close("closed by client");
     const ws = this.#ws;
     if (ws === undefined) return;
@@ -209,38 +213,102 @@ export class OpenAIRealtimeClient implements RealtimeLlm {
     clearTimeout(timer);
   }
 
-  #notOpen(): FlowcatError {
-    return new FlowcatError("closed", `${this.#cfg.provider}: session is not open`);
+  /** Open a socket and run the session handshake with `update`; it becomes the current one. */
+  async #dial(update: ClientEvent): Promise<void> {
+    const p = this.#cfg.provider;
+    // The server sends session.created at once: the message listener must be attached in the
+    // very continuation of the open (no extra `.then` hop), or the event can be dispatched first.
+    const ws = await openRealtimeSocket(this.#cfg.url, {
+      headers: this.#cfg.headers,
+      timeoutMs: this.#cfg.timeoutMs,
+      provider: p,
+    });
+    this.#ws = ws;
+    this.#socketClosed = new Promise((resolve) => {
+      ws.addEventListener("close", (ev) => {
+        this.#onSocketClose(ws, ev);
+        resolve();
+      }, { once: true });
+    });
+    // close() may have run while the socket was opening (TS cannot see that across the await).
+    if ((this.#state as State) === "closed") {
+      ws.close(1000);
+      await this.#socketClosed;
+      throw new FlowcatError("closed", `${p}: closed while connecting`);
+    }
+    ws.addEventListener("message", (ev) => this.#onMessage(ws, ev.data));
+    await this.#handshake.run(update, (ev) => this.#send(ev), this.#cfg.timeoutMs);
   }
 
-  /** Wait for `session.created`, send `update`, wait for `session.updated`, within the deadline. */
-  #runHandshake(update: ClientEvent): Promise<void> {
+  /**
+   * Replace a dropped session: a new one with the same instructions, tools and voice, seeded
+   * with the conversation so far, then the caller audio no transcribed turn covers. Bounded
+   * tries with backoff; after them the session ends as a drop always did.
+   */
+  async #reconnect(reason: string): Promise<void> {
     const p = this.#cfg.provider;
-    const ms = this.#cfg.timeoutMs;
-    return new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        const what = this.#handshake?.phase === "updated" ? "session.updated" : "session.created";
-        this.#failHandshake(new FlowcatError("timeout", `${p}: no ${what} within ${ms} ms`));
-      }, ms);
-      this.#handshake = {
-        phase: "created",
-        update,
-        resolve: () => {
-          clearTimeout(timer);
-          this.#handshake = undefined;
-          resolve();
-        },
-        reject: (err) => {
-          clearTimeout(timer);
-          this.#handshake = undefined;
-          reject(err);
-        },
-      };
+    const lastAt = this.#lastMessageAt || Date.now();
+    const cut = this.#history.takeCutAnswer();
+    if (this.#responses.active) this.#queue.push({ type: "turn_complete" });
+    this.#responses.reset();
+    const attempts = this.#cfg.reconnectAttempts;
+    const out = await retryWithBackoff({
+      attempts,
+      backoffMs: this.#cfg.reconnectBackoffMs,
+      signal: this.#stop.signal,
+      what: `${p}: reconnect attempt`,
+      log: this.#log,
+    }, async () => {
+      try {
+        await this.#dial(
+          sessionUpdateEvent(this.#cfg.protocol, sessionConfigFor(this.#cfg, this.#setup!)),
+        );
+      } catch (err) {
+        try {
+          this.#ws?.close(1000);
+        } catch { /* already closing */ }
+        throw err;
+      }
+    });
+    if (this.#state !== "reconnecting") return;
+    if (!out.ok) {
+      this.#state = "closed";
+      const why = "error" in out ? errorMessage(out.error) : "stopped";
+      this.#queue.close(`${reason}; reconnect failed after ${attempts} attempts: ${why}`);
+      return;
+    }
+    this.#state = "open";
+    const replayedMs = this.#seed(cut);
+    reportHandover(this.#log, {
+      provider: p,
+      reason,
+      gapMs: Math.max(0, Date.now() - lastAt),
+      replayedMs,
+      reply: handoverReply(cut?.heard),
+      resumed: true,
     });
   }
 
-  #failHandshake(err: Error): void {
-    this.#handshake?.reject(err);
+  /** Seed a new session; returns the ms of caller audio written again. */
+  #seed(cut: CutAnswer | undefined): number {
+    for (const ev of this.#history.seedEvents(this.#cfg.protocol)) this.#send(ev);
+    if (cut !== undefined) {
+      this.#send(userTextEvent(continueAnswerText(cut)));
+      this.#responses.request();
+    } else if (this.#respondAfterSeed) this.#responses.request();
+    this.#respondAfterSeed = false;
+    const { chunks, ms, missingMs } = this.#backlog.replay();
+    if (missingMs > 0) {
+      this.#log.warn(`${this.#cfg.provider}: the new session misses caller audio`, {
+        missingMs: Math.round(missingMs),
+      });
+    }
+    for (const audio of chunks) this.#send({ type: "input_audio_buffer.append", audio });
+    return ms;
+  }
+
+  #notOpen(): FlowcatError {
+    return new FlowcatError("closed", `${this.#cfg.provider}: session is not open`);
   }
 
   #send(ev: ClientEvent): boolean {
@@ -250,29 +318,31 @@ export class OpenAIRealtimeClient implements RealtimeLlm {
     return true;
   }
 
-  /** `response.create` now, or once the active response is done (the server allows one). */
-  #requestResponse(): void {
-    if (this.#responseActive) {
-      this.#responseWanted = true;
-      return;
-    }
-    this.#responseActive = true;
-    this.#send({ type: "response.create" });
-  }
-
-  #onSocketClose(ev: CloseEvent): void {
+  #onSocketClose(ws: WebSocket, ev: CloseEvent): void {
+    if (ws !== this.#ws) return;
     const p = this.#cfg.provider;
     const reason = ev.reason
       ? `socket closed (${ev.code}: ${ev.reason.slice(0, 200)})`
+      : ev.code === 0 || ev.code === 1006
+      ? "socket dropped (no close frame)"
       : `socket closed (${ev.code})`;
-    this.#failHandshake(new FlowcatError("closed", `${p}: ${reason} during session setup`));
+    this.#handshake.fail(new FlowcatError("closed", `${p}: ${reason} during session setup`));
+    if (this.#state === "reconnecting") return; // the reconnect loop sees the failed handshake
+    if (this.#state === "open" && this.#cfg.reconnectAttempts > 0) {
+      this.#state = "reconnecting";
+      this.#log.warn(`${p}: connection lost; opening a new session`, { reason });
+      void this.#reconnect(reason);
+      return;
+    }
     // The reason travels with the closed event: the call reports it once, as its end.
     if (this.#state !== "closed") this.#log.debug(`${p}: ${reason}`);
     this.#state = "closed";
     this.#queue.close(reason);
   }
 
-  #onMessage(data: unknown): void {
+  #onMessage(ws: WebSocket, data: unknown): void {
+    if (ws !== this.#ws) return;
+    this.#lastMessageAt = Date.now();
     const ev = parseServerEvent(data);
     if (ev === undefined) {
       this.#log.debug(`${this.#cfg.provider}: skipped a malformed server message`);
@@ -291,43 +361,38 @@ export class OpenAIRealtimeClient implements RealtimeLlm {
 
   #dispatch(ev: ServerEvent): void {
     const t = ev.type;
-    if (this.#handshake !== undefined) return this.#onHandshakeEvent(ev);
+    if (this.#handshake.running) return this.#handshake.onEvent(ev);
     if (AUDIO_DELTA_EVENTS.has(t)) return this.#onAudioDelta(ev);
-    if (BOT_TRANSCRIPT_DELTA_EVENTS.has(t)) return this.#pushText("bot_text", ev.delta, false);
-    if (BOT_TRANSCRIPT_DONE_EVENTS.has(t)) return this.#pushText("bot_text", ev.transcript, true);
+    if (BOT_TRANSCRIPT_DELTA_EVENTS.has(t)) {
+      if (typeof ev.delta === "string") this.#history.answerPart(ev.delta);
+      return this.#pushText("bot_text", ev.delta, false);
+    }
+    if (BOT_TRANSCRIPT_DONE_EVENTS.has(t)) {
+      this.#history.answerDone(typeof ev.transcript === "string" ? ev.transcript : "");
+      return this.#pushText("bot_text", ev.transcript, true);
+    }
     switch (t) {
       case "input_audio_buffer.speech_started":
         return this.#onSpeechStarted();
+      case "input_audio_buffer.committed":
+        return this.#backlog.committed();
       case "conversation.item.input_audio_transcription.delta":
         return this.#pushText("user_text", ev.delta, false);
       case "conversation.item.input_audio_transcription.completed":
+        if (typeof ev.transcript === "string") this.#history.userSaid(ev.transcript);
+        this.#backlog.transcribed();
         return this.#pushText("user_text", ev.transcript, true);
       case "conversation.item.input_audio_transcription.failed":
+        this.#backlog.transcribed();
         return this.#logError("input transcription failed", ev.error);
       case "response.created":
-        this.#responseActive = true;
-        return;
+        return this.#responses.created();
       case "response.function_call_arguments.done":
         return this.#onToolCall(ev);
       case "response.done":
         return this.#onResponseDone(ev);
       case "error":
         return this.#logError("server error", ev.error);
-    }
-  }
-
-  #onHandshakeEvent(ev: ServerEvent): void {
-    const hs = this.#handshake!;
-    if (ev.type === "session.created" && hs.phase === "created") {
-      hs.phase = "updated";
-      this.#send(hs.update);
-    } else if (ev.type === "session.updated" && hs.phase === "updated") {
-      hs.resolve();
-    } else if (ev.type === "error") {
-      // Nothing but the session.update is in flight: its rejection would only end in a timeout.
-      const e = serverErrorInfo(ev.error);
-      const what = `${e.code ?? e.type ?? "error"} ${e.message ?? ""}`.trim();
-      hs.reject(new FlowcatError("protocol", `${this.#cfg.provider}: session rejected: ${what}`));
     }
   }
 
@@ -344,31 +409,15 @@ export class OpenAIRealtimeClient implements RealtimeLlm {
     }
     const { pcm, itemId } = delta;
     if (pcm.length === 0) return;
-    if (itemId !== undefined) {
-      if (this.#audioItem?.id !== itemId) {
-        this.#audioItem = { id: itemId, contentIndex: delta.contentIndex, samples: 0 };
-      }
-      this.#audioItem.samples += pcm.length;
-    }
+    if (itemId !== undefined) this.#responses.audio(itemId, delta.contentIndex, pcm.length);
+    this.#history.answerPart("");
     this.#queue.push({ type: "audio_out", audio: audioFrame(pcm, OPENAI_PCM_RATE) });
   }
 
   #onSpeechStarted(): void {
     this.#queue.push({ type: "interrupted" });
-    const item = this.#audioItem;
-    if (item !== undefined && item.samples > 0) {
-      // Received, not played: the carrier may still hold some of it (see docs).
-      this.#send({
-        type: "conversation.item.truncate",
-        item_id: item.id,
-        content_index: item.contentIndex,
-        audio_end_ms: Math.floor((item.samples * 1000) / OPENAI_PCM_RATE),
-      });
-      this.#audioItem = undefined;
-    }
-    if (this.#responseActive && !this.#cfg.serverInterrupt) {
-      this.#send({ type: "response.cancel" });
-    }
+    this.#history.answerCut();
+    this.#responses.bargeIn(this.#cfg.serverInterrupt);
   }
 
   #onToolCall(ev: ServerEvent): void {
@@ -382,18 +431,16 @@ export class OpenAIRealtimeClient implements RealtimeLlm {
     if (call.args === undefined) {
       this.#log.warn(`${p}: function call arguments are not a JSON object`, { name, callId: id });
     }
+    this.#history.toolCall(id, name, call.args ?? {});
     this.#queue.push({ type: "tool_call", id, name, args: call.args ?? {} });
   }
 
   #onResponseDone(ev: ServerEvent): void {
+    this.#history.responseDone();
     const usage = usageFromResponse(ev.response);
     if (usage !== undefined) this.#queue.push({ type: "usage", usage });
     this.#queue.push({ type: "turn_complete" });
-    this.#responseActive = false;
-    if (this.#responseWanted) {
-      this.#responseWanted = false;
-      this.#requestResponse();
-    }
+    this.#responses.done();
   }
 
   #logError(what: string, error: unknown): void {

@@ -3,7 +3,9 @@
  * speaks the real wire protocol. It records every client message, answers `setup` with
  * `setupComplete` (optionally delayed, or never), lets the test push any server message (as a
  * text frame, JSON in a binary frame, or raw malformed text), drops connections, refuses new
- * ones or refuses resumption handles.
+ * ones or refuses resumption handles. Connections go through a TCP relay so a test can cut one
+ * without a close frame ({@link GeminiLiveFake.dropAbruptly}); {@link GeminiLiveFake.model} keeps
+ * each session's context and handles and streams scripted replies (gemini_live_model.ts).
  *
  * @example
  * ```ts
@@ -16,6 +18,11 @@
  * ```
  * @module
  */
+
+import { TcpProxy } from "./_tcp_proxy.ts";
+import { FakeGeminiModel } from "./gemini_live_model.ts";
+
+export { type ContextEntry, FakeGeminiModel, type ReplyOptions } from "./gemini_live_model.ts";
 
 /** A client message the fake received. */
 export interface ReceivedMessage {
@@ -61,7 +68,12 @@ export class GeminiLiveFake {
    * client), for ordering assertions.
    */
   readonly timeline: string[] = [];
+  /** Session contexts, handles, scripted replies, `goAway` deadlines. */
+  readonly model: FakeGeminiModel;
   #server: Deno.HttpServer<Deno.NetAddr> | undefined;
+  #proxy: TcpProxy | undefined;
+  /** Upstream-side port of each connection's TCP relay (index 0 is connection 1). */
+  readonly #relayPorts: number[] = [];
   readonly #sockets: WebSocket[] = [];
   readonly #closed: Promise<void>[] = [];
   readonly #timers = new Set<ReturnType<typeof setTimeout>>();
@@ -71,21 +83,29 @@ export class GeminiLiveFake {
   constructor(opts: GeminiLiveFakeOptions = {}) {
     this.setupCompleteDelayMs = opts.setupCompleteDelayMs ?? 0;
     this.autoSetupComplete = opts.autoSetupComplete ?? true;
+    this.model = new FakeGeminiModel({
+      send: (msg, n) => this.send(msg, n),
+      close: (n, code, reason) => this.#socket(n).close(code, reason),
+      isOpen: (n) => this.#sockets[n - 1]?.readyState === WebSocket.OPEN,
+    });
   }
 
   /** Listen on 127.0.0.1 on an ephemeral port. */
   start(): Promise<this> {
     this.#server = Deno.serve(
       { hostname: "127.0.0.1", port: 0, onListen: () => {} },
-      (req) => this.#accept(req),
+      (req, info) => this.#accept(req, info.remoteAddr.port),
     );
+    this.#proxy = new TcpProxy(this.#server.addr.port);
     return Promise.resolve(this);
   }
 
   /** `ws://127.0.0.1:<port>/ws/...BidiGenerateContent` (pass as the client's `url`). */
   get url(): string {
     if (!this.#server) throw new Error("GeminiLiveFake: start() first");
-    return `ws://127.0.0.1:${this.#server.addr.port}/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent`;
+    return `ws://127.0.0.1:${
+      this.#proxy!.port
+    }/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent`;
   }
 
   /** Connections accepted so far. */
@@ -125,6 +145,12 @@ export class GeminiLiveFake {
     this.#socket(undefined).close(code, reason);
   }
 
+  /** Cut the newest open connection (or `connection`) as a network does: no close frame. */
+  dropAbruptly(connection?: number): void {
+    const socket = this.#socket(connection);
+    this.#proxy!.cut(this.#relayPorts[this.#sockets.indexOf(socket)]);
+  }
+
   /** Resolve with the first received message matching `pred` (already received or later). */
   async waitFor(
     pred: (m: ReceivedMessage) => boolean,
@@ -153,6 +179,7 @@ export class GeminiLiveFake {
 
   /** Close every connection and stop listening. */
   async close(): Promise<void> {
+    this.model.stop();
     for (const t of this.#timers) clearTimeout(t);
     this.#timers.clear();
     for (const w of this.#waiters) {
@@ -163,11 +190,12 @@ export class GeminiLiveFake {
     for (const s of this.#sockets) {
       if (s.readyState === WebSocket.OPEN) s.close(1001, "fake closing");
     }
+    await this.#proxy?.close();
     await Promise.allSettled(this.#closed);
     await this.#server?.shutdown();
   }
 
-  #accept(req: Request): Response {
+  #accept(req: Request, relayPort: number): Response {
     if (req.headers.get("upgrade")?.toLowerCase() !== "websocket") {
       return new Response("WebSocket only", { status: 400 });
     }
@@ -175,6 +203,7 @@ export class GeminiLiveFake {
     const { socket, response } = Deno.upgradeWebSocket(req);
     socket.binaryType = "arraybuffer";
     const n = this.#sockets.push(socket);
+    this.#relayPorts.push(relayPort);
     this.requestUrls.push(new URL(req.url));
     this.#closed.push(new Promise((r) => socket.addEventListener("close", () => r())));
     socket.addEventListener("open", () => this.#notify());
@@ -195,6 +224,7 @@ export class GeminiLiveFake {
     this.received.push({ connection: n, kind, message, raw });
     this.timeline.push(`c${n} <${kind}`);
     if (kind === "setup") this.#onSetup(n, socket, message.setup as Record<string, unknown>);
+    else this.model.consume(n, message);
     this.#notify();
   }
 
@@ -204,6 +234,10 @@ export class GeminiLiveFake {
       socket.close(1007, "session not found");
       return;
     }
+    this.model.setup(
+      n,
+      typeof resumption?.handle === "string" ? resumption.handle : undefined,
+    );
     if (!this.autoSetupComplete) return;
     const t = setTimeout(() => {
       this.#timers.delete(t);

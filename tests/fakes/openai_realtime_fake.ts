@@ -19,6 +19,8 @@
  * @module
  */
 
+import { TcpProxy } from "./_tcp_proxy.ts";
+
 /** A client message as received (parsed JSON with a `type`). */
 export type ClientMessage = { type: string } & Record<string, unknown>;
 
@@ -53,9 +55,18 @@ export class OpenAIRealtimeFake {
   connections = 0;
   /** The session as the client configured it (merged `session.update`s of this connection). */
   session: Record<string, unknown> = {};
+  /** The connection (1-based) each message of {@link OpenAIRealtimeFake.received} came on. */
+  readonly receivedOn: number[] = [];
+  /** Answer new WebSocket requests with HTTP 503. */
+  refuseConnections = false;
+  /** Delay before `session.created` on connections after the first, ms (a slow new session). */
+  reconnectDelayMs = 0;
 
   readonly #opts: OpenAIRealtimeFakeOptions;
   #server: Deno.HttpServer<Deno.NetAddr> | undefined;
+  #proxy: TcpProxy | undefined;
+  readonly #relayPorts = new Map<WebSocket, number>();
+  readonly #numbers = new Map<WebSocket, number>();
   #socket: WebSocket | undefined;
   readonly #closed = new Map<WebSocket, Promise<void>>();
   #waiters: Waiter[] = [];
@@ -70,15 +81,17 @@ export class OpenAIRealtimeFake {
   start(): Promise<void> {
     this.#server = Deno.serve(
       { hostname: "127.0.0.1", port: 0, onListen: () => {} },
-      (req) => this.#accept(req),
+      (req, info) => this.#accept(req, info.remoteAddr.port),
     );
+    // Clients dial through a TCP relay so a test can cut a connection without a close frame.
+    this.#proxy = new TcpProxy(this.#server.addr.port);
     return Promise.resolve();
   }
 
   /** Base URL of the realtime endpoint (no `?model=`), e.g. `ws://127.0.0.1:4711/v1/realtime`. */
   get url(): string {
     if (this.#server === undefined) throw new Error("fake not started");
-    return `ws://127.0.0.1:${this.#server.addr.port}/v1/realtime`;
+    return `ws://127.0.0.1:${this.#proxy!.port}/v1/realtime`;
   }
 
   /** Client messages of one type. */
@@ -131,11 +144,25 @@ export class OpenAIRealtimeFake {
     await this.#closed.get(ws);
   }
 
+  /** Client messages of one type that came on connection `n`. */
+  ofTypeOn(type: string, n: number): ClientMessage[] {
+    return this.received.filter((m, i) => m.type === type && this.receivedOn[i] === n);
+  }
+
+  /** Cut the current client's TCP connection (no close frame) and wait until it is closed. */
+  async dropAbruptly(): Promise<void> {
+    const ws = this.#socket;
+    if (ws === undefined) return;
+    this.#proxy!.cut(this.#relayPorts.get(ws)!);
+    await this.#closed.get(ws);
+  }
+
   /** Close every socket and stop the server. */
   async close(): Promise<void> {
     for (const ws of this.#closed.keys()) {
       if (ws.readyState === WebSocket.OPEN || ws.readyState === WebSocket.CONNECTING) ws.close();
     }
+    await this.#proxy?.close();
     await Promise.all(this.#closed.values());
     await this.#server?.shutdown();
     this.#server = undefined;
@@ -145,26 +172,33 @@ export class OpenAIRealtimeFake {
     return `ev_fake_${++this.#eventId}`;
   }
 
-  #accept(req: Request): Response {
+  #accept(req: Request, relayPort: number): Response {
     if (req.headers.get("upgrade")?.toLowerCase() !== "websocket") {
       return new Response("websocket only", { status: 400 });
     }
+    if (this.refuseConnections) return new Response("unavailable", { status: 503 });
     const url = new URL(req.url);
     this.headers = Object.fromEntries(req.headers);
     this.query = Object.fromEntries(url.searchParams);
     this.path = url.pathname;
     const { socket, response } = Deno.upgradeWebSocket(req);
+    this.#relayPorts.set(socket, relayPort);
     this.#closed.set(socket, new Promise((r) => socket.addEventListener("close", () => r())));
     socket.addEventListener("open", () => {
       this.#socket = socket;
       this.session = {};
-      this.connections++;
-      if (this.#opts.sendSessionCreated !== false) {
+      this.#numbers.set(socket, ++this.connections);
+      if (this.#opts.sendSessionCreated === false) return;
+      const n = this.connections;
+      const created = () => {
+        if (socket.readyState !== WebSocket.OPEN) return;
         this.send({
           type: "session.created",
-          session: { id: `sess_fake_${this.connections}`, model: this.query.model ?? null },
+          session: { id: `sess_fake_${n}`, model: this.query.model ?? null },
         });
-      }
+      };
+      if (n > 1 && this.reconnectDelayMs > 0) setTimeout(created, this.reconnectDelayMs);
+      else created();
     });
     socket.addEventListener("message", (ev) => this.#onMessage(socket, ev.data));
     return response;
@@ -187,6 +221,7 @@ export class OpenAIRealtimeFake {
     }
     const m = msg as ClientMessage;
     this.received.push(m);
+    this.receivedOn.push(this.#numbers.get(socket) ?? 0);
     if (m.type === "session.update" && socket === this.#socket) this.#onSessionUpdate(m);
     for (const w of this.#waiters.filter((w) => w.pred(m))) {
       this.#waiters = this.#waiters.filter((x) => x !== w);
