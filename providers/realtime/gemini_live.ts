@@ -15,7 +15,7 @@
 
 import { errorMessage, FlowcatError } from "../../core/errors.ts";
 import { type Logger, silentLogger } from "../../core/log.ts";
-import type { AudioChunk, KeypadEntry } from "../../core/frames.ts";
+import type { AudioFrame, KeypadEntry } from "../../core/frames.ts";
 import type { RealtimeEvent, RealtimeLlm, RealtimeSetup, ToolDecl } from "../../core/seams.ts";
 import type { RealtimeFactory } from "../provider_types.ts";
 import { dtmfUserText, RealtimeEventQueue } from "./_shared.ts";
@@ -123,7 +123,7 @@ export class GeminiLiveClient implements RealtimeLlm {
   }
 
   /** Stream caller PCM (16 kHz expected; the rate travels in the mimeType). */
-  sendAudio(audio: AudioChunk): void {
+  sendAudio(audio: AudioFrame): void {
     if (this.#shutdown) return;
     let pcm = audio.pcm;
     if (audio.numChannels > 1) {

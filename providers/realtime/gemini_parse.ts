@@ -4,7 +4,7 @@
  * @module
  */
 
-import type { AudioChunk, LlmTokenUsage } from "../../core/frames.ts";
+import type { AudioFrame, LlmTokenUsage } from "../../core/frames.ts";
 import { pcm16FromBase64 } from "./_shared.ts";
 import { GEMINI_OUTPUT_RATE, isPlainObject } from "./gemini_wire.ts";
 
@@ -23,7 +23,7 @@ export interface GeminiServerMessage {
   setupComplete: boolean;
   interrupted: boolean;
   /** Model audio, in the order of `modelTurn.parts`. */
-  audio: AudioChunk[];
+  audio: AudioFrame[];
   /** Non-thought text parts of the model turn (unused with AUDIO output; kept for logs). */
   modelText: string;
   /** True when the message carried any model-turn part (audio or text). */

@@ -16,7 +16,7 @@
  */
 
 import { errorMessage, FlowcatError } from "../../core/errors.ts";
-import { type AudioChunk, audioFrame, type KeypadEntry, type ToolDecl } from "../../core/frames.ts";
+import { type AudioFrame, audioFrame, type KeypadEntry, type ToolDecl } from "../../core/frames.ts";
 import type { Logger } from "../../core/log.ts";
 import type { RealtimeEvent, RealtimeLlm, RealtimeSetup } from "../../core/seams.ts";
 import type { RealtimeFactory, RealtimeProviderOptions } from "../provider_types.ts";
@@ -132,7 +132,7 @@ export class OpenAIRealtimeClient implements RealtimeLlm {
    * Send caller audio (any rate, usually 16 kHz); dropped until the session is ready, kept while
    * a dropped session is replaced (and until the server transcribed the turn it belongs to).
    */
-  sendAudio(audio: AudioChunk): void {
+  sendAudio(audio: AudioFrame): void {
     if (this.#state !== "open" && this.#state !== "reconnecting") return;
     const b64 = this.#audioIn.encode(audio);
     if (b64 === undefined) return;

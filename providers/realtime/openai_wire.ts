@@ -6,7 +6,7 @@
  */
 
 import { Resampler } from "../../core/audio/resample.ts";
-import type { AudioChunk, ToolDecl } from "../../core/frames.ts";
+import type { AudioFrame, ToolDecl } from "../../core/frames.ts";
 import { pcm16ToBase64 } from "./_shared.ts";
 
 /** Which OpenAI Realtime dialect: the GA protocol or the older beta one (`OpenAI-Beta` header). */
@@ -169,7 +169,7 @@ export class InputAudioEncoder {
   #resampler: Resampler | undefined;
 
   /** Base64 of the next 24 kHz samples; `undefined` when the chunk yields none yet. */
-  encode(audio: AudioChunk): string | undefined {
+  encode(audio: AudioFrame): string | undefined {
     const mono = audio.numChannels > 1 ? downmix(audio.pcm, audio.numChannels) : audio.pcm;
     if (this.#resampler?.inRate !== audio.sampleRate) {
       this.#resampler = new Resampler(audio.sampleRate, OPENAI_PCM_RATE);
