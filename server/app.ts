@@ -57,6 +57,9 @@ export type {
   GaugeChild,
   Histogram,
   HistogramChild,
+  Mirrored,
+  MirrorFactory,
+  MirrorSink,
   Registry,
 } from "./prometheus.ts";
 export type { ServiceFactory, ServiceKind };

@@ -19,12 +19,17 @@ const canPs = Deno.permissions.querySync({ name: "run", command: "ps" }).state =
   })();
 if (!canPs) console.warn("start grants tests ignored: needs ps (procps) and --allow-run=ps");
 
-/** Command lines (as words) of the running processes whose command line has `marker`. */
-function processesWith(marker: string): string[][] {
-  const out = new Deno.Command("ps", { args: ["-eo", "args", "--no-headers", "-ww"] })
+/**
+ * Command lines (as words) of the running children of `parent` whose command line has
+ * `marker`: other servers on this machine (another test, another checkout) are not ours.
+ */
+function processesWith(marker: string, parent: number): string[][] {
+  const out = new Deno.Command("ps", { args: ["-eo", "ppid,args", "--no-headers", "-ww"] })
     .outputSync();
   return new TextDecoder().decode(out.stdout).split("\n")
     .map((line) => line.trim().split(/\s+/))
+    .filter(([ppid]) => Number(ppid) === parent)
+    .map((words) => words.slice(1))
     .filter((argv) => argv.includes(marker));
 }
 
@@ -64,7 +69,9 @@ async function runningFlags(
       if (Date.now() > deadline) throw new Error(`server did not start:\n${text}`);
       await new Promise((r) => setTimeout(r, 50));
     }
-    const mine = processesWith("server/main.ts").filter((a) => args.every((x) => a.includes(x)));
+    const mine = processesWith("server/main.ts", child.pid).filter((a) =>
+      args.every((x) => a.includes(x))
+    );
     assert.equal(mine.length, 1, JSON.stringify(mine));
     while (until !== undefined && !until.test(text)) {
       if (Date.now() > deadline) throw new Error(`never saw ${until}:\n${text}`);

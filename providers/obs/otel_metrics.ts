@@ -22,7 +22,7 @@
  * @module
  */
 
-import { type Attributes, type Meter, metrics } from "@opentelemetry/api";
+import { type Attributes, type Meter, metrics } from "npm:@opentelemetry/api@1.10.0";
 
 /** Name of the meter (the instrumentation scope of every metric). */
 export const METER_NAME = "flowcat";
