@@ -144,7 +144,9 @@ export interface TransportOutputOptions {
 /**
  * Plays audio to a media leg at real time, paced by the shared playout clock
  * (core/playout_clock.ts): chunks go out as soon as the far end's playout is less than
- * `leadMs` ahead, so nothing waits on a per-call timer.
+ * `leadMs` ahead, so nothing waits on a per-call timer. The far end is never more than the lead
+ * ahead: after a stall (the thread was busy, the tick came late) playout restarts from now and
+ * the rest follows at real time, instead of a catch-up burst.
  */
 export class TransportOutput extends FrameProcessor {
   readonly #t: MediaTransport;
@@ -295,6 +297,10 @@ export class TransportOutput extends FrameProcessor {
       if (this.#ledger.active) this.#reportPlayed(now);
       return true;
     }
+    // The far end ran dry (a late tick, a busy thread): its playout restarts now. What fell due
+    // meanwhile is not sent in one burst, which would only wait in the far end's buffer (a delay
+    // the caller hears from then on, and audio a barge-in must clear): one pass sends the lead.
+    if (this.#nextAt < now) this.#nextAt = now;
     while (this.#queue.length > 0 && this.#nextAt - now < this.#leadMs) {
       const chunk = this.#queue.shift()!;
       if (!this.#speaking) {
