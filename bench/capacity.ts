@@ -107,11 +107,13 @@ const METHOD: Record<string, string> = {
   timers: "setTimeout/setInterval wrapped in the server child: live timers, marginal per idle " +
     "call as above",
   warmup: "2 s of audio on min(N, 100) extra calls before the measured audio (JIT)",
-  server_split: "bench/capacity_trace.ts in the server: media leg -> output transport " +
-    "(pipeline) and output transport -> carrier send (pacing wait), per frame after warm-up; " +
-    "a frame crosses the pipeline synchronously inside its socket's message callback, so " +
-    "pipeline is its own processing, and the wait before that callback runs (other calls' " +
-    "messages handled first in the same turn) shows only end to end",
+  server_split: "bench/capacity_trace.ts in the server, per frame after warm-up: server = " +
+    "carrier message reaching our code (the serializer's onMessage, before the JSON parse) -> " +
+    "send of the reply audio it caused (the k-th reply on a leg is the echo of its k-th audio " +
+    "message), split into pipeline (-> output transport) and pacing wait (-> carrier send); " +
+    "a match out of order or past the leg's ring is counted in unmatched, never sampled; the " +
+    "wait before the message callback runs (other calls' messages handled first in the same " +
+    "turn) and Deno's WebSocket receive show only end to end",
   healthy: "no call refused, no frame lost, server pipeline p99 <= 5 ms, end-to-end p99 <= " +
     "50 ms; the sweep stops after two unhealthy points in a row or a loss",
   generator: "one load-generator process (this one) on the same machine, loopback only",
@@ -244,8 +246,9 @@ export function describe(p: CapacityPoint): string {
   const sp = p.server_split[0];
   const split = sp === undefined
     ? ""
-    : ` [server: pipeline p50 ${sp.pipeline_ms.p50} p99 ${sp.pipeline_ms.p99}, pacing wait ` +
-      `p50 ${sp.pacing_ms.p50} p99 ${sp.pacing_ms.p99}]`;
+    : ` [server in->out p50 ${sp.server_ms.p50} p99 ${sp.server_ms.p99} p99.9 ` +
+      `${sp.server_ms.p999}: pipeline p99 ${sp.pipeline_ms.p99}, pacing wait p99 ` +
+      `${sp.pacing_ms.p99}${sp.unmatched > 0 ? `, ${sp.unmatched} unmatched` : ""}]`;
   return `  ${p.calls} calls x${p.workers}: p50 ${l.p50} ms, p99 ${l.p99} ms, ` +
     `p99.9 ${l.p999} ms${split}, lost ${p.frames_lost}/${p.frames_sent}, server cpu ${cpu}, rss ${rss}, ` +
     `generator cpu ${p.generator.cpu_percent ?? "?"}%` + (p.healthy ? "" : "  <- saturated");
