@@ -18,7 +18,9 @@
  * the largest carried without loss, with a CPU profile), `--floor` (the same loads against a
  * bare echo with no pipeline, bench/capacity_floor.ts: the latency that is not Flowcat's),
  * `--out` (JSON path; the SVG goes beside it), `--no-write`; `--replot file.json` redraws the
- * SVG of a saved result.
+ * SVG of a saved result; `--repeat N` (each call count N times on one thread, agent and floor
+ * interleaved, median and spread in `repeated`: bench/capacity_repeat.ts), `--contention text`
+ * (what else ran on the machine, recorded with its load average).
  * @module
  */
 
@@ -28,6 +30,7 @@ import { type CapacityPoint, measurePoint } from "./capacity_point.ts";
 import { capacitySvg } from "./capacity_plot.ts";
 import { type ProfileSummary, profileSummary } from "./capacity_profile.ts";
 import { type MachineInfo, machineInfo } from "./capacity_stats.ts";
+import { type RepeatedPoint, runRepeated } from "./capacity_repeat.ts";
 
 /** Options of {@link runCapacityBench}. */
 export interface CapacityOptions {
@@ -59,6 +62,14 @@ export interface CapacityOptions {
    * pipeline) at every call count the one-thread sweep carried. Default false.
    */
   floor?: boolean;
+  /**
+   * Measure each call count this many times, agent and floor back to back in every round (one
+   * worker thread, no sweep past the list); the result's `repeated` gives the median and spread.
+   * Default 1 (the sweep).
+   */
+  repeat?: number;
+  /** What else ran on the machine meanwhile, in words (recorded in the result). */
+  contention?: string;
   /** The command line recorded in the result. */
   command?: string;
   log?: (line: string) => void;
@@ -81,6 +92,10 @@ export interface CapacityResult {
   profile?: { calls: number; point: CapacityPoint; summary: ProfileSummary; file: string };
   /** The same load against a bare echo (`floor` option): what is not Flowcat's. */
   floor?: CapacityPoint[];
+  /** With `repeat`: per call count, the median and spread over the rounds. */
+  repeated?: RepeatedPoint[];
+  /** What else ran on the machine meanwhile (`contention` option), and its load average. */
+  contention?: { note?: string; load_average_start?: number[]; load_average_end?: number[] };
 }
 
 /** Default sweep. */
@@ -177,6 +192,24 @@ export async function runCapacityBench(opts: CapacityOptions = {}): Promise<Capa
     ...(opts.trace !== undefined ? { trace: opts.trace } : {}),
     ...(opts.p99LimitMs !== undefined ? { p99LimitMs: opts.p99LimitMs } : {}),
   };
+  result.contention = {
+    ...(opts.contention !== undefined ? { note: opts.contention } : {}),
+    load_average_start: loadAverages(),
+  };
+  if ((opts.repeat ?? 1) > 1) {
+    const r = await runRepeated({
+      ...common,
+      calls,
+      rounds: opts.repeat!,
+      floor: opts.floor === true,
+      describe,
+    });
+    result.points = r.points;
+    if (opts.floor) result.floor = r.floor;
+    result.repeated = r.repeated;
+    result.contention.load_average_end = loadAverages();
+    return result;
+  }
   for (const workers of opts.workers ?? [1]) {
     const pending = [...calls];
     let saturated: number | null = null;
@@ -236,6 +269,15 @@ export async function runCapacityBench(opts: CapacityOptions = {}): Promise<Capa
   return result;
 }
 
+/** The machine's load averages (1, 5, 15 min), or none without `--allow-sys=loadavg`. */
+function loadAverages(): number[] | undefined {
+  try {
+    return Deno.loadavg();
+  } catch {
+    return undefined;
+  }
+}
+
 /** One line per point for the console. */
 export function describe(p: CapacityPoint): string {
   const l = p.latency_ms;
@@ -286,6 +328,8 @@ if (import.meta.main) {
       out: { type: "string" },
       "no-write": { type: "boolean", default: false },
       replot: { type: "string" },
+      repeat: { type: "string" },
+      contention: { type: "string" },
       help: { type: "boolean", short: "h", default: false },
     },
   });
@@ -293,6 +337,7 @@ if (import.meta.main) {
     console.log(
       "Usage: deno run ... bench/capacity.ts [--calls 10,100,500] [--duration 10] " +
         "[--workers 1,2] [--no-trace] [--no-up] [--profile N|auto] [--floor] " +
+        "[--repeat N] [--contention 'what else ran'] " +
         "[--out file] [--no-write] | --replot results.json",
     );
     Deno.exit(0);
@@ -311,6 +356,8 @@ if (import.meta.main) {
     up: !values["no-up"],
     trace: !values["no-trace"],
     floor: values.floor,
+    ...(values.repeat !== undefined ? { repeat: Number(values.repeat) } : {}),
+    ...(values.contention !== undefined ? { contention: values.contention } : {}),
     ...(values.profile !== undefined
       ? { profileCalls: values.profile === "auto" ? "auto" as const : Number(values.profile) }
       : {}),

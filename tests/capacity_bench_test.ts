@@ -78,3 +78,37 @@ Deno.test("capacity bench: 3 calls echo every frame, result has the documented s
   assert.deepEqual(f.server_split, [], "no pipeline to split");
   assert.match(capacitySvg(r.points, r.machine, r.floor), /bare echo \(floor\)/);
 });
+
+Deno.test("capacity bench --repeat: agent and floor interleaved per round, median and spread", async () => {
+  const r = await runCapacityBench({
+    calls: [3],
+    durationS: 1,
+    rampMs: 200,
+    warmupFrames: 5,
+    warmupCalls: 0,
+    scratchDir: ".tmp/capacity_test_repeat",
+    command: "test",
+    floor: true,
+    repeat: 2,
+    contention: "test run",
+    log: () => {},
+  });
+  assert.equal(r.points.length, 2);
+  assert.equal(r.floor?.length, 2);
+  assert.equal(r.contention?.note, "test run");
+  const row = r.repeated?.[0];
+  assert.ok(row !== undefined);
+  assert.equal(row.calls, 3);
+  assert.equal(row.rounds, 2);
+  assert.equal(row.agent.e2e_p99_ms.values.length, 2);
+  const { median, min, max } = row.agent.e2e_p99_ms;
+  assert.ok(min <= median && median <= max);
+  assert.equal(row.agent.frames_lost.max, 0);
+  assert.equal(row.cpu_ratio?.values.length, 2);
+  assert.ok(row.cpu_ratio!.median > 0, "agent CPU per frame over the floor's, per round");
+  // Each round's server figures lie within its end-to-end ones.
+  for (const p of r.points) {
+    assert.equal(p.server_split[0].unmatched, 0);
+    assert.ok(p.server_split[0].server_ms.p99 <= p.latency_ms.p99);
+  }
+});

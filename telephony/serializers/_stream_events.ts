@@ -73,6 +73,14 @@ export abstract class StreamEventSerializer extends CarrierBase {
     }
   }
 
+  /** A plain inbound media message's audio, without the JSON parse (see {@link plainPayload}). */
+  protected override plainAudio(data: string): SerIn | undefined {
+    const payload = plainPayload(data);
+    if (payload === undefined) return undefined;
+    const r = this.base64Audio(payload);
+    return r.type === "audio" ? r : undefined;
+  }
+
   /** Audio from a `media` object (caller's track only). */
   #onMedia(media: JsonObject | undefined): SerIn {
     if (media === undefined) return ignore("media without a media object");
@@ -117,4 +125,39 @@ function errorText(payload: JsonObject | undefined): string {
     stringAt(payload, "detail"),
   ].filter((p) => p !== undefined);
   return parts.length > 0 ? shortName(parts.join(" "), 160) : "no detail";
+}
+
+const MEDIA_HEAD = '{"event":"media",';
+const MEDIA_OBJECT = '"media":{';
+const PAYLOAD_KEY = '"payload":"';
+const TRACK_KEY = '"track":"';
+
+/**
+ * The base64 payload of `{"event":"media", ..., "media":{ ..., "payload":"..."}, ...}` sliced
+ * out of the text, when nothing about the message could read otherwise under a full parse: it
+ * starts with the event, names one event, one media object with no object inside before the
+ * payload, one payload and at most one track, which is inbound. Anything else (escapes included:
+ * they fail the base64 decode) goes through `JSON.parse`.
+ */
+function plainPayload(data: string): string | undefined {
+  if (!data.startsWith(MEDIA_HEAD) || data.charCodeAt(data.length - 1) !== 0x7d) return undefined;
+  if (data.indexOf('"event"', MEDIA_HEAD.length) >= 0) return undefined;
+  const media = data.indexOf(MEDIA_OBJECT, MEDIA_HEAD.length - 1);
+  if (media < 0 || data.indexOf(MEDIA_OBJECT, media + 1) >= 0) return undefined;
+  const key = data.indexOf(PAYLOAD_KEY, media);
+  if (
+    key < 0 || data.indexOf(PAYLOAD_KEY, key + 1) >= 0 || data.lastIndexOf(PAYLOAD_KEY, media) >= 0
+  ) {
+    return undefined;
+  }
+  const inner = data.indexOf("{", media + MEDIA_OBJECT.length);
+  if (inner >= 0 && inner < key) return undefined;
+  const track = data.indexOf(TRACK_KEY);
+  if (track >= 0) {
+    if (data.indexOf(TRACK_KEY, track + 1) >= 0) return undefined;
+    if (!data.startsWith("inbound", track + TRACK_KEY.length)) return undefined;
+  }
+  const start = key + PAYLOAD_KEY.length;
+  const end = data.indexOf('"', start);
+  return end < 0 ? undefined : data.slice(start, end);
 }
