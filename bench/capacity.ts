@@ -269,6 +269,16 @@ export async function runCapacityBench(opts: CapacityOptions = {}): Promise<Capa
   return result;
 }
 
+/** Per call count, the run whose end-to-end p99 is the median of its rounds. */
+function medianRuns(points: readonly CapacityPoint[]): CapacityPoint[] {
+  const counts = [...new Set(points.map((p) => p.calls))];
+  return counts.map((n) => {
+    const runs = points.filter((p) => p.calls === n)
+      .sort((a, b) => a.latency_ms.p99 - b.latency_ms.p99);
+    return runs[(runs.length - 1) >> 1];
+  });
+}
+
 /** The machine's load averages (1, 5, 15 min), or none without `--allow-sys=loadavg`. */
 function loadAverages(): number[] | undefined {
   try {
@@ -303,8 +313,14 @@ export async function writeCapacityResults(
 ): Promise<{ json: string; svg: string }> {
   const svg = jsonPath.replace(/\.json$/, "") + ".svg";
   await Deno.writeTextFile(jsonPath, JSON.stringify(result, null, 2) + "\n");
-  await Deno.writeTextFile(svg, capacitySvg(result.points, result.machine, result.floor));
+  await Deno.writeTextFile(svg, plotOf(result));
   return { json: jsonPath, svg };
+}
+
+/** The SVG of a result: with repeats, each call count's median run (by end-to-end p99). */
+function plotOf(r: CapacityResult): string {
+  if (r.repeated === undefined) return capacitySvg(r.points, r.machine, r.floor);
+  return capacitySvg(medianRuns(r.points), r.machine, r.floor && medianRuns(r.floor));
 }
 
 function numbers(s: string | undefined, fallback: readonly number[]): number[] {
@@ -345,7 +361,7 @@ if (import.meta.main) {
   if (values.replot !== undefined) {
     const saved: CapacityResult = JSON.parse(await Deno.readTextFile(values.replot));
     const svg = values.replot.replace(/\.json$/, "") + ".svg";
-    await Deno.writeTextFile(svg, capacitySvg(saved.points, saved.machine, saved.floor));
+    await Deno.writeTextFile(svg, plotOf(saved));
     console.error(`capacity: wrote ${svg}`);
     Deno.exit(0);
   }
