@@ -74,6 +74,12 @@ Deno.test("messages a full parse reads otherwise get the full parse's answer", (
   assert.deepEqual(audio(ser.onMessage(text(before))), PCM);
   const nested = media(`"x":{"payload":"AAAA"},"payload":"${B64}"`);
   assert.deepEqual(audio(ser.onMessage(text(nested))), PCM);
+  // A payload after the media object has closed is not the media's.
+  const outside = `{"event":"media","media":{"track":"inbound"},"payload":"${B64}"}`;
+  assert.equal(ser.onMessage(text(outside)).type, "ignore");
+  // A track after the payload still counts (JSON.parse sees it): not the caller's.
+  const lateTrack = media(`"payload":"${B64}","track":"outbound"`);
+  assert.equal(ser.onMessage(text(lateTrack)).type, "ignore");
   // Not JSON at all, though it starts like a media message.
   const broken = `{"event":"media","media":{"payload":"${B64}"`;
   assert.equal(ser.onMessage(text(broken)).type, "ignore");

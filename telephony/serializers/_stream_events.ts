@@ -135,29 +135,33 @@ const TRACK_KEY = '"track":"';
 /**
  * The base64 payload of `{"event":"media", ..., "media":{ ..., "payload":"..."}, ...}` sliced
  * out of the text, when nothing about the message could read otherwise under a full parse: it
- * starts with the event, names one event, one media object with no object inside before the
- * payload, one payload and at most one track, which is inbound. Anything else (escapes included:
- * they fail the base64 decode) goes through `JSON.parse`.
+ * starts with the event, names one event, one media object that the payload is directly inside,
+ * one payload and at most one track, before the payload and inbound. Anything else (escapes
+ * included: they fail the base64 decode) goes through `JSON.parse`. Only the text around the
+ * payload is searched, not the payload itself.
  */
 function plainPayload(data: string): string | undefined {
   if (!data.startsWith(MEDIA_HEAD) || data.charCodeAt(data.length - 1) !== 0x7d) return undefined;
-  if (data.indexOf('"event"', MEDIA_HEAD.length) >= 0) return undefined;
-  const media = data.indexOf(MEDIA_OBJECT, MEDIA_HEAD.length - 1);
-  if (media < 0 || data.indexOf(MEDIA_OBJECT, media + 1) >= 0) return undefined;
-  const key = data.indexOf(PAYLOAD_KEY, media);
-  if (
-    key < 0 || data.indexOf(PAYLOAD_KEY, key + 1) >= 0 || data.lastIndexOf(PAYLOAD_KEY, media) >= 0
-  ) {
-    return undefined;
-  }
-  const inner = data.indexOf("{", media + MEDIA_OBJECT.length);
-  if (inner >= 0 && inner < key) return undefined;
-  const track = data.indexOf(TRACK_KEY);
-  if (track >= 0) {
-    if (data.indexOf(TRACK_KEY, track + 1) >= 0) return undefined;
-    if (!data.startsWith("inbound", track + TRACK_KEY.length)) return undefined;
-  }
+  const key = data.indexOf(PAYLOAD_KEY, MEDIA_HEAD.length);
+  if (key < 0) return undefined;
   const start = key + PAYLOAD_KEY.length;
   const end = data.indexOf('"', start);
-  return end < 0 ? undefined : data.slice(start, end);
+  if (end < 0) return undefined;
+  const head = data.slice(MEDIA_HEAD.length - 1, key); // from the comma after the event
+  const tail = data.slice(end + 1);
+  if (head.includes('"event"') || tail.includes('"event"')) return undefined;
+  if (tail.includes(PAYLOAD_KEY) || tail.includes(MEDIA_OBJECT) || tail.includes(TRACK_KEY)) {
+    return undefined;
+  }
+  const media = head.indexOf(MEDIA_OBJECT);
+  if (media < 0 || head.indexOf(MEDIA_OBJECT, media + 1) >= 0) return undefined;
+  // The payload directly inside the media object: no object opens or closes in between.
+  const inside = media + MEDIA_OBJECT.length;
+  if (head.indexOf("{", inside) >= 0 || head.indexOf("}", inside) >= 0) return undefined;
+  const track = head.indexOf(TRACK_KEY);
+  if (track >= 0) {
+    if (head.indexOf(TRACK_KEY, track + 1) >= 0) return undefined;
+    if (!head.startsWith("inbound", track + TRACK_KEY.length)) return undefined;
+  }
+  return data.slice(start, end);
 }
