@@ -132,6 +132,10 @@ const METHOD: Record<string, string> = {
   healthy: "no call refused, no frame lost, server pipeline p99 <= 5 ms, end-to-end p99 <= " +
     "50 ms; the sweep stops after two unhealthy points in a row or a loss",
   generator: "one load-generator process (this one) on the same machine, loopback only",
+  repeated: "with --repeat N: each call count N times on one worker thread, the agent and the " +
+    "floor back to back in every round, rounds one after the other; per call count the median " +
+    "and spread (min, max, values) of every run's figures, the agent / floor CPU per frame of " +
+    "each round, and the 1-minute load average before each run",
 };
 
 /** What runs per call, counted from the code (core/builders.ts, server/routes.ts). */
