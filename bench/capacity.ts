@@ -18,7 +18,9 @@
  * the largest carried without loss, with a CPU profile), `--floor` (the same loads against a
  * bare echo with no pipeline, bench/capacity_floor.ts: the latency that is not Flowcat's),
  * `--out` (JSON path; the SVG goes beside it), `--no-write`; `--replot file.json` redraws the
- * SVG of a saved result.
+ * SVG of a saved result; `--repeat N` (each call count N times on one thread, agent and floor
+ * interleaved, median and spread in `repeated`: bench/capacity_repeat.ts), `--contention text`
+ * (what else ran on the machine, recorded with its load average).
  * @module
  */
 
@@ -28,6 +30,7 @@ import { type CapacityPoint, measurePoint } from "./capacity_point.ts";
 import { capacitySvg } from "./capacity_plot.ts";
 import { type ProfileSummary, profileSummary } from "./capacity_profile.ts";
 import { type MachineInfo, machineInfo } from "./capacity_stats.ts";
+import { type RepeatedPoint, runRepeated } from "./capacity_repeat.ts";
 
 /** Options of {@link runCapacityBench}. */
 export interface CapacityOptions {
@@ -59,6 +62,14 @@ export interface CapacityOptions {
    * pipeline) at every call count the one-thread sweep carried. Default false.
    */
   floor?: boolean;
+  /**
+   * Measure each call count this many times, agent and floor back to back in every round (one
+   * worker thread, no sweep past the list); the result's `repeated` gives the median and spread.
+   * Default 1 (the sweep).
+   */
+  repeat?: number;
+  /** What else ran on the machine meanwhile, in words (recorded in the result). */
+  contention?: string;
   /** The command line recorded in the result. */
   command?: string;
   log?: (line: string) => void;
@@ -81,6 +92,10 @@ export interface CapacityResult {
   profile?: { calls: number; point: CapacityPoint; summary: ProfileSummary; file: string };
   /** The same load against a bare echo (`floor` option): what is not Flowcat's. */
   floor?: CapacityPoint[];
+  /** With `repeat`: per call count, the median and spread over the rounds. */
+  repeated?: RepeatedPoint[];
+  /** What else ran on the machine meanwhile (`contention` option), and its load average. */
+  contention?: { note?: string; load_average_start?: number[]; load_average_end?: number[] };
 }
 
 /** Default sweep. */
@@ -107,14 +122,20 @@ const METHOD: Record<string, string> = {
   timers: "setTimeout/setInterval wrapped in the server child: live timers, marginal per idle " +
     "call as above",
   warmup: "2 s of audio on min(N, 100) extra calls before the measured audio (JIT)",
-  server_split: "bench/capacity_trace.ts in the server: media leg -> output transport " +
-    "(pipeline) and output transport -> carrier send (pacing wait), per frame after warm-up; " +
-    "a frame crosses the pipeline synchronously inside its socket's message callback, so " +
-    "pipeline is its own processing, and the wait before that callback runs (other calls' " +
-    "messages handled first in the same turn) shows only end to end",
+  server_split: "bench/capacity_trace.ts in the server, per frame after warm-up: server = " +
+    "carrier message reaching our code (the serializer's onMessage, before the JSON parse) -> " +
+    "send of the reply audio it caused (the k-th reply on a leg is the echo of its k-th audio " +
+    "message), split into pipeline (-> output transport) and pacing wait (-> carrier send); " +
+    "a match out of order or past the leg's ring is counted in unmatched, never sampled; the " +
+    "wait before the message callback runs (other calls' messages handled first in the same " +
+    "turn) and Deno's WebSocket receive show only end to end",
   healthy: "no call refused, no frame lost, server pipeline p99 <= 5 ms, end-to-end p99 <= " +
     "50 ms; the sweep stops after two unhealthy points in a row or a loss",
   generator: "one load-generator process (this one) on the same machine, loopback only",
+  repeated: "with --repeat N: each call count N times on one worker thread, the agent and the " +
+    "floor back to back in every round, rounds one after the other; per call count the median " +
+    "and spread (min, max, values) of every run's figures, the agent / floor CPU per frame of " +
+    "each round, and the 1-minute load average before each run",
 };
 
 /** What runs per call, counted from the code (core/builders.ts, server/routes.ts). */
@@ -175,6 +196,24 @@ export async function runCapacityBench(opts: CapacityOptions = {}): Promise<Capa
     ...(opts.trace !== undefined ? { trace: opts.trace } : {}),
     ...(opts.p99LimitMs !== undefined ? { p99LimitMs: opts.p99LimitMs } : {}),
   };
+  result.contention = {
+    ...(opts.contention !== undefined ? { note: opts.contention } : {}),
+    load_average_start: loadAverages(),
+  };
+  if ((opts.repeat ?? 1) > 1) {
+    const r = await runRepeated({
+      ...common,
+      calls,
+      rounds: opts.repeat!,
+      floor: opts.floor === true,
+      describe,
+    });
+    result.points = r.points;
+    if (opts.floor) result.floor = r.floor;
+    result.repeated = r.repeated;
+    result.contention.load_average_end = loadAverages();
+    return result;
+  }
   for (const workers of opts.workers ?? [1]) {
     const pending = [...calls];
     let saturated: number | null = null;
@@ -234,6 +273,25 @@ export async function runCapacityBench(opts: CapacityOptions = {}): Promise<Capa
   return result;
 }
 
+/** Per call count, the run whose end-to-end p99 is the median of its rounds. */
+function medianRuns(points: readonly CapacityPoint[]): CapacityPoint[] {
+  const counts = [...new Set(points.map((p) => p.calls))];
+  return counts.map((n) => {
+    const runs = points.filter((p) => p.calls === n)
+      .sort((a, b) => a.latency_ms.p99 - b.latency_ms.p99);
+    return runs[(runs.length - 1) >> 1];
+  });
+}
+
+/** The machine's load averages (1, 5, 15 min), or none without `--allow-sys=loadavg`. */
+function loadAverages(): number[] | undefined {
+  try {
+    return Deno.loadavg();
+  } catch {
+    return undefined;
+  }
+}
+
 /** One line per point for the console. */
 export function describe(p: CapacityPoint): string {
   const l = p.latency_ms;
@@ -244,8 +302,9 @@ export function describe(p: CapacityPoint): string {
   const sp = p.server_split[0];
   const split = sp === undefined
     ? ""
-    : ` [server: pipeline p50 ${sp.pipeline_ms.p50} p99 ${sp.pipeline_ms.p99}, pacing wait ` +
-      `p50 ${sp.pacing_ms.p50} p99 ${sp.pacing_ms.p99}]`;
+    : ` [server in->out p50 ${sp.server_ms.p50} p99 ${sp.server_ms.p99} p99.9 ` +
+      `${sp.server_ms.p999}: pipeline p99 ${sp.pipeline_ms.p99}, pacing wait p99 ` +
+      `${sp.pacing_ms.p99}${sp.unmatched > 0 ? `, ${sp.unmatched} unmatched` : ""}]`;
   return `  ${p.calls} calls x${p.workers}: p50 ${l.p50} ms, p99 ${l.p99} ms, ` +
     `p99.9 ${l.p999} ms${split}, lost ${p.frames_lost}/${p.frames_sent}, server cpu ${cpu}, rss ${rss}, ` +
     `generator cpu ${p.generator.cpu_percent ?? "?"}%` + (p.healthy ? "" : "  <- saturated");
@@ -258,8 +317,14 @@ export async function writeCapacityResults(
 ): Promise<{ json: string; svg: string }> {
   const svg = jsonPath.replace(/\.json$/, "") + ".svg";
   await Deno.writeTextFile(jsonPath, JSON.stringify(result, null, 2) + "\n");
-  await Deno.writeTextFile(svg, capacitySvg(result.points, result.machine, result.floor));
+  await Deno.writeTextFile(svg, plotOf(result));
   return { json: jsonPath, svg };
+}
+
+/** The SVG of a result: with repeats, each call count's median run (by end-to-end p99). */
+function plotOf(r: CapacityResult): string {
+  if (r.repeated === undefined) return capacitySvg(r.points, r.machine, r.floor);
+  return capacitySvg(medianRuns(r.points), r.machine, r.floor && medianRuns(r.floor));
 }
 
 function numbers(s: string | undefined, fallback: readonly number[]): number[] {
@@ -283,6 +348,8 @@ if (import.meta.main) {
       out: { type: "string" },
       "no-write": { type: "boolean", default: false },
       replot: { type: "string" },
+      repeat: { type: "string" },
+      contention: { type: "string" },
       help: { type: "boolean", short: "h", default: false },
     },
   });
@@ -290,6 +357,7 @@ if (import.meta.main) {
     console.log(
       "Usage: deno run ... bench/capacity.ts [--calls 10,100,500] [--duration 10] " +
         "[--workers 1,2] [--no-trace] [--no-up] [--profile N|auto] [--floor] " +
+        "[--repeat N] [--contention 'what else ran'] " +
         "[--out file] [--no-write] | --replot results.json",
     );
     Deno.exit(0);
@@ -297,7 +365,7 @@ if (import.meta.main) {
   if (values.replot !== undefined) {
     const saved: CapacityResult = JSON.parse(await Deno.readTextFile(values.replot));
     const svg = values.replot.replace(/\.json$/, "") + ".svg";
-    await Deno.writeTextFile(svg, capacitySvg(saved.points, saved.machine, saved.floor));
+    await Deno.writeTextFile(svg, plotOf(saved));
     console.error(`capacity: wrote ${svg}`);
     Deno.exit(0);
   }
@@ -308,6 +376,8 @@ if (import.meta.main) {
     up: !values["no-up"],
     trace: !values["no-trace"],
     floor: values.floor,
+    ...(values.repeat !== undefined ? { repeat: Number(values.repeat) } : {}),
+    ...(values.contention !== undefined ? { contention: values.contention } : {}),
     ...(values.profile !== undefined
       ? { profileCalls: values.profile === "auto" ? "auto" as const : Number(values.profile) }
       : {}),

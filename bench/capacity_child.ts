@@ -86,8 +86,14 @@ export interface SpawnOptions {
 
 /** The server-side latency split since the last call (ms). */
 export interface ChildTrace {
+  /** Carrier message in -> the reply audio it caused sent (the server's whole share). */
+  server_ms: LatencySummary;
+  /** Carrier message in -> the reply at the output transport. */
   pipeline_ms: LatencySummary;
+  /** Output transport -> carrier send (the playout clock's wait). */
   pacing_ms: LatencySummary;
+  /** Replies that could not be matched to their message (0 when the matching holds). */
+  unmatched: number;
 }
 
 /** A running server child. */

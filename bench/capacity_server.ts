@@ -30,6 +30,7 @@ import process from "node:process";
 import { parseArgs } from "node:util";
 
 import { countTimers } from "./capacity_timers.ts";
+import type { TraceSamples } from "./capacity_trace.ts";
 
 /** Live timers, counted until `untrack`; wrapped before any server module loads. */
 const timers = countTimers();
@@ -120,9 +121,9 @@ function settleGc(): Promise<void> {
 }
 
 /** The workers' samples as one set (each worker's split is the same measurement). */
-function joinTraces(parts: unknown[]): { pipeline: Float64Array; pacing: Float64Array } {
-  const ts = parts as { pipeline: Float64Array; pacing: Float64Array }[];
-  const join = (k: "pipeline" | "pacing") => {
+function joinTraces(parts: unknown[]): TraceSamples {
+  const ts = parts as TraceSamples[];
+  const join = (k: "server" | "pipeline" | "pacing") => {
     const out = new Float64Array(ts.reduce((a, t) => a + t[k].length, 0));
     let at = 0;
     for (const t of ts) {
@@ -131,7 +132,12 @@ function joinTraces(parts: unknown[]): { pipeline: Float64Array; pacing: Float64
     }
     return out;
   };
-  return { pipeline: join("pipeline"), pacing: join("pacing") };
+  return {
+    server: join("server"),
+    pipeline: join("pipeline"),
+    pacing: join("pacing"),
+    unmatched: ts.reduce((a, t) => a + t.unmatched, 0),
+  };
 }
 
 async function answer(cmd: string): Promise<boolean> {
@@ -158,7 +164,12 @@ async function answer(cmd: string): Promise<boolean> {
   } else if (cmd === "trace") {
     const t = pool ? joinTraces(await pool.probe("trace")) : takeTrace();
     console.log(JSON.stringify({
-      trace: { pipeline_ms: summarizeMs(t.pipeline), pacing_ms: summarizeMs(t.pacing) },
+      trace: {
+        server_ms: summarizeMs(t.server),
+        pipeline_ms: summarizeMs(t.pipeline),
+        pacing_ms: summarizeMs(t.pacing),
+        unmatched: t.unmatched,
+      },
     }));
   } else if (cmd === "untrack") {
     timers.untrack();

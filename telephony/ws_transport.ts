@@ -16,7 +16,7 @@
  */
 
 import { Resampler, transitionFor } from "../core/audio/resample.ts";
-import type { AudioChunk } from "../core/frames.ts";
+import type { AudioFrame } from "../core/frames.ts";
 import { type Logger, silentLogger } from "../core/log.ts";
 import { errorMessage } from "../core/errors.ts";
 import type {
@@ -391,7 +391,7 @@ export class WsMediaTransport implements MediaTransport {
    * message returns the socket's own (settled) promise, with no promise or job of its own per
    * frame; a failure still arrives as a rejection.
    */
-  sendAudio(audio: AudioChunk): Promise<void> {
+  sendAudio(audio: AudioFrame): Promise<void> {
     try {
       return this.#sendAudio(audio);
     } catch (err) {
@@ -399,7 +399,7 @@ export class WsMediaTransport implements MediaTransport {
     }
   }
 
-  #sendAudio(audio: AudioChunk): Promise<void> {
+  #sendAudio(audio: AudioFrame): Promise<void> {
     const rate = this.#ser.carrierRate();
     const chunk = this.#ser.chunkSamples?.() ?? 0;
     let pcm = audio.pcm;

@@ -52,7 +52,7 @@ Deno.test({
       assert.equal(p.calls, 3);
       assert.equal(p.workers, 2);
       assert.equal(p.frames_lost, 0, text);
-      assert.match(text, /3 calls x2: .*\[server: pipeline p50 \d/, "the workers' split");
+      assert.match(text, /3 calls x2: .*\[server in->out p50 \d/, "the workers' split");
       assert.doesNotMatch(text, /Download|NotCapable|PermissionDenied/, text);
     } finally {
       await Deno.remove(OUT, { recursive: true });

@@ -38,7 +38,18 @@ Deno.test("capacity bench: 3 calls echo every frame, result has the documented s
   }
   assert.ok(p.latency_ms.p50 <= p.latency_ms.p99 && p.latency_ms.p99 <= p.latency_ms.max);
   assert.equal(p.server_split.length, 1);
-  assert.ok(p.server_split[0].pipeline_ms.samples > 0, "server-side split sampled");
+  const sp = p.server_split[0];
+  assert.ok(sp.server_ms.samples > 0, "server-side latency sampled");
+  // The split matches each reply to the message that caused it: every echoed frame the
+  // generator timed is matched once on the server, and the server's share of a frame lies
+  // inside its end-to-end time, so each percentile of the one is at most the other's.
+  assert.equal(sp.unmatched, 0, "every reply matched to its message");
+  assert.equal(sp.server_ms.samples, p.latency_ms.samples, "the same frames on both sides");
+  assert.equal(sp.pipeline_ms.samples, sp.server_ms.samples);
+  for (const k of ["p50", "p99", "p999", "max"] as const) {
+    assert.ok(sp.server_ms[k] <= p.latency_ms[k], `server ${k} within end to end`);
+    assert.ok(sp.pipeline_ms[k] <= sp.server_ms[k] && sp.pacing_ms[k] <= sp.server_ms[k], k);
+  }
   assert.ok(p.server.cpu_percent > 0 && p.server.rss_bytes_max > 0);
   assert.ok(p.idle.timers_per_session >= 1, "a live call holds at least its limit timer");
   assert.equal(typeof p.idle.heap_bytes_per_session, "number");
@@ -50,6 +61,9 @@ Deno.test("capacity bench: 3 calls echo every frame, result has the documented s
   assert.equal(w2.workers, 2);
   assert.equal(w2.frames_lost, 0);
   assert.ok(w2.server_split[0]?.pipeline_ms.samples > 0, "the workers' split is joined");
+  assert.equal(w2.server_split[0].unmatched, 0);
+  assert.equal(w2.server_split[0].server_ms.samples, w2.latency_ms.samples);
+  assert.ok(w2.server_split[0].server_ms.p99 <= w2.latency_ms.p99);
   assert.ok(w2.idle.timers_per_session >= 1, "the workers' timers are counted");
   assert.equal(r.deno.deno, Deno.version.deno);
   assert.ok(r.machine.cpus >= 1);
@@ -63,4 +77,38 @@ Deno.test("capacity bench: 3 calls echo every frame, result has the documented s
   assert.equal(f.unsolicited_messages, 0);
   assert.deepEqual(f.server_split, [], "no pipeline to split");
   assert.match(capacitySvg(r.points, r.machine, r.floor), /bare echo \(floor\)/);
+});
+
+Deno.test("capacity bench --repeat: agent and floor interleaved per round, median and spread", async () => {
+  const r = await runCapacityBench({
+    calls: [3],
+    durationS: 1,
+    rampMs: 200,
+    warmupFrames: 5,
+    warmupCalls: 0,
+    scratchDir: ".tmp/capacity_test_repeat",
+    command: "test",
+    floor: true,
+    repeat: 2,
+    contention: "test run",
+    log: () => {},
+  });
+  assert.equal(r.points.length, 2);
+  assert.equal(r.floor?.length, 2);
+  assert.equal(r.contention?.note, "test run");
+  const row = r.repeated?.[0];
+  assert.ok(row !== undefined);
+  assert.equal(row.calls, 3);
+  assert.equal(row.rounds, 2);
+  assert.equal(row.agent.e2e_p99_ms.values.length, 2);
+  const { median, min, max } = row.agent.e2e_p99_ms;
+  assert.ok(min <= median && median <= max);
+  assert.equal(row.agent.frames_lost.max, 0);
+  assert.equal(row.cpu_ratio?.values.length, 2);
+  assert.ok(row.cpu_ratio!.median > 0, "agent CPU per frame over the floor's, per round");
+  // Each round's server figures lie within its end-to-end ones.
+  for (const p of r.points) {
+    assert.equal(p.server_split[0].unmatched, 0);
+    assert.ok(p.server_split[0].server_ms.p99 <= p.latency_ms.p99);
+  }
 });

@@ -41,7 +41,7 @@ mkdir -p bench/results .tmp
 export PATH="$PWD:$PATH" DENO_NO_UPDATE_CHECK=1 NO_COLOR=1
 exec ./deno run --no-config --no-lock --no-remote --no-npm --v8-flags=--expose-gc \\
   --allow-run=deno --allow-net=127.0.0.1 --allow-read=. \\
-  --allow-write=./bench/results,./.tmp --allow-sys=hostname,systemMemoryInfo \\
+  --allow-write=./bench/results,./.tmp --allow-sys=hostname,systemMemoryInfo,loadavg \\
   capacity.js "$@"
 `;
 }

@@ -139,24 +139,36 @@ export interface TransportOutputOptions {
    * browsers buffer it; a lead absorbs timer jitter without a gap, and barge-in clears it.
    */
   leadMs?: number;
+  /**
+   * How late audio may fall behind the call's playout timeline and still be caught up, in ms
+   * (default 200). Chunks that come or go late (a busy thread, a late model or caller frame) are
+   * sent at once, up to the lead beyond their timeline, so one late moment does not delay the
+   * rest of the call; a longer gap is a pause, and playout after it starts afresh from now.
+   */
+  catchUpMs?: number;
 }
 
 /**
  * Plays audio to a media leg at real time, paced by the shared playout clock
  * (core/playout_clock.ts): chunks go out as soon as the far end's playout is less than
- * `leadMs` ahead, so nothing waits on a per-call timer.
+ * `leadMs` ahead of the call's timeline, so nothing waits on a per-call timer. After a stall
+ * (the thread was busy, the tick came late) one pass sends what fell due, never more than the
+ * lead beyond the timeline, and audio that arrives a little late keeps the timeline instead of
+ * pushing every later chunk back (`catchUpMs`).
  */
 export class TransportOutput extends FrameProcessor {
   readonly #t: MediaTransport;
   readonly #chunkMs: number;
   readonly #speakingEvery: number;
   readonly #leadMs: number;
+  readonly #catchUpMs: number;
   #queue: AudioFrame[] = [];
   #link: Link | undefined;
   #playing = false;
   #speaking = false;
   #sent = 0;
-  #nextAt = 0;
+  /** When the far end will have played all that was sent (performance.now() ms); none yet. */
+  #nextAt = -Infinity;
   /** Milliseconds of audio sent since the ledger's timeline began (the last interruption). */
   #sentMs = 0;
   /** performance.now() until which the bot's audio is held (a possible barge-in). */
@@ -175,6 +187,7 @@ export class TransportOutput extends FrameProcessor {
     this.#chunkMs = options.chunkMs ?? 20;
     this.#speakingEvery = options.speakingEvery ?? 10;
     this.#leadMs = options.leadMs ?? 40;
+    this.#catchUpMs = options.catchUpMs ?? 200;
   }
 
   /** True while audio is being played. */
@@ -229,7 +242,7 @@ export class TransportOutput extends FrameProcessor {
     const droppedFrames = this.#queue.length;
     this.#queue = [];
     this.#holdUntil = 0;
-    this.#nextAt = 0; // the clear drops what the far end had buffered
+    this.#nextAt = -Infinity; // the clear drops what the far end had buffered: a new timeline
     this.#sentMs = 0;
     this.#stopPlaying();
     const link = this.#link;
@@ -277,7 +290,9 @@ export class TransportOutput extends FrameProcessor {
     const now = performance.now();
     if (!this.#playing) {
       this.#playing = true;
-      this.#nextAt = Math.max(this.#nextAt, now);
+      // Audio that is late by less than `catchUpMs` keeps the timeline (the chunks after it go
+      // out on schedule, not behind it); after a longer gap playout starts afresh from now.
+      if (this.#nextAt < now - this.#catchUpMs) this.#nextAt = now;
       if (this.#service(now)) joinPlayoutClock(this.#service);
     } else {
       // Within the lead a chunk goes out as it arrives, not at the clock's next tick (up to
@@ -300,6 +315,9 @@ export class TransportOutput extends FrameProcessor {
       if (this.#ledger.active) this.#reportPlayed(now);
       return true;
     }
+    // A late tick (the thread was busy) sends what fell due meanwhile, so the call does not fall
+    // behind its timeline for good; a lag past `catchUpMs` is given up (the timeline moves).
+    if (this.#nextAt < now - this.#catchUpMs) this.#nextAt = now - this.#catchUpMs;
     while (this.#queue.length > 0 && this.#nextAt - now < this.#leadMs) {
       const chunk = this.#queue.shift()!;
       if (!this.#speaking) {

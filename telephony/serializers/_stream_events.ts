@@ -73,6 +73,14 @@ export abstract class StreamEventSerializer extends CarrierBase {
     }
   }
 
+  /** A plain inbound media message's audio, without the JSON parse (see {@link plainPayload}). */
+  protected override plainAudio(data: string): SerIn | undefined {
+    const payload = plainPayload(data);
+    if (payload === undefined) return undefined;
+    const r = this.base64Audio(payload);
+    return r.type === "audio" ? r : undefined;
+  }
+
   /** Audio from a `media` object (caller's track only). */
   #onMedia(media: JsonObject | undefined): SerIn {
     if (media === undefined) return ignore("media without a media object");
@@ -117,4 +125,43 @@ function errorText(payload: JsonObject | undefined): string {
     stringAt(payload, "detail"),
   ].filter((p) => p !== undefined);
   return parts.length > 0 ? shortName(parts.join(" "), 160) : "no detail";
+}
+
+const MEDIA_HEAD = '{"event":"media",';
+const MEDIA_OBJECT = '"media":{';
+const PAYLOAD_KEY = '"payload":"';
+const TRACK_KEY = '"track":"';
+
+/**
+ * The base64 payload of `{"event":"media", ..., "media":{ ..., "payload":"..."}, ...}` sliced
+ * out of the text, when nothing about the message could read otherwise under a full parse: it
+ * starts with the event, names one event, one media object that the payload is directly inside,
+ * one payload and at most one track, before the payload and inbound. Anything else (escapes
+ * included: they fail the base64 decode) goes through `JSON.parse`. Only the text around the
+ * payload is searched, not the payload itself.
+ */
+function plainPayload(data: string): string | undefined {
+  if (!data.startsWith(MEDIA_HEAD) || data.charCodeAt(data.length - 1) !== 0x7d) return undefined;
+  const key = data.indexOf(PAYLOAD_KEY, MEDIA_HEAD.length);
+  if (key < 0) return undefined;
+  const start = key + PAYLOAD_KEY.length;
+  const end = data.indexOf('"', start);
+  if (end < 0) return undefined;
+  const head = data.slice(MEDIA_HEAD.length - 1, key); // from the comma after the event
+  const tail = data.slice(end + 1);
+  if (head.includes('"event"') || tail.includes('"event"')) return undefined;
+  if (tail.includes(PAYLOAD_KEY) || tail.includes(MEDIA_OBJECT) || tail.includes(TRACK_KEY)) {
+    return undefined;
+  }
+  const media = head.indexOf(MEDIA_OBJECT);
+  if (media < 0 || head.indexOf(MEDIA_OBJECT, media + 1) >= 0) return undefined;
+  // The payload directly inside the media object: no object opens or closes in between.
+  const inside = media + MEDIA_OBJECT.length;
+  if (head.indexOf("{", inside) >= 0 || head.indexOf("}", inside) >= 0) return undefined;
+  const track = head.indexOf(TRACK_KEY);
+  if (track >= 0) {
+    if (head.indexOf(TRACK_KEY, track + 1) >= 0) return undefined;
+    if (!head.startsWith("inbound", track + TRACK_KEY.length)) return undefined;
+  }
+  return data.slice(start, end);
 }
