@@ -27,6 +27,7 @@ import { grantProblems } from "./grant_check.ts";
 import { runCheck, warnUnreachable } from "./check.ts";
 import { dsnNetHost, type ErrorReporter } from "./error_reporting.ts";
 import { parseWorkerCount, startWorkers } from "./workers.ts";
+import { type AgentHttp, serveAgentHttp } from "./serve.ts";
 
 /** Config used when `--config` is not given. */
 export const DEFAULT_CONFIG = "examples/agent.yaml";
@@ -263,15 +264,20 @@ export async function main(args: string[]): Promise<number> {
   }
   if (app.errors !== undefined) reportUncaught(app.errors);
   const { host, port } = config.server;
-  const ready = Promise.withResolvers<Deno.NetAddr>();
-  let server: Deno.HttpServer<Deno.NetAddr>;
+  let server: AgentHttp;
   try {
-    server = Deno.serve({ hostname: host, port, onListen: ready.resolve, ...tls }, app.handler);
+    server = await serveAgentHttp({
+      config,
+      handler: app.handler,
+      logger,
+      ...(tls !== undefined ? { tls } : {}),
+    });
   } catch (e) {
     err(`flowcat: cannot listen on ${host}:${port}: ${errorMessage(e)}`);
+    await app.close();
     return 1;
   }
-  const addr = await ready.promise;
+  const addr = server.addr;
   printBanner(config, addr.hostname, addr.port, "", tls !== undefined);
   const signal = await stopSignal();
   console.log(`flowcat: ${signal}: draining ${app.calls.active} call(s)...`);

@@ -17,6 +17,7 @@ import { type ProviderKind, providersOfKind } from "../providers/registry.ts";
 import { parseUri } from "../telephony/sip/uri.ts";
 import { requiredEnv } from "./config_env.ts";
 import type { AgentServerConfig } from "./config_types.ts";
+import { GUARD_HOP_HOST } from "./conn_guard.ts";
 
 /** Static files the server reads when the playground is on (relative to the project root). */
 export const PLAYGROUND_DIR = "server/playground";
@@ -103,6 +104,8 @@ export function netGrants(config: AgentServerConfig, opts: PermissionOptions): s
   const host = netHost(opts.host ?? config.server.host);
   const port = opts.port ?? config.server.port;
   const all = [port === 0 ? host : `${host}:${port}`];
+  // The connection guard hands each connection to Deno.serve on an ephemeral loopback port.
+  if (config.server.guard.enabled) all.push(GUARD_HOP_HOST);
   all.push(...providerHosts(config));
   if (config.agent.kind === "remote") all.push(urlHostPort(config.agent.url));
   all.push(...sipHosts(config));

@@ -14,6 +14,7 @@ import { errorMessage, FlowcatError } from "../core/errors.ts";
 import { createAgentServer } from "./app.ts";
 import { loadConfig } from "./config.ts";
 import { loggerFromEnv } from "./log_env.ts";
+import { serveAgentHttp } from "./serve.ts";
 import type { FamilySnapshot } from "./prometheus.ts";
 
 /** What the main thread tells a worker. */
@@ -124,18 +125,13 @@ async function start(cmd: Extract<WorkerCommand, { type: "start" }>): Promise<vo
     metricsText: allWorkersMetrics,
   });
   familiesOf = () => app.metrics.registry.collect({ worker: String(cmd.index) });
-  const ready = Promise.withResolvers<void>();
-  const server = Deno.serve(
-    {
-      hostname: cmd.host,
-      port: cmd.port,
-      reusePort: true,
-      onListen: () => ready.resolve(),
-      ...cmd.tls,
-    },
-    app.handler,
-  );
-  await ready.promise;
+  const server = await serveAgentHttp({
+    config,
+    handler: app.handler,
+    logger,
+    reusePort: true,
+    ...(cmd.tls !== undefined ? { tls: cmd.tls } : {}),
+  });
   stopping = async () => {
     const drained = app.calls.active;
     await app.calls.drain();

@@ -13,6 +13,8 @@ export interface ServerChild {
   base: string;
   /** The flags it runs under. */
   flags: string[];
+  /** The child's process id (the server itself, or the launcher with `launcher`). */
+  pid: number;
   /** Everything it wrote to stderr so far (its log lines). */
   stderr(): string;
   /** Everything it wrote to stdout so far (banner, drain lines). */
@@ -80,7 +82,14 @@ export async function startServerChild(
     await stop();
     throw new Error(`the server did not start:\n${out}\n${err}`);
   }
-  return { base: `http://127.0.0.1:${port}`, flags, stderr: () => err, stdout: () => out, stop };
+  return {
+    base: `http://127.0.0.1:${port}`,
+    flags,
+    pid: child.pid,
+    stderr: () => err,
+    stdout: () => out,
+    stop,
+  };
 }
 
 function inherited(names: string[]): Record<string, string> {
