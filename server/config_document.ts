@@ -217,6 +217,8 @@ export interface GuardDocument {
   max_pending: number;
   /** Connections waiting for their first request head, per client address (default 16). */
   max_pending_per_client: number;
+  /** Loopback port of the hop to the HTTP server (default: the listen port + 1). */
+  hop_port?: number;
 }
 
 /** `api`: the control API (`POST /calls`). */

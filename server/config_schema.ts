@@ -264,6 +264,7 @@ const guardSchema = z.strictObject({
   max_header_bytes: z.int().min(1024).max(1024 * 1024).default(32 * 1024),
   max_pending: z.int().min(1).max(1_000_000).default(512),
   max_pending_per_client: z.int().min(1).max(1_000_000).default(16),
+  hop_port: port.optional(),
 });
 
 const serverSchema = z.strictObject({

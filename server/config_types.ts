@@ -208,6 +208,8 @@ export interface GuardConfig {
   maxPending: number;
   /** Connections waiting for their first request head, per client address. */
   maxPendingPerClient: number;
+  /** Loopback port of the hop to the HTTP server (absent: the listen port + 1). */
+  hopPort?: number;
 }
 
 /** PEM files of an HTTPS listener. */
@@ -411,6 +413,7 @@ export function toServerConfig(
         maxHeaderBytes: doc.server.guard.max_header_bytes,
         maxPending: doc.server.guard.max_pending,
         maxPendingPerClient: doc.server.guard.max_pending_per_client,
+        ...(doc.server.guard.hop_port !== undefined ? { hopPort: doc.server.guard.hop_port } : {}),
       },
       ...(doc.server.tls === undefined ? {} : {
         tls: {

@@ -7,8 +7,9 @@
  *
  * - a deadline for each request head (slow headers are cut, 408) and a size cap (431);
  * - a cap on connections still waiting for their first request head, in all and per client
- *   address (the oldest waiting one is closed to make room: a slow-loris holds at most that
- *   many, and a real client, whose head arrives in milliseconds, still gets through);
+ *   address: beyond it, the oldest that have waited a second are closed (a slow-loris holds at
+ *   most that many; a burst of real connections, whose heads arrive in milliseconds, and any
+ *   new client still get through);
  * - an idle timeout for keep-alive connections between requests;
  * - on upgraded (WebSocket) connections, a cap on each inbound message's length, read from the
  *   frame headers (server/guard_stream.ts): a longer message drops the connection before its
@@ -51,6 +52,8 @@ export interface GuardedServeOptions {
   reusePort?: boolean;
   /** Terminate HTTPS here with this certificate and key. */
   tls?: TlsPem;
+  /** Port of the loopback hop to `Deno.serve` (default 0: an ephemeral one). */
+  hopPort?: number;
   /** The limits enforced. */
   limits: GuardLimits;
   /** Where cut and refused connections are said (rate limited). */
@@ -71,14 +74,13 @@ export type ServeHandler = (
   info: Deno.ServeHandlerInfo,
 ) => Response | Promise<Response>;
 
-/**
- * The loopback address of the hop to `Deno.serve` (an ephemeral port: the computed
- * `--allow-net` grants this address without a port while the guard is on).
- */
+/** The loopback address of the hop to `Deno.serve`. */
 export const GUARD_HOP_HOST = "127.0.0.1";
 
 /** Read buffer per direction and connection: a whole media message or HTTP head in one read. */
 const READ_BYTES = 32 * 1024;
+/** A connection waiting for its head this long may be closed to bring its client under the cap. */
+const EVICT_AFTER_MS = 1000;
 /** How often deadlines are checked, ms. */
 const SWEEP_MS = 250;
 const encoder = new TextEncoder();
@@ -149,7 +151,7 @@ export async function serveGuarded(
   const listening = Promise.withResolvers<void>();
   const inner = Deno.serve({
     hostname: GUARD_HOP_HOST,
-    port: 0,
+    port: opts.hopPort ?? 0,
     onListen: () => listening.resolve(),
   }, (req, info) => {
     const g = byHop.get(info.remoteAddr.port);
@@ -211,7 +213,7 @@ export async function serveGuarded(
       const head = `HTTP/1.1 ${status} ${text}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`;
       let timer: ReturnType<typeof setTimeout> | undefined;
       await Promise.race([
-        writeAll(g.client, encoder.encode(head), -1).catch(() => {}),
+        writeAll(g.client, encoder.encode(head)).catch(() => {}),
         new Promise<void>((r) => (timer = setTimeout(r, 1000))),
       ]);
       clearTimeout(timer);
@@ -219,8 +221,31 @@ export async function serveGuarded(
     close(g);
   };
 
+  /**
+   * Close the oldest of `set` that have waited at least {@link EVICT_AFTER_MS} until at most
+   * `cap` are left: a burst of connections (a gateway opening many sockets at once) is let in,
+   * a slow-loris keeps at most `cap` connections waiting.
+   */
+  const trim = (set: Set<Guarded>, cap: number, now: number, what: string) => {
+    let closed = 0;
+    for (const g of set) {
+      if (set.size <= cap || now - g.acceptedAt < EVICT_AFTER_MS) break;
+      close(g);
+      closed++;
+    }
+    if (closed > 0) refusals.info(what, { closed, cap });
+  };
+
   const sweep = () => {
     const now = performance.now();
+    if (pending.size > limits.maxPending) {
+      trim(pending, limits.maxPending, now, "connections closed: too many waiting for headers");
+    }
+    for (const set of pendingByClient.values()) {
+      if (set.size <= limits.maxPendingPerClient) continue;
+      const what = "connections closed: too many waiting for headers from one client";
+      trim(set, limits.maxPendingPerClient, now, what);
+    }
     for (const g of timed) {
       const s = g.stream;
       if (s.state === StreamState.UpgradeWait) continue;
@@ -295,7 +320,9 @@ export async function serveGuarded(
         if (s.headBytes > 0 && g.headStart === 0) g.headStart = now;
       }
       try {
-        await writeAll(up, buf, n);
+        // The whole read in one write, as a rule; a short write is finished below.
+        const wrote = await up.write(buf.subarray(0, n));
+        if (wrote < n) await writeAll(up, buf.subarray(wrote, n));
       } catch {
         break;
       }
@@ -329,7 +356,8 @@ export async function serveGuarded(
       }
       if (g.stream.state !== StreamState.WebSocket) g.lastActivity = performance.now();
       try {
-        await writeAll(g.client, buf, n);
+        const wrote = await g.client.write(buf.subarray(0, n));
+        if (wrote < n) await writeAll(g.client, buf.subarray(wrote, n));
       } catch {
         break;
       }
@@ -338,23 +366,8 @@ export async function serveGuarded(
   };
 
   const admit = (g: Guarded) => {
-    // Make room by closing the oldest waiting connection: of this client, then of all.
-    let mine = pendingByClient.get(g.clientKey);
-    if (mine !== undefined && mine.size >= limits.maxPendingPerClient) {
-      refusals.info("connection closed: too many waiting for headers from one client", {
-        client: g.remote.hostname,
-        maxPendingPerClient: limits.maxPendingPerClient,
-      });
-      close(mine.values().next().value!);
-    }
-    if (pending.size >= limits.maxPending) {
-      refusals.info("connection closed: too many waiting for headers", {
-        maxPending: limits.maxPending,
-      });
-      close(pending.values().next().value!);
-    }
     pending.add(g);
-    mine = pendingByClient.get(g.clientKey);
+    let mine = pendingByClient.get(g.clientKey);
     if (mine === undefined) pendingByClient.set(g.clientKey, mine = new Set());
     mine.add(g);
     timed.add(g);
@@ -446,11 +459,8 @@ function startsWith(buf: Uint8Array, n: number, prefix: Uint8Array): boolean {
   return true;
 }
 
-/** Write `buf[0, n)` (n < 0: all of it) in as many writes as the socket takes. */
-async function writeAll(conn: Deno.Conn, buf: Uint8Array, n: number): Promise<void> {
-  const end = n < 0 ? buf.length : n;
+/** Write all of `bytes`, in as many writes as the socket takes. */
+async function writeAll(conn: Deno.Conn, bytes: Uint8Array): Promise<void> {
   let off = 0;
-  while (off < end) {
-    off += await conn.write(off === 0 && end === buf.length ? buf : buf.subarray(off, end));
-  }
+  while (off < bytes.length) off += await conn.write(off === 0 ? bytes : bytes.subarray(off));
 }

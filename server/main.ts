@@ -27,7 +27,7 @@ import { grantProblems } from "./grant_check.ts";
 import { runCheck, warnUnreachable } from "./check.ts";
 import { dsnNetHost, type ErrorReporter } from "./error_reporting.ts";
 import { parseWorkerCount, startWorkers } from "./workers.ts";
-import { type AgentHttp, serveAgentHttp } from "./serve.ts";
+import { type AgentHttp, guardHopPort, serveAgentHttp } from "./serve.ts";
 
 /** Config used when `--config` is not given. */
 export const DEFAULT_CONFIG = "examples/agent.yaml";
@@ -152,7 +152,7 @@ export function implementationReads(config: AgentServerConfig): string[] {
  */
 export function serverPermissionOptions(
   config: AgentServerConfig,
-  a: Pick<ServerArgs, "config" | "host" | "port" | "tls">,
+  a: Pick<ServerArgs, "config" | "host" | "port" | "tls"> & { workers?: number },
   env: (name: string) => string | undefined = () => undefined,
 ): PermissionOptions {
   const host = a.host ?? config.server.host;
@@ -162,6 +162,7 @@ export function serverPermissionOptions(
     configPath: a.config,
     host,
     port: a.port ?? config.server.port,
+    ...(a.workers !== undefined && a.workers > 1 ? { workers: a.workers } : {}),
     extraRead: [...implementationReads(config), ...(tls ? [tls.certFile, tls.keyFile] : [])],
     extraNet: [
       ...(config.playground.enabled ? webrtcPeerHosts(host, hostInterfaces()) : []),
@@ -364,6 +365,7 @@ async function serveOnWorkers(
       host,
       port,
       count: a.workers,
+      hopPort: guardHopPort(config),
       ...(a.publicUrl !== undefined ? { publicUrl: a.publicUrl } : {}),
       ...(tls !== undefined ? { tls } : {}),
     });

@@ -40,6 +40,8 @@ export interface PermissionOptions {
   host?: string;
   /** Listen port after the CLI override; default `config.server.port`. */
   port?: number;
+  /** Worker threads sharing the port (`--workers`; default 1): each has its own hop port. */
+  workers?: number;
   /** Entry module; default {@link SERVER_ENTRY}. */
   entry?: string;
   /** Extra grants the server implementation needs (e.g. a model file to read). */
@@ -104,8 +106,15 @@ export function netGrants(config: AgentServerConfig, opts: PermissionOptions): s
   const host = netHost(opts.host ?? config.server.host);
   const port = opts.port ?? config.server.port;
   const all = [port === 0 ? host : `${host}:${port}`];
-  // The connection guard hands each connection to Deno.serve on an ephemeral loopback port.
-  if (config.server.guard.enabled) all.push(GUARD_HOP_HOST);
+  // The connection guard hands each connection to Deno.serve on a loopback port (one per
+  // worker; any port when the listen port is picked at run time).
+  if (config.server.guard.enabled) {
+    const hop = config.server.guard.hopPort ?? (port === 0 ? 0 : port + 1);
+    if (hop === 0) all.push(GUARD_HOP_HOST);
+    for (let i = 0; hop !== 0 && i < (opts.workers ?? 1); i++) {
+      all.push(`${GUARD_HOP_HOST}:${hop + i}`);
+    }
+  }
   all.push(...providerHosts(config));
   if (config.agent.kind === "remote") all.push(urlHostPort(config.agent.url));
   all.push(...sipHosts(config));
@@ -178,6 +187,7 @@ export function permissionCommand(config: AgentServerConfig, opts: PermissionOpt
   if (opts.port !== undefined && opts.port !== config.server.port) {
     words.push("--port", String(opts.port));
   }
+  if (opts.workers !== undefined && opts.workers > 1) words.push("--workers", String(opts.workers));
   return words.map(shellQuote).join(" ");
 }
 

@@ -30,6 +30,10 @@ export interface AgentHttpOptions {
   logger: Logger;
   /** Share the port with other listeners (`--workers`). */
   reusePort?: boolean;
+  /** Which of several workers sharing the port this is (its hop port is offset by it). */
+  workerIndex?: number;
+  /** The guard's first hop port, when the caller computed it before changing the config. */
+  hopPort?: number;
 }
 
 /** A listening agent HTTP server. */
@@ -52,6 +56,10 @@ export function maxMediaMessageBytes(maxMessageAudioMs: number): number {
   return Math.ceil(pcmBytes / 3) * 4 * 2 + 64 * 1024;
 }
 
+function hopPortOf(base: number, index: number): number {
+  return base === 0 ? 0 : base + index;
+}
+
 /** The guard limits a config asks for. */
 export function guardLimits(config: AgentServerConfig): GuardLimits {
   const g = config.server.guard;
@@ -65,6 +73,16 @@ export function guardLimits(config: AgentServerConfig): GuardLimits {
   };
 }
 
+/**
+ * The loopback port of the guard's hop to `Deno.serve` for the first worker (worker i uses
+ * this + i): `server.guard.hop_port`, else the listen port + 1; 0 (ephemeral) when the listen
+ * port is 0. A fixed port keeps the computed `--allow-net` to exact ports.
+ */
+export function guardHopPort(config: AgentServerConfig): number {
+  const { port, guard } = config.server;
+  return guard.hopPort ?? (port === 0 ? 0 : port + 1);
+}
+
 /** Listen on `config.server` and serve `handler`; throws when the address cannot be bound. */
 export async function serveAgentHttp(opts: AgentHttpOptions): Promise<AgentHttp> {
   const { host, port } = opts.config.server;
@@ -73,6 +91,7 @@ export async function serveAgentHttp(opts: AgentHttpOptions): Promise<AgentHttp>
       hostname: host,
       port,
       limits: guardLimits(opts.config),
+      hopPort: hopPortOf(opts.hopPort ?? guardHopPort(opts.config), opts.workerIndex ?? 0),
       logger: opts.logger,
       ...(opts.tls !== undefined ? { tls: opts.tls } : {}),
       ...(opts.reusePort === true ? { reusePort: true } : {}),

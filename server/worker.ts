@@ -31,6 +31,8 @@ export type WorkerCommand =
     publicUrl?: string;
     /** HTTPS certificate and key, PEM text read by the main thread. */
     tls?: TlsPem;
+    /** The connection guard's first hop port (this worker adds its index; 0: ephemeral). */
+    hopPort?: number;
     /** Call-token secret shared by all workers. */
     secret: Uint8Array;
     /** This worker's index, 0-based. */
@@ -130,6 +132,8 @@ async function start(cmd: Extract<WorkerCommand, { type: "start" }>): Promise<vo
     handler: app.handler,
     logger,
     reusePort: true,
+    workerIndex: cmd.index,
+    hopPort: cmd.hopPort ?? 0,
     ...(cmd.tls !== undefined ? { tls: cmd.tls } : {}),
   });
   stopping = async () => {
