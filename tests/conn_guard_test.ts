@@ -22,7 +22,9 @@ const LIMITS: GuardLimits = {
 
 /** Answers with the client address and URL it saw; upgrades /ws to an echo socket. */
 const echoHandler: ServeHandler = (req, info) => {
-  if (new URL(req.url).pathname === "/ws") {
+  const path = new URL(req.url).pathname;
+  if (path === "/slow") return sleep(2500).then(() => new Response("late but whole"));
+  if (path === "/ws") {
     const { socket, response } = Deno.upgradeWebSocket(req);
     socket.onmessage = (e) =>
       socket.send(typeof e.data === "string" ? `echo:${e.data.length}` : "bin");
@@ -134,6 +136,30 @@ Deno.test("guard: an idle keep-alive connection is closed; the handler sees the 
     assert.ok(r.ms < 2500, `closed after ${Math.round(r.ms)} ms idle`);
   } finally {
     conn.close();
+    await s.shutdown();
+  }
+});
+
+Deno.test("guard: a handler slower than the idle timeout is not cut; chunked bodies pass", async () => {
+  const s = await guarded();
+  try {
+    const slow = await fetch(`http://127.0.0.1:${s.addr.port}/slow`);
+    assert.equal(await slow.text(), "late but whole");
+    // A streamed body goes out chunked; the guard follows it to the next request.
+    const parts = ["one ", "two ", "three"];
+    const body = new ReadableStream<Uint8Array>({
+      async pull(c) {
+        const p = parts.shift();
+        if (p === undefined) return c.close();
+        await sleep(50);
+        c.enqueue(enc.encode(p));
+      },
+    });
+    const res = await fetch(`http://127.0.0.1:${s.addr.port}/chunked`, { method: "POST", body });
+    assert.equal((await res.json()).text, "one two three");
+    const after = await fetch(`http://127.0.0.1:${s.addr.port}/after`);
+    assert.equal((await after.json()).url, `http://127.0.0.1:${s.addr.port}/after`);
+  } finally {
     await s.shutdown();
   }
 });
