@@ -25,6 +25,7 @@ import type { Logger } from "../core/log.ts";
 import { rateLimitedLogger } from "../core/log_limit.ts";
 import { FEED_HEAD_TOO_LARGE, FEED_OK, RequestStream, StreamState } from "./guard_stream.ts";
 import type { TlsPem } from "./tls.ts";
+import { asHttps, clientKey, startsWith, writeAll } from "./guard_net.ts";
 
 /** The guard's limits (`server.guard` in the config). */
 export interface GuardLimits {
@@ -108,24 +109,6 @@ interface Guarded {
   /** Resolves when the server answered an upgrade request. */
   upgradeAnswered: PromiseWithResolvers<void> | undefined;
   closed: boolean;
-}
-
-/** The key a client counts under: its IPv4 address, or its IPv6 /64. */
-export function clientKey(hostname: string): string {
-  if (!hostname.includes(":")) return hostname;
-  const groups = hostname.split(":");
-  // An IPv4-mapped address counts as its IPv4 one.
-  const last = groups[groups.length - 1];
-  if (last.includes(".")) return last;
-  return expandV6(hostname).slice(0, 4).join(":");
-}
-
-function expandV6(h: string): string[] {
-  const [head, tail] = h.split("::");
-  const a = head === "" ? [] : head.split(":");
-  const b = tail === undefined || tail === "" ? [] : tail.split(":");
-  const zeros = tail === undefined ? [] : new Array(8 - a.length - b.length).fill("0");
-  return [...a, ...zeros, ...b].map((g) => g.toLowerCase().replace(/^0+(?=.)/, ""));
 }
 
 /**
@@ -438,29 +421,4 @@ export async function serveGuarded(
       refusals.close();
     },
   };
-}
-
-/**
- * `req` with an https URL. Its signal is not carried over: Deno warns once on reading a served
- * request's signal, and no handler here watches it.
- */
-function asHttps(req: Request): Request {
-  const init: RequestInit & { duplex?: "half" } = { method: req.method, headers: req.headers };
-  if (req.body !== null) {
-    init.body = req.body;
-    init.duplex = "half";
-  }
-  return new Request(req.url.replace(/^http:/, "https:"), init);
-}
-
-function startsWith(buf: Uint8Array, n: number, prefix: Uint8Array): boolean {
-  if (n < prefix.length) return false;
-  for (let i = 0; i < prefix.length; i++) if (buf[i] !== prefix[i]) return false;
-  return true;
-}
-
-/** Write all of `bytes`, in as many writes as the socket takes. */
-async function writeAll(conn: Deno.Conn, bytes: Uint8Array): Promise<void> {
-  let off = 0;
-  while (off < bytes.length) off += await conn.write(off === 0 ? bytes : bytes.subarray(off));
 }

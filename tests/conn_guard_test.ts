@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { silentLogger } from "../core/log.ts";
 import { type GuardLimits, serveGuarded, type ServeHandler } from "../server/conn_guard.ts";
+import { clientKey } from "../server/guard_net.ts";
 import { sleep, until } from "./_core_helpers.ts";
 
 const enc = new TextEncoder();
@@ -244,4 +245,12 @@ Deno.test("guard: TLS is terminated in front; the handler sees https and the cli
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("guard: clients are counted by IPv4 address or IPv6 /64", () => {
+  assert.equal(clientKey("203.0.113.7"), "203.0.113.7");
+  assert.equal(clientKey("::ffff:203.0.113.7"), "203.0.113.7");
+  assert.equal(clientKey("2001:db8:0:1::5"), "2001:db8:0:1");
+  assert.equal(clientKey("2001:DB8:0000:0001:aaaa::1"), clientKey("2001:db8::1:bbbb:0:0:2"));
+  assert.equal(clientKey("::1"), "0:0:0:0");
 });
