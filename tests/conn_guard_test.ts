@@ -247,6 +247,29 @@ Deno.test("guard: TLS is terminated in front; the handler sees https and the cli
   }
 });
 
+Deno.test("guard: a connection to the hop port that did not come through the guard gets 403", async () => {
+  const probe = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const hopPort = (probe.addr as Deno.NetAddr).port;
+  probe.close();
+  const s = await serveGuarded({
+    hostname: "127.0.0.1",
+    port: 0,
+    hopPort,
+    limits: LIMITS,
+    logger: silentLogger,
+  }, echoHandler);
+  try {
+    const direct = await fetch(`http://127.0.0.1:${hopPort}/who`);
+    assert.equal(direct.status, 403);
+    await direct.body?.cancel();
+    const through = await fetch(`http://127.0.0.1:${s.addr.port}/who`);
+    assert.equal(through.status, 200);
+    await through.body?.cancel();
+  } finally {
+    await s.shutdown();
+  }
+});
+
 Deno.test("guard: clients are counted by IPv4 address or IPv6 /64", () => {
   assert.equal(clientKey("203.0.113.7"), "203.0.113.7");
   assert.equal(clientKey("::ffff:203.0.113.7"), "203.0.113.7");
