@@ -32,6 +32,20 @@ import { type AgentHttp, guardHopPort, serveAgentHttp } from "./serve.ts";
 /** Config used when `--config` is not given. */
 export const DEFAULT_CONFIG = "examples/agent.yaml";
 
+/**
+ * What `--workers` threads read: Deno checks read access to every module a worker loads, so its
+ * module graph (the sources and the npm packages) must be readable. Sources only: no config,
+ * `deno.json` or `.git` beyond what the config itself grants.
+ */
+export const WORKER_READS: readonly string[] = Object.freeze([
+  "server",
+  "core",
+  "providers",
+  "telephony",
+  "transports",
+  "node_modules",
+]);
+
 /** The espeak-ng engine file the echo agent's local voice reads. */
 export const ESPEAK_WASM =
   "node_modules/.deno/espeak-ng@1.0.2/node_modules/espeak-ng/dist/espeak-ng.wasm";
@@ -163,7 +177,11 @@ export function serverPermissionOptions(
     host,
     port: a.port ?? config.server.port,
     ...(a.workers !== undefined && a.workers > 1 ? { workers: a.workers } : {}),
-    extraRead: [...implementationReads(config), ...(tls ? [tls.certFile, tls.keyFile] : [])],
+    extraRead: [
+      ...implementationReads(config),
+      ...(tls ? [tls.certFile, tls.keyFile] : []),
+      ...(a.workers !== undefined && a.workers > 1 ? WORKER_READS : []),
+    ],
     extraNet: [
       ...(config.playground.enabled ? webrtcPeerHosts(host, hostInterfaces()) : []),
       ...(dsn !== undefined ? [dsn] : []),

@@ -26,25 +26,26 @@ export interface ServerChild {
 /**
  * Start `server/main.ts --config <path> --port 0` under the flags `deno task start` computes
  * (`env` is what the server and the launcher see); with `launcher`, start it through the start
- * task itself.
+ * task itself; with `workers`, as `--workers <n>`.
  */
 export async function startServerChild(
   configPath: string,
   env: Record<string, string>,
-  opts: { launcher?: boolean } = {},
+  opts: { launcher?: boolean; workers?: number } = {},
 ): Promise<ServerChild> {
   const loaded = await loadConfig(configPath);
   if (!loaded.ok) throw new Error(JSON.stringify(loaded.problems));
   const perms = serverPermissionOptions(
     loaded.config,
-    { config: configPath, port: 0 },
+    { config: configPath, port: 0, ...(opts.workers ? { workers: opts.workers } : {}) },
     (n) => env[n],
   );
   const flags = permissionFlags(loaded.config, perms);
-  const server = ["server/main.ts", "--config", configPath, "--port", "0"];
+  const more = opts.workers ? ["--workers", String(opts.workers)] : [];
+  const server = ["server/main.ts", "--config", configPath, "--port", "0", ...more];
   // Through the launcher (deno task start), which computes the flags itself in the child.
   const args = opts.launcher
-    ? [...startTaskArgs(), "--config", configPath, "--port", "0"]
+    ? [...startTaskArgs(), "--config", configPath, "--port", "0", ...more]
     : ["run", "--no-prompt", ...flags, ...server];
   const child = new Deno.Command("deno", {
     args,
