@@ -78,8 +78,13 @@ export type ServeHandler = (
 /** The loopback address of the hop to `Deno.serve`. */
 export const GUARD_HOP_HOST = "127.0.0.1";
 
-/** Read buffer per direction and connection: a whole media message or HTTP head in one read. */
-const READ_BYTES = 32 * 1024;
+/**
+ * Read buffer per direction and connection: 4 KiB holds a carrier media message or a request
+ * head; a read that fills it (a large body or response) moves that direction to 64 KiB, so
+ * thousands of media sockets cost 8 KiB each and bulk transfers few reads.
+ */
+const READ_BYTES = 4 * 1024;
+const READ_BYTES_BULK = 64 * 1024;
 /** A connection waiting for its head this long may be closed to bring its client under the cap. */
 const EVICT_AFTER_MS = 1000;
 /** How often deadlines are checked, ms. */
@@ -255,7 +260,7 @@ export async function serveGuarded(
 
   /** Client to server: follow the framing, cut what breaks a limit. */
   const pumpIn = async (g: Guarded, up: Deno.TcpConn) => {
-    const buf = new Uint8Array(READ_BYTES);
+    let buf = new Uint8Array(READ_BYTES);
     const s = g.stream;
     for (;;) {
       if (s.state === StreamState.UpgradeWait) {
@@ -309,6 +314,7 @@ export async function serveGuarded(
       } catch {
         break;
       }
+      if (n === buf.length && n < READ_BYTES_BULK) buf = new Uint8Array(READ_BYTES_BULK);
     }
     try {
       await up.closeWrite();
@@ -319,7 +325,7 @@ export async function serveGuarded(
 
   /** Server to client: note answers (an upgrade's 101 switches the framing), pass on. */
   const pumpOut = async (g: Guarded, up: Deno.TcpConn) => {
-    const buf = new Uint8Array(READ_BYTES);
+    let buf = new Uint8Array(READ_BYTES);
     for (;;) {
       let n: number | null;
       try {
@@ -344,6 +350,7 @@ export async function serveGuarded(
       } catch {
         break;
       }
+      if (n === buf.length && n < READ_BYTES_BULK) buf = new Uint8Array(READ_BYTES_BULK);
     }
     close(g);
   };
