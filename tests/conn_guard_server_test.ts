@@ -1,8 +1,9 @@
 /**
  * The agent server behind its connection guard, as operators run it (a child process under the
  * computed flags): the playground, /healthz, the answer webhook and a carrier media call work
- * through it, and three 30 MB media messages on a live call cost the server almost no memory:
- * the guard drops the connection at the first one's frame header.
+ * through it, a slow request head is cut at the configured deadline, and three 30 MB media
+ * messages on a live call cost the server almost no memory: the guard drops the connection at the
+ * first one's frame header.
  */
 import assert from "node:assert/strict";
 import { sleep, until } from "./_core_helpers.ts";
@@ -40,6 +41,7 @@ pipeline: s2s
 providers:
   realtime: { name: echo, options: { tts: none } }
 telephony: { public_url: "${PUBLIC}", carriers: [twilio] }
+server: { guard: { header_timeout_ms: 1500 } }
 `,
   );
   const server = await startServerChild(path, { TWILIO_AUTH_TOKEN: SECRET });
@@ -49,6 +51,21 @@ telephony: { public_url: "${PUBLIC}", carriers: [twilio] }
     assert.match(await page.text(), /<html/i);
     const health = await fetch(`${server.base}/healthz`);
     assert.equal((await health.json()).activeCalls, 0);
+
+    // A head sent a line at a time is cut at the configured deadline.
+    const slow = await Deno.connect({
+      hostname: "127.0.0.1",
+      port: Number(new URL(server.base).port),
+    });
+    const enc = new TextEncoder();
+    await slow.write(enc.encode("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n"));
+    const trickle = setInterval(() => slow.write(enc.encode("X-Slow: 1\r\n")).catch(() => {}), 500);
+    const buf = new Uint8Array(256);
+    const n = await slow.read(buf).catch(() => null);
+    clearInterval(trickle);
+    slow.close();
+    assert.match(new TextDecoder().decode(buf.subarray(0, n ?? 0)), /^HTTP\/1\.1 408/);
+    await until(() => server.stderr().includes("request head not complete in time"), 5000, "log");
 
     // The answer webhook, then the media socket it names, through the guard.
     const { call } = await dialTwilio(server.base, { secret: SECRET, publicUrl: PUBLIC });
