@@ -40,8 +40,12 @@ export interface PermissionOptions {
   host?: string;
   /** Listen port after the CLI override; default `config.server.port`. */
   port?: number;
-  /** Worker threads sharing the port (`--workers`; default 1): each has its own hop port. */
-  workers?: number;
+  /**
+   * Worker threads sharing the port (`--workers`; default 1): each has its own hop port.
+   * `"any"`: chosen at run time (flags baked into an executable), so the hop is granted
+   * without a port.
+   */
+  workers?: number | "any";
   /** Entry module; default {@link SERVER_ENTRY}. */
   entry?: string;
   /** Extra grants the server implementation needs (e.g. a model file to read). */
@@ -110,10 +114,9 @@ export function netGrants(config: AgentServerConfig, opts: PermissionOptions): s
   // worker; any port when the listen port is picked at run time).
   if (config.server.guard.enabled) {
     const hop = config.server.guard.hopPort ?? (port === 0 ? 0 : port + 1);
-    if (hop === 0) all.push(GUARD_HOP_HOST);
-    for (let i = 0; hop !== 0 && i < (opts.workers ?? 1); i++) {
-      all.push(`${GUARD_HOP_HOST}:${hop + i}`);
-    }
+    const workers = opts.workers ?? 1;
+    if (hop === 0 || workers === "any") all.push(GUARD_HOP_HOST);
+    else for (let i = 0; i < workers; i++) all.push(`${GUARD_HOP_HOST}:${hop + i}`);
   }
   all.push(...providerHosts(config));
   if (config.agent.kind === "remote") all.push(urlHostPort(config.agent.url));
@@ -187,7 +190,9 @@ export function permissionCommand(config: AgentServerConfig, opts: PermissionOpt
   if (opts.port !== undefined && opts.port !== config.server.port) {
     words.push("--port", String(opts.port));
   }
-  if (opts.workers !== undefined && opts.workers > 1) words.push("--workers", String(opts.workers));
+  if (typeof opts.workers === "number" && opts.workers > 1) {
+    words.push("--workers", String(opts.workers));
+  }
   return words.map(shellQuote).join(" ");
 }
 
