@@ -25,7 +25,15 @@ import type { Logger } from "../core/log.ts";
 import { rateLimitedLogger } from "../core/log_limit.ts";
 import { FEED_HEAD_TOO_LARGE, FEED_OK, RequestStream, StreamState } from "./guard_stream.ts";
 import type { TlsPem } from "./tls.ts";
-import { asHttps, clientKey, startsWith, writeAll } from "./guard_net.ts";
+import {
+  asHttps,
+  clientKey,
+  GUARD_HOP_HOST,
+  listenPublic,
+  serveHop,
+  startsWith,
+  writeAll,
+} from "./guard_net.ts";
 
 /** The guard's limits (`server.guard` in the config). */
 export interface GuardLimits {
@@ -74,9 +82,6 @@ export type ServeHandler = (
   req: Request,
   info: Deno.ServeHandlerInfo,
 ) => Response | Promise<Response>;
-
-/** The loopback address of the hop to `Deno.serve`. */
-export const GUARD_HOP_HOST = "127.0.0.1";
 
 /**
  * Read buffer per direction and connection: 4 KiB holds a carrier media message or a request
@@ -137,11 +142,7 @@ export async function serveGuarded(
   const all = new Set<Guarded>();
 
   const listening = Promise.withResolvers<void>();
-  const inner = Deno.serve({
-    hostname: GUARD_HOP_HOST,
-    port: opts.hopPort ?? 0,
-    onListen: () => listening.resolve(),
-  }, (req, info) => {
+  const inner = serveHop(opts.hopPort ?? 0, listening.resolve, (req, info) => {
     const g = byHop.get(info.remoteAddr.port);
     // Only the guard's own hops are served: a local process cannot go around it.
     if (g === undefined) return new Response("not through the guard\n", { status: 403 });
@@ -154,16 +155,13 @@ export async function serveGuarded(
   await listening.promise;
   const innerPort = inner.addr.port;
 
-  const listener: Deno.Listener = opts.tls
-    ? Deno.listenTls({
-      hostname: opts.hostname,
-      port: opts.port,
-      cert: opts.tls.cert,
-      key: opts.tls.key,
-      alpnProtocols: ["http/1.1"],
-      reusePort: opts.reusePort === true,
-    })
-    : Deno.listen({ hostname: opts.hostname, port: opts.port, reusePort: opts.reusePort === true });
+  let listener: Deno.Listener;
+  try {
+    listener = listenPublic(opts);
+  } catch (e) {
+    await inner.shutdown();
+    throw e;
+  }
 
   const unpend = (g: Guarded) => {
     if (!g.pending) return;

@@ -1,8 +1,14 @@
 /**
- * Small pieces of the connection guard (server/conn_guard.ts): the key a client is counted
- * under, whole writes, and the https view of a request that came in over TLS.
+ * Small pieces of the connection guard (server/conn_guard.ts): its listeners, the key a client
+ * is counted under, whole writes, and the https view of a request that came in over TLS.
  * @module
  */
+
+import { errorMessage, FlowcatError } from "../core/errors.ts";
+import type { TlsPem } from "./tls.ts";
+
+/** The loopback address of the hop to `Deno.serve`. */
+export const GUARD_HOP_HOST = "127.0.0.1";
 
 /** The key a client counts under: its IPv4 address, or its IPv6 /64. */
 export function clientKey(hostname: string): string {
@@ -46,4 +52,37 @@ export function startsWith(buf: Uint8Array, n: number, prefix: Uint8Array): bool
 export async function writeAll(conn: Deno.Conn, bytes: Uint8Array): Promise<void> {
   let off = 0;
   while (off < bytes.length) off += await conn.write(off === 0 ? bytes : bytes.subarray(off));
+}
+
+/** `Deno.serve` on the hop port; a port in use is a config error naming `hop_port`. */
+export function serveHop(
+  port: number,
+  onListen: () => void,
+  handler: Deno.ServeHandler<Deno.NetAddr>,
+): Deno.HttpServer<Deno.NetAddr> {
+  try {
+    return Deno.serve({ hostname: GUARD_HOP_HOST, port, onListen }, handler);
+  } catch (e) {
+    throw new FlowcatError(
+      "config",
+      `connection guard: cannot listen on ${GUARD_HOP_HOST}:${port} (server.guard.hop_port, ` +
+        `default the listen port + 1; set it to a free port): ${errorMessage(e)}`,
+    );
+  }
+}
+
+/** The public listener: TLS (HTTP/1.1 only) when a certificate is given. */
+export function listenPublic(
+  opts: { hostname: string; port: number; reusePort?: boolean; tls?: TlsPem },
+): Deno.Listener {
+  return opts.tls
+    ? Deno.listenTls({
+      hostname: opts.hostname,
+      port: opts.port,
+      cert: opts.tls.cert,
+      key: opts.tls.key,
+      alpnProtocols: ["http/1.1"],
+      reusePort: opts.reusePort === true,
+    })
+    : Deno.listen({ hostname: opts.hostname, port: opts.port, reusePort: opts.reusePort === true });
 }

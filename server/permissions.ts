@@ -17,7 +17,7 @@ import { type ProviderKind, providersOfKind } from "../providers/registry.ts";
 import { parseUri } from "../telephony/sip/uri.ts";
 import { requiredEnv } from "./config_env.ts";
 import type { AgentServerConfig } from "./config_types.ts";
-import { GUARD_HOP_HOST } from "./conn_guard.ts";
+import { GUARD_HOP_HOST } from "./guard_net.ts";
 
 /** Static files the server reads when the playground is on (relative to the project root). */
 export const PLAYGROUND_DIR = "server/playground";

@@ -270,6 +270,24 @@ Deno.test("guard: a connection to the hop port that did not come through the gua
   }
 });
 
+Deno.test("guard: a hop port in use is a clear error naming server.guard.hop_port", async () => {
+  const taken = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  try {
+    await assert.rejects(
+      serveGuarded({
+        hostname: "127.0.0.1",
+        port: 0,
+        hopPort: (taken.addr as Deno.NetAddr).port,
+        limits: LIMITS,
+        logger: silentLogger,
+      }, echoHandler),
+      /server\.guard\.hop_port/,
+    );
+  } finally {
+    taken.close();
+  }
+});
+
 Deno.test("guard: clients are counted by IPv4 address or IPv6 /64", () => {
   assert.equal(clientKey("203.0.113.7"), "203.0.113.7");
   assert.equal(clientKey("::ffff:203.0.113.7"), "203.0.113.7");
