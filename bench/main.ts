@@ -1,19 +1,22 @@
 /**
  * `deno task bench`: runs the benchmarks and writes JSON under bench/results/.
- * Options: --only routing|demo|memory|audio|webrtc|turns|bargein|capacity|observe (repeatable),
+ * Options: --only routing|demo|memory|audio|webrtc|turns|bargein|capacity|observe|guard
+ * (repeatable),
  * --quick (fewer runs).
  *
  * routing, demo, memory and audio go to `core-<host>.json`; webrtc, turns, bargein and capacity
  * write their own file (`webrtc-<host>.json`, `turns-<host>.json`, `bargein-<host>.json`,
  * `capacity-<host>.json`) and leave a pointer in the core file, which is written only when one of
  * its own groups ran (so `--only webrtc` does not wipe it). `observe` (server CPU per frame
- * unobserved vs traced and scraped) runs only when named.
+ * unobserved vs traced and scraped) and `guard` (CPU per media message through the connection
+ * guard, written to `guard-<host>.json`) run only when named.
  * @module
  */
 
 import { parseArgs } from "node:util";
 import { runAudioBench } from "./audio.ts";
 import { runCapacityBench, writeCapacityResults } from "./capacity.ts";
+import { runGuardBench } from "./guard.ts";
 import { runObserveBench } from "./capacity_observe.ts";
 import { benchDemo, benchIdleMemory, benchRouting } from "./core.ts";
 import { runBargeInBench } from "./bargein.ts";
@@ -31,7 +34,7 @@ const { values } = parseArgs({
 if (values.help) {
   console.log(
     "Usage: deno task bench [--only routing|demo|memory|audio|webrtc|turns|bargein|capacity|" +
-      "observe]... [--quick]",
+      "observe|guard]... [--quick]",
   );
   Deno.exit(0);
 }
@@ -181,6 +184,12 @@ if (values.only?.includes("observe")) {
       `per-pair on/off median x${observe.ratio} (quartiles ${s.p25}..${s.p75}, ` +
       `range ${s.min}..${s.max}); wrote ${path}`,
   );
+}
+if (values.only?.includes("guard")) {
+  console.error("bench: connection guard (CPU per media message with and without it)...");
+  const guard = await runGuardBench(quick);
+  const file = await writeGroup("guard", guard);
+  result.guard = { file, guard_cpu_us_per_message: guard.guard_cpu_us_per_message };
 }
 type Routing = Record<
   string,

@@ -201,6 +201,26 @@ export interface ListenDocument {
   port: number;
   /** Serve HTTPS with this PEM certificate chain and key (browsers on other hosts need it). */
   tls?: { cert_file: string; key_file: string };
+  /** The connection guard in front of the HTTP server (timeouts, caps). */
+  guard: GuardDocument;
+}
+
+/** `server.guard`: header and idle timeouts, waiting-connection and WebSocket message caps. */
+export interface GuardDocument {
+  /** Guard the public listener (default true; false behind a proxy that enforces timeouts). */
+  enabled: boolean;
+  /** A request head must be complete within this, ms (default 10000). */
+  header_timeout_ms: number;
+  /** A keep-alive connection with no request for this long is closed, ms (default 30000). */
+  idle_timeout_ms: number;
+  /** Largest request head, bytes (default 32768). */
+  max_header_bytes: number;
+  /** Connections waiting for their first request head, in all (default 512). */
+  max_pending: number;
+  /** Connections waiting for their first request head, per client address (default 16). */
+  max_pending_per_client: number;
+  /** Loopback port of the hop to the HTTP server (default: the listen port + 1). */
+  hop_port?: number;
 }
 
 /** `api`: the control API (`POST /calls`). */

@@ -262,6 +262,17 @@ const turnsSchema = z.strictObject({
   barge_in_hold_ms: windowMs.default(DEFAULT_BARGE_IN.holdMs),
 });
 
+/** `server.guard`: the connection guard in front of Deno.serve (server/conn_guard.ts). */
+const guardSchema = z.strictObject({
+  enabled: z.boolean().default(true),
+  header_timeout_ms: z.int().min(100).max(600_000).default(10_000),
+  idle_timeout_ms: z.int().min(100).max(3_600_000).default(30_000),
+  max_header_bytes: z.int().min(1024).max(1024 * 1024).default(32 * 1024),
+  max_pending: z.int().min(1).max(1_000_000).default(512),
+  max_pending_per_client: z.int().min(1).max(1_000_000).default(16),
+  hop_port: port.optional(),
+});
+
 const serverSchema = z.strictObject({
   host: z.string().min(1, "must not be empty").default(DEFAULT_HOST),
   port: z.int().min(0).max(65535).default(DEFAULT_PORT),
@@ -269,6 +280,7 @@ const serverSchema = z.strictObject({
     cert_file: z.string().min(1, "must not be empty"),
     key_file: z.string().min(1, "must not be empty"),
   }).optional(),
+  guard: guardSchema.prefault({}),
 });
 
 const apiSchema = z.strictObject({ token_env: envName.optional() });
@@ -356,6 +368,7 @@ export const KNOWN_KEYS: Readonly<Record<string, readonly string[]>> = Object.fr
   limits: Object.keys(limitsSchema.shape),
   turns: Object.keys(turnsSchema.shape),
   server: Object.keys(serverSchema.shape),
+  "server.guard": Object.keys(guardSchema.shape),
   api: Object.keys(apiSchema.shape),
   playground: Object.keys(playgroundSchema.shape),
   observability: Object.keys(observabilitySchema.shape),

@@ -192,6 +192,26 @@ export interface ListenConfig {
    * host gives the playground its microphone only on a secure (https) page.
    */
   tls?: TlsFiles;
+  /** The connection guard in front of the HTTP server. */
+  guard: GuardConfig;
+}
+
+/** `server.guard`: what the connection guard enforces (server/conn_guard.ts). */
+export interface GuardConfig {
+  /** Whether the public listener is guarded (off behind a proxy that enforces timeouts). */
+  enabled: boolean;
+  /** A request head must be complete within this, ms. */
+  headerTimeoutMs: number;
+  /** A keep-alive connection with no request for this long is closed, ms. */
+  idleTimeoutMs: number;
+  /** Largest request head, bytes. */
+  maxHeaderBytes: number;
+  /** Connections waiting for their first request head, in all. */
+  maxPending: number;
+  /** Connections waiting for their first request head, per client address. */
+  maxPendingPerClient: number;
+  /** Loopback port of the hop to the HTTP server (absent: the listen port + 1). */
+  hopPort?: number;
 }
 
 /** PEM files of an HTTPS listener. */
@@ -383,6 +403,15 @@ export function toServerConfig(
     server: {
       host: doc.server.host,
       port: doc.server.port,
+      guard: {
+        enabled: doc.server.guard.enabled,
+        headerTimeoutMs: doc.server.guard.header_timeout_ms,
+        idleTimeoutMs: doc.server.guard.idle_timeout_ms,
+        maxHeaderBytes: doc.server.guard.max_header_bytes,
+        maxPending: doc.server.guard.max_pending,
+        maxPendingPerClient: doc.server.guard.max_pending_per_client,
+        ...(doc.server.guard.hop_port !== undefined ? { hopPort: doc.server.guard.hop_port } : {}),
+      },
       ...(doc.server.tls === undefined ? {} : {
         tls: {
           certFile: resolveFrom(baseDir, doc.server.tls.cert_file),

@@ -28,25 +28,28 @@ import { runCheck, warnUnreachable } from "./check.ts";
 import { dsnNetHost, type ErrorReporter } from "./error_reporting.ts";
 import { parseWorkerCount, startWorkers } from "./workers.ts";
 import { describeWorkerFailure, onEscapedError } from "./worker_failures.ts";
+import { type AgentHttp, guardHopPort, serveAgentHttp } from "./serve.ts";
 
 /** Config used when `--config` is not given. */
 export const DEFAULT_CONFIG = "examples/agent.yaml";
 
+/**
+ * What `--workers` threads read: Deno checks read access to every module a worker loads, so its
+ * module graph (the sources and the npm packages) must be readable. Sources only: no config,
+ * `deno.json` or `.git` beyond what the config itself grants.
+ */
+export const WORKER_READS: readonly string[] = Object.freeze([
+  "server",
+  "core",
+  "providers",
+  "telephony",
+  "transports",
+  "node_modules",
+]);
+
 /** The espeak-ng engine file the echo agent's local voice reads. */
 export const ESPEAK_WASM =
   "node_modules/.deno/espeak-ng@1.0.2/node_modules/espeak-ng/dist/espeak-ng.wasm";
-
-/**
- * The folders a `--workers` thread's modules are read from: Deno checks read access for every
- * module a Worker loads (the main thread's imports need none).
- */
-export const WORKER_MODULE_DIRS: readonly string[] = Object.freeze([
-  "core",
-  "providers",
-  "server",
-  "telephony",
-  "transports",
-]);
 
 /** What `--help` prints. */
 export const HELP = `Flowcat agent server
@@ -174,10 +177,11 @@ export function serverPermissionOptions(
     configPath: a.config,
     host,
     port: a.port ?? config.server.port,
+    ...(a.workers !== undefined && a.workers > 1 ? { workers: a.workers } : {}),
     extraRead: [
       ...implementationReads(config),
       ...(tls ? [tls.certFile, tls.keyFile] : []),
-      ...((a.workers ?? 1) > 1 ? WORKER_MODULE_DIRS : []),
+      ...(a.workers !== undefined && a.workers > 1 ? WORKER_READS : []),
     ],
     extraNet: [
       ...(config.playground.enabled ? webrtcPeerHosts(host, hostInterfaces()) : []),
@@ -280,15 +284,20 @@ export async function main(args: string[]): Promise<number> {
   }
   if (app.errors !== undefined) reportUncaught(app.errors);
   const { host, port } = config.server;
-  const ready = Promise.withResolvers<Deno.NetAddr>();
-  let server: Deno.HttpServer<Deno.NetAddr>;
+  let server: AgentHttp;
   try {
-    server = Deno.serve({ hostname: host, port, onListen: ready.resolve, ...tls }, app.handler);
+    server = await serveAgentHttp({
+      config,
+      handler: app.handler,
+      logger,
+      ...(tls !== undefined ? { tls } : {}),
+    });
   } catch (e) {
     err(`flowcat: cannot listen on ${host}:${port}: ${errorMessage(e)}`);
+    await app.close();
     return 1;
   }
-  const addr = await ready.promise;
+  const addr = server.addr;
   printBanner(config, addr.hostname, addr.port, "", tls !== undefined);
   const signal = await stopSignal();
   console.log(`flowcat: ${signal}: draining ${app.calls.active} call(s)...`);
@@ -368,6 +377,7 @@ async function serveOnWorkers(
       host,
       port,
       count: a.workers,
+      hopPort: guardHopPort(config),
       ...(a.publicUrl !== undefined ? { publicUrl: a.publicUrl } : {}),
       ...(tls !== undefined ? { tls } : {}),
     });

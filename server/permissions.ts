@@ -18,6 +18,7 @@ import { type ProviderKind, providersOfKind } from "../providers/registry.ts";
 import { parseUri } from "../telephony/sip/uri.ts";
 import { requiredEnv } from "./config_env.ts";
 import type { AgentServerConfig } from "./config_types.ts";
+import { GUARD_HOP_HOST } from "./guard_net.ts";
 
 /** The server's entry module, as run from the project root. */
 export const SERVER_ENTRY = "server/main.ts";
@@ -38,6 +39,12 @@ export interface PermissionOptions {
   host?: string;
   /** Listen port after the CLI override; default `config.server.port`. */
   port?: number;
+  /**
+   * Worker threads sharing the port (`--workers`; default 1): each has its own hop port.
+   * `"any"`: chosen at run time (flags baked into an executable), so the hop is granted
+   * without a port.
+   */
+  workers?: number | "any";
   /** Entry module; default {@link SERVER_ENTRY}. */
   entry?: string;
   /** Extra grants the server implementation needs (e.g. a model file to read). */
@@ -102,6 +109,14 @@ export function netGrants(config: AgentServerConfig, opts: PermissionOptions): s
   const host = netHost(opts.host ?? config.server.host);
   const port = opts.port ?? config.server.port;
   const all = [port === 0 ? host : `${host}:${port}`];
+  // The connection guard hands each connection to Deno.serve on a loopback port (one per
+  // worker; any port when the listen port is picked at run time).
+  if (config.server.guard.enabled) {
+    const hop = config.server.guard.hopPort ?? (port === 0 ? 0 : port + 1);
+    const workers = opts.workers ?? 1;
+    if (hop === 0 || workers === "any") all.push(GUARD_HOP_HOST);
+    else for (let i = 0; i < workers; i++) all.push(`${GUARD_HOP_HOST}:${hop + i}`);
+  }
   all.push(...providerHosts(config));
   if (config.agent.kind === "remote") all.push(urlHostPort(config.agent.url));
   all.push(...sipHosts(config));
@@ -172,6 +187,9 @@ export function permissionCommand(config: AgentServerConfig, opts: PermissionOpt
   if (opts.host !== undefined && opts.host !== config.server.host) words.push("--host", opts.host);
   if (opts.port !== undefined && opts.port !== config.server.port) {
     words.push("--port", String(opts.port));
+  }
+  if (typeof opts.workers === "number" && opts.workers > 1) {
+    words.push("--workers", String(opts.workers));
   }
   return words.map(shellQuote).join(" ");
 }

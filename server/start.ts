@@ -19,6 +19,7 @@
 
 import { consoleLogger, type Logger } from "../core/log.ts";
 import { type AgentServer, createAgentServer } from "./app.ts";
+import { type AgentHttp, serveAgentHttp } from "./serve.ts";
 import type { EnvGet } from "./calls.ts";
 import { type AgentServerConfig, checkEnv, ConfigError } from "./config.ts";
 
@@ -73,19 +74,20 @@ export async function startAgentServer(opts: StartAgentServerOptions): Promise<R
     logger,
     ...(opts.warm !== undefined ? { warm: opts.warm } : {}),
   });
-  const hostname = opts.hostname ?? config.server.host;
-  const listening = Promise.withResolvers<Deno.NetAddr>();
-  let server: Deno.HttpServer<Deno.NetAddr>;
+  const server = {
+    ...config.server,
+    host: opts.hostname ?? config.server.host,
+    port: opts.port ?? config.server.port,
+  };
+  let http: AgentHttp;
   try {
-    server = Deno.serve(
-      { hostname, port: opts.port ?? config.server.port, onListen: listening.resolve },
-      app.handler,
-    );
+    // Behind the connection guard, as `deno task start` serves (unless `server.guard` is off).
+    http = await serveAgentHttp({ config: { ...config, server }, handler: app.handler, logger });
   } catch (err) {
     await app.close();
     throw err;
   }
-  const addr = await listening.promise;
+  const addr = http.addr;
   const host = addr.hostname.includes(":") ? `[${addr.hostname}]` : addr.hostname;
   let stopping: Promise<void> | undefined;
   return {
@@ -95,7 +97,7 @@ export async function startAgentServer(opts: StartAgentServerOptions): Promise<R
     stop: () =>
       stopping ??= (async () => {
         await app.calls.drain();
-        await server.shutdown();
+        await http.shutdown();
         await app.close();
       })(),
   };

@@ -14,6 +14,7 @@ import { errorMessage, FlowcatError } from "../core/errors.ts";
 import { createAgentServer } from "./app.ts";
 import { loadConfig } from "./config.ts";
 import { loggerFromEnv } from "./log_env.ts";
+import { serveAgentHttp } from "./serve.ts";
 import type { FamilySnapshot } from "./prometheus.ts";
 import { reportUncaughtInWorker, type WorkerFailure } from "./worker_failures.ts";
 
@@ -31,6 +32,8 @@ export type WorkerCommand =
     publicUrl?: string;
     /** HTTPS certificate and key, PEM text read by the main thread. */
     tls?: TlsPem;
+    /** The connection guard's first hop port (this worker adds its index; 0: ephemeral). */
+    hopPort?: number;
     /** Call-token secret shared by all workers. */
     secret: Uint8Array;
     /** This worker's index, 0-based. */
@@ -134,18 +137,15 @@ async function start(cmd: Extract<WorkerCommand, { type: "start" }>): Promise<vo
     calls: () => app.calls.runIds,
     failed: (f) => scope.postMessage({ type: "failed", ...f }),
   });
-  const ready = Promise.withResolvers<void>();
-  const server = Deno.serve(
-    {
-      hostname: cmd.host,
-      port: cmd.port,
-      reusePort: true,
-      onListen: () => ready.resolve(),
-      ...cmd.tls,
-    },
-    app.handler,
-  );
-  await ready.promise;
+  const server = await serveAgentHttp({
+    config,
+    handler: app.handler,
+    logger,
+    reusePort: true,
+    workerIndex: cmd.index,
+    hopPort: cmd.hopPort ?? 0,
+    ...(cmd.tls !== undefined ? { tls: cmd.tls } : {}),
+  });
   stopping = async () => {
     const drained = app.calls.active;
     await app.calls.drain();

@@ -36,6 +36,11 @@ export interface WorkerPoolOptions {
   /** Certificate and key (PEM text) each worker's HTTPS listener serves. */
   tls?: TlsPem;
   /**
+   * First loopback hop port of the connection guard (worker i uses this + i; 0 or absent:
+   * ephemeral ones).
+   */
+  hopPort?: number;
+  /**
    * For benchmarks and tests, not deployments: a module URL each worker imports before it makes
    * its server (to wrap timers or methods, as bench/capacity_worker_probe.ts does); its exported
    * `probe(arg)` answers {@link WorkerPool.probe}.
@@ -208,6 +213,7 @@ export async function startWorkers(opts: WorkerPoolOptions): Promise<WorkerPool>
       count: opts.count,
       ...(opts.publicUrl !== undefined ? { publicUrl: opts.publicUrl } : {}),
       ...(opts.tls !== undefined ? { tls: opts.tls } : {}),
+      ...(opts.hopPort !== undefined ? { hopPort: opts.hopPort } : {}),
       ...(opts.instrument !== undefined ? { instrument: opts.instrument } : {}),
     };
     w.postMessage(cmd);

@@ -13,6 +13,8 @@ export interface ServerChild {
   base: string;
   /** The flags it runs under. */
   flags: string[];
+  /** The child's process id (the server itself, or the launcher with `launcher`). */
+  pid: number;
   /** Everything it wrote to stderr so far (its log lines). */
   stderr(): string;
   /** Everything it wrote to stdout so far (banner, drain lines). */
@@ -25,22 +27,22 @@ export interface ServerChild {
  * Start `server/main.ts --config <path> --port 0` under the flags `deno task start` computes
  * (`env` is what the server and the launcher see); with `launcher`, start it through the start
  * task itself; `args` are more command-line options (`--workers 2`), `flags` replace the computed
- * ones.
+ * ones; with `workers`, as `--workers <n>` (and the computed flags include what workers need).
  */
 export async function startServerChild(
   configPath: string,
   env: Record<string, string>,
-  opts: { launcher?: boolean; args?: string[]; flags?: string[] } = {},
+  opts: { launcher?: boolean; args?: string[]; flags?: string[]; workers?: number } = {},
 ): Promise<ServerChild> {
   const loaded = await loadConfig(configPath);
   if (!loaded.ok) throw new Error(JSON.stringify(loaded.problems));
   const perms = serverPermissionOptions(
     loaded.config,
-    { config: configPath, port: 0 },
+    { config: configPath, port: 0, ...(opts.workers ? { workers: opts.workers } : {}) },
     (n) => env[n],
   );
   const flags = opts.flags ?? permissionFlags(loaded.config, perms);
-  const more = opts.args ?? [];
+  const more = [...(opts.args ?? []), ...(opts.workers ? ["--workers", String(opts.workers)] : [])];
   const server = ["server/main.ts", "--config", configPath, "--port", "0", ...more];
   // Through the launcher (deno task start), which computes the flags itself in the child.
   const args = opts.launcher
@@ -82,7 +84,14 @@ export async function startServerChild(
     await stop();
     throw new Error(`the server did not start:\n${out}\n${err}`);
   }
-  return { base: `http://127.0.0.1:${port}`, flags, stderr: () => err, stdout: () => out, stop };
+  return {
+    base: `http://127.0.0.1:${port}`,
+    flags,
+    pid: child.pid,
+    stderr: () => err,
+    stdout: () => out,
+    stop,
+  };
 }
 
 /** The named variables of this process that are set (what a child Deno needs to find its caches). */

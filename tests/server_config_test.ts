@@ -15,7 +15,12 @@ Deno.test("config: examples/agent.yaml loads with the echo provider and its grap
     assert.equal(res.graph, c.agent.spec);
     assert.match(c.agent.greeting ?? "", /\{\{caller_name\}\}/);
   }
-  assert.deepEqual(c.server, { host: "127.0.0.1", port: 6210 });
+  assert.deepEqual({ ...c.server, guard: undefined }, {
+    host: "127.0.0.1",
+    port: 6210,
+    guard: undefined,
+  });
+  assert.equal(c.server.guard.enabled, true);
   assert.equal(c.recording.enabled, false);
   assert.equal(c.configFile, "examples/agent.yaml");
 });
@@ -61,7 +66,18 @@ Deno.test("config: a minimal JSON config gets every default", async () => {
       speculate: true,
       bargeIn: { startMs: 200, holdMs: 300 },
     },
-    server: { host: "127.0.0.1", port: 6210 },
+    server: {
+      host: "127.0.0.1",
+      port: 6210,
+      guard: {
+        enabled: true,
+        headerTimeoutMs: 10_000,
+        idleTimeoutMs: 30_000,
+        maxHeaderBytes: 32_768,
+        maxPending: 512,
+        maxPendingPerClient: 16,
+      },
+    },
     api: {},
     playground: { enabled: true, mediaHosts: [], hosts: [] },
     observability: { errors: {}, tracing: { recordContent: false } },
@@ -101,7 +117,16 @@ turns:
   speculate: false
   barge_in_ms: 120
   barge_in_hold_ms: 0
-server: { host: 0.0.0.0, port: 8000 }
+server:
+  host: 0.0.0.0
+  port: 8000
+  guard:
+    enabled: false
+    header_timeout_ms: 5000
+    idle_timeout_ms: 60000
+    max_header_bytes: 16384
+    max_pending: 100
+    max_pending_per_client: 4
 api: { token_env: FLOWCAT_API_TOKEN }
 playground: { enabled: false, media_hosts: ["*"] }
 observability:
@@ -169,7 +194,18 @@ observability:
     speculate: false,
     bargeIn: { startMs: 120, holdMs: 0 },
   });
-  assert.deepEqual(c.server, { host: "0.0.0.0", port: 8000 });
+  assert.deepEqual(c.server, {
+    host: "0.0.0.0",
+    port: 8000,
+    guard: {
+      enabled: false,
+      headerTimeoutMs: 5000,
+      idleTimeoutMs: 60_000,
+      maxHeaderBytes: 16_384,
+      maxPending: 100,
+      maxPendingPerClient: 4,
+    },
+  });
   assert.deepEqual(c.api, { tokenEnv: "FLOWCAT_API_TOKEN" });
   assert.deepEqual(c.playground, { enabled: false, mediaHosts: ["*"], hosts: [] });
 });

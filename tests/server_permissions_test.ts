@@ -75,9 +75,10 @@ Deno.test("permissions: the default echo config", async () => {
   assert.ok(res.ok);
   const flags = permissionFlags(res.config, { configPath: "examples/agent.yaml" });
   assert.deepEqual(flags, [
-    // The listen address with its port; werift's wildcard bind (no loopback: browsers never
-    // send WebRTC media over it, and the peers' own addresses are added where it runs).
-    "--allow-net=127.0.0.1:6210,0.0.0.0",
+    // The listen address with its port, the connection guard's loopback hop (the next port);
+    // werift's wildcard bind (no loopback: browsers never send WebRTC media over it, and the
+    // peers' own addresses are added where it runs).
+    "--allow-net=127.0.0.1:6210,127.0.0.1:6211,0.0.0.0",
     "--allow-read=examples/agent.yaml,examples/echo_graph.yaml",
     `--allow-env=FLOWCAT_LOG,FLOWCAT_LOG_FORMAT,OTEL_DENO,SENTRY_DSN,${REALTIME_KNOBS}`,
     "--ignore-env",
@@ -85,7 +86,7 @@ Deno.test("permissions: the default echo config", async () => {
   ]);
   assert.equal(
     permissionCommand(res.config, { configPath: "examples/agent.yaml" }),
-    `${denoCommand().join(" ")} run --allow-net=127.0.0.1:6210,0.0.0.0 ` +
+    `${denoCommand().join(" ")} run --allow-net=127.0.0.1:6210,127.0.0.1:6211,0.0.0.0 ` +
       "--allow-read=examples/agent.yaml,examples/echo_graph.yaml " +
       `--allow-env=FLOWCAT_LOG,FLOWCAT_LOG_FORMAT,OTEL_DENO,SENTRY_DSN,${REALTIME_KNOBS} --ignore-env --allow-sys=networkInterfaces ` +
       "server/main.ts --config examples/agent.yaml",
@@ -95,7 +96,7 @@ Deno.test("permissions: the default echo config", async () => {
 Deno.test("permissions: gemini + twilio + recording", async () => {
   const c = await config(GEMINI_TWILIO);
   assert.deepEqual(permissionFlags(c, { configPath: "deploy/agent.yaml" }), [
-    "--allow-net=0.0.0.0:8080,generativelanguage.googleapis.com:443",
+    "--allow-net=0.0.0.0:8080,127.0.0.1:8081,generativelanguage.googleapis.com:443",
     "--allow-read=deploy/agent.yaml,deploy/graph.yaml",
     "--allow-write=deploy/rec",
     `--allow-env=GEMINI_API_KEY,TWILIO_AUTH_TOKEN,FLOWCAT_LOG,FLOWCAT_LOG_FORMAT,OTEL_DENO,SENTRY_DSN,${REALTIME_KNOBS}`,
@@ -106,7 +107,7 @@ Deno.test("permissions: gemini + twilio + recording", async () => {
 Deno.test("permissions: openai + SIP trunk + remote brain", async () => {
   const c = await config(OPENAI_SIP_REMOTE);
   assert.deepEqual(permissionFlags(c, { configPath: "deploy/agent.yaml" }), [
-    "--allow-net=127.0.0.1:6210,api.openai.com:443,127.0.0.1:8080,0.0.0.0,trunk.example.com:5060,203.0.113.10",
+    "--allow-net=127.0.0.1:6210,127.0.0.1:6211,api.openai.com:443,127.0.0.1:8080,0.0.0.0,trunk.example.com:5060,203.0.113.10",
     "--allow-read=deploy/agent.yaml",
     `--allow-env=OPENAI_API_KEY,BRAIN_TOKEN,SIP_PASSWORD,FLOWCAT_API_TOKEN,FLOWCAT_LOG,FLOWCAT_LOG_FORMAT,OTEL_DENO,SENTRY_DSN,${REALTIME_KNOBS}`,
     "--ignore-env",
@@ -131,7 +132,7 @@ playground: { enabled: false }
   // The endpoint override replaces api.openai.com; port 0 grants the host; sip defaults to 5060;
   // public_ip set: no networkInterfaces.
   assert.deepEqual(flags, [
-    "--allow-net=[::1],proxy.internal:9443,0.0.0.0,trunk.example.com:5060",
+    "--allow-net=[::1],127.0.0.1,proxy.internal:9443,0.0.0.0,trunk.example.com:5060",
     "--allow-read=deploy/agent.yaml,deploy/graph.yaml,models/vad.onnx",
     `--allow-env=OPENAI_API_KEY,P,FLOWCAT_LOG,FLOWCAT_LOG_FORMAT,OTEL_DENO,SENTRY_DSN,${REALTIME_KNOBS},NO_COLOR`,
     "--ignore-env",
@@ -140,6 +141,27 @@ playground: { enabled: false }
   assert.ok(
     cmd.endsWith("server/main.ts --config 'my dir/agent.yaml' --host ::1 --port 7000"),
     cmd,
+  );
+  // Without the connection guard (a proxy in front), no loopback hop: the listen port only.
+  const proxied = await config(
+    GEMINI_TWILIO.replace("port: 8080 }", "port: 8080, guard: { enabled: false } }"),
+  );
+  assert.equal(
+    permissionFlags(proxied, { configPath: "deploy/agent.yaml" })[0],
+    "--allow-net=0.0.0.0:8080,generativelanguage.googleapis.com:443",
+  );
+  // One hop port per worker; a hop_port of the operator's choosing.
+  const workers = permissionFlags(c, { configPath: "deploy/agent.yaml", port: 7000, workers: 3 });
+  assert.match(
+    workers[0],
+    /^--allow-net=127\.0\.0\.1:7000,127\.0\.0\.1:7001,127\.0\.0\.1:7002,127\.0\.0\.1:7003,/,
+  );
+  const chosen = await config(
+    GEMINI_TWILIO.replace("port: 8080 }", "port: 8080, guard: { hop_port: 9100 } }"),
+  );
+  assert.equal(
+    permissionFlags(chosen, { configPath: "deploy/agent.yaml" })[0],
+    "--allow-net=0.0.0.0:8080,127.0.0.1:9100,generativelanguage.googleapis.com:443",
   );
   const any = await config(OPENAI_SIP_REMOTE.replace('"203.0.113.10"', '"*"'));
   assert.equal(permissionFlags(any, { configPath: "deploy/agent.yaml" })[0], "--allow-net");

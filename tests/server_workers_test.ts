@@ -8,6 +8,7 @@ import { signCallToken } from "../telephony/security.ts";
 import { BENCH_TWILIO_TOKEN, writeBenchConfig } from "../bench/capacity_child.ts";
 import { closeCalls, openCalls, runAudio } from "../bench/capacity_load.ts";
 import { sleep } from "./_core_helpers.ts";
+import { startServerChild } from "./_server_child.ts";
 
 const SECRET = crypto.getRandomValues(new Uint8Array(32));
 
@@ -256,3 +257,18 @@ for (const how of ["throw", "reject"] as const) {
     },
   });
 }
+
+Deno.test("workers: --workers runs under the computed flags, each worker behind its guard", async () => {
+  const server = await startServerChild("examples/agent.yaml", {}, { workers: 2 });
+  try {
+    assert.ok(server.flags.some((f) => f.startsWith("--allow-read=") && f.includes("server")));
+    const seen = new Set<number>();
+    for (let i = 0; i < 40 && seen.size < 2; i++) {
+      const res = await fetch(`${server.base}/healthz`, { headers: { connection: "close" } });
+      seen.add((await res.json()).worker);
+    }
+    assert.deepEqual([...seen].sort(), [0, 1], "both workers answered");
+  } finally {
+    assert.equal(await server.stop(), 0, server.stderr());
+  }
+});

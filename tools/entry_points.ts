@@ -59,7 +59,12 @@ export function serverEntry(
   configPath: string,
   map: PathMap,
 ): EntryPoint {
-  const flags = permissionFlags(config, { configPath, extraRead: implementationReads(config) });
+  // `--workers N` is chosen when the program runs: each worker's guard hop must be allowed.
+  const flags = permissionFlags(config, {
+    configPath,
+    extraRead: implementationReads(config),
+    workers: "any",
+  });
   const shippedConfig = map(configPath) ?? configPath;
   return {
     name: "server",
