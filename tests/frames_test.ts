@@ -42,6 +42,7 @@ Deno.test("frame classes follow the documented tables", () => {
     "SpokenText",
     "BotInterrupted",
     "BotAudioHold",
+    "TransferResult",
   ];
   const data = [
     "OutputAudio",
@@ -56,6 +57,7 @@ Deno.test("frame classes follow the documented tables", () => {
     "LlmRun",
     "LlmContext",
     "OutputDtmf",
+    "TransferCall",
   ];
   const control = [
     "End",
