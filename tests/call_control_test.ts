@@ -7,69 +7,21 @@
 
 import assert from "node:assert/strict";
 import {
-  type AgentBrain,
   dtmfToolKeys,
-  type Frame,
-  type FunctionCall,
   type KeypadEntry,
-  makeFrame,
   type MediaSocket,
-  Pipeline,
-  PipelineTask,
   type StopReason,
   type TransferOutcome,
   transferToolTarget,
   type WsIn,
 } from "../mod.ts";
-import { DtmfDetector } from "../core/audio/dtmf_detect.ts";
 import { ulawDecode } from "../core/audio/g711.ts";
 import { concatInt16 } from "../core/audio/pcm.ts";
-import { silentLogger } from "../core/log.ts";
-import { BrainProcessor } from "../core/processors/brain.ts";
-import { TransportInput, TransportOutput } from "../core/processors/transport.ts";
 import { createSerializer } from "../telephony/serializers/mod.ts";
 import { WsMediaTransport } from "../telephony/ws_transport.ts";
-import { Recorder, until } from "./_core_helpers.ts";
+import { until } from "./_core_helpers.ts";
 import { FakeLeg } from "./_fake_leg.ts";
-
-/** A brain that offers the call-control tools and leaves them to the processor. */
-const stayBrain: AgentBrain = {
-  systemPrompt: () => "",
-  tools: () => [],
-  currentNodeId: () => "menu",
-  onToolCall: () => ({ type: "stay" }),
-  isFinished: () => false,
-  collectedVars: () => ({}),
-};
-
-let n = 0;
-const call = (name: string, args: Record<string, unknown>): FunctionCall => ({
-  toolCallId: `c${++n}`,
-  functionName: name,
-  arguments: args,
-});
-
-function decodeKeys(pcm: Int16Array, rate = 8000): KeypadEntry[] {
-  const det = new DtmfDetector({ sampleRate: rate });
-  const keys: KeypadEntry[] = [];
-  for (let i = 0; i < pcm.length; i += 160) keys.push(...det.process(pcm.subarray(i, i + 160)));
-  return keys;
-}
-
-/** Model -> BrainProcessor -> TransportOutput(leg); the test plays the model. */
-function rig(leg: ConstructorParameters<typeof TransportOutput>[0]) {
-  const model = new Recorder("model");
-  const bp = new BrainProcessor(stayBrain);
-  const task = new PipelineTask(
-    new Pipeline([new TransportInput(leg), model, bp, new TransportOutput(leg)]),
-    { idleTimeoutMs: null, logger: silentLogger },
-  );
-  const results = () =>
-    model.frames
-      .filter((s) => s.dir === "upstream" && s.frame.kind === "FunctionCallResult")
-      .map((s) => (s.frame as Extract<Frame, { kind: "FunctionCallResult" }>).result.result);
-  return { model, bp, task, results };
-}
+import { callControlRig, callsFrame, decodeKeys } from "./_call_control_rig.ts";
 
 Deno.test("send_dtmf and transfer_call arguments: keys and targets checked, errors for the model", () => {
   assert.deepEqual(dtmfToolKeys({ keys: "1 2-3#" }), { keys: ["1", "2", "3", "#"] });
@@ -90,13 +42,13 @@ Deno.test("send_dtmf on a leg with a key command: OutputDtmf reaches sendDtmf, t
   const keyLeg = Object.assign(leg, {
     sendDtmf: (k: readonly KeypadEntry[]) => (pressed.push([...k]), Promise.resolve()),
   });
-  const { task, results } = rig(keyLeg);
+  const { task, results } = callControlRig(keyLeg);
   task.onStarted(async () => {
     await task.queueFrame(
-      makeFrame("FunctionCallsStarted", { calls: [call("send_dtmf", { keys: "12#" })] }),
+      callsFrame("send_dtmf", { keys: "12#" }),
     );
     await task.queueFrame(
-      makeFrame("FunctionCallsStarted", { calls: [call("send_dtmf", { keys: "x" })] }),
+      callsFrame("send_dtmf", { keys: "x" }),
     );
     await until(() => results().length === 2, 2000, "two results");
     leg.feed(undefined);
@@ -110,10 +62,10 @@ Deno.test("send_dtmf on a leg with a key command: OutputDtmf reaches sendDtmf, t
 
 Deno.test("send_dtmf on a leg without a key command goes in-band: our detector hears the keys", async () => {
   const leg = new FakeLeg();
-  const { task } = rig(leg);
+  const { task } = callControlRig(leg);
   task.onStarted(async () => {
     await task.queueFrame(
-      makeFrame("FunctionCallsStarted", { calls: [call("send_dtmf", { keys: "4*7#" })] }),
+      callsFrame("send_dtmf", { keys: "4*7#" }),
     );
     // 4 keys x (100 ms tone + 100 ms gap), paced at real time.
     await until(() => leg.sentMs() >= 800, 5000, "tones played");
@@ -168,11 +120,11 @@ Deno.test("send_dtmf on a Twilio media stream: mu-law tones in the media message
       mediaFormat: { encoding: "audio/x-mulaw", sampleRate: 8000, channels: 1 },
     },
   });
-  const { task } = rig(leg);
+  const { task } = callControlRig(leg);
   const media = () => socket.out.filter((m) => m.includes('"media"'));
   task.onStarted(async () => {
     await task.queueFrame(
-      makeFrame("FunctionCallsStarted", { calls: [call("send_dtmf", { keys: "305" })] }),
+      callsFrame("send_dtmf", { keys: "305" }),
     );
     await until(() => media().length >= 30, 5000, "tones sent");
     text({ event: "stop", streamSid: "MZ1", stop: { callSid: "CA1" } });
@@ -201,12 +153,10 @@ function transferLeg(outcome: TransferOutcome) {
 
 Deno.test("transfer_call handed over: the call ends as transferred and the leg closes", async () => {
   const { leg, targets } = transferLeg({ ok: true, status: 200 });
-  const { task, bp, results } = rig(leg);
+  const { task, bp, results } = callControlRig(leg);
   task.onStarted(async () => {
     await task.queueFrame(
-      makeFrame("FunctionCallsStarted", {
-        calls: [call("transfer_call", { target: "sip:desk@127.0.0.1" })],
-      }),
+      callsFrame("transfer_call", { target: "sip:desk@127.0.0.1" }),
     );
   });
   const reason: StopReason = await task.run();
@@ -232,10 +182,10 @@ Deno.test("transfer_call refused or failed: the model is told why and the call g
     ] as const
   ) {
     const { leg } = transferLeg(outcome);
-    const { task, bp, results } = rig(leg);
+    const { task, bp, results } = callControlRig(leg);
     task.onStarted(async () => {
       await task.queueFrame(
-        makeFrame("FunctionCallsStarted", { calls: [call("transfer_call", { target: "1001" })] }),
+        callsFrame("transfer_call", { target: "1001" }),
       );
       await until(() => results().length === 1, 2000, "result");
       assert.equal(leg.closed, false, "the call goes on");
@@ -249,10 +199,10 @@ Deno.test("transfer_call refused or failed: the model is told why and the call g
   }
   // A leg with no transfer at all (WebRTC, a carrier WebSocket today).
   const leg = new FakeLeg();
-  const { task, results } = rig(leg);
+  const { task, results } = callControlRig(leg);
   task.onStarted(async () => {
     await task.queueFrame(
-      makeFrame("FunctionCallsStarted", { calls: [call("transfer_call", { target: "1001" })] }),
+      callsFrame("transfer_call", { target: "1001" }),
     );
     await until(() => results().length === 1, 2000, "result");
     leg.feed(undefined);
