@@ -51,10 +51,10 @@ export function decodeKeys(pcm: Int16Array, rate = 8000): KeypadEntry[] {
   return keys;
 }
 
-/** Input -> model -> BrainProcessor -> output over `leg`; the test plays the model. */
-export function callControlRig(leg: MediaTransport) {
+/** Input -> model -> BrainProcessor(brain) -> output over `leg`; the test plays the model. */
+export function callControlRig(leg: MediaTransport, brain: AgentBrain = stayBrain) {
   const model = new Recorder("model");
-  const bp = new BrainProcessor(stayBrain);
+  const bp = new BrainProcessor(brain);
   const task = new PipelineTask(
     new Pipeline([new TransportInput(leg), model, bp, new TransportOutput(leg)]),
     { idleTimeoutMs: null, logger: silentLogger },

@@ -19,6 +19,7 @@ import { ulawDecode } from "../core/audio/g711.ts";
 import { concatInt16 } from "../core/audio/pcm.ts";
 import { createSerializer } from "../telephony/serializers/mod.ts";
 import { WsMediaTransport } from "../telephony/ws_transport.ts";
+import { GraphBrain, parseGraphSpec } from "../core/agent/mod.ts";
 import { until } from "./_core_helpers.ts";
 import { FakeLeg } from "./_fake_leg.ts";
 import { callControlRig, callsFrame, decodeKeys } from "./_call_control_rig.ts";
@@ -58,6 +59,42 @@ Deno.test("send_dtmf on a leg with a key command: OutputDtmf reaches sendDtmf, t
   assert.deepEqual(results()[0], { ok: true, sent: "12#" });
   assert.match(String((results()[1] as { error: string }).error), /not a keypad key/);
   assert.equal(leg.sent.length, 0, "no in-band tones when the leg has a key command");
+});
+
+Deno.test("a graph offers send_dtmf as a workflow tool; the pipeline presses the keys, not the handler", async () => {
+  const parsed = parseGraphSpec(JSON.stringify({
+    start: "menu",
+    nodes: [
+      {
+        id: "menu",
+        prompt: "Press 2 for billing.",
+        transitions: [{ name: "done", description: "Done.", target: "bye" }],
+      },
+      { id: "bye", prompt: "Bye.", terminal: true },
+    ],
+    workflow_tools: [{
+      name: "send_dtmf",
+      description: "Press keys.",
+      params: { type: "object", properties: { keys: { type: "string" } }, required: ["keys"] },
+      nodes: ["menu"],
+    }],
+  }));
+  assert.ok(parsed.ok, JSON.stringify(parsed));
+  const brain = new GraphBrain(parsed.spec);
+  assert.ok(brain.tools().some((t) => t.name === "send_dtmf"));
+  const pressed: string[] = [];
+  const leg = Object.assign(new FakeLeg(), {
+    sendDtmf: (k: readonly KeypadEntry[]) => (pressed.push(...k), Promise.resolve()),
+  });
+  const { task, results } = callControlRig(leg, brain);
+  task.onStarted(async () => {
+    await task.queueFrame(callsFrame("send_dtmf", { keys: "2" }));
+    await until(() => results().length === 1, 2000, "result");
+    leg.feed(undefined);
+  });
+  await task.run();
+  assert.deepEqual(pressed, ["2"]);
+  assert.deepEqual(results(), [{ ok: true, sent: "2" }]);
 });
 
 Deno.test("send_dtmf on a leg without a key command goes in-band: our detector hears the keys", async () => {
