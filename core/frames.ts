@@ -433,13 +433,19 @@ export function classOf(frame: Frame): FrameClass {
   return frame.kind === "Custom" ? frame.custom.frameClass : CLASS_OF[frame.kind];
 }
 
-/** True for End, Stop, FunctionCallResult, UpdateSettings, and custom frames that say so. */
+/**
+ * True for End, Stop, FunctionCallResult, UpdateSettings, OutputDtmf and TransferCall (the model
+ * was told the keys or the transfer are on their way; a barge-in must not lose them), and custom
+ * frames that say so.
+ */
 export function isUninterruptible(frame: Frame): boolean {
   switch (frame.kind) {
     case "End":
     case "Stop":
     case "FunctionCallResult":
     case "UpdateSettings":
+    case "OutputDtmf":
+    case "TransferCall":
       return true;
     case "Custom":
       return frame.custom.uninterruptible === true;
