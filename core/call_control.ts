@@ -72,11 +72,21 @@ export function dtmfToolKeys(
   return { keys };
 }
 
-/** The target of a `transfer_call` call, or the error to tell the model. */
+/**
+ * The target of a `transfer_call` call, or the error to tell the model. When the tool's
+ * declaration (`decl`, as the brain offers it) gives its `target` an `enum`, only those targets
+ * are allowed: a caller must not talk the model into dialling anywhere else. Its `default` is
+ * used when the model names none.
+ */
 export function transferToolTarget(
   args: Record<string, unknown>,
+  decl?: ToolDecl,
 ): { target: string } | { error: string } {
-  const raw = args?.target;
+  const spec = targetSpec(decl);
+  let raw = args?.target;
+  if ((raw === undefined || raw === null || raw === "") && typeof spec.default === "string") {
+    raw = spec.default;
+  }
   if (typeof raw !== "string" || raw.trim() === "") {
     return { error: "target must be a SIP URI or phone number" };
   }
@@ -85,5 +95,22 @@ export function transferToolTarget(
   if (/[\r\n<>"]/.test(target) || target.length > 256) {
     return { error: "target has characters a SIP URI or phone number cannot have" };
   }
+  if (spec.allowed !== undefined && !spec.allowed.includes(target)) {
+    return { error: `target must be one of: ${spec.allowed.join(", ")}` };
+  }
   return { target };
+}
+
+/** The `enum` and `default` of the `target` parameter of a transfer tool declaration. */
+function targetSpec(decl: ToolDecl | undefined): { allowed?: string[]; default?: unknown } {
+  const props = decl?.params?.properties;
+  const target = typeof props === "object" && props !== null
+    ? (props as Record<string, unknown>).target
+    : undefined;
+  if (typeof target !== "object" || target === null) return {};
+  const t = target as { enum?: unknown; default?: unknown };
+  const allowed = Array.isArray(t.enum)
+    ? t.enum.filter((v): v is string => typeof v === "string")
+    : undefined;
+  return { ...(allowed !== undefined ? { allowed } : {}), default: t.default };
 }

@@ -11,6 +11,7 @@ import {
   type KeypadEntry,
   type MediaSocket,
   type StopReason,
+  TRANSFER_CALL_TOOL,
   type TransferOutcome,
   transferToolTarget,
   type WsIn,
@@ -35,6 +36,25 @@ Deno.test("send_dtmf and transfer_call arguments: keys and targets checked, erro
   });
   assert.ok("error" in transferToolTarget({ target: "sip:a@b\r\nX-Evil: 1" }));
   assert.ok("error" in transferToolTarget({ target: "" }));
+  // A declaration that pins the targets: only those, and its default when the model names none.
+  const pinned = {
+    ...TRANSFER_CALL_TOOL,
+    params: {
+      type: "object",
+      properties: {
+        target: { type: "string", enum: ["sip:desk@pbx", "+15550100"], default: "sip:desk@pbx" },
+      },
+    },
+  };
+  assert.deepEqual(transferToolTarget({}, pinned), { target: "sip:desk@pbx" });
+  assert.deepEqual(transferToolTarget({ target: "+15550100" }, pinned), { target: "+15550100" });
+  assert.deepEqual(transferToolTarget({ target: "+19005550199" }, pinned), {
+    error: "target must be one of: sip:desk@pbx, +15550100",
+  });
+  assert.ok(
+    "error" in transferToolTarget({}, TRANSFER_CALL_TOOL),
+    "no default: a target is needed",
+  );
 });
 
 Deno.test("send_dtmf on a leg with a key command: OutputDtmf reaches sendDtmf, the model gets ok", async () => {

@@ -244,7 +244,8 @@ export class BrainProcessor extends FrameProcessor {
     link: Link,
     result: (value: unknown, runLlm?: false) => void,
   ): Promise<void> {
-    const parsed = transferToolTarget(call.arguments);
+    const decl = this.#brain.tools().find((t) => t.name === TRANSFER_CALL);
+    const parsed = transferToolTarget(call.arguments, decl);
     if ("error" in parsed) return result(parsed);
     const outcome = await new Promise<TransferOutcome>((resolve) => {
       this.#transferDone = resolve;
