@@ -81,24 +81,8 @@ Deno.test("send_dtmf on a leg with a key command: OutputDtmf reaches sendDtmf, t
   assert.equal(leg.sent.length, 0, "no in-band tones when the leg has a key command");
 });
 
-Deno.test("a graph offers send_dtmf as a workflow tool; the pipeline presses the keys, not the handler", async () => {
-  const parsed = parseGraphSpec(JSON.stringify({
-    start: "menu",
-    nodes: [
-      {
-        id: "menu",
-        prompt: "Press 2 for billing.",
-        transitions: [{ name: "done", description: "Done.", target: "bye" }],
-      },
-      { id: "bye", prompt: "Bye.", terminal: true },
-    ],
-    workflow_tools: [{
-      name: "send_dtmf",
-      description: "Press keys.",
-      params: { type: "object", properties: { keys: { type: "string" } }, required: ["keys"] },
-      nodes: ["menu"],
-    }],
-  }));
+Deno.test("examples/phone_menu_graph.yaml: send_dtmf at the menu presses keys, transfer_call is pinned", async () => {
+  const parsed = parseGraphSpec(await Deno.readTextFile("examples/phone_menu_graph.yaml"));
   assert.ok(parsed.ok, JSON.stringify(parsed));
   const brain = new GraphBrain(parsed.spec);
   assert.ok(brain.tools().some((t) => t.name === "send_dtmf"));
@@ -115,6 +99,12 @@ Deno.test("a graph offers send_dtmf as a workflow tool; the pipeline presses the
   await task.run();
   assert.deepEqual(pressed, ["2"]);
   assert.deepEqual(results(), [{ ok: true, sent: "2" }]);
+  // At "talk", transfer_call is offered with its target pinned.
+  const talk = GraphBrain.at(parsed.spec, "talk");
+  const decl = talk.tools().find((t) => t.name === "transfer_call");
+  assert.deepEqual(transferToolTarget({}, decl), { target: "+15550100" });
+  assert.ok("error" in transferToolTarget({ target: "+19005550199" }, decl));
+  assert.equal(brain.tools().some((t) => t.name === "transfer_call"), false, "not at the menu");
 });
 
 Deno.test("send_dtmf on a leg without a key command goes in-band: our detector hears the keys", async () => {
