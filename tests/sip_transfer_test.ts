@@ -9,7 +9,7 @@
 import assert from "node:assert/strict";
 import type { KeypadEntry, StopReason } from "../mod.ts";
 import { endReason } from "../server/end_reason.ts";
-import { referToUri, sipfragStatus } from "../telephony/sip/mod.ts";
+import { ReferProgress, referToUri, sipfragStatus } from "../telephony/sip/mod.ts";
 import { until } from "./_core_helpers.ts";
 import { callControlRig, callsFrame } from "./_call_control_rig.ts";
 import { loopbackSipConfig, startLoopbackAgent } from "./_sip_peer.ts";
@@ -69,6 +69,37 @@ Deno.test("transfer_call on SIP: REFER accepted, NOTIFY 200 sipfrag, our BYE, en
     await sipp.done;
     await agent.close();
   }
+});
+
+Deno.test("transfer_call on SIP: the peer hangs up right after NOTIFY 200: still transferred", async () => {
+  const { agent, sipp, call, task, bp, results } = await referCall("uac_refer_hangup.xml");
+  try {
+    task.onStarted(() => task.queueFrame(callsFrame("transfer_call", { target: TARGET })));
+    // Whichever End came first (ours, or the leg's stop on sipp's BYE), the call was handed over.
+    const stop = await task.run();
+    await until(() => results().length === 1, 5000, "transfer result");
+    assert.deepEqual(results(), [{ ok: true, transferred: TARGET }]);
+    assert.equal(endReason(stop, { disposition: bp.disposition }), "transferred");
+    await call.ended;
+    const res = await sipp.done;
+    assert.equal(res.code, 0, res.stdout.slice(-2000) + res.stderr.slice(-1000));
+  } finally {
+    sipp.kill();
+    await sipp.done;
+    await agent.close();
+  }
+});
+
+Deno.test("REFER progress: accepted then the call ends is a transfer; refused or unanswered is not", () => {
+  const accepted = new ReferProgress(1000);
+  accepted.accept();
+  accepted.callEnded();
+  const early = new ReferProgress(1000);
+  early.callEnded();
+  return Promise.all([accepted.outcome, early.outcome]).then(([a, e]) => {
+    assert.deepEqual(a, { ok: true, status: 202 });
+    assert.deepEqual(e, { ok: false, reason: "the call ended during the transfer" });
+  });
 });
 
 for (

@@ -194,13 +194,14 @@ export class SipCall {
       ],
     });
     host.log.info("sip REFER sent", { callId: this.callId, referTo });
-    host.layer.request(refer, to).response.then((res) => {
+    const txn = host.layer.request(refer, to);
+    txn.response.then((res) => {
+      if (txn.timedOut) return progress.finish({ ok: false, reason: "the peer did not answer" });
       const refusal = referRefusal(res);
-      if (refusal !== undefined) progress.finish(refusal);
+      if (refusal === undefined) progress.accept();
+      else progress.finish(refusal);
     });
-    void this.ended.then(() =>
-      progress.finish({ ok: false, reason: "the call ended during the transfer" })
-    );
+    void this.ended.then(() => progress.callEnded());
     const outcome = await progress.outcome;
     host.log.info("sip transfer finished", {
       callId: this.callId,

@@ -68,6 +68,7 @@ export class ReferProgress {
   readonly outcome: Promise<TransferOutcome>;
   #resolve!: (o: TransferOutcome) => void;
   #done = false;
+  #accepted = false;
   #timer: ReturnType<typeof setTimeout>;
 
   /** Start waiting, up to `waitMs`. */
@@ -90,6 +91,24 @@ export class ReferProgress {
     this.#done = true;
     clearTimeout(this.#timer);
     this.#resolve(outcome);
+  }
+
+  /** The peer answered the REFER with a 2xx: it is trying the target. */
+  accept(): void {
+    this.#accepted = true;
+  }
+
+  /**
+   * The call ended before a final NOTIFY. After the peer accepted the REFER, its hanging up
+   * means it left for the target (some peers send no NOTIFY 200 first): the transfer is taken
+   * as done. Before that, it failed.
+   */
+  callEnded(): void {
+    this.finish(
+      this.#accepted
+        ? { ok: true, status: 202 }
+        : { ok: false, reason: "the call ended during the transfer" },
+    );
   }
 
   /** Take one NOTIFY of this REFER; returns the status to answer it with. */
