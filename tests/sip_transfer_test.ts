@@ -9,7 +9,12 @@
 import assert from "node:assert/strict";
 import type { KeypadEntry, StopReason } from "../mod.ts";
 import { endReason } from "../server/end_reason.ts";
-import { ReferProgress, referToUri, sipfragStatus } from "../telephony/sip/mod.ts";
+import {
+  ReferProgress,
+  referTargetProblem,
+  referToUri,
+  sipfragStatus,
+} from "../telephony/sip/mod.ts";
 import { until } from "./_core_helpers.ts";
 import { callControlRig, callsFrame } from "./_call_control_rig.ts";
 import { loopbackSipConfig, startLoopbackAgent } from "./_sip_peer.ts";
@@ -26,6 +31,21 @@ const startAgent = (server = `sip:127.0.0.1:${freeUdpPort()}`) =>
   }));
 
 Deno.test("REFER helpers: sipfrag status lines and Refer-To for numbers and URIs", () => {
+  for (
+    const ok of [
+      "sip:desk@pbx.example.com:5070;transport=udp",
+      "tel:+15550100",
+      "+15550100",
+      "1001",
+    ]
+  ) {
+    assert.equal(referTargetProblem(ok), undefined, ok);
+  }
+  for (
+    const bad of ["sip:a@b\r\nX-Evil: 1", "sip:", "<sip:a@b>", "1 2", "", "a".repeat(300), "a@b"]
+  ) {
+    assert.notEqual(referTargetProblem(bad), undefined, bad);
+  }
   assert.equal(sipfragStatus("SIP/2.0 200 OK\r\n"), 200);
   assert.equal(sipfragStatus("SIP/2.0 100 Trying"), 100);
   assert.equal(sipfragStatus("INVITE sip:x SIP/2.0"), undefined);
@@ -119,6 +139,11 @@ for (
     const { agent, sipp, call, task, bp, results } = await referCall(scenario);
     try {
       task.onStarted(async () => {
+        // A target that would smuggle a header is refused before any REFER (sipp checks the one
+        // REFER it gets).
+        const bad = await call.transfer("sip:desk@127.0.0.1\r\nX-Evil: 1");
+        assert.equal(bad.ok, false);
+        assert.match((bad as { reason: string }).reason, /line breaks/);
         await task.queueFrame(callsFrame("transfer_call", { target: TARGET }));
         await until(() => results().length === 1, 5000, "transfer result");
         assert.equal(call.endReason, undefined, "the agent did not hang up");

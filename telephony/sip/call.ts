@@ -10,7 +10,7 @@ import type { KeypadEntry, TransferOutcome } from "../../core/frames.ts";
 import type { Logger } from "../../core/log.ts";
 import { buildInDialogRequest, type Dialog, dialogKey, dialogNextHop } from "./dialog.ts";
 import type { SipHeader, SipRequest } from "./message.ts";
-import { ReferProgress, referRefusal, referToUri } from "./refer.ts";
+import { ReferProgress, referRefusal, referTargetProblem, referToUri } from "./refer.ts";
 import type { RtpSession, RtpStats } from "./rtp_session.ts";
 import type { NegotiatedMedia } from "./sdp.ts";
 import { SipMediaTransport } from "./sip_transport.ts";
@@ -179,6 +179,8 @@ export class SipCall {
     if (this.#refer !== undefined && !this.#refer.done) {
       return { ok: false, reason: "a transfer is already in progress" };
     }
+    const problem = referTargetProblem(target);
+    if (problem !== undefined) return { ok: false, reason: `transfer needs ${problem}` };
     const host = this.#host;
     const to = dialogNextHop(this.#dialog);
     if (to === undefined) return { ok: false, reason: "the peer's address is not routable" };

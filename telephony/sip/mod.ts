@@ -195,6 +195,7 @@ export {
   DEFAULT_TRANSFER_WAIT_MS,
   ReferProgress,
   referRefusal,
+  referTargetProblem,
   referToUri,
   sipfragStatus,
 } from "./refer.ts";

@@ -48,6 +48,20 @@ export function referToUri(target: string, peerUri: string): string {
   return `sip:${user}@${host}`;
 }
 
+/**
+ * Why `target` cannot be a transfer target (it goes into the Refer-To header), or undefined when
+ * it can: a `sip:`, `sips:` or `tel:` URI that parses, or a number or user name of URI
+ * characters.
+ */
+export function referTargetProblem(target: string): string | undefined {
+  if (target.length === 0 || target.length > 256) return "a target of 1 to 256 characters";
+  if (/[\s<>"]/.test(target)) return "a target without spaces, line breaks, <, > or quotes";
+  if (/^(sips?|tel):/i.test(target)) {
+    return parseUri(target).ok ? undefined : "a target that is a valid SIP or tel URI";
+  }
+  return /^[A-Za-z0-9+*#._~-]+$/.test(target) ? undefined : "a number or user name";
+}
+
 /** What a REFER's final response means, or undefined when the peer took it (wait for NOTIFY). */
 export function referRefusal(res: SipResponse): TransferOutcome | undefined {
   if (res.status >= 200 && res.status < 300) return undefined;
