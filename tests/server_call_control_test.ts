@@ -10,7 +10,7 @@ import { memoryLogger } from "../core/log.ts";
 import { createAgentServer } from "../server/app.ts";
 import { parseConfigText } from "../server/config.ts";
 import { until } from "./_core_helpers.ts";
-import { freeEvenPortBase, freeUdpPort, hasSipp, runSipp, sippArgs } from "./_sipp.ts";
+import { echoSipTrunkConfig, freeUdpPort, hasSipp, runSipp, sippArgs } from "./_sipp.ts";
 
 const TARGET = "sip:desk@127.0.0.1:5099";
 
@@ -20,45 +20,28 @@ Deno.test({
   ignore: !hasSipp(),
   fn: async () => {
     const sipPort = freeUdpPort();
-    const config = {
-      agent: {
-        graph: {
-          version: 1,
-          start: "a",
-          nodes: [
-            {
-              id: "a",
-              prompt: "Help, or transfer to the desk.",
-              transitions: [{ name: "done", description: "Done.", target: "c" }],
-            },
-            { id: "c", prompt: "Bye.", terminal: true },
-          ],
-          workflow_tools: [{
-            name: "transfer_call",
-            description: "Transfer the caller to the front desk.",
-            params: {
-              type: "object",
-              properties: { target: { type: "string", enum: [TARGET], default: TARGET } },
-            },
-            nodes: ["a"],
-          }],
+    const graph = {
+      version: 1,
+      start: "a",
+      nodes: [
+        {
+          id: "a",
+          prompt: "Help, or transfer to the desk.",
+          transitions: [{ name: "done", description: "Done.", target: "c" }],
         },
-      },
-      pipeline: "s2s",
-      providers: { realtime: { name: "echo", options: { tts: "none", greeting: "hi" } } },
-      telephony: {
-        sip: {
-          server: `sip:127.0.0.1:${freeUdpPort()}`,
-          login: "flowcat",
-          password_env: "SIP_PASSWORD",
-          caller_id: "+15551230000",
-          sip_port: sipPort,
-          rtp_port_base: freeEvenPortBase(4),
-          rtp_port_tries: 4,
-          allow_hosts: ["127.0.0.1"],
+        { id: "c", prompt: "Bye.", terminal: true },
+      ],
+      workflow_tools: [{
+        name: "transfer_call",
+        description: "Transfer the caller to the front desk.",
+        params: {
+          type: "object",
+          properties: { target: { type: "string", enum: [TARGET], default: TARGET } },
         },
-      },
+        nodes: ["a"],
+      }],
     };
+    const config = echoSipTrunkConfig(graph, sipPort);
     const r = await parseConfigText(JSON.stringify(config), "json", ".");
     if (!r.ok) throw new Error(JSON.stringify(r.problems));
     const logger = memoryLogger();

@@ -18,7 +18,7 @@ import {
 import { until } from "./_core_helpers.ts";
 import { callControlRig, callsFrame } from "./_call_control_rig.ts";
 import { loopbackSipConfig, startLoopbackAgent } from "./_sip_peer.ts";
-import { freeEvenPortBase, freeUdpPort, runSipp, SIPP_SCENARIOS, sippArgs } from "./_sipp.ts";
+import { freeUdpPort, runSipp, sippArgs, sippUasEchoArgs } from "./_sipp.ts";
 
 const TARGET = "sip:desk@127.0.0.1:5099";
 
@@ -67,33 +67,41 @@ async function referCall(scenario: string) {
   const invite = await agent.nextInbound();
   assert.ok(invite !== undefined);
   const call = await invite.answer();
-  const rig = callControlRig(call.transport);
-  return { agent, logger, sipp, call, ...rig };
+  return { agent, logger, sipp, call, ...callControlRig(call.transport) };
+}
+
+/** Run `body` on a {@link referCall}; then sipp must have played its scenario through. */
+async function withReferCall(
+  scenario: string,
+  body: (c: Awaited<ReturnType<typeof referCall>>) => Promise<void>,
+): Promise<void> {
+  const c = await referCall(scenario);
+  try {
+    await body(c);
+    const res = await c.sipp.done;
+    assert.equal(res.code, 0, res.stdout.slice(-2000) + res.stderr.slice(-1000));
+  } finally {
+    c.sipp.kill();
+    await c.sipp.done;
+    await c.agent.close();
+  }
 }
 
 Deno.test("transfer_call on SIP: REFER accepted, NOTIFY 200 sipfrag, our BYE, ended as transferred", async () => {
-  const { agent, logger, sipp, call, task, bp, results } = await referCall("uac_refer_accept.xml");
-  try {
+  await withReferCall("uac_refer_accept.xml", async ({ logger, call, task, bp, results }) => {
     task.onStarted(() => task.queueFrame(callsFrame("transfer_call", { target: TARGET })));
     const stop: StopReason = await task.run();
     assert.deepEqual(results(), [{ ok: true, transferred: TARGET }]);
     assert.deepEqual(stop, { kind: "end", reason: "brain: transferred" });
     assert.equal(endReason(stop, { disposition: bp.disposition }), "transferred");
     assert.equal(await call.ended, "local hangup");
-    const res = await sipp.done; // it required our BYE after its NOTIFY 200
-    assert.equal(res.code, 0, res.stdout.slice(-2000) + res.stderr.slice(-1000));
     const done = logger.records.find((r) => r.message === "sip transfer finished");
     assert.equal(done?.fields?.ok, true, JSON.stringify(done));
-  } finally {
-    sipp.kill();
-    await sipp.done;
-    await agent.close();
-  }
+  });
 });
 
 Deno.test("transfer_call on SIP: the peer hangs up right after NOTIFY 200: still transferred", async () => {
-  const { agent, sipp, call, task, bp, results } = await referCall("uac_refer_hangup.xml");
-  try {
+  await withReferCall("uac_refer_hangup.xml", async ({ call, task, bp, results }) => {
     task.onStarted(() => task.queueFrame(callsFrame("transfer_call", { target: TARGET })));
     // Whichever End came first (ours, or the leg's stop on sipp's BYE), the call was handed over.
     const stop = await task.run();
@@ -101,13 +109,7 @@ Deno.test("transfer_call on SIP: the peer hangs up right after NOTIFY 200: still
     assert.deepEqual(results(), [{ ok: true, transferred: TARGET }]);
     assert.equal(endReason(stop, { disposition: bp.disposition }), "transferred");
     await call.ended;
-    const res = await sipp.done;
-    assert.equal(res.code, 0, res.stdout.slice(-2000) + res.stderr.slice(-1000));
-  } finally {
-    sipp.kill();
-    await sipp.done;
-    await agent.close();
-  }
+  });
 });
 
 Deno.test("REFER progress: accepted then the call ends is a transfer; refused or unanswered is not", () => {
@@ -136,8 +138,7 @@ for (
   ] as const
 ) {
   Deno.test(`transfer_call on SIP, ${what}: the model is told and the call goes on`, async () => {
-    const { agent, sipp, call, task, bp, results } = await referCall(scenario);
-    try {
+    await withReferCall(scenario, async ({ call, task, bp, results }) => {
       task.onStarted(async () => {
         // A target that would smuggle a header is refused before any REFER (sipp checks the one
         // REFER it gets).
@@ -153,32 +154,14 @@ for (
       assert.equal(bp.disposition, undefined);
       assert.equal(endReason(stop), "caller_hung_up");
       assert.equal(await call.ended, "remote hangup");
-      const res = await sipp.done;
-      assert.equal(res.code, 0, res.stdout.slice(-2000) + res.stderr.slice(-1000));
-    } finally {
-      sipp.kill();
-      await sipp.done;
-      await agent.close();
-    }
+    });
   });
 }
 
 Deno.test("send_dtmf on SIP: RFC 4733 events reach sipp, which echoes them; we decode the keys", async () => {
   const sippPort = freeUdpPort();
   const { agent } = await startAgent(`sip:127.0.0.1:${sippPort}`);
-  const sipp = runSipp([
-    "-sf",
-    SIPP_SCENARIOS + "uas_echo_dtmf.xml",
-    "-i",
-    "127.0.0.1",
-    "-p",
-    String(sippPort),
-    "-rtp_echo",
-    "-mp",
-    String(freeEvenPortBase(2)),
-    "-m",
-    "1",
-  ]);
+  const sipp = runSipp(sippUasEchoArgs("uas_echo_dtmf.xml", sippPort));
   try {
     const call = await agent.call("+15557654321");
     assert.ok(call.media.telephoneEventPt !== undefined, "telephone-event negotiated");
