@@ -102,6 +102,15 @@ export interface FunctionCall {
   arguments: Record<string, unknown>;
 }
 
+/**
+ * How a call transfer ended: `ok` once the far end took the call over; otherwise why not, and
+ * `refused` when the leg refused the method itself (SIP 405/501 to a REFER, a carrier without
+ * transfers), so another way could be tried.
+ */
+export type TransferOutcome =
+  | { ok: true; status?: number }
+  | { ok: false; reason: string; status?: number; refused?: boolean };
+
 /** The result of a function call, sent back to the model. */
 export interface FunctionCallResult {
   /** Id of the call this result answers. */
@@ -279,6 +288,8 @@ export type SystemFrame =
    * played: the cut (none when nothing was playing). Whatever was not reported played is unheard.
    */
   | FrameWith<"BotInterrupted", { cut?: PlayoutCut; droppedFrames?: number }>
+  /** How a {@link TransferCall} ended, sent upstream by the output transport. */
+  | FrameWith<"TransferResult", { target: string; outcome: TransferOutcome }>
   /**
    * The caller may be starting to talk over the bot: the output transport sends none of the
    * bot's audio for up to `ms` (a repeat extends it). An Interruption then clears it; if none
@@ -323,7 +334,9 @@ export type DataFrame =
    * generated but held until an LlmDraftSettled confirms that draft (and `context` is a copy).
    */
   | FrameWith<"LlmContext", { context: LlmContext; draft?: number }>
-  | FrameWith<"OutputDtmf", { keys: KeypadEntry[] }>;
+  | FrameWith<"OutputDtmf", { keys: KeypadEntry[] }>
+  /** Hand the call to `target` (a SIP URI or phone number); the output transport does it. */
+  | FrameWith<"TransferCall", { target: string }>;
 
 /** Control frames: ordered. */
 export type ControlFrame =
@@ -383,6 +396,7 @@ const CLASS_OF: Readonly<Record<Exclude<FrameKind, "Custom">, FrameClass>> = {
   SpokenText: "system",
   BotInterrupted: "system",
   BotAudioHold: "system",
+  TransferResult: "system",
   OutputAudio: "data",
   TtsAudio: "data",
   Text: "data",
@@ -395,6 +409,7 @@ const CLASS_OF: Readonly<Record<Exclude<FrameKind, "Custom">, FrameClass>> = {
   LlmRun: "data",
   LlmContext: "data",
   OutputDtmf: "data",
+  TransferCall: "data",
   End: "control",
   Stop: "control",
   LlmResponseStart: "control",
@@ -418,13 +433,19 @@ export function classOf(frame: Frame): FrameClass {
   return frame.kind === "Custom" ? frame.custom.frameClass : CLASS_OF[frame.kind];
 }
 
-/** True for End, Stop, FunctionCallResult, UpdateSettings, and custom frames that say so. */
+/**
+ * True for End, Stop, FunctionCallResult, UpdateSettings, OutputDtmf and TransferCall (the model
+ * was told the keys or the transfer are on their way; a barge-in must not lose them), and custom
+ * frames that say so.
+ */
 export function isUninterruptible(frame: Frame): boolean {
   switch (frame.kind) {
     case "End":
     case "Stop":
     case "FunctionCallResult":
     case "UpdateSettings":
+    case "OutputDtmf":
+    case "TransferCall":
       return true;
     case "Custom":
       return frame.custom.uninterruptible === true;

@@ -15,6 +15,7 @@ import type {
   LlmTokenUsage,
   StartParams,
   ToolDecl,
+  TransferOutcome,
   TurnParams,
   TurnPrediction,
   VadParams,
@@ -46,6 +47,12 @@ export interface MediaTransport {
   close?(): Promise<void>;
   /** Send key presses to the far end (RFC 4733 on SIP); optional. */
   sendDtmf?(keys: readonly KeypadEntry[]): Promise<void>;
+  /**
+   * Hand the call to `target` (a SIP URI, or a number the leg knows how to reach); optional.
+   * Resolves once the far end took the call over or failed to; the pipeline ends the call on
+   * success.
+   */
+  transfer?(target: string): Promise<TransferOutcome>;
   /**
    * Push mode, optional: from now on call `deliver` with each inbound event, and with `undefined`
    * once the leg is closed, instead of being read with {@link MediaTransport.recv}. A leg whose

@@ -5,6 +5,7 @@
  * @module
  */
 
+import { TRANSFERRED } from "../core/call_control.ts";
 import type { StopReason } from "../core/frames.ts";
 
 /** Every end reason, in the order docs/observability.md lists them. */
@@ -45,7 +46,10 @@ export function endReason(stop: StopReason | undefined, facts: EndFacts = {}): E
   if (stop.kind === "stop") return "other";
   const why = stop.reason ?? "";
   if (stop.kind === "end") {
-    if (why === "caller hung up") return "caller_hung_up";
+    // A peer that takes a transfer often hangs up at once, racing the agent's own End.
+    if (why === "caller hung up") {
+      return facts.disposition === TRANSFERRED ? "transferred" : "caller_hung_up";
+    }
     if (why.startsWith("brain:")) {
       return /transfer/i.test(facts.disposition ?? why) ? "transferred" : "agent_ended";
     }

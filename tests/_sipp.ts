@@ -186,3 +186,45 @@ export function sippArgs(
     ...extra,
   ];
 }
+
+/**
+ * An agent-server config (JSON shape) for the local echo model behind a SIP trunk on
+ * 127.0.0.1:`sipPort` that only 127.0.0.1 may call, running `graph`. Nothing answers its
+ * REGISTER: the trunk keeps retrying in the background. The password is read from SIP_PASSWORD.
+ */
+export function echoSipTrunkConfig(graph: unknown, sipPort: number): Record<string, unknown> {
+  return {
+    agent: { graph },
+    pipeline: "s2s",
+    providers: { realtime: { name: "echo", options: { tts: "none", greeting: "hi" } } },
+    telephony: {
+      sip: {
+        server: `sip:127.0.0.1:${freeUdpPort()}`,
+        login: "flowcat",
+        password_env: "SIP_PASSWORD",
+        caller_id: "+15551230000",
+        sip_port: sipPort,
+        rtp_port_base: freeEvenPortBase(4),
+        rtp_port_tries: 4,
+        allow_hosts: ["127.0.0.1"],
+      },
+    },
+  };
+}
+
+/** sipp arguments for a UAS running `scenario` once on 127.0.0.1:`port`, echoing RTP. */
+export function sippUasEchoArgs(scenario: string, port: number): string[] {
+  return [
+    "-sf",
+    SIPP_SCENARIOS + scenario,
+    "-i",
+    "127.0.0.1",
+    "-p",
+    String(port),
+    "-rtp_echo",
+    "-mp",
+    String(freeEvenPortBase(2)),
+    "-m",
+    "1",
+  ];
+}

@@ -5,6 +5,9 @@ import { endReason, stopDetail } from "../server/end_reason.ts";
 Deno.test("end reason: each stop the server and the pipeline make maps to one word", () => {
   const cases: [Parameters<typeof endReason>, string][] = [
     [[{ kind: "end", reason: "caller hung up" }], "caller_hung_up"],
+    // The peer hung up as it took the transfer, before the agent's own End.
+    [[{ kind: "end", reason: "caller hung up" }, { disposition: "transferred" }], "transferred"],
+    [[{ kind: "end", reason: "caller hung up" }, { disposition: "booked" }], "caller_hung_up"],
     [[{ kind: "end", reason: "brain: booked" }, { disposition: "booked" }], "agent_ended"],
     [[{ kind: "end", reason: "brain: end" }], "agent_ended"],
     [

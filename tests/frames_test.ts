@@ -42,6 +42,7 @@ Deno.test("frame classes follow the documented tables", () => {
     "SpokenText",
     "BotInterrupted",
     "BotAudioHold",
+    "TransferResult",
   ];
   const data = [
     "OutputAudio",
@@ -56,6 +57,7 @@ Deno.test("frame classes follow the documented tables", () => {
     "LlmRun",
     "LlmContext",
     "OutputDtmf",
+    "TransferCall",
   ];
   const control = [
     "End",
@@ -78,10 +80,17 @@ Deno.test("frame classes follow the documented tables", () => {
   for (const k of control) assert.equal(cls(k), "control", k);
 });
 
-Deno.test("exactly End, Stop, FunctionCallResult, UpdateSettings are uninterruptible", () => {
+Deno.test("exactly End, Stop, FunctionCallResult, UpdateSettings, OutputDtmf, TransferCall are uninterruptible", () => {
   // deno-lint-ignore no-explicit-any
   const un = FRAME_KINDS.filter((k) => isUninterruptible({ kind: k, id: 0 } as any));
-  assert.deepEqual([...un].sort(), ["End", "FunctionCallResult", "Stop", "UpdateSettings"]);
+  assert.deepEqual([...un].sort(), [
+    "End",
+    "FunctionCallResult",
+    "OutputDtmf",
+    "Stop",
+    "TransferCall",
+    "UpdateSettings",
+  ]);
 });
 
 Deno.test("custom frames supply their own class and interruptibility", () => {

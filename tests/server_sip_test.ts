@@ -9,7 +9,7 @@ import { createAgentServer } from "../server/app.ts";
 import { parseConfigText } from "../server/config.ts";
 import { until } from "./_core_helpers.ts";
 import {
-  freeEvenPortBase,
+  echoSipTrunkConfig,
   freeUdpPort,
   hasSipp,
   pcmuPcap,
@@ -25,42 +25,24 @@ Deno.test({
   ignore: !hasSipp(),
   fn: async () => {
     const sipPort = freeUdpPort();
-    const config = {
-      agent: {
-        graph: {
-          version: 1,
-          start: "a",
-          nodes: [
-            {
-              id: "a",
-              prompt: "First.",
-              transitions: [{ name: "next", description: "Go on.", target: "b" }],
-            },
-            {
-              id: "b",
-              prompt: "Second.",
-              transitions: [{ name: "done", description: "Done.", target: "c" }],
-            },
-            { id: "c", prompt: "Bye.", terminal: true },
-          ],
+    const graph = {
+      version: 1,
+      start: "a",
+      nodes: [
+        {
+          id: "a",
+          prompt: "First.",
+          transitions: [{ name: "next", description: "Go on.", target: "b" }],
         },
-      },
-      pipeline: "s2s",
-      providers: { realtime: { name: "echo", options: { tts: "none", greeting: "hi" } } },
-      telephony: {
-        sip: {
-          // Nothing answers REGISTER here: the trunk keeps retrying in the background.
-          server: `sip:127.0.0.1:${freeUdpPort()}`,
-          login: "flowcat",
-          password_env: "SIP_PASSWORD",
-          caller_id: "+15551230000",
-          sip_port: sipPort,
-          rtp_port_base: freeEvenPortBase(4),
-          rtp_port_tries: 4,
-          allow_hosts: ["127.0.0.1"],
+        {
+          id: "b",
+          prompt: "Second.",
+          transitions: [{ name: "done", description: "Done.", target: "c" }],
         },
-      },
+        { id: "c", prompt: "Bye.", terminal: true },
+      ],
     };
+    const config = echoSipTrunkConfig(graph, sipPort);
     const r = await parseConfigText(JSON.stringify(config), "json", ".");
     if (!r.ok) throw new Error(JSON.stringify(r.problems));
     const logger = memoryLogger();

@@ -14,13 +14,13 @@ import type { MediaIn } from "../core/seams.ts";
 import type { SipAgentOptions, SipConfig } from "../telephony/sip/mod.ts";
 import { loopbackSipConfig, startLoopbackAgent } from "./_sip_peer.ts";
 import {
-  freeEvenPortBase,
   freeUdpPort,
   pcmuPcap,
   runSipp,
   sine8k,
   SIPP_SCENARIOS,
   sippArgs,
+  sippUasEchoArgs,
 } from "./_sipp.ts";
 
 const PASSWORD = "s3cret";
@@ -175,19 +175,7 @@ Deno.test("sipp registrar: a wrong password is refused with an auth error that n
 Deno.test("we call sipp UAS: E.164 INVITE, 401 digest, 180/200, ACK, RTP echoed back, our BYE", async () => {
   const sippPort = freeUdpPort();
   const { agent, logger } = await startAgent({ server: `sip:127.0.0.1:${sippPort}` });
-  const sipp = runSipp([
-    "-sf",
-    SCENARIOS + "uas_auth_echo.xml",
-    "-i",
-    "127.0.0.1",
-    "-p",
-    String(sippPort),
-    "-rtp_echo",
-    "-mp",
-    String(freeEvenPortBase(2)),
-    "-m",
-    "1",
-  ]);
+  const sipp = runSipp(sippUasEchoArgs("uas_auth_echo.xml", sippPort));
   try {
     await assert.rejects(agent.call("555-0100"), /E\.164/);
     const progress: number[] = [];

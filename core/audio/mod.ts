@@ -1,9 +1,10 @@
 /**
  * Audio toolkit: G.711, resampling, WAV, recording, DTMF (RFC 4733, Goertzel detection, tone
- * generation), energy voice-activity detection and an adaptive RTP playout jitter buffer. All
- * pure and synchronous, and no npm package: Silero (onnxruntime-web), RNNoise and Opus (wasm from
- * npm) are their own entry points, `./audio/silero` (core/audio/vad_silero.ts), `./audio/rnnoise`
- * (core/audio/rnnoise.ts) and `./audio/opus` (core/audio/opus.ts). Permissions: none.
+ * generation), an answering-machine beep detector, energy voice-activity detection and an
+ * adaptive RTP playout jitter buffer. All pure and synchronous, and no npm package: Silero
+ * (onnxruntime-web), RNNoise and Opus (wasm from npm) are their own entry points,
+ * `./audio/silero` (core/audio/vad_silero.ts), `./audio/rnnoise` (core/audio/rnnoise.ts) and
+ * `./audio/opus` (core/audio/opus.ts). Permissions: none.
  *
  * @example
  * ```ts
@@ -72,6 +73,7 @@ export {
   type TelephoneEvent,
 } from "./dtmf_rfc4733.ts";
 export { DtmfDetector, type DtmfDetectorOptions } from "./dtmf_detect.ts";
+export { type Beep, BeepDetector, type BeepDetectorOptions } from "./beep_detect.ts";
 export { type DtmfToneOptions, dtmfTones } from "./dtmf_tone.ts";
 export {
   VadStateMachine,

@@ -11,6 +11,10 @@
  * - Stay with a result (the brain answered, or failed and said so): FunctionCallResult.
  * - Stay without one (a workflow tool): answered by `workflowTool` (the embedder's
  *   SessionSource.toolCall) as FunctionCallResult, or an error result when there is none.
+ *   The call-control tools (core/call_control.ts) are answered here instead: `send_dtmf` sends
+ *   OutputDtmf downstream; `transfer_call` sends TransferCall downstream and waits for the
+ *   output transport's TransferResult: on success the call ends with disposition
+ *   `transferred`, otherwise the model is told why and the call goes on.
  * - End: a goodbye TtsSpeak when the brain gave one, FunctionCallResult, then End upstream
  *   (the task drains the pipeline; the disposition is kept for finalize).
  *
@@ -23,8 +27,21 @@
  * @module
  */
 
+import {
+  dtmfToolKeys,
+  SEND_DTMF,
+  TRANSFER_CALL,
+  TRANSFERRED,
+  transferToolTarget,
+} from "../call_control.ts";
 import { errorMessage } from "../errors.ts";
-import { type Direction, type Frame, type FunctionCall, makeFrame } from "../frames.ts";
+import {
+  type Direction,
+  type Frame,
+  type FunctionCall,
+  makeFrame,
+  type TransferOutcome,
+} from "../frames.ts";
 import { FrameProcessor, type Link } from "../processor.ts";
 import type { AgentBrain, BrainAction } from "../seams.ts";
 import type { CallTranscript } from "./finalize.ts";
@@ -64,6 +81,8 @@ export class BrainProcessor extends FrameProcessor {
   /** Transcript lines of decisions made while a reply was passing. */
   #held: (() => void)[] = [];
   #ended = false;
+  /** Resolves the transfer in flight with the output transport's TransferResult. */
+  #transferDone: ((outcome: TransferOutcome) => void) | undefined;
   /** Disposition recorded by the brain's End, for finalize. */
   disposition: string | undefined;
   /** Every decided move, in order (for transcripts and tests). */
@@ -106,6 +125,9 @@ export class BrainProcessor extends FrameProcessor {
           this.#releaseLines();
           break;
       }
+    } else if (frame.kind === "TransferResult" && this.#transferDone !== undefined) {
+      this.#transferDone(frame.outcome);
+      this.#transferDone = undefined;
     }
     link.push(frame, dir);
   }
@@ -181,6 +203,13 @@ export class BrainProcessor extends FrameProcessor {
       }
       case "stay": {
         if (action.result !== undefined) return result(action.result);
+        if (call.functionName === SEND_DTMF) {
+          const parsed = dtmfToolKeys(call.arguments);
+          if ("error" in parsed) return result(parsed);
+          link.pushDown(makeFrame("OutputDtmf", { keys: parsed.keys }));
+          return result({ ok: true, sent: parsed.keys.join("") });
+        }
+        if (call.functionName === TRANSFER_CALL) return await this.#transfer(call, link, result);
         if (this.#workflow === undefined) {
           return result({ error: `unknown tool ${call.functionName}` });
         }
@@ -207,5 +236,31 @@ export class BrainProcessor extends FrameProcessor {
         );
       }
     }
+  }
+
+  /** Ask the output transport to transfer; end the call on success, else tell the model. */
+  async #transfer(
+    call: FunctionCall,
+    link: Link,
+    result: (value: unknown, runLlm?: false) => void,
+  ): Promise<void> {
+    const decl = this.#brain.tools().find((t) => t.name === TRANSFER_CALL);
+    const parsed = transferToolTarget(call.arguments, decl);
+    if ("error" in parsed) return result(parsed);
+    const outcome = await new Promise<TransferOutcome>((resolve) => {
+      this.#transferDone = resolve;
+      link.pushDown(makeFrame("TransferCall", { target: parsed.target }));
+    });
+    if (!outcome.ok) {
+      return result({
+        error: `transfer to ${parsed.target} failed: ${outcome.reason}`,
+        ...(outcome.refused ? { refused: true } : {}),
+        ...(outcome.status !== undefined ? { status: outcome.status } : {}),
+      });
+    }
+    this.#ended = true;
+    this.disposition = TRANSFERRED;
+    result({ ok: true, transferred: parsed.target }, false);
+    link.push(makeFrame("End", { reason: `brain: ${TRANSFERRED}` }), "upstream");
   }
 }

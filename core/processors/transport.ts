@@ -15,6 +15,7 @@
  * @module
  */
 
+import { dtmfTones } from "../audio/dtmf_tone.ts";
 import { Resampler, transitionFor } from "../audio/resample.ts";
 import { errorMessage } from "../errors.ts";
 import {
@@ -25,6 +26,7 @@ import {
   makeFrame,
   type StartParams,
   type StopReason,
+  type TransferOutcome,
 } from "../frames.ts";
 import { FrameProcessor, type Link, type ProcessorSetup } from "../processor.ts";
 import type { MediaIn, MediaTransport } from "../seams.ts";
@@ -212,11 +214,19 @@ export class TransportOutput extends FrameProcessor {
         case "TtsAudio":
           return this.#enqueue(frame.audio);
         case "OutputDtmf":
-          if (this.#t.sendDtmf === undefined) break;
+          if (this.#t.sendDtmf === undefined) {
+            // No key command on this leg (a carrier WebSocket, WebRTC): the keys go in-band,
+            // as tones paced like speech, after the audio queued before them.
+            const rate = this.#t.carrierRate();
+            const pcm = dtmfTones(frame.keys, { sampleRate: rate, toneMs: 100, gapMs: 100 });
+            return this.#enqueue({ pcm, sampleRate: rate, numChannels: 1 });
+          }
           this.#t.sendDtmf(frame.keys).catch((err) =>
             link.pushError(`send dtmf failed: ${errorMessage(err)}`)
           );
           return;
+        case "TransferCall":
+          return this.#transfer(frame.target, link);
         case "TtsText":
           if (frame.utteranceId === undefined) break;
           this.#ledger.text(frame.utteranceId, frame.text);
@@ -268,6 +278,16 @@ export class TransportOutput extends FrameProcessor {
     this.#queue = [];
     this.#stopPlaying();
     await this.#t.close?.();
+  }
+
+  /** Hand the call over; the outcome goes upstream as TransferResult either way. */
+  #transfer(target: string, link: Link): void {
+    const done = (outcome: TransferOutcome) =>
+      link.push(makeFrame("TransferResult", { target, outcome }), "upstream");
+    if (this.#t.transfer === undefined) {
+      return done({ ok: false, refused: true, reason: "this call's leg cannot transfer calls" });
+    }
+    this.#t.transfer(target).then(done, (err) => done({ ok: false, reason: errorMessage(err) }));
   }
 
   #enqueue(audio: AudioFrame): void {

@@ -1,14 +1,16 @@
 /**
  * An established SIP call (a confirmed or early-confirmed dialog with RTP media): its
  * {@link SipMediaTransport}, an `ended` promise that resolves with the reason when the dialog
- * ends (BYE from either side, a missing ACK, the agent closing), and `hangup()` which sends BYE.
+ * ends (BYE from either side, a missing ACK, the agent closing), `hangup()` which sends BYE,
+ * and `transfer()`, a cold transfer by REFER (telephony/sip/refer.ts).
  * @module
  */
 
-import type { KeypadEntry } from "../../core/frames.ts";
+import type { KeypadEntry, TransferOutcome } from "../../core/frames.ts";
 import type { Logger } from "../../core/log.ts";
 import { buildInDialogRequest, type Dialog, dialogKey, dialogNextHop } from "./dialog.ts";
-import type { SipHeader } from "./message.ts";
+import type { SipHeader, SipRequest } from "./message.ts";
+import { ReferProgress, referRefusal, referTargetProblem, referToUri } from "./refer.ts";
 import type { RtpSession, RtpStats } from "./rtp_session.ts";
 import type { NegotiatedMedia } from "./sdp.ts";
 import { SipMediaTransport } from "./sip_transport.ts";
@@ -28,6 +30,14 @@ export interface CallHost {
   forgetCall(key: string): void;
   /** How long hangup() waits for the BYE's response, ms. */
   readonly byeWaitMs: number;
+  /** Our Contact URI (`sip:login@ip:port`), for the REFER of a transfer. */
+  contactUri(): string;
+}
+
+/** Options of {@link SipCall.transfer}. */
+export interface TransferOptions {
+  /** How long to wait for the target to answer, ms (default 60000). */
+  waitMs?: number;
 }
 
 /** Why a call ended, as `ended` reports it. */
@@ -80,6 +90,8 @@ export class SipCall {
   /** Resolves on the ACK for our 2xx (or its timeout); outbound calls start resolved. */
   #acked: Promise<void>;
   #ack!: () => void;
+  /** The last transfer asked for: NOTIFYs report its progress. */
+  #refer: ReferProgress | undefined;
 
   /** A call over `dialog` with media on `rtp` (not started: see {@link startMedia}). */
   constructor(
@@ -101,7 +113,12 @@ export class SipCall {
     this.ended = new Promise((resolve) => (this.#resolveEnded = resolve));
     this.#acked = new Promise((resolve) => (this.#ack = resolve));
     if (info.direction === "outbound") this.#ack();
-    this.transport = new SipMediaTransport(dialog.callId, rtp, () => this.hangup());
+    this.transport = new SipMediaTransport(
+      dialog.callId,
+      rtp,
+      () => this.hangup(),
+      (target) => this.transfer(target),
+    );
   }
 
   /** Start RTP: inbound audio and keys flow into {@link transport}. */
@@ -150,6 +167,56 @@ export class SipCall {
   /** Send key presses to the peer as RFC 4733 events. */
   sendDtmf(keys: readonly KeypadEntry[]): Promise<void> {
     return this.transport.sendDtmf(keys);
+  }
+
+  /**
+   * Cold transfer: send REFER with `Refer-To: target` (a SIP or tel URI, or a number at the
+   * peer's host) and follow the NOTIFYs until the target answers or fails. Resolves with the
+   * outcome (never rejects) and does not hang up: on success the caller of this sends BYE.
+   */
+  async transfer(target: string, opts: TransferOptions = {}): Promise<TransferOutcome> {
+    if (this.#endReason !== undefined) return { ok: false, reason: "the call has ended" };
+    if (this.#refer !== undefined && !this.#refer.done) {
+      return { ok: false, reason: "a transfer is already in progress" };
+    }
+    const problem = referTargetProblem(target);
+    if (problem !== undefined) return { ok: false, reason: `transfer needs ${problem}` };
+    const host = this.#host;
+    const to = dialogNextHop(this.#dialog);
+    if (to === undefined) return { ok: false, reason: "the peer's address is not routable" };
+    const progress = new ReferProgress(opts.waitMs);
+    this.#refer = progress;
+    const referTo = referToUri(target, this.#dialog.remoteTarget);
+    const refer = buildInDialogRequest(this.#dialog, "REFER", host.via(), {
+      contact: `<${host.contactUri()}>`,
+      headers: [
+        { name: "Refer-To", value: `<${referTo}>` },
+        { name: "Referred-By", value: this.#dialog.localAddress.replace(/;\s*tag=[^;]*/i, "") },
+        ...host.commonHeaders(),
+      ],
+    });
+    host.log.info("sip REFER sent", { callId: this.callId, referTo });
+    const txn = host.layer.request(refer, to);
+    txn.response.then((res) => {
+      if (txn.timedOut) return progress.finish({ ok: false, reason: "the peer did not answer" });
+      const refusal = referRefusal(res);
+      if (refusal === undefined) progress.accept();
+      else progress.finish(refusal);
+    });
+    void this.ended.then(() => progress.callEnded());
+    const outcome = await progress.outcome;
+    host.log.info("sip transfer finished", {
+      callId: this.callId,
+      ok: outcome.ok,
+      status: outcome.status ?? null,
+      ...(outcome.ok ? {} : { reason: outcome.reason }),
+    });
+    return outcome;
+  }
+
+  /** A NOTIFY in this dialog (a REFER's progress): the status to answer it with. */
+  onNotify(req: SipRequest): number {
+    return this.#refer === undefined ? 481 : this.#refer.onNotify(req);
   }
 
   /** The peer hung up (its BYE was answered 200), or the dialog died under us. */

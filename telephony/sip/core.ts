@@ -12,7 +12,7 @@ import type { RtpSession } from "./rtp_session.ts";
 import type { ServerTransaction } from "./transaction.ts";
 
 /** Methods we answer, for Allow headers. */
-export const ALLOWED_METHODS = "INVITE, ACK, CANCEL, BYE, OPTIONS, INFO";
+export const ALLOWED_METHODS = "INVITE, ACK, CANCEL, BYE, OPTIONS, INFO, NOTIFY";
 
 /** What the agent gives its call handlers. */
 export interface AgentCore extends CallHost {

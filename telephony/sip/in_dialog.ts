@@ -1,8 +1,8 @@
 /**
  * Requests inside an established dialog: BYE (200, the call ends), INFO (200; a SIP INFO
  * `application/dtmf-relay` key press is delivered like an RFC 4733 one), and re-INVITE (200
- * with our SDP, version bumped; the RTP filter follows the peer's new address). A request for
- * a dialog we do not know gets 481.
+ * with our SDP, version bumped; the RTP filter follows the peer's new address), and NOTIFY (a
+ * REFER's progress, telephony/sip/refer.ts). A request for a dialog we do not know gets 481.
  * @module
  */
 
@@ -52,6 +52,8 @@ export function handleInDialog(
     }
     case "INVITE":
       return reInvite(core, call, txn);
+    case "NOTIFY":
+      return reply(call.onNotify(req));
     default:
       return reply(501);
   }

@@ -189,7 +189,16 @@ export {
   type CallHost,
   type CallInfo,
   SipCall,
+  type TransferOptions,
 } from "./call.ts";
+export {
+  DEFAULT_TRANSFER_WAIT_MS,
+  ReferProgress,
+  referRefusal,
+  referTargetProblem,
+  referToUri,
+  sipfragStatus,
+} from "./refer.ts";
 export { type InviteState, SipInvite } from "./inbound.ts";
 export { buildCancel, type CallOptions } from "./outbound.ts";
 export { dtmfFromInfo } from "./in_dialog.ts";

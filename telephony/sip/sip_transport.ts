@@ -18,7 +18,7 @@
  */
 
 import { Resampler } from "../../core/audio/resample.ts";
-import type { AudioFrame, KeypadEntry } from "../../core/frames.ts";
+import type { AudioFrame, KeypadEntry, TransferOutcome } from "../../core/frames.ts";
 import type { MediaIn, MediaTransport } from "../../core/seams.ts";
 import { AsyncQueue } from "./async_queue.ts";
 import type { DtmfSendOptions, RtpSession } from "./rtp_session.ts";
@@ -35,15 +35,25 @@ export class SipMediaTransport implements MediaTransport {
   readonly callId: string;
   readonly #rtp: RtpSession;
   readonly #hangup: () => Promise<void>;
+  readonly #transfer: ((target: string) => Promise<TransferOutcome>) | undefined;
   readonly #queue = new AsyncQueue<MediaIn>(MAX_QUEUED);
   #resampler: Resampler | undefined;
   #stopped = false;
 
-  /** Wrap `rtp`; `hangup` is what {@link close} runs (send BYE, end the call). */
-  constructor(callId: string, rtp: RtpSession, hangup: () => Promise<void>) {
+  /**
+   * Wrap `rtp`; `hangup` is what {@link close} runs (send BYE, end the call), `transfer` what
+   * {@link transfer} runs (REFER).
+   */
+  constructor(
+    callId: string,
+    rtp: RtpSession,
+    hangup: () => Promise<void>,
+    transfer?: (target: string) => Promise<TransferOutcome>,
+  ) {
     this.callId = callId;
     this.#rtp = rtp;
     this.#hangup = hangup;
+    this.#transfer = transfer;
     this.#queue.push({ type: "start", callId });
   }
 
@@ -112,6 +122,14 @@ export class SipMediaTransport implements MediaTransport {
   /** Send key presses as RFC 4733 events (the pipeline's OutputDtmf). */
   sendDtmf(keys: readonly KeypadEntry[], opts?: DtmfSendOptions): Promise<void> {
     return this.#rtp.sendDtmf(keys, opts);
+  }
+
+  /** Cold transfer by REFER (the pipeline's TransferCall); refused when the leg has none. */
+  transfer(target: string): Promise<TransferOutcome> {
+    if (this.#transfer === undefined) {
+      return Promise.resolve({ ok: false, refused: true, reason: "this leg cannot transfer" });
+    }
+    return this.#transfer(target);
   }
 
   /**

@@ -45,6 +45,7 @@ export const SUPPORTED_EXTENSIONS: ReadonlySet<string> = new Set<string>();
 const BODY_TYPES: Readonly<Record<string, readonly string[]>> = {
   INVITE: ["application/sdp", "multipart/mixed"],
   INFO: ["application/dtmf-relay", "application/dtmf"],
+  NOTIFY: ["message/sipfrag"],
 };
 const DEFAULT_BODY_TYPES = ["application/sdp"];
 
