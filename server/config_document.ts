@@ -105,6 +105,12 @@ export interface SipKeepaliveDocument {
   interval_seconds: number;
 }
 
+/** `telephony.sip.media`: how call media is carried. */
+export interface SipMediaDocument {
+  /** SRTP with SDES keys: `required`, `optional` or `off` (default). */
+  srtp: "required" | "optional" | "off";
+}
+
 /** `telephony.sip`: a SIP trunk. */
 export interface SipTrunkDocument {
   /** Registrar or proxy SIP URI. */
@@ -135,6 +141,8 @@ export interface SipTrunkDocument {
   inbound: SipInboundDocument;
   /** NAT keep-alive. */
   keepalive: SipKeepaliveDocument;
+  /** Media encryption. */
+  media: SipMediaDocument;
 }
 
 /** `telephony`: carriers, webhook secrets and the SIP trunk. */

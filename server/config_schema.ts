@@ -200,6 +200,10 @@ const keepaliveSchema = z.strictObject({
   interval_seconds: z.int().min(5).max(3600).default(30),
 });
 
+const sipMediaSchema = z.strictObject({
+  srtp: choice(["required", "optional", "off"]).default("off"),
+});
+
 const sipSchema = z.strictObject({
   server: sipServer,
   register: z.boolean().default(true),
@@ -218,6 +222,7 @@ const sipSchema = z.strictObject({
   allow_hosts: z.array(hostEntry).default([]),
   inbound: inboundSchema.prefault({}),
   keepalive: keepaliveSchema.prefault({}),
+  media: sipMediaSchema.prefault({}),
 });
 
 const carrierName = oneOfNames("carrier", () => CARRIER_NAMES);
@@ -346,6 +351,7 @@ export const KNOWN_KEYS: Readonly<Record<string, readonly string[]>> = Object.fr
   "telephony.sip.inbound": Object.keys(inboundSchema.shape),
   "telephony.sip.inbound.auth": Object.keys(inboundAuthSchema.shape),
   "telephony.sip.keepalive": Object.keys(keepaliveSchema.shape),
+  "telephony.sip.media": Object.keys(sipMediaSchema.shape),
   recording: Object.keys(recordingSchema.shape),
   limits: Object.keys(limitsSchema.shape),
   turns: Object.keys(turnsSchema.shape),

@@ -132,6 +132,8 @@ export interface SipTrunkConfig {
   inbound: SipInboundConfig;
   /** NAT keep-alive towards `server` (`off`: none). */
   keepalive: { mode: "crlf" | "options" | "off"; intervalSeconds: number };
+  /** SRTP with SDES keys: `required`, `optional` or `off`. */
+  srtp: "required" | "optional" | "off";
 }
 
 /** The Contact user of a trunk that does not register and names no login. */
@@ -340,6 +342,7 @@ export function toServerConfig(
       rtpSource: s.rtp_source,
       inbound,
       keepalive: { mode: s.keepalive.mode, intervalSeconds: s.keepalive.interval_seconds },
+      srtp: s.media.srtp,
     };
     if (s.password_env !== undefined) telephony.sip.passwordEnv = s.password_env;
     if (s.public_ip !== undefined) telephony.sip.publicIp = s.public_ip;

@@ -108,7 +108,7 @@ export async function startSipTrunk(opts: SipTrunkOptions): Promise<SipTrunk> {
     logger,
     inbound,
     registration: { expires: sip.registerExpires },
-    rtp: { latch: LATCH[sip.rtpSource] },
+    rtp: { latch: LATCH[sip.rtpSource], srtp: sip.srtp },
     unavailable: () => calls.draining,
     ...(sip.keepalive.mode === "off" ? {} : {
       keepAlive: { mode: sip.keepalive.mode, intervalMs: sip.keepalive.intervalSeconds * 1000 },

@@ -110,6 +110,7 @@ Deno.test("config: inbound auth, keep-alive, expiry and RTP source are read and 
     register_expires: 600
     rtp_source: any
     keepalive: { mode: options, interval_seconds: 15 }
+    media: { srtp: required }
     inbound:
       filter: true
       refused: ignore
@@ -119,6 +120,7 @@ Deno.test("config: inbound auth, keep-alive, expiry and RTP source are read and 
   assert.equal(sip.registerExpires, 600);
   assert.equal(sip.rtpSource, "any");
   assert.deepEqual(sip.keepalive, { mode: "options", intervalSeconds: 15 });
+  assert.equal(sip.srtp, "required");
   assert.deepEqual(sip.inbound, {
     allow: [],
     filter: true,
@@ -139,6 +141,7 @@ Deno.test("config: inbound auth, keep-alive, expiry and RTP source are read and 
     register_expires: 5
     rtp_source: symmetric
     keepalive: { mode: stun, interval_seconds: 1 }
+    media: { srtp: dtls }
     inbound:
       allow: [example.com, 10.0.0.0/33, "2001:db8::/32"]
       refused: drop
@@ -147,6 +150,7 @@ Deno.test("config: inbound auth, keep-alive, expiry and RTP source are read and 
   at(bad, "telephony.sip.rtp_source", "must be one of: latch, sdp, any");
   at(bad, "telephony.sip.keepalive.mode", "must be one of: crlf, options, off");
   at(bad, "telephony.sip.keepalive.interval_seconds", "at least 5");
+  at(bad, "telephony.sip.media.srtp", "must be one of: required, optional, off");
   at(bad, "telephony.sip.inbound.allow[0]", "is not an IPv4 address or CIDR block");
   at(bad, "telephony.sip.inbound.allow[1]", "is not an IPv4 address or CIDR block");
   at(bad, "telephony.sip.inbound.allow[2]", "is not an IPv4 address or CIDR block");

@@ -148,6 +148,7 @@ observability:
       rtpSource: "latch",
       inbound: { allow: [], filter: false, refused: "reject" },
       keepalive: { mode: "crlf", intervalSeconds: 30 },
+      srtp: "off",
     },
   });
   assert.deepEqual(c.recording, { enabled: true, dir: "/var/flowcat/rec" });

@@ -28,6 +28,7 @@
  */
 
 import { errorMessage, FlowcatError } from "../../core/errors.ts";
+import type { SrtpPolicy } from "./sdes.ts";
 import { type Logger, silentLogger } from "../../core/log.ts";
 import { AsyncQueue } from "./async_queue.ts";
 import { buildResponse, newBranch, newTag, tagOf } from "./build.ts";
@@ -92,6 +93,8 @@ export class SipAgent implements AgentCore {
   readonly sendRinging: boolean;
   /** Unanswered INVITEs get 480 after this long, ms (0: never). */
   readonly answerTimeoutMs: number;
+  /** Whether media is encrypted (SRTP with SDES keys). */
+  readonly srtp: SrtpPolicy;
   /** How long hangup() waits for the BYE's response, ms. */
   readonly byeWaitMs: number;
   readonly #ep: UdpEndpoint;
@@ -128,6 +131,7 @@ export class SipAgent implements AgentCore {
     }
     this.sendRinging = opts.ringing ?? true;
     this.answerTimeoutMs = opts.answerTimeoutMs ?? 60_000;
+    this.srtp = opts.rtp?.srtp ?? "off";
     this.byeWaitMs = opts.byeWaitMs ?? 2000;
     this.layer = new TransactionLayer(
       (msg, to) => this.#ep.send(encodeSipMessage(msg), to),
@@ -275,7 +279,9 @@ export class SipAgent implements AgentCore {
       portBase: s.rtpPortBase,
       portTries: s.rtpPortTries,
       logger: this.log,
-      ...this.#opts.rtp,
+      jitterDepth: this.#opts.rtp?.jitterDepth,
+      latch: this.#opts.rtp?.latch,
+      keepAliveSilence: this.#opts.rtp?.keepAliveSilence,
     });
   }
 

@@ -4,6 +4,7 @@
  * @module
  */
 
+import type { SrtpPolicy } from "./sdes.ts";
 import type { CallHost, SipCall } from "./call.ts";
 import type { SipSettings } from "./config.ts";
 import type { DigestClient } from "./digest.ts";
@@ -28,6 +29,8 @@ export interface AgentCore extends CallHost {
   readonly sendRinging: boolean;
   /** Reject an unanswered INVITE with 480 after this long, ms (0: never). */
   readonly answerTimeoutMs: number;
+  /** Whether media is encrypted (SRTP with SDES keys). */
+  readonly srtp: SrtpPolicy;
   /** Our Contact URI (`sip:login@ip:port`). */
   contactUri(): string;
   /** Bind an RTP port for a new call (throws when all are taken). */

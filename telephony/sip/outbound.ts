@@ -59,7 +59,7 @@ export async function placeCall(
     const callId = newCallId(core.advertised);
     const from = `<sip:${callerId}@${server.host}>;tag=${newTag()}`;
     const to = `<sip:${toNumber}@${server.host}>`;
-    const offer = buildOffer({ address: core.advertised, port: rtp.port });
+    const offer = buildOffer({ address: core.advertised, port: rtp.port, srtp: core.srtp });
     const sdp = formatSdp(offer);
     let challenge: DigestChallenge | undefined;
     let fresh = false;
@@ -111,7 +111,12 @@ export async function placeCall(
         ack = { msg: buildInDialogRequest(dialog, "ACK", core.via(), { seq }), to: hop };
         core.layer.sendStateless(ack.msg, ack.to);
         const answer = parseSdp(res.body);
-        const media = answer.ok ? acceptAnswer(answer.value) : answer;
+        const media = answer.ok
+          ? acceptAnswer(answer.value, "sendrecv", undefined, {
+            policy: core.srtp,
+            offer,
+          })
+          : answer;
         const call = new SipCall(
           core,
           dialog,
