@@ -1,0 +1,120 @@
+/**
+ * Test helper: Debian's baresip run headless on loopback with a config directory of its own
+ * (under ./.tmp): G.711 only, a WAV file as its microphone, received audio dumped to WAV by the
+ * `sndfile` module, SRTP (SDES) per account parameter, auto-answer for calls to +15557654321.
+ */
+
+import { decodeWav, encodeWav } from "../core/audio/wav.ts";
+import { freeEvenPortBase, freeUdpPort } from "./_sipp.ts";
+
+/** True when baresip can be run here. */
+export function hasBaresip(): boolean {
+  try {
+    new Deno.Command("baresip", { args: ["-h"], stdout: "null", stderr: "null" }).outputSync();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** How baresip encrypts media: `srtp-mand` (RTP/SAVP), `srtp` (best effort) or none. */
+export type BaresipMediaEnc = "srtp-mand" | "srtp" | "none";
+
+/** A running baresip. */
+export interface Baresip {
+  /** Its SIP port on 127.0.0.1 (UDP). */
+  sipPort: number;
+  /** Resolves when it exits, with everything it printed. */
+  done: Promise<{ code: number; output: string }>;
+  /** The audio it decoded from the call (8 kHz mono), once it exited. */
+  received(): Int16Array;
+  /** Stop it early; idempotent. */
+  kill(): void;
+  /** Remove its directory. */
+  cleanup(): void;
+}
+
+/** Options of {@link startBaresip}. */
+export interface BaresipOptions {
+  /** What it sends: 8 kHz mono PCM (looped to fill the call). */
+  tone: Int16Array;
+  /** Media encryption of its account. */
+  mediaenc: BaresipMediaEnc;
+  /** A SIP URI to dial at start; none waits for a call (auto-answered). */
+  dial?: string;
+  /** Quit after this many seconds (hanging up a call still up). */
+  quitAfterSeconds: number;
+}
+
+/** Start baresip with its own config directory. */
+export function startBaresip(opts: BaresipOptions): Baresip {
+  const dir = `${Deno.cwd()}/.tmp/baresip-${crypto.randomUUID()}`;
+  Deno.mkdirSync(dir, { recursive: true });
+  const sipPort = freeUdpPort();
+  const rtpBase = freeEvenPortBase(8);
+  Deno.writeFileSync(`${dir}/tone.wav`, encodeWav(opts.tone, 8000));
+  Deno.writeTextFileSync(
+    `${dir}/config`,
+    [
+      "poll_method epoll",
+      `sip_listen 127.0.0.1:${sipPort}`,
+      "sip_trans_def udp",
+      // Bind and advertise loopback, not the machine's first interface.
+      "net_interface 127.0.0.1",
+      `audio_source aufile,${dir}/tone.wav`,
+      "audio_player aubridge,nil",
+      "audio_alert aubridge,nil",
+      `rtp_ports ${rtpBase}-${rtpBase + 15}`,
+      "module_path /usr/lib/baresip/modules",
+      "module g711.so",
+      "module aufile.so",
+      "module aubridge.so",
+      "module srtp.so",
+      "module sndfile.so",
+      "module_app account.so",
+      "module_app menu.so",
+      `snd_path ${dir}`,
+      "",
+    ].join("\n"),
+  );
+  const enc = opts.mediaenc === "none" ? "" : `;mediaenc=${opts.mediaenc}`;
+  Deno.writeTextFileSync(
+    `${dir}/accounts`,
+    `<sip:+15557654321@127.0.0.1:${sipPort}>;regint=0;answermode=auto;audio_codecs=PCMU${enc}\n`,
+  );
+  Deno.writeTextFileSync(`${dir}/contacts`, "");
+  const args = ["-f", dir, "-t", String(opts.quitAfterSeconds)];
+  if (opts.dial !== undefined) args.push("-e", `/dial ${opts.dial}`);
+  const child = new Deno.Command("baresip", {
+    args,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  let killed = false;
+  const done = child.output().then((out) => ({
+    code: out.code,
+    output: new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr),
+  }));
+  return {
+    sipPort,
+    done,
+    received(): Int16Array {
+      const dump = [...Deno.readDirSync(dir)].find((e) => e.name.endsWith("-dec.wav"));
+      if (dump === undefined) return new Int16Array(0);
+      return decodeWav(Deno.readFileSync(`${dir}/${dump.name}`)).pcm;
+    },
+    kill(): void {
+      if (killed) return;
+      killed = true;
+      try {
+        child.kill("SIGTERM");
+      } catch {
+        // already exited
+      }
+    },
+    cleanup(): void {
+      Deno.removeSync(dir, { recursive: true });
+    },
+  };
+}

@@ -1,0 +1,154 @@
+/**
+ * A real SIP user agent, Debian's baresip (headless, its own config directory), against the
+ * SIP agent over UDP with SRTP keyed by SDES: it calls us and we call it, the call is set up
+ * encrypted, each side hears the other's tone (decoded, measured at its frequency), and a BYE
+ * ends it. A baresip that offers no keys is refused 488 when SRTP is required.
+ */
+
+import assert from "node:assert/strict";
+import type { MediaIn } from "../core/seams.ts";
+import type { SipCall } from "../telephony/sip/mod.ts";
+import type { SrtpPolicy } from "../telephony/sip/sdes.ts";
+import { toneAmplitude } from "./_audio_helpers.ts";
+import { hasBaresip, startBaresip } from "./_baresip.ts";
+import { loopbackSipConfig, startLoopbackAgent } from "./_sip_peer.ts";
+import { sine8k } from "./_sipp.ts";
+
+const ignore = !hasBaresip();
+const TRUNK = { login: "agent", password: "not-used-here", callerId: "+15551230000" };
+const OUR_HZ = 600;
+const THEIR_HZ = 440;
+
+function agentFor(srtp: SrtpPolicy, server = "sip:127.0.0.1:9") {
+  return startLoopbackAgent(loopbackSipConfig({ server, ...TRUNK }), { rtp: { srtp } });
+}
+
+/** Everything the agent hears until the call ends. */
+async function listen(call: SipCall): Promise<Int16Array> {
+  const parts: Int16Array[] = [];
+  for (let m: MediaIn | undefined = await call.transport.recv(); m !== undefined;) {
+    if (m.type === "audio") parts.push(m.audio.pcm);
+    m = await call.transport.recv();
+  }
+  const out = new Int16Array(parts.reduce((n, p) => n + p.length, 0));
+  let o = 0;
+  for (const p of parts) {
+    out.set(p, o);
+    o += p.length;
+  }
+  return out;
+}
+
+/** The tone at `hz` is there, loud, and well above a frequency nobody sent. */
+function assertHears(pcm: Int16Array, hz: number, who: string): void {
+  assert.ok(pcm.length >= 8000 * 0.5, `${who}: only ${pcm.length} samples`);
+  const at = toneAmplitude(pcm, hz, 8000);
+  const off = toneAmplitude(pcm, 1300, 8000);
+  assert.ok(at > 1000, `${who}: ${hz} Hz amplitude ${at.toFixed(0)}`);
+  assert.ok(at > 20 * off, `${who}: ${hz} Hz ${at.toFixed(0)} vs 1300 Hz ${off.toFixed(0)}`);
+}
+
+Deno.test({
+  name: "baresip calls us with RTP/SAVP (SDES): tones both ways decrypted, its BYE ends the call",
+  ignore,
+  async fn() {
+    const { agent } = await agentFor("required");
+    const bs = startBaresip({
+      tone: sine8k(8000 * 2, THEIR_HZ),
+      mediaenc: "srtp-mand",
+      dial: `sip:+15557654321@127.0.0.1:${agent.local.port}`,
+      quitAfterSeconds: 4,
+    });
+    try {
+      const invite = await agent.nextInbound();
+      assert.ok(invite);
+      const call = await invite.answer();
+      assert.equal(call.media.srtp?.send.suite, "AES_CM_128_HMAC_SHA1_80");
+      const heard = listen(call);
+      await call.transport.sendAudio({
+        pcm: sine8k(8000 * 1.5, OUR_HZ, 6000),
+        sampleRate: 8000,
+        numChannels: 1,
+      });
+      // baresip's microphone file ends after 2 s; it then hangs up (BYE).
+      assert.equal(await call.ended, "remote hangup");
+      assertHears(await heard, THEIR_HZ, "agent");
+      assert.equal(call.stats.srtpAuthFailed, 0);
+      assert.equal(call.stats.srtpReplayed, 0);
+      const out = await bs.done;
+      assert.match(out.output, /SRTP is Enabled \(cryptosuite=AES_CM_128_HMAC_SHA1_80\)/);
+      assertHears(bs.received(), OUR_HZ, "baresip");
+    } finally {
+      bs.kill();
+      await bs.done;
+      bs.cleanup();
+      await agent.close();
+    }
+  },
+});
+
+Deno.test({
+  name: "we call baresip with best-effort SRTP (optional): it answers with a key, our BYE ends it",
+  ignore,
+  async fn() {
+    const bs = startBaresip({
+      tone: sine8k(8000 * 6, THEIR_HZ),
+      mediaenc: "srtp",
+      quitAfterSeconds: 10,
+    });
+    const { agent } = await agentFor("optional", `sip:127.0.0.1:${bs.sipPort}`);
+    try {
+      await new Promise((r) => setTimeout(r, 300)); // let baresip bind its port
+      const call = await agent.call("+15557654321");
+      assert.ok(call.media.srtp, "the answer carried an SDES key");
+      const heard = listen(call);
+      await call.transport.sendAudio({
+        pcm: sine8k(8000 * 1.5, OUR_HZ, 6000),
+        sampleRate: 8000,
+        numChannels: 1,
+      });
+      await new Promise((r) => setTimeout(r, 1800));
+      await call.hangup();
+      assert.equal(await call.ended, "local hangup");
+      assertHears(await heard, THEIR_HZ, "agent");
+      assert.equal(call.stats.srtpAuthFailed, 0);
+      bs.kill(); // it would wait for the next call until -t
+      const out = await bs.done;
+      assert.match(out.output, /SRTP is Enabled/);
+      assert.match(out.output, /terminated/);
+      assertHears(bs.received(), OUR_HZ, "baresip");
+    } finally {
+      bs.kill();
+      await bs.done;
+      bs.cleanup();
+      await agent.close();
+    }
+  },
+});
+
+Deno.test({
+  name: "SRTP required: baresip offering plain RTP is refused 488",
+  ignore,
+  async fn() {
+    const { agent, logger } = await agentFor("required");
+    const bs = startBaresip({
+      tone: sine8k(8000, THEIR_HZ),
+      mediaenc: "none",
+      dial: `sip:+15557654321@127.0.0.1:${agent.local.port}`,
+      quitAfterSeconds: 3,
+    });
+    try {
+      const out = await bs.done;
+      assert.match(out.output, /488 Not Acceptable Here/);
+      assert.ok(
+        logger.records.some((r) => JSON.stringify(r).includes("SRTP policy (required)")),
+        "the refusal's reason is logged",
+      );
+    } finally {
+      bs.kill();
+      await bs.done;
+      bs.cleanup();
+      await agent.close();
+    }
+  },
+});
