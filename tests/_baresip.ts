@@ -83,7 +83,8 @@ export function startBaresip(opts: BaresipOptions): Baresip {
     `<sip:+15557654321@127.0.0.1:${sipPort}>;regint=0;answermode=auto;audio_codecs=PCMU${enc}\n`,
   );
   Deno.writeTextFileSync(`${dir}/contacts`, "");
-  const args = ["-f", dir, "-t", String(opts.quitAfterSeconds)];
+  // -v: debug lines, where baresip reports received RFC 4733 digits.
+  const args = ["-v", "-f", dir, "-t", String(opts.quitAfterSeconds)];
   if (opts.dial !== undefined) args.push("-e", `/dial ${opts.dial}`);
   const child = new Deno.Command("baresip", {
     args,

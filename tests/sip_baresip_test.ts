@@ -1,8 +1,8 @@
 /**
  * A real SIP user agent, Debian's baresip (headless, its own config directory), against the
  * SIP agent over UDP with SRTP keyed by SDES: it calls us and we call it, the call is set up
- * encrypted, each side hears the other's tone (decoded, measured at its frequency), and a BYE
- * ends it. A baresip that offers no keys is refused 488 when SRTP is required.
+ * encrypted, each side hears the other's tone (decoded, measured at its frequency), our RFC 4733
+ * keys reach it, and a BYE ends it. A baresip that offers no keys is refused 488 when SRTP is required.
  */
 
 import assert from "node:assert/strict";
@@ -107,7 +107,10 @@ Deno.test({
         sampleRate: 8000,
         numChannels: 1,
       });
-      await new Promise((r) => setTimeout(r, 1800));
+      await new Promise((r) => setTimeout(r, 1500));
+      // RFC 4733 key presses, SRTP-protected like the voice.
+      await call.rtp.sendDtmf(["5", "#"], { durationMs: 100, gapMs: 60 });
+      await new Promise((r) => setTimeout(r, 200));
       await call.hangup();
       assert.equal(await call.ended, "local hangup");
       assertHears(await heard, THEIR_HZ, "agent");
@@ -115,7 +118,10 @@ Deno.test({
       bs.kill(); // it would wait for the next call until -t
       const out = await bs.done;
       assert.match(out.output, /SRTP is Enabled/);
-      assert.match(out.output, /terminated/);
+      assert.match(out.output, /terminated/); // by our BYE
+      // baresip logs each RFC 4733 event it decrypted, start and end.
+      assert.match(out.output, /received event: '5' \(end=1\)/);
+      assert.match(out.output, /received event: '#' \(end=1\)/);
       assertHears(bs.received(), OUR_HZ, "baresip");
     } finally {
       bs.kill();
