@@ -16,12 +16,14 @@
 import { errorMessage } from "../../core/errors.ts";
 import { type Logger, silentLogger } from "../../core/log.ts";
 
-/** A UDP host and port. */
+/** A peer's host and port: UDP, or TCP when `transport` says so. */
 export interface UdpAddress {
   /** IP address (or a name Deno resolves). */
   hostname: string;
   /** Port, 1 to 65535. */
   port: number;
+  /** `tcp` for SIP over TCP (see tcp.ts); absent for UDP. */
+  transport?: "tcp";
 }
 
 /** Called for every datagram; `bytes` is only valid during the call when a buffer is reused. */

@@ -1,0 +1,139 @@
+/**
+ * SIP over TCP: Content-Length framing on a stream (split, coalesced, keep-alive pings, broken
+ * streams), and the TCP transport on 127.0.0.1 (responses on the connection a request came in
+ * on, one connection per peer reused for later sends).
+ */
+
+import assert from "node:assert/strict";
+import { SipStreamFramer } from "../telephony/sip/stream_framer.ts";
+import { SipTcpTransport } from "../telephony/sip/tcp.ts";
+import type { UdpAddress } from "../telephony/sip/udp.ts";
+
+const enc = (s: string) => new TextEncoder().encode(s);
+const dec = (b: Uint8Array) => new TextDecoder().decode(b);
+
+const OPTIONS =
+  "OPTIONS sip:a@127.0.0.1 SIP/2.0\r\nVia: SIP/2.0/TCP 127.0.0.1:5070;branch=z9hG4bK1\r\n" +
+  "Content-Length: 0\r\n\r\n";
+const MESSAGE =
+  "MESSAGE sip:a@127.0.0.1 SIP/2.0\r\nVia: SIP/2.0/TCP 127.0.0.1;branch=z9hG4bK2\r\n" +
+  "l: 5\r\n\r\nhello";
+
+Deno.test("framer: messages split at any byte and coalesced come out whole, in order", () => {
+  const wire = enc(OPTIONS + MESSAGE + OPTIONS);
+  for (let cut = 1; cut < wire.length; cut += 7) {
+    const f = new SipStreamFramer();
+    const a = f.push(wire.subarray(0, cut));
+    const b = f.push(wire.subarray(cut));
+    const all = [...a.messages, ...b.messages].map(dec);
+    assert.deepEqual(all, [OPTIONS, MESSAGE, OPTIONS], `cut at ${cut}`);
+  }
+});
+
+Deno.test("framer: double CRLF is a ping, a lone CRLF a pong; both skipped", () => {
+  const f = new SipStreamFramer();
+  const out = f.push(enc("\r\n\r\n" + OPTIONS + "\r\n" + "\r\n\r\n"));
+  assert.deepEqual(out.messages.map(dec), [OPTIONS]);
+  assert.equal(out.pings, 2);
+});
+
+Deno.test("framer: a message without Content-Length, a bad one, or too large breaks the stream", () => {
+  const noLength = new SipStreamFramer().push(enc("OPTIONS sip:a SIP/2.0\r\nVia: x\r\n\r\n"));
+  assert.match(noLength.error!, /without Content-Length/);
+  const bad = new SipStreamFramer().push(
+    enc("OPTIONS sip:a SIP/2.0\r\nContent-Length: -3\r\n\r\n"),
+  );
+  assert.match(bad.error!, /malformed Content-Length/);
+  const huge = new SipStreamFramer().push(
+    enc("OPTIONS sip:a SIP/2.0\r\nContent-Length: 900000\r\n\r\n"),
+  );
+  assert.match(huge.error!, /too large/);
+  const endless = new SipStreamFramer().push(
+    enc("OPTIONS sip:a SIP/2.0\r\nX: " + "a".repeat(70000)),
+  );
+  assert.match(endless.error!, /headers too long/);
+});
+
+async function until(cond: () => boolean, what: string): Promise<void> {
+  const end = performance.now() + 3000;
+  while (!cond()) {
+    if (performance.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+Deno.test("transport: replies go back on the inbound connection; later sends reuse it", async () => {
+  const server = SipTcpTransport.listen("127.0.0.1", 0);
+  const got: [string, UdpAddress][] = [];
+  server.start((bytes, from) => got.push([dec(bytes), from]));
+  const client = await Deno.connect({ hostname: "127.0.0.1", port: server.local.port });
+  try {
+    // Split across writes, with a ping in front.
+    const wire = enc("\r\n\r\n" + OPTIONS + MESSAGE);
+    await client.write(wire.subarray(0, 30));
+    await new Promise((r) => setTimeout(r, 20));
+    await client.write(wire.subarray(30));
+    await until(() => got.length === 2, "two messages");
+    assert.deepEqual(got.map(([m]) => m), [OPTIONS, MESSAGE]);
+    const from = got[0][1];
+    assert.equal(from.transport, "tcp");
+    assert.equal(from.port, (client.localAddr as Deno.NetAddr).port);
+    server.send(enc("SIP/2.0 200 OK\r\nContent-Length: 0\r\n\r\n"), from);
+    server.send(enc("SIP/2.0 202 Accepted\r\nContent-Length: 0\r\n\r\n"), { ...from });
+    const buf = new Uint8Array(4096);
+    let text = "";
+    while (!text.includes("202 Accepted")) {
+      const n = await client.read(buf);
+      assert.ok(n !== null, "connection stayed open");
+      text += dec(buf.subarray(0, n));
+    }
+    assert.equal(
+      text,
+      "\r\nSIP/2.0 200 OK\r\nContent-Length: 0\r\n\r\nSIP/2.0 202 Accepted\r\nContent-Length: 0\r\n\r\n",
+    );
+    assert.equal(server.connections, 1);
+  } finally {
+    client.close();
+    await server.close();
+  }
+});
+
+Deno.test("transport: sending to a new peer connects once, and its answer comes back", async () => {
+  const a = SipTcpTransport.listen("127.0.0.1", 0);
+  const b = SipTcpTransport.listen("127.0.0.1", 0);
+  const atA: [string, UdpAddress][] = [];
+  const atB: [string, UdpAddress][] = [];
+  a.start((m, from) => atA.push([dec(m), from]));
+  b.start((m, from) => {
+    atB.push([dec(m), from]);
+    b.send(enc("SIP/2.0 200 OK\r\nContent-Length: 0\r\n\r\n"), from);
+  });
+  try {
+    a.send(enc(OPTIONS), b.local);
+    a.send(enc(MESSAGE), b.local); // queued behind the connect, same connection
+    await until(() => atB.length === 2 && atA.length === 2, "both ways");
+    assert.deepEqual(atB.map(([m]) => m), [OPTIONS, MESSAGE]);
+    assert.equal(atB[0][1].port, atB[1][1].port, "one connection");
+    assert.equal(atA[0][1].port, b.local.port, "answers came on a's outbound connection");
+    assert.equal(a.connections, 1);
+    assert.equal(b.connections, 1);
+  } finally {
+    await a.close();
+    await b.close();
+  }
+});
+
+Deno.test("transport: a broken stream closes its connection and is counted", async () => {
+  const server = SipTcpTransport.listen("127.0.0.1", 0);
+  server.start(() => {});
+  const client = await Deno.connect({ hostname: "127.0.0.1", port: server.local.port });
+  try {
+    await client.write(enc("OPTIONS sip:a SIP/2.0\r\nVia: x\r\n\r\n"));
+    const n = await client.read(new Uint8Array(16));
+    assert.equal(n, null, "the server closed the connection");
+    assert.equal(server.errors, 1);
+  } finally {
+    client.close();
+    await server.close();
+  }
+});
