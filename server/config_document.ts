@@ -129,6 +129,8 @@ export interface SipTrunkDocument {
   public_ip?: string;
   /** Local SIP signalling port (default 5060). */
   sip_port: number;
+  /** Also accept SIP over TCP on `sip_port` (default false). */
+  tcp: boolean;
   /** First (even) RTP port probed (default 16000). */
   rtp_port_base: number;
   /** Number of even RTP ports probed (default 200). */

@@ -165,9 +165,17 @@ const sipServer = z.string().superRefine((value, ctx) => {
   if (uri.ok && uri.value.scheme === "sips") {
     ctx.addIssue({
       code: "custom",
-      message:
-        `${shown(value)}: sips: (SIP over TLS) is not supported; the trunk is reached over ` +
-        "UDP, so use a sip: URI (see docs/security.md)",
+      message: `${shown(value)}: sips: (SIP over TLS) is not supported yet; the trunk is reached ` +
+        "over UDP or TCP, so use a sip: URI (see docs/sip-deployment.md#security)",
+    });
+    return;
+  }
+  const transport = uri.ok ? uri.value.params.get("transport")?.toLowerCase() : undefined;
+  if (uri.ok && uri.value.scheme === "sip" && transport !== undefined) {
+    if (transport === "udp" || transport === "tcp") return;
+    ctx.addIssue({
+      code: "custom",
+      message: `${shown(value)}: transport=${transport} is not supported (udp or tcp)`,
     });
     return;
   }
@@ -213,6 +221,7 @@ const sipSchema = z.strictObject({
   caller_id: callerId,
   public_ip: z.ipv4("must be an IPv4 address like 203.0.113.5").optional(),
   sip_port: port.default(5060),
+  tcp: z.boolean().default(false),
   rtp_port_base: z.int().min(1024).max(65534).default(16000).refine(
     (n) => n % 2 === 0,
     "must be even (RTP uses even ports, RTCP the odd one above)",

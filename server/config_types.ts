@@ -118,8 +118,10 @@ export interface SipTrunkConfig {
   callerId: string;
   /** IPv4 address advertised in Via, Contact and SDP (NAT); absent uses the bound address. */
   publicIp?: string;
-  /** Local SIP signalling port (UDP). */
+  /** Local SIP signalling port (UDP, and TCP when `tcp`). */
   sipPort: number;
+  /** Also accept SIP over TCP on `sipPort` (on anyway when `server` says `;transport=tcp`). */
+  tcp: boolean;
   /** First (even) RTP port probed. */
   rtpPortBase: number;
   /** Number of even RTP ports probed (caps concurrent SIP calls). */
@@ -336,6 +338,7 @@ export function toServerConfig(
       registerExpires: s.register_expires,
       callerId: s.caller_id as string,
       sipPort: s.sip_port,
+      tcp: s.tcp,
       rtpPortBase: s.rtp_port_base,
       rtpPortTries: s.rtp_port_tries,
       allowHosts: [...s.allow_hosts],

@@ -100,6 +100,7 @@ export async function startSipTrunk(opts: SipTrunkOptions): Promise<SipTrunk> {
     password,
     callerId: sip.callerId,
     sipPort: sip.sipPort,
+    tcp: sip.tcp,
     rtpPortBase: sip.rtpPortBase,
     rtpPortTries: sip.rtpPortTries,
     ...(sip.publicIp !== undefined ? { publicIp: sip.publicIp } : {}),

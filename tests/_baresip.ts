@@ -28,6 +28,8 @@ export interface Baresip {
   done: Promise<{ code: number; output: string }>;
   /** The audio it decoded from the call (8 kHz mono), once it exited. */
   received(): Int16Array;
+  /** Resolves once it listens (its TCP port on the SIP port number accepts). */
+  ready(): Promise<void>;
   /** Stop it early; idempotent. */
   kill(): void;
   /** Remove its directory. */
@@ -44,6 +46,8 @@ export interface BaresipOptions {
   dial?: string;
   /** Quit after this many seconds (hanging up a call still up). */
   quitAfterSeconds: number;
+  /** Print every SIP message it sends and receives (`-s`). */
+  sipTrace?: boolean;
 }
 
 /** Start baresip with its own config directory. */
@@ -85,6 +89,7 @@ export function startBaresip(opts: BaresipOptions): Baresip {
   Deno.writeTextFileSync(`${dir}/contacts`, "");
   // -v: debug lines, where baresip reports received RFC 4733 digits.
   const args = ["-v", "-f", dir, "-t", String(opts.quitAfterSeconds)];
+  if (opts.sipTrace === true) args.push("-s");
   if (opts.dial !== undefined) args.push("-e", `/dial ${opts.dial}`);
   const child = new Deno.Command("baresip", {
     args,
@@ -104,6 +109,18 @@ export function startBaresip(opts: BaresipOptions): Baresip {
       const dump = [...Deno.readDirSync(dir)].find((e) => e.name.endsWith("-dec.wav"));
       if (dump === undefined) return new Int16Array(0);
       return decodeWav(Deno.readFileSync(`${dir}/${dump.name}`)).pcm;
+    },
+    async ready(): Promise<void> {
+      const end = performance.now() + 5000;
+      for (;;) {
+        try {
+          (await Deno.connect({ hostname: "127.0.0.1", port: sipPort })).close();
+          return;
+        } catch (err) {
+          if (performance.now() > end) throw err;
+          await new Promise((r) => setTimeout(r, 50));
+        }
+      }
     },
     kill(): void {
       if (killed) return;

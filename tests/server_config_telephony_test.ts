@@ -68,6 +68,18 @@ Deno.test("config: SIP ports, addresses and hosts are range-checked", async () =
     ),
   );
   at(tls, "telephony.sip.server", "sips: (SIP over TLS) is not supported");
+  const sctp = await problems(
+    yaml(
+      `telephony: { sip: { server: "sip:trunk.example.com;transport=sctp", login: bob, password_env: P, caller_id: "+15551230000" } }`,
+    ),
+  );
+  at(sctp, "telephony.sip.server", "transport=sctp is not supported (udp or tcp)");
+  const tcp = await parse(
+    yaml(
+      `telephony: { sip: { server: "sip:trunk.example.com;transport=tcp", login: bob, password_env: P, caller_id: "+15551230000" } }`,
+    ),
+  );
+  assert.ok(tcp.ok, tcp.ok ? "" : formatConfigProblems(tcp.problems));
   const overlap = await problems(yaml(`telephony: { sip: { ${SIP_OK}, sip_port: 16010 } }`));
   at(overlap, "telephony.sip.sip_port", "inside the RTP range 16000-16399");
 });
@@ -111,6 +123,7 @@ Deno.test("config: inbound auth, keep-alive, expiry and RTP source are read and 
     rtp_source: any
     keepalive: { mode: options, interval_seconds: 15 }
     media: { srtp: required }
+    tcp: true
     inbound:
       filter: true
       refused: ignore
@@ -121,6 +134,7 @@ Deno.test("config: inbound auth, keep-alive, expiry and RTP source are read and 
   assert.equal(sip.rtpSource, "any");
   assert.deepEqual(sip.keepalive, { mode: "options", intervalSeconds: 15 });
   assert.equal(sip.srtp, "required");
+  assert.equal(sip.tcp, true);
   assert.deepEqual(sip.inbound, {
     allow: [],
     filter: true,

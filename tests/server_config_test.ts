@@ -140,6 +140,7 @@ observability:
       callerId: "+15551230000",
       publicIp: "203.0.113.5",
       sipPort: 5070,
+      tcp: false,
       rtpPortBase: 20000,
       rtpPortTries: 50,
       allowHosts: ["203.0.113.10"],

@@ -1,13 +1,13 @@
 /**
  * A real SIP user agent, Debian's baresip (headless, its own config directory), against the
- * SIP agent over UDP with SRTP keyed by SDES: it calls us and we call it, the call is set up
+ * SIP agent over UDP and TCP with SRTP keyed by SDES: it calls us and we call it, the call is set up
  * encrypted, each side hears the other's tone (decoded, measured at its frequency), our RFC 4733
  * keys reach it, and a BYE ends it. A baresip that offers no keys is refused 488 when SRTP is required.
  */
 
 import assert from "node:assert/strict";
 import type { MediaIn } from "../core/seams.ts";
-import type { SipCall } from "../telephony/sip/mod.ts";
+import { getHeader, type SipCall } from "../telephony/sip/mod.ts";
 import type { SrtpPolicy } from "../telephony/sip/sdes.ts";
 import { toneAmplitude } from "./_audio_helpers.ts";
 import { hasBaresip, startBaresip } from "./_baresip.ts";
@@ -19,8 +19,8 @@ const TRUNK = { login: "agent", password: "not-used-here", callerId: "+155512300
 const OUR_HZ = 600;
 const THEIR_HZ = 440;
 
-function agentFor(srtp: SrtpPolicy, server = "sip:127.0.0.1:9") {
-  return startLoopbackAgent(loopbackSipConfig({ server, ...TRUNK }), { rtp: { srtp } });
+function agentFor(srtp: SrtpPolicy, server = "sip:127.0.0.1:9", tcp = false) {
+  return startLoopbackAgent(loopbackSipConfig({ server, ...TRUNK }, { tcp }), { rtp: { srtp } });
 }
 
 /** Everything the agent hears until the call ends. */
@@ -98,7 +98,7 @@ Deno.test({
     });
     const { agent } = await agentFor("optional", `sip:127.0.0.1:${bs.sipPort}`);
     try {
-      await new Promise((r) => setTimeout(r, 300)); // let baresip bind its port
+      await bs.ready();
       const call = await agent.call("+15557654321");
       assert.ok(call.media.srtp, "the answer carried an SDES key");
       const heard = listen(call);
@@ -150,6 +150,87 @@ Deno.test({
         logger.records.some((r) => JSON.stringify(r).includes("SRTP policy (required)")),
         "the refusal's reason is logged",
       );
+    } finally {
+      bs.kill();
+      await bs.done;
+      bs.cleanup();
+      await agent.close();
+    }
+  },
+});
+
+Deno.test({
+  name: "over TCP: baresip calls us on a TCP connection with SRTP; replies reuse it, BYE ends it",
+  ignore,
+  async fn() {
+    const { agent } = await agentFor("required", "sip:127.0.0.1:9", true);
+    const bs = startBaresip({
+      tone: sine8k(8000 * 2, THEIR_HZ),
+      mediaenc: "srtp-mand",
+      dial: `sip:+15557654321@127.0.0.1:${agent.local.port};transport=tcp`,
+      quitAfterSeconds: 4,
+      sipTrace: true,
+    });
+    try {
+      const invite = await agent.nextInbound();
+      assert.ok(invite);
+      assert.match(getHeader(invite.request, "Via") ?? "", /^SIP\/2\.0\/TCP /);
+      const call = await invite.answer();
+      assert.ok(call.media.srtp);
+      const heard = listen(call);
+      await call.transport.sendAudio({
+        pcm: sine8k(8000 * 1.5, OUR_HZ, 6000),
+        sampleRate: 8000,
+        numChannels: 1,
+      });
+      assert.equal(await call.ended, "remote hangup");
+      assertHears(await heard, THEIR_HZ, "agent");
+      const out = await bs.done;
+      // Our 100, 180 and 200 came back over TCP: baresip's trace names the transport.
+      assert.match(out.output, /TCP.*\n*SIP\/2\.0 200 OK/);
+      assertHears(bs.received(), OUR_HZ, "baresip");
+    } finally {
+      bs.kill();
+      await bs.done;
+      bs.cleanup();
+      await agent.close();
+    }
+  },
+});
+
+Deno.test({
+  name: "over TCP: we call baresip through a server URI with transport=tcp, and hang up",
+  ignore,
+  async fn() {
+    const bs = startBaresip({
+      tone: sine8k(8000 * 6, THEIR_HZ),
+      mediaenc: "srtp-mand",
+      quitAfterSeconds: 10,
+      sipTrace: true,
+    });
+    const { agent } = await agentFor("required", `sip:127.0.0.1:${bs.sipPort};transport=tcp`);
+    try {
+      await bs.ready();
+      const call = await agent.call("+15557654321");
+      assert.ok(call.media.srtp);
+      const heard = listen(call);
+      await call.transport.sendAudio({
+        pcm: sine8k(8000 * 1.5, OUR_HZ, 6000),
+        sampleRate: 8000,
+        numChannels: 1,
+      });
+      await new Promise((r) => setTimeout(r, 1500));
+      await call.hangup();
+      assert.equal(await call.ended, "local hangup");
+      assertHears(await heard, THEIR_HZ, "agent");
+      bs.kill();
+      const out = await bs.done;
+      assert.match(
+        out.output,
+        /INVITE sip:\+15557654321@127\.0\.0\.1[^\n]*\n[^]*?Via: SIP\/2\.0\/TCP/,
+      );
+      assert.match(out.output, /terminated/);
+      assertHears(bs.received(), OUR_HZ, "baresip");
     } finally {
       bs.kill();
       await bs.done;

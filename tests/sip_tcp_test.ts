@@ -5,7 +5,11 @@
  */
 
 import assert from "node:assert/strict";
+import { buildRequest } from "../telephony/sip/build.ts";
+import { resolveSipConfig, serverAddress } from "../telephony/sip/config.ts";
+import { uriDestination } from "../telephony/sip/dialog.ts";
 import { SipStreamFramer } from "../telephony/sip/stream_framer.ts";
+import { overTcp } from "../telephony/sip/tcp_via.ts";
 import { SipTcpTransport } from "../telephony/sip/tcp.ts";
 import type { UdpAddress } from "../telephony/sip/udp.ts";
 
@@ -136,4 +140,40 @@ Deno.test("transport: a broken stream closes its connection and is counted", asy
     client.close();
     await server.close();
   }
+});
+
+Deno.test("transport=tcp: server URIs and contacts route over TCP; our Via says TCP", () => {
+  const { settings } = resolveSipConfig({
+    server: "sip:trunk.example.com:5070;transport=TCP",
+    login: "a",
+    password: "x",
+    callerId: "+15551230000",
+  });
+  assert.equal(settings.tcp, true, "a TCP server turns the TCP listener on");
+  assert.deepEqual(serverAddress(settings.server), {
+    hostname: "trunk.example.com",
+    port: 5070,
+    transport: "tcp",
+  });
+  assert.equal(settings.server.uri, "sip:trunk.example.com:5070;transport=tcp");
+  const udp = resolveSipConfig({ server: "sip:h", login: "a", password: "x", callerId: "" });
+  assert.equal(udp.settings.tcp, false);
+  assert.equal(serverAddress(udp.settings.server).transport, undefined);
+  assert.throws(
+    () =>
+      resolveSipConfig({ server: "sip:h;transport=sctp", login: "a", password: "x", callerId: "" }),
+    /transport=sctp is not supported/,
+  );
+  assert.equal(uriDestination("<sip:bob@127.0.0.1:5099;transport=tcp>")?.transport, "tcp");
+  assert.equal(uriDestination("sip:bob@127.0.0.1:5099")?.transport, undefined);
+  const req = buildRequest("OPTIONS", "sip:h", [
+    { name: "Via", value: "SIP/2.0/UDP 192.0.2.1:5060;branch=z9hG4bKx;rport" },
+    { name: "Via", value: "SIP/2.0/UDP 192.0.2.9;branch=z9hG4bKy" },
+  ]);
+  const stamped = overTcp(req);
+  assert.deepEqual(stamped.headers.map((h) => h.value), [
+    "SIP/2.0/TCP 192.0.2.1:5060;branch=z9hG4bKx;rport",
+    "SIP/2.0/UDP 192.0.2.9;branch=z9hG4bKy",
+  ]);
+  assert.equal(req.headers[0].value.startsWith("SIP/2.0/UDP"), true, "the original is untouched");
 });

@@ -27,13 +27,21 @@
  * @module
  */
 
-import { errorMessage, FlowcatError } from "../../core/errors.ts";
 import type { SrtpPolicy } from "./sdes.ts";
+import type { SipTcpTransport } from "./tcp.ts";
+import { bindSipSockets } from "./sip_sockets.ts";
+import { overTcp } from "./tcp_via.ts";
 import { type Logger, silentLogger } from "../../core/log.ts";
 import { AsyncQueue } from "./async_queue.ts";
 import { buildResponse, newBranch, newTag, tagOf } from "./build.ts";
 import type { SipCall } from "./call.ts";
-import { advertisedAddress, resolveSipConfig, type SipConfig, type SipSettings } from "./config.ts";
+import {
+  advertisedAddress,
+  resolveSipConfig,
+  serverAddress,
+  type SipConfig,
+  type SipSettings,
+} from "./config.ts";
 import { type AgentCore, ALLOWED_METHODS } from "./core.ts";
 import { dialogKeyOfRequest } from "./dialog.ts";
 import { DigestClient } from "./digest.ts";
@@ -54,7 +62,7 @@ import { RtpSession } from "./rtp_session.ts";
 import { type ServerTransaction, TransactionLayer } from "./transaction.ts";
 import { answerMalformed, checkRequest } from "./uas_checks.ts";
 import { warmSipMedia } from "./warm.ts";
-import { type UdpAddress, UdpEndpoint } from "./udp.ts";
+import type { UdpAddress, UdpEndpoint } from "./udp.ts";
 
 import type { SipAgentCounters, SipAgentOptions } from "./agent_options.ts";
 
@@ -98,6 +106,7 @@ export class SipAgent implements AgentCore {
   /** How long hangup() waits for the BYE's response, ms. */
   readonly byeWaitMs: number;
   readonly #ep: UdpEndpoint;
+  readonly #tcp: SipTcpTransport | undefined;
   readonly #opts: SipAgentOptions;
   readonly #registration: Registration;
   readonly #inbound = new AsyncQueue<SipInvite>();
@@ -113,12 +122,14 @@ export class SipAgent implements AgentCore {
     digest: DigestClient,
     gate: InboundGate,
     ep: UdpEndpoint,
+    tcp: SipTcpTransport | undefined,
     opts: SipAgentOptions,
   ) {
     this.settings = settings;
     this.digest = digest;
     this.#gate = gate;
     this.#ep = ep;
+    this.#tcp = tcp;
     this.#opts = opts;
     this.log = opts.logger ?? silentLogger;
     this.local = ep.local;
@@ -134,7 +145,8 @@ export class SipAgent implements AgentCore {
     this.srtp = opts.rtp?.srtp ?? "off";
     this.byeWaitMs = opts.byeWaitMs ?? 2000;
     this.layer = new TransactionLayer(
-      (msg, to) => this.#ep.send(encodeSipMessage(msg), to),
+      (msg, to) =>
+        this.#transmit(encodeSipMessage(to.transport === "tcp" ? overTcp(msg) : msg), to),
       (req, txn, from) => this.#onRequest(req, txn, from),
       { timers: opts.timers, logger: this.log },
     );
@@ -155,18 +167,29 @@ export class SipAgent implements AgentCore {
         {
           layer: this.layer,
           log: this.log,
-          sendRaw: (bytes, to) => this.#ep.send(bytes, to),
+          sendRaw: (bytes, to) => this.#transmit(bytes, to),
           via: () => this.via(),
           contactUri: () => this.contactUri(),
           commonHeaders: () => this.commonHeaders(),
         },
         server.uri,
-        { hostname: server.host, port: server.port },
+        serverAddress(server),
         opts.keepAlive,
       );
       this.#keepAlive.start();
     }
     ep.start((bytes, from) => this.#onDatagram(bytes, from));
+    tcp?.start((bytes, from) => this.#onDatagram(bytes, from));
+  }
+
+  /** Put bytes on the wire the way `to` is reached: its TCP connection, or a datagram. */
+  #transmit(bytes: Uint8Array, to: UdpAddress): void {
+    if (to.transport === "tcp") {
+      if (this.#tcp !== undefined) this.#tcp.send(bytes, to);
+      else this.log.warn("sip: a TCP destination but TCP is off", { to: to.hostname });
+      return;
+    }
+    this.#ep.send(bytes, to);
   }
 
   /**
@@ -185,20 +208,10 @@ export class SipAgent implements AgentCore {
     const { settings, credentials } = resolveSipConfig(config);
     const gate = new InboundGate(opts.inbound);
     const log = opts.logger ?? silentLogger;
-    let ep: UdpEndpoint;
-    try {
-      ep = UdpEndpoint.open(settings.bindHost, settings.sipPort, log);
-    } catch (err) {
-      const what = err instanceof Deno.errors.AddrInUse ? "is already in use" : errorMessage(err);
-      throw new FlowcatError(
-        "config",
-        `SIP port ${settings.bindHost}:${settings.sipPort} ${what}`,
-        { cause: err },
-      );
-    }
+    const { udp: ep, tcp } = bindSipSockets(settings, log);
     // Before the first call, not during it: the codecs and the resampler's WebAssembly.
     warmSipMedia();
-    const agent = new SipAgent(settings, new DigestClient(credentials), gate, ep, opts);
+    const agent = new SipAgent(settings, new DigestClient(credentials), gate, ep, tcp, opts);
     log.info("sip agent started", {
       local: `${agent.local.hostname}:${agent.local.port}`,
       advertised: agent.advertised,
@@ -403,7 +416,7 @@ export class SipAgent implements AgentCore {
     ]);
     this.#registration.close();
     this.layer.close();
-    await this.#ep.close();
+    await Promise.all([this.#ep.close(), this.#tcp?.close()]);
     this.log.info("sip agent closed", { ...this.counters });
   }
 }

@@ -7,6 +7,7 @@
 
 import { FlowcatError } from "../../core/errors.ts";
 import { DigestCredentials } from "./digest.ts";
+import type { UdpAddress } from "./udp.ts";
 import { parseUri } from "./uri.ts";
 
 /** What {@link SipAgent.start} takes. */
@@ -29,6 +30,11 @@ export interface SipConfig {
   rtpPortTries?: number;
   /** Local address to bind SIP and RTP sockets to; default 0.0.0.0 (all interfaces). */
   bindHost?: string;
+  /**
+   * Also accept SIP over TCP on `sipPort`; default false (true when `server` has
+   * `;transport=tcp`, which also sends our requests to it over TCP).
+   */
+  tcp?: boolean;
 }
 
 /** Defaults of the optional {@link SipConfig} fields. */
@@ -54,6 +60,15 @@ export interface SipServer {
   port: number;
   /** `host` or `host:port` as written in our URIs. */
   hostPort: string;
+  /** `tcp` when the URI says `;transport=tcp`; absent for UDP. */
+  transport?: "tcp";
+}
+
+/** Where requests to `server` go: its host, port and transport. */
+export function serverAddress(server: SipServer): UdpAddress {
+  const to: UdpAddress = { hostname: server.host, port: server.port };
+  if (server.transport !== undefined) to.transport = server.transport;
+  return to;
 }
 
 /** {@link SipConfig} validated, defaults applied, without the password. */
@@ -74,6 +89,8 @@ export interface SipSettings {
   rtpPortTries: number;
   /** Local address the SIP and RTP sockets bind to. */
   bindHost: string;
+  /** Whether SIP over TCP is accepted on the SIP port. */
+  tcp: boolean;
 }
 
 const IPV4 = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/;
@@ -105,12 +122,21 @@ export function parseServer(server: string): SipServer {
   }
   const p = r.value.port ?? 5060;
   const hostPort = r.value.port === undefined ? r.value.host : `${r.value.host}:${p}`;
-  return {
-    uri: `sip:${hostPort}`,
+  const transport = r.value.params.get("transport")?.toLowerCase();
+  if (transport !== undefined && transport !== "udp" && transport !== "tcp") {
+    throw new FlowcatError(
+      "config",
+      `SipConfig.server: transport=${transport} is not supported (udp or tcp)`,
+    );
+  }
+  const parsed: SipServer = {
+    uri: transport === "tcp" ? `sip:${hostPort};transport=tcp` : `sip:${hostPort}`,
     host: r.value.host.replace(/^\[(.*)\]$/, "$1"),
     port: p,
     hostPort,
   };
+  if (transport === "tcp") parsed.transport = "tcp";
+  return parsed;
 }
 
 /**
@@ -143,8 +169,10 @@ export function resolveSipConfig(
       "SipConfig.rtpPortTries must be >= 1 and keep the last port at or below 65534",
     );
   }
+  const server = parseServer(config.server);
   const settings: SipSettings = {
-    server: parseServer(config.server),
+    server,
+    tcp: config.tcp === true || server.transport === "tcp",
     login: config.login.trim(),
     callerId: typeof config.callerId === "string" ? config.callerId.trim() : "",
     sipPort: port("sipPort", config.sipPort, SIP_CONFIG_DEFAULTS.sipPort, 0),

@@ -8,6 +8,7 @@
 import { FlowcatError } from "../../core/errors.ts";
 import { assertE164 } from "../security.ts";
 import { buildRequest, newCallId, newTag } from "./build.ts";
+import { serverAddress } from "./config.ts";
 import { SipCall } from "./call.ts";
 import { type AgentCore, dialogHeaders } from "./core.ts";
 import { buildInDialogRequest, dialogAsUac, dialogNextHop } from "./dialog.ts";
@@ -52,7 +53,7 @@ export async function placeCall(
   if (core.closing) throw new FlowcatError("closed", "SIP agent is closed");
   if (opts.signal?.aborted) throw new FlowcatError("closed", "call cancelled before it started");
   const server = core.settings.server;
-  const dest: UdpAddress = { hostname: server.host, port: server.port };
+  const dest: UdpAddress = serverAddress(server);
   const rtp = core.openRtp();
   try {
     const ruri = `sip:${toNumber}@${server.hostPort}`;

@@ -86,7 +86,8 @@ export class ClientTransaction {
   /** Send the request and arm Timer A/B (INVITE) or E/F (non-INVITE). */
   start(): void {
     this.#ctx.send(this.request, this.destination);
-    this.#armRetransmit();
+    // Timers A and E are for unreliable transports (RFC 3261 §17.1.1.2, §17.1.2.2).
+    if (this.destination.transport !== "tcp") this.#armRetransmit();
     const timeout = this.isInvite ? this.#ctx.timers.B : this.#ctx.timers.F;
     this.#timers.set(() => this.#timeout(), timeout);
   }
