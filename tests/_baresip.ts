@@ -48,6 +48,8 @@ export interface BaresipOptions {
   quitAfterSeconds: number;
   /** Print every SIP message it sends and receives (`-s`). */
   sipTrace?: boolean;
+  /** TLS: its certificate and key (one PEM file), and the CA file it trusts. */
+  tls?: { certAndKeyFile: string; caFile: string };
 }
 
 /** Start baresip with its own config directory. */
@@ -78,6 +80,9 @@ export function startBaresip(opts: BaresipOptions): Baresip {
       "module_app account.so",
       "module_app menu.so",
       `snd_path ${dir}`,
+      ...(opts.tls === undefined
+        ? []
+        : [`sip_certificate ${opts.tls.certAndKeyFile}`, `sip_cafile ${opts.tls.caFile}`]),
       "",
     ].join("\n"),
   );

@@ -1,6 +1,6 @@
 /**
  * A real SIP user agent, Debian's baresip (headless, its own config directory), against the
- * SIP agent over UDP and TCP with SRTP keyed by SDES: it calls us and we call it, the call is set up
+ * SIP agent over UDP, TCP and TLS with SRTP keyed by SDES: it calls us and we call it, the call is set up
  * encrypted, each side hears the other's tone (decoded, measured at its frequency), our RFC 4733
  * keys reach it, and a BYE ends it. A baresip that offers no keys is refused 488 when SRTP is required.
  */
@@ -13,6 +13,7 @@ import { toneAmplitude } from "./_audio_helpers.ts";
 import { hasBaresip, startBaresip } from "./_baresip.ts";
 import { loopbackSipConfig, startLoopbackAgent } from "./_sip_peer.ts";
 import { sine8k } from "./_sipp.ts";
+import { makeTestCerts } from "./_tls_certs.ts";
 
 const ignore = !hasBaresip();
 const TRUNK = { login: "agent", password: "not-used-here", callerId: "+15551230000" };
@@ -237,5 +238,146 @@ Deno.test({
       bs.cleanup();
       await agent.close();
     }
+  },
+});
+
+const certs = ignore ? undefined : makeTestCerts();
+const pem = (path: string) => Deno.readTextFileSync(path);
+
+Deno.test({
+  name: "over TLS: baresip calls our TLS port with SRTP; the call runs and its BYE ends it",
+  ignore,
+  async fn() {
+    const c = certs!;
+    const { agent } = await startLoopbackAgent(
+      loopbackSipConfig({ server: "sip:127.0.0.1:9", ...TRUNK }, {
+        tls: { port: 0, cert: pem(c.certFile), key: pem(c.keyFile) },
+      }),
+      { rtp: { srtp: "required" } },
+    );
+    const bs = startBaresip({
+      tone: sine8k(8000 * 2, THEIR_HZ),
+      mediaenc: "srtp-mand",
+      dial: `sip:+15557654321@127.0.0.1:${agent.tlsLocal!.port};transport=tls`,
+      quitAfterSeconds: 4,
+      sipTrace: true,
+      tls: { certAndKeyFile: c.bundleFile, caFile: c.caFile },
+    });
+    try {
+      const invite = await agent.nextInbound();
+      assert.ok(invite);
+      assert.match(getHeader(invite.request, "Via") ?? "", /^SIP\/2\.0\/TLS /);
+      const call = await invite.answer();
+      assert.ok(call.media.srtp);
+      const heard = listen(call);
+      await call.transport.sendAudio({
+        pcm: sine8k(8000 * 1.5, OUR_HZ, 6000),
+        sampleRate: 8000,
+        numChannels: 1,
+      });
+      assert.equal(await call.ended, "remote hangup");
+      assertHears(await heard, THEIR_HZ, "agent");
+      const out = await bs.done;
+      assert.match(out.output, /TLS [^\n]*\nSIP\/2\.0 200 OK/);
+      assertHears(bs.received(), OUR_HZ, "baresip");
+    } finally {
+      bs.kill();
+      await bs.done;
+      bs.cleanup();
+      await agent.close();
+    }
+  },
+});
+
+Deno.test({
+  name: "over TLS: we call baresip through sips:, verifying it against the configured CA",
+  ignore,
+  async fn() {
+    const c = certs!;
+    const bs = startBaresip({
+      tone: sine8k(8000 * 6, THEIR_HZ),
+      mediaenc: "srtp-mand",
+      quitAfterSeconds: 10,
+      sipTrace: true,
+      tls: { certAndKeyFile: c.bundleFile, caFile: c.caFile },
+    });
+    // baresip listens for TLS one port above its SIP port.
+    const server = `sips:127.0.0.1:${bs.sipPort + 1}`;
+    const { agent } = await startLoopbackAgent(
+      loopbackSipConfig({ server, ...TRUNK }, { tls: { caCerts: [pem(c.caFile)] } }),
+      { rtp: { srtp: "required" } },
+    );
+    try {
+      await bs.ready();
+      const call = await agent.call("+15557654321");
+      assert.ok(call.media.srtp);
+      const heard = listen(call);
+      await call.transport.sendAudio({
+        pcm: sine8k(8000 * 1.5, OUR_HZ, 6000),
+        sampleRate: 8000,
+        numChannels: 1,
+      });
+      await new Promise((r) => setTimeout(r, 1500));
+      await call.hangup();
+      assert.equal(await call.ended, "local hangup");
+      assertHears(await heard, THEIR_HZ, "agent");
+      bs.kill();
+      const out = await bs.done;
+      assert.match(out.output, /Via: SIP\/2\.0\/TLS/);
+      assert.match(out.output, /terminated/);
+      assertHears(bs.received(), OUR_HZ, "baresip");
+    } finally {
+      bs.kill();
+      await bs.done;
+      bs.cleanup();
+      await agent.close();
+    }
+  },
+});
+
+Deno.test({
+  name: "over TLS: a server whose certificate our roots do not vouch for is never sent the INVITE",
+  ignore,
+  async fn() {
+    const c = certs!;
+    const other = makeTestCerts(); // a different CA: baresip's certificate is not under it
+    const bs = startBaresip({
+      tone: sine8k(8000, THEIR_HZ),
+      mediaenc: "srtp-mand",
+      quitAfterSeconds: 6,
+      sipTrace: true,
+      tls: { certAndKeyFile: c.bundleFile, caFile: c.caFile },
+    });
+    const { agent, logger } = await startLoopbackAgent(
+      loopbackSipConfig({ server: `sips:127.0.0.1:${bs.sipPort + 1}`, ...TRUNK }, {
+        tls: { caCerts: [pem(other.caFile)] },
+      }),
+      { rtp: { srtp: "required" }, timers: { T1: 40 } },
+    );
+    try {
+      await bs.ready();
+      await assert.rejects(agent.call("+15557654321"), /no answer/);
+      assert.ok(
+        logger.records.some((r) => JSON.stringify(r).includes("sip tls connect failed")),
+        "the failed handshake is logged",
+      );
+      bs.kill();
+      const out = await bs.done;
+      assert.doesNotMatch(out.output, /INVITE sip:/);
+    } finally {
+      bs.kill();
+      await bs.done;
+      bs.cleanup();
+      await agent.close();
+      Deno.removeSync(other.dir, { recursive: true });
+    }
+  },
+});
+
+Deno.test({
+  name: "baresip tests: remove the test certificates",
+  ignore,
+  fn() {
+    Deno.removeSync(certs!.dir, { recursive: true });
   },
 });

@@ -6,10 +6,10 @@
 
 import assert from "node:assert/strict";
 import { buildRequest } from "../telephony/sip/build.ts";
-import { resolveSipConfig, serverAddress } from "../telephony/sip/config.ts";
+import { parseServer, resolveSipConfig, serverAddress } from "../telephony/sip/config.ts";
 import { uriDestination } from "../telephony/sip/dialog.ts";
 import { SipStreamFramer } from "../telephony/sip/stream_framer.ts";
-import { overTcp } from "../telephony/sip/tcp_via.ts";
+import { overStream } from "../telephony/sip/tcp_via.ts";
 import { SipTcpTransport } from "../telephony/sip/tcp.ts";
 import type { UdpAddress } from "../telephony/sip/udp.ts";
 
@@ -170,10 +170,33 @@ Deno.test("transport=tcp: server URIs and contacts route over TCP; our Via says 
     { name: "Via", value: "SIP/2.0/UDP 192.0.2.1:5060;branch=z9hG4bKx;rport" },
     { name: "Via", value: "SIP/2.0/UDP 192.0.2.9;branch=z9hG4bKy" },
   ]);
-  const stamped = overTcp(req);
+  const stamped = overStream(req, "tcp");
   assert.deepEqual(stamped.headers.map((h) => h.value), [
     "SIP/2.0/TCP 192.0.2.1:5060;branch=z9hG4bKx;rport",
     "SIP/2.0/UDP 192.0.2.9;branch=z9hG4bKy",
   ]);
   assert.equal(req.headers[0].value.startsWith("SIP/2.0/UDP"), true, "the original is untouched");
+});
+
+Deno.test("sips: and transport=tls route over TLS on 5061; a certificate needs its key", () => {
+  const tls = parseServer("sips:trunk.example.com");
+  assert.deepEqual(serverAddress(tls), {
+    hostname: "trunk.example.com",
+    port: 5061,
+    transport: "tls",
+  });
+  assert.equal(tls.uri, "sips:trunk.example.com");
+  assert.equal(serverAddress(parseServer("sip:h:5071;transport=tls")).transport, "tls");
+  assert.deepEqual(uriDestination("<sips:bob@127.0.0.1>"), {
+    hostname: "127.0.0.1",
+    port: 5061,
+    transport: "tls",
+  });
+  const base = { server: "sip:h", login: "a", password: "x", callerId: "" };
+  assert.throws(() => resolveSipConfig({ ...base, tls: { cert: "PEM" } }), /both cert and key/);
+  assert.equal(resolveSipConfig({ ...base, tls: { caCerts: [] } }).settings.tlsPort, undefined);
+  const listening =
+    resolveSipConfig({ ...base, tls: { cert: "C", key: "SECRET-KEY-PEM" } }).settings;
+  assert.equal(listening.tlsPort, 5061);
+  assert.ok(!JSON.stringify(listening).includes('K"'), "the key stays out of the settings");
 });

@@ -29,8 +29,8 @@
 
 import type { SrtpPolicy } from "./sdes.ts";
 import type { SipTcpTransport } from "./tcp.ts";
-import { bindSipSockets } from "./sip_sockets.ts";
-import { overTcp } from "./tcp_via.ts";
+import { bindSipSockets, type SipSockets } from "./sip_sockets.ts";
+import { overStream } from "./tcp_via.ts";
 import { type Logger, silentLogger } from "../../core/log.ts";
 import { AsyncQueue } from "./async_queue.ts";
 import { buildResponse, newBranch, newTag, tagOf } from "./build.ts";
@@ -107,6 +107,7 @@ export class SipAgent implements AgentCore {
   readonly byeWaitMs: number;
   readonly #ep: UdpEndpoint;
   readonly #tcp: SipTcpTransport | undefined;
+  readonly #tls: SipTcpTransport;
   readonly #opts: SipAgentOptions;
   readonly #registration: Registration;
   readonly #inbound = new AsyncQueue<SipInvite>();
@@ -121,15 +122,16 @@ export class SipAgent implements AgentCore {
     settings: SipSettings,
     digest: DigestClient,
     gate: InboundGate,
-    ep: UdpEndpoint,
-    tcp: SipTcpTransport | undefined,
+    sockets: SipSockets,
     opts: SipAgentOptions,
   ) {
+    const ep = sockets.udp;
     this.settings = settings;
     this.digest = digest;
     this.#gate = gate;
     this.#ep = ep;
-    this.#tcp = tcp;
+    this.#tcp = sockets.tcp;
+    this.#tls = sockets.tls;
     this.#opts = opts;
     this.log = opts.logger ?? silentLogger;
     this.local = ep.local;
@@ -146,7 +148,10 @@ export class SipAgent implements AgentCore {
     this.byeWaitMs = opts.byeWaitMs ?? 2000;
     this.layer = new TransactionLayer(
       (msg, to) =>
-        this.#transmit(encodeSipMessage(to.transport === "tcp" ? overTcp(msg) : msg), to),
+        this.#transmit(
+          encodeSipMessage(to.transport === undefined ? msg : overStream(msg, to.transport)),
+          to,
+        ),
       (req, txn, from) => this.#onRequest(req, txn, from),
       { timers: opts.timers, logger: this.log },
     );
@@ -179,11 +184,16 @@ export class SipAgent implements AgentCore {
       this.#keepAlive.start();
     }
     ep.start((bytes, from) => this.#onDatagram(bytes, from));
-    tcp?.start((bytes, from) => this.#onDatagram(bytes, from));
+    this.#tcp?.start((bytes, from) => this.#onDatagram(bytes, from));
+    this.#tls.start((bytes, from) => this.#onDatagram(bytes, from));
   }
 
-  /** Put bytes on the wire the way `to` is reached: its TCP connection, or a datagram. */
+  /** Put bytes on the wire the way `to` is reached: its TCP or TLS connection, or a datagram. */
   #transmit(bytes: Uint8Array, to: UdpAddress): void {
+    if (to.transport === "tls") {
+      this.#tls.send(bytes, to);
+      return;
+    }
     if (to.transport === "tcp") {
       if (this.#tcp !== undefined) this.#tcp.send(bytes, to);
       else this.log.warn("sip: a TCP destination but TCP is off", { to: to.hostname });
@@ -208,16 +218,27 @@ export class SipAgent implements AgentCore {
     const { settings, credentials } = resolveSipConfig(config);
     const gate = new InboundGate(opts.inbound);
     const log = opts.logger ?? silentLogger;
-    const { udp: ep, tcp } = bindSipSockets(settings, log);
+    const { udp: ep, tcp, tls } = bindSipSockets(settings, config.tls ?? {}, log);
     // Before the first call, not during it: the codecs and the resampler's WebAssembly.
     warmSipMedia();
-    const agent = new SipAgent(settings, new DigestClient(credentials), gate, ep, tcp, opts);
+    const agent = new SipAgent(
+      settings,
+      new DigestClient(credentials),
+      gate,
+      { udp: ep, tcp, tls },
+      opts,
+    );
     log.info("sip agent started", {
       local: `${agent.local.hostname}:${agent.local.port}`,
       advertised: agent.advertised,
       server: settings.server.hostPort,
     });
     return agent;
+  }
+
+  /** The TLS listening address, when the agent accepts SIP over TLS. */
+  get tlsLocal(): UdpAddress | undefined {
+    return this.settings.tlsPort === undefined ? undefined : this.#tls.local;
   }
 
   /** True once {@link close} started. */
@@ -416,7 +437,7 @@ export class SipAgent implements AgentCore {
     ]);
     this.#registration.close();
     this.layer.close();
-    await Promise.all([this.#ep.close(), this.#tcp?.close()]);
+    await Promise.all([this.#ep.close(), this.#tcp?.close(), this.#tls.close()]);
     this.log.info("sip agent closed", { ...this.counters });
   }
 }

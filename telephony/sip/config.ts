@@ -7,7 +7,8 @@
 
 import { FlowcatError } from "../../core/errors.ts";
 import { DigestCredentials } from "./digest.ts";
-import type { UdpAddress } from "./udp.ts";
+import type { SipTlsOptions } from "./tcp.ts";
+import type { StreamTransport, UdpAddress } from "./udp.ts";
 import { parseUri } from "./uri.ts";
 
 /** What {@link SipAgent.start} takes. */
@@ -35,6 +36,12 @@ export interface SipConfig {
    * `;transport=tcp`, which also sends our requests to it over TCP).
    */
   tcp?: boolean;
+  /**
+   * SIP over TLS: with `cert` and `key` (PEM) the agent accepts TLS on `port` (default 5061, 0
+   * picks one); `caCerts` (PEM) are the roots trusted for a `sips:` or `;transport=tls` server
+   * (default the system's).
+   */
+  tls?: { port?: number } & SipTlsOptions;
 }
 
 /** Defaults of the optional {@link SipConfig} fields. */
@@ -60,8 +67,8 @@ export interface SipServer {
   port: number;
   /** `host` or `host:port` as written in our URIs. */
   hostPort: string;
-  /** `tcp` when the URI says `;transport=tcp`; absent for UDP. */
-  transport?: "tcp";
+  /** `tcp` or `tls` when the URI says so (`;transport=`, `sips:`); absent for UDP. */
+  transport?: StreamTransport;
 }
 
 /** Where requests to `server` go: its host, port and transport. */
@@ -91,6 +98,8 @@ export interface SipSettings {
   bindHost: string;
   /** Whether SIP over TCP is accepted on the SIP port. */
   tcp: boolean;
+  /** The TLS listening port, when the agent accepts SIP over TLS. */
+  tlsPort?: number;
 }
 
 const IPV4 = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/;
@@ -120,22 +129,27 @@ export function parseServer(server: string): SipServer {
       })`,
     );
   }
-  const p = r.value.port ?? 5060;
-  const hostPort = r.value.port === undefined ? r.value.host : `${r.value.host}:${p}`;
-  const transport = r.value.params.get("transport")?.toLowerCase();
-  if (transport !== undefined && transport !== "udp" && transport !== "tcp") {
+  const param = r.value.params.get("transport")?.toLowerCase();
+  if (param !== undefined && param !== "udp" && param !== "tcp" && param !== "tls") {
     throw new FlowcatError(
       "config",
-      `SipConfig.server: transport=${transport} is not supported (udp or tcp)`,
+      `SipConfig.server: transport=${param} is not supported (udp, tcp or tls)`,
     );
   }
+  const transport = r.value.scheme === "sips" ? "tls" : param === "udp" ? undefined : param;
+  const p = r.value.port ?? (transport === "tls" ? 5061 : 5060);
+  const hostPort = r.value.port === undefined ? r.value.host : `${r.value.host}:${p}`;
   const parsed: SipServer = {
-    uri: transport === "tcp" ? `sip:${hostPort};transport=tcp` : `sip:${hostPort}`,
+    uri: r.value.scheme === "sips"
+      ? `sips:${hostPort}`
+      : transport === undefined
+      ? `sip:${hostPort}`
+      : `sip:${hostPort};transport=${transport}`,
     host: r.value.host.replace(/^\[(.*)\]$/, "$1"),
     port: p,
     hostPort,
   };
-  if (transport === "tcp") parsed.transport = "tcp";
+  if (transport !== undefined) parsed.transport = transport;
   return parsed;
 }
 
@@ -181,6 +195,11 @@ export function resolveSipConfig(
     bindHost: config.bindHost ?? SIP_CONFIG_DEFAULTS.bindHost,
   };
   if (config.publicIp !== undefined) settings.publicIp = config.publicIp;
+  if (config.tls?.cert !== undefined && config.tls.key !== undefined) {
+    settings.tlsPort = port("tls.port", config.tls.port, 5061, 0);
+  } else if (config.tls?.cert !== undefined || config.tls?.key !== undefined) {
+    throw new FlowcatError("config", "SipConfig.tls needs both cert and key to accept TLS");
+  }
   return { settings, credentials: new DigestCredentials(settings.login, config.password) };
 }
 

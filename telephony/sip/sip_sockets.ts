@@ -1,14 +1,15 @@
 /**
  * Binding the agent's signalling sockets: UDP on the SIP port and, when TCP is on, a TCP
  * listener on the same port number. With port 0 (tests) a free UDP port is taken and TCP
- * follows it; when that number is taken for TCP, another UDP port is tried.
+ * follows it; when that number is taken for TCP, another UDP port is tried. TLS listens on its
+ * own port when a certificate and key are configured, and can always connect out.
  * @module
  */
 
 import { errorMessage, FlowcatError } from "../../core/errors.ts";
 import type { Logger } from "../../core/log.ts";
 import type { SipSettings } from "./config.ts";
-import { SipTcpTransport } from "./tcp.ts";
+import { SipTcpTransport, type SipTlsOptions } from "./tcp.ts";
 import { UdpEndpoint } from "./udp.ts";
 
 /** The bound signalling sockets. */
@@ -17,6 +18,8 @@ export interface SipSockets {
   udp: UdpEndpoint;
   /** TCP on the same port, when TCP is on. */
   tcp: SipTcpTransport | undefined;
+  /** TLS: a listener on `tlsPort` when configured; connects out either way. */
+  tls: SipTcpTransport;
 }
 
 function inUse(what: string, host: string, port: number, err: unknown): FlowcatError {
@@ -25,7 +28,39 @@ function inUse(what: string, host: string, port: number, err: unknown): FlowcatE
 }
 
 /** Bind the SIP port(s) of `settings`. Throws a FlowcatError when a port is taken. */
-export function bindSipSockets(settings: SipSettings, log: Logger): SipSockets {
+export function bindSipSockets(
+  settings: SipSettings,
+  tlsOptions: SipTlsOptions,
+  log: Logger,
+): SipSockets {
+  const { udp, tcp } = bindUdpTcp(settings, log);
+  const tlsPort = settings.tlsPort;
+  try {
+    const tls = SipTcpTransport.tls(
+      settings.bindHost,
+      tlsPort ?? 0,
+      tlsPort === undefined ? { caCerts: tlsOptions.caCerts } : tlsOptions,
+      log,
+    );
+    return { udp, tcp, tls };
+  } catch (err) {
+    void udp.close();
+    void tcp?.close();
+    if (err instanceof Deno.errors.AddrInUse) {
+      throw inUse("SIP TLS port", settings.bindHost, tlsPort ?? 0, err);
+    }
+    throw new FlowcatError(
+      "config",
+      `SIP TLS: the certificate or key cannot be used (${errorMessage(err)})`,
+      { cause: err },
+    );
+  }
+}
+
+function bindUdpTcp(
+  settings: SipSettings,
+  log: Logger,
+): { udp: UdpEndpoint; tcp: SipTcpTransport | undefined } {
   const host = settings.bindHost;
   const tries = settings.tcp && settings.sipPort === 0 ? 20 : 1;
   for (let attempt = 1;; attempt++) {

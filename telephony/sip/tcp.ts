@@ -1,5 +1,5 @@
 /**
- * SIP over TCP (RFC 3261 §18): a listener on the signalling port, and one connection per peer
+ * SIP over TCP or TLS (RFC 3261 §18, §26.2): a listener on the signalling port, and one connection per peer
  * address, reused both ways: responses go back on the connection their request came in on, and
  * requests to an address we already have a connection with take it; otherwise one is opened.
  * Messages are framed by `Content-Length` ({@link SipStreamFramer}); a broken stream closes its
@@ -12,7 +12,17 @@
 import { errorMessage } from "../../core/errors.ts";
 import { type Logger, silentLogger } from "../../core/log.ts";
 import { SipStreamFramer } from "./stream_framer.ts";
-import type { DatagramHandler, UdpAddress } from "./udp.ts";
+import type { DatagramHandler, StreamTransport, UdpAddress } from "./udp.ts";
+
+/** Certificate and key (PEM) a TLS listener presents, and the roots a TLS client trusts. */
+export interface SipTlsOptions {
+  /** Certificate chain, PEM; with `key`, the agent accepts SIP over TLS. */
+  cert?: string;
+  /** Private key, PEM. */
+  key?: string;
+  /** Roots trusted for servers we connect to, PEM; default the system's. */
+  caCerts?: string[];
+}
 
 /** A connection's reader and its queue of writes (kept in order). */
 interface Connection {
@@ -27,11 +37,14 @@ function keyOf(a: UdpAddress): string {
   return `${a.hostname}|${a.port}`;
 }
 
-/** SIP over TCP on one local address. */
+/** SIP over TCP or TLS on one local address. */
 export class SipTcpTransport {
+  /** `tcp` or `tls`. */
+  readonly kind: StreamTransport;
   /** The listening address. */
   readonly local: UdpAddress;
-  readonly #listener: Deno.Listener;
+  readonly #listener: Deno.Listener | undefined;
+  readonly #dial: (to: UdpAddress) => Promise<Deno.Conn>;
   readonly #log: Logger;
   readonly #conns = new Map<string, Connection>();
   readonly #pending = new Map<string, Promise<Connection | undefined>>();
@@ -41,31 +54,80 @@ export class SipTcpTransport {
   /** Connections refused, broken or failed writes. */
   errors = 0;
 
-  private constructor(listener: Deno.Listener, log: Logger) {
+  private constructor(
+    kind: StreamTransport,
+    listener: Deno.Listener | undefined,
+    dial: (to: UdpAddress) => Promise<Deno.Conn>,
+    log: Logger,
+  ) {
+    this.kind = kind;
     this.#listener = listener;
+    this.#dial = dial;
     this.#log = log;
-    const addr = listener.addr as Deno.NetAddr;
-    this.local = { hostname: addr.hostname, port: addr.port, transport: "tcp" };
+    const addr = listener?.addr as Deno.NetAddr | undefined;
+    this.local = { hostname: addr?.hostname ?? "0.0.0.0", port: addr?.port ?? 0, transport: kind };
   }
 
   /** Listen on `hostname:port`. Throws `Deno.errors.AddrInUse` when it is taken. */
   static listen(hostname: string, port: number, log: Logger = silentLogger): SipTcpTransport {
-    return new SipTcpTransport(Deno.listen({ hostname, port, transport: "tcp" }), log);
+    return new SipTcpTransport(
+      "tcp",
+      Deno.listen({ hostname, port, transport: "tcp" }),
+      (to) => Deno.connect({ hostname: to.hostname, port: to.port, transport: "tcp" }),
+      log,
+    );
+  }
+
+  /**
+   * SIP over TLS: listen on `hostname:port` when `tls` has a certificate and key (else only
+   * connect out), and verify servers against `tls.caCerts` or the system roots.
+   */
+  static tls(
+    hostname: string,
+    port: number,
+    tls: SipTlsOptions,
+    log: Logger = silentLogger,
+  ): SipTcpTransport {
+    const listener = tls.cert !== undefined && tls.key !== undefined
+      ? Deno.listenTls({ hostname, port, transport: "tcp", cert: tls.cert, key: tls.key })
+      : undefined;
+    return new SipTcpTransport(
+      "tls",
+      listener,
+      async (to) => {
+        const conn = await Deno.connectTls({
+          hostname: to.hostname,
+          port: to.port,
+          caCerts: tls.caCerts,
+        });
+        // Verify the server now, so a bad certificate fails the connect and is logged as such.
+        try {
+          await conn.handshake();
+        } catch (err) {
+          conn.close();
+          throw err;
+        }
+        return conn;
+      },
+      log,
+    );
   }
 
   /** Start accepting; every whole message goes to `handler` with its peer's address. */
   start(handler: DatagramHandler): void {
     this.#handler = handler;
+    const listener = this.#listener;
+    if (listener === undefined) return;
     this.#accepting = (async () => {
       for (;;) {
         let conn: Deno.Conn;
         try {
-          conn = await this.#listener.accept();
+          conn = await listener.accept();
         } catch {
           return; // listener closed
         }
         const remote = conn.remoteAddr as Deno.NetAddr;
-        this.#adopt({ hostname: remote.hostname, port: remote.port, transport: "tcp" }, conn);
+        this.#adopt({ hostname: remote.hostname, port: remote.port, transport: this.kind }, conn);
       }
     })();
   }
@@ -143,17 +205,17 @@ export class SipTcpTransport {
     }
     let pending = this.#pending.get(keyOf(to));
     if (pending === undefined) {
-      pending = Deno.connect({ hostname: to.hostname, port: to.port, transport: "tcp" })
+      pending = this.#dial(to)
         .then((conn) => {
           if (this.#closed) {
             conn.close();
             return undefined;
           }
-          return this.#adopt({ ...to, transport: "tcp" }, conn);
+          return this.#adopt({ ...to, transport: this.kind }, conn);
         })
         .catch((err) => {
           this.errors++;
-          this.#log.info("sip tcp connect failed", {
+          this.#log.info(`sip ${this.kind} connect failed`, {
             to: `${to.hostname}:${to.port}`,
             error: errorMessage(err),
           });
@@ -172,7 +234,7 @@ export class SipTcpTransport {
     if (!this.#closed) {
       this.#closed = true;
       try {
-        this.#listener.close();
+        this.#listener?.close();
       } catch {
         // already closed
       }

@@ -87,7 +87,7 @@ export class ClientTransaction {
   start(): void {
     this.#ctx.send(this.request, this.destination);
     // Timers A and E are for unreliable transports (RFC 3261 §17.1.1.2, §17.1.2.2).
-    if (this.destination.transport !== "tcp") this.#armRetransmit();
+    if (this.destination.transport === undefined) this.#armRetransmit();
     const timeout = this.isInvite ? this.#ctx.timers.B : this.#ctx.timers.F;
     this.#timers.set(() => this.#timeout(), timeout);
   }
