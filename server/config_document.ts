@@ -105,6 +105,18 @@ export interface SipKeepaliveDocument {
   interval_seconds: number;
 }
 
+/** `telephony.sip.tls`: SIP over TLS. */
+export interface SipTlsDocument {
+  /** TLS listening port (default 5061). */
+  port: number;
+  /** PEM certificate chain; with `key_file`, the agent accepts TLS. */
+  cert_file?: string;
+  /** PEM private key. */
+  key_file?: string;
+  /** PEM roots trusted for a sips: server (default the system's). */
+  ca_file?: string;
+}
+
 /** `telephony.sip.media`: how call media is carried. */
 export interface SipMediaDocument {
   /** SRTP with SDES keys: `required`, `optional` or `off` (default). */
@@ -145,6 +157,8 @@ export interface SipTrunkDocument {
   keepalive: SipKeepaliveDocument;
   /** Media encryption. */
   media: SipMediaDocument;
+  /** SIP over TLS. */
+  tls?: SipTlsDocument;
 }
 
 /** `telephony`: carriers, webhook secrets and the SIP trunk. */

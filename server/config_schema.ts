@@ -162,24 +162,17 @@ const callerId = z.unknown().superRefine((value, ctx) => {
 
 const sipServer = z.string().superRefine((value, ctx) => {
   const uri = parseUri(value);
-  if (uri.ok && uri.value.scheme === "sips") {
-    ctx.addIssue({
-      code: "custom",
-      message: `${shown(value)}: sips: (SIP over TLS) is not supported yet; the trunk is reached ` +
-        "over UDP or TCP, so use a sip: URI (see docs/sip-deployment.md#security)",
-    });
-    return;
-  }
   const transport = uri.ok ? uri.value.params.get("transport")?.toLowerCase() : undefined;
-  if (uri.ok && uri.value.scheme === "sip" && transport !== undefined) {
-    if (transport === "udp" || transport === "tcp") return;
+  const sipOrSips = uri.ok && (uri.value.scheme === "sip" || uri.value.scheme === "sips");
+  if (sipOrSips && transport !== undefined) {
+    if (transport === "udp" || transport === "tcp" || transport === "tls") return;
     ctx.addIssue({
       code: "custom",
-      message: `${shown(value)}: transport=${transport} is not supported (udp or tcp)`,
+      message: `${shown(value)}: transport=${transport} is not supported (udp, tcp or tls)`,
     });
     return;
   }
-  if (uri.ok && uri.value.scheme === "sip") return;
+  if (sipOrSips) return;
   ctx.addIssue({
     code: "custom",
     message: `${
@@ -208,6 +201,16 @@ const keepaliveSchema = z.strictObject({
   interval_seconds: z.int().min(5).max(3600).default(30),
 });
 
+const sipTlsSchema = z.strictObject({
+  port: z.int().min(0).max(65535).default(5061),
+  cert_file: z.string().min(1, "must not be empty").optional(),
+  key_file: z.string().min(1, "must not be empty").optional(),
+  ca_file: z.string().min(1, "must not be empty").optional(),
+}).refine(
+  (t) => (t.cert_file === undefined) === (t.key_file === undefined),
+  "cert_file and key_file go together (both to accept TLS, neither to only connect out)",
+);
+
 const sipMediaSchema = z.strictObject({
   srtp: choice(["required", "optional", "off"]).default("off"),
 });
@@ -232,6 +235,7 @@ const sipSchema = z.strictObject({
   inbound: inboundSchema.prefault({}),
   keepalive: keepaliveSchema.prefault({}),
   media: sipMediaSchema.prefault({}),
+  tls: sipTlsSchema.optional(),
 });
 
 const carrierName = oneOfNames("carrier", () => CARRIER_NAMES);
@@ -361,6 +365,7 @@ export const KNOWN_KEYS: Readonly<Record<string, readonly string[]>> = Object.fr
   "telephony.sip.inbound.auth": Object.keys(inboundAuthSchema.shape),
   "telephony.sip.keepalive": Object.keys(keepaliveSchema.shape),
   "telephony.sip.media": Object.keys(sipMediaSchema.shape),
+  "telephony.sip.tls": ["port", "cert_file", "key_file", "ca_file"],
   recording: Object.keys(recordingSchema.shape),
   limits: Object.keys(limitsSchema.shape),
   turns: Object.keys(turnsSchema.shape),

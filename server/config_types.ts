@@ -136,6 +136,20 @@ export interface SipTrunkConfig {
   keepalive: { mode: "crlf" | "options" | "off"; intervalSeconds: number };
   /** SRTP with SDES keys: `required`, `optional` or `off`. */
   srtp: "required" | "optional" | "off";
+  /** SIP over TLS: listening port and PEM files (resolved paths). */
+  tls?: SipTlsFiles;
+}
+
+/** `telephony.sip.tls` with its paths resolved. */
+export interface SipTlsFiles {
+  /** TLS listening port (used with a certificate and key). */
+  port: number;
+  /** Certificate chain file; with `keyFile`, the agent accepts TLS. */
+  certFile?: string;
+  /** Private key file. */
+  keyFile?: string;
+  /** Roots trusted for a sips: server; absent: the system's. */
+  caFile?: string;
 }
 
 /** The Contact user of a trunk that does not register and names no login. */
@@ -349,6 +363,13 @@ export function toServerConfig(
     };
     if (s.password_env !== undefined) telephony.sip.passwordEnv = s.password_env;
     if (s.public_ip !== undefined) telephony.sip.publicIp = s.public_ip;
+    if (s.tls !== undefined) {
+      const tls: SipTlsFiles = { port: s.tls.port };
+      if (s.tls.cert_file !== undefined) tls.certFile = resolveFrom(baseDir, s.tls.cert_file);
+      if (s.tls.key_file !== undefined) tls.keyFile = resolveFrom(baseDir, s.tls.key_file);
+      if (s.tls.ca_file !== undefined) tls.caFile = resolveFrom(baseDir, s.tls.ca_file);
+      telephony.sip.tls = tls;
+    }
   }
   const providers: ProvidersConfig = {};
   for (const kind of ["realtime", "stt", "llm", "tts"] as const) {

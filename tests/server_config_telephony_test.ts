@@ -62,18 +62,22 @@ Deno.test("config: SIP ports, addresses and hosts are range-checked", async () =
     yaml(`telephony: { sip: { ${SIP_OK}, rtp_port_base: 65000, rtp_port_tries: 400 } }`),
   );
   at(range, "telephony.sip.rtp_port_tries", "run past 65535 (use at most 268 tries from 65000)");
-  const tls = await problems(
+  const tls = await parse(
     yaml(
       `telephony: { sip: { server: "sips:trunk.example.com", login: bob, password_env: P, caller_id: "+15551230000" } }`,
     ),
   );
-  at(tls, "telephony.sip.server", "sips: (SIP over TLS) is not supported");
+  assert.ok(tls.ok, "sips: is accepted");
+  const halfTls = await problems(
+    yaml(`telephony: { sip: { ${SIP_OK}, tls: { cert_file: a.pem } } }`),
+  );
+  at(halfTls, "telephony.sip.tls", "cert_file and key_file go together");
   const sctp = await problems(
     yaml(
       `telephony: { sip: { server: "sip:trunk.example.com;transport=sctp", login: bob, password_env: P, caller_id: "+15551230000" } }`,
     ),
   );
-  at(sctp, "telephony.sip.server", "transport=sctp is not supported (udp or tcp)");
+  at(sctp, "telephony.sip.server", "transport=sctp is not supported (udp, tcp or tls)");
   const tcp = await parse(
     yaml(
       `telephony: { sip: { server: "sip:trunk.example.com;transport=tcp", login: bob, password_env: P, caller_id: "+15551230000" } }`,
