@@ -28,6 +28,8 @@ export interface Baresip {
   done: Promise<{ code: number; output: string }>;
   /** The audio it decoded from the call (8 kHz mono), once it exited. */
   received(): Int16Array;
+  /** Press keys on its console (the `cons` module, over UDP): digits in a call send RFC 4733. */
+  press(keys: string): Promise<void>;
   /** Resolves once it listens (its TCP port on the SIP port number accepts). */
   ready(): Promise<void>;
   /** Stop it early; idempotent. */
@@ -57,6 +59,7 @@ export function startBaresip(opts: BaresipOptions): Baresip {
   const dir = `${Deno.cwd()}/.tmp/baresip-${crypto.randomUUID()}`;
   Deno.mkdirSync(dir, { recursive: true });
   const sipPort = freeUdpPort();
+  const consolePort = freeUdpPort();
   const rtpBase = freeEvenPortBase(8);
   Deno.writeFileSync(`${dir}/tone.wav`, encodeWav(opts.tone, 8000));
   Deno.writeTextFileSync(
@@ -76,6 +79,8 @@ export function startBaresip(opts: BaresipOptions): Baresip {
       "module aufile.so",
       "module aubridge.so",
       "module srtp.so",
+      "module cons.so",
+      `cons_listen 127.0.0.1:${consolePort}`,
       "module sndfile.so",
       "module_app account.so",
       "module_app menu.so",
@@ -114,6 +119,21 @@ export function startBaresip(opts: BaresipOptions): Baresip {
       const dump = [...Deno.readDirSync(dir)].find((e) => e.name.endsWith("-dec.wav"));
       if (dump === undefined) return new Int16Array(0);
       return decodeWav(Deno.readFileSync(`${dir}/${dump.name}`)).pcm;
+    },
+    async press(keys: string): Promise<void> {
+      const sock = Deno.listenDatagram({ transport: "udp", hostname: "127.0.0.1", port: 0 });
+      try {
+        for (const k of keys) {
+          await sock.send(new TextEncoder().encode(k), {
+            transport: "udp",
+            hostname: "127.0.0.1",
+            port: consolePort,
+          });
+          await new Promise((r) => setTimeout(r, 250));
+        }
+      } finally {
+        sock.close();
+      }
     },
     async ready(): Promise<void> {
       const end = performance.now() + 5000;

@@ -1,8 +1,8 @@
 /**
  * A real SIP user agent, Debian's baresip (headless, its own config directory), against the
  * SIP agent over UDP, TCP and TLS with SRTP keyed by SDES: it calls us and we call it, the call is set up
- * encrypted, each side hears the other's tone (decoded, measured at its frequency), our RFC 4733
- * keys reach it, and a BYE ends it. A baresip that offers no keys is refused 488 when SRTP is required.
+ * encrypted, each side hears the other's tone (decoded, measured at its frequency), RFC 4733
+ * keys pressed on either side arrive, and a BYE ends it. A baresip that offers no keys is refused 488 when SRTP is required.
  */
 
 import assert from "node:assert/strict";
@@ -24,20 +24,22 @@ function agentFor(srtp: SrtpPolicy, server = "sip:127.0.0.1:9", tcp = false) {
   return startLoopbackAgent(loopbackSipConfig({ server, ...TRUNK }, { tcp }), { rtp: { srtp } });
 }
 
-/** Everything the agent hears until the call ends. */
-async function listen(call: SipCall): Promise<Int16Array> {
+/** Everything the agent hears until the call ends: audio and key presses. */
+async function listen(call: SipCall): Promise<{ pcm: Int16Array; keys: string[] }> {
   const parts: Int16Array[] = [];
+  const keys: string[] = [];
   for (let m: MediaIn | undefined = await call.transport.recv(); m !== undefined;) {
     if (m.type === "audio") parts.push(m.audio.pcm);
+    if (m.type === "dtmf") keys.push(m.key);
     m = await call.transport.recv();
   }
-  const out = new Int16Array(parts.reduce((n, p) => n + p.length, 0));
+  const pcm = new Int16Array(parts.reduce((n, p) => n + p.length, 0));
   let o = 0;
   for (const p of parts) {
-    out.set(p, o);
+    pcm.set(p, o);
     o += p.length;
   }
-  return out;
+  return { pcm, keys };
 }
 
 /** The tone at `hz` is there, loud, and well above a frequency nobody sent. */
@@ -73,7 +75,7 @@ Deno.test({
       });
       // baresip's microphone file ends after 2 s; it then hangs up (BYE).
       assert.equal(await call.ended, "remote hangup");
-      assertHears(await heard, THEIR_HZ, "agent");
+      assertHears((await heard).pcm, THEIR_HZ, "agent");
       assert.equal(call.stats.srtpAuthFailed, 0);
       assert.equal(call.stats.srtpReplayed, 0);
       const out = await bs.done;
@@ -89,7 +91,7 @@ Deno.test({
 });
 
 Deno.test({
-  name: "we call baresip with best-effort SRTP (optional): it answers with a key, our BYE ends it",
+  name: "we call baresip with best-effort SRTP: keys both ways, tones both ways, our BYE ends it",
   ignore,
   async fn() {
     const bs = startBaresip({
@@ -111,10 +113,15 @@ Deno.test({
       await new Promise((r) => setTimeout(r, 1500));
       // RFC 4733 key presses, SRTP-protected like the voice.
       await call.rtp.sendDtmf(["5", "#"], { durationMs: 100, gapMs: 60 });
+      // And the other way: keys pressed on baresip's console arrive as RFC 4733, decrypted.
+      await bs.press("19");
+      await new Promise((r) => setTimeout(r, 400));
       await new Promise((r) => setTimeout(r, 200));
       await call.hangup();
       assert.equal(await call.ended, "local hangup");
-      assertHears(await heard, THEIR_HZ, "agent");
+      const got = await heard;
+      assertHears(got.pcm, THEIR_HZ, "agent");
+      assert.deepEqual(got.keys, ["1", "9"]);
       assert.equal(call.stats.srtpAuthFailed, 0);
       bs.kill(); // it would wait for the next call until -t
       const out = await bs.done;
@@ -185,7 +192,7 @@ Deno.test({
         numChannels: 1,
       });
       assert.equal(await call.ended, "remote hangup");
-      assertHears(await heard, THEIR_HZ, "agent");
+      assertHears((await heard).pcm, THEIR_HZ, "agent");
       const out = await bs.done;
       // Our 100, 180 and 200 came back over TCP: baresip's trace names the transport.
       assert.match(out.output, /TCP.*\n*SIP\/2\.0 200 OK/);
@@ -223,7 +230,7 @@ Deno.test({
       await new Promise((r) => setTimeout(r, 1500));
       await call.hangup();
       assert.equal(await call.ended, "local hangup");
-      assertHears(await heard, THEIR_HZ, "agent");
+      assertHears((await heard).pcm, THEIR_HZ, "agent");
       bs.kill();
       const out = await bs.done;
       assert.match(
@@ -276,7 +283,7 @@ Deno.test({
         numChannels: 1,
       });
       assert.equal(await call.ended, "remote hangup");
-      assertHears(await heard, THEIR_HZ, "agent");
+      assertHears((await heard).pcm, THEIR_HZ, "agent");
       const out = await bs.done;
       assert.match(out.output, /TLS [^\n]*\nSIP\/2\.0 200 OK/);
       assertHears(bs.received(), OUR_HZ, "baresip");
@@ -320,7 +327,7 @@ Deno.test({
       await new Promise((r) => setTimeout(r, 1500));
       await call.hangup();
       assert.equal(await call.ended, "local hangup");
-      assertHears(await heard, THEIR_HZ, "agent");
+      assertHears((await heard).pcm, THEIR_HZ, "agent");
       bs.kill();
       const out = await bs.done;
       assert.match(out.output, /Via: SIP\/2\.0\/TLS/);
