@@ -363,7 +363,11 @@ Deno.test({
     );
     try {
       await bs.ready();
-      await assert.rejects(agent.call("+15557654321"), /no answer/);
+      // A transport error fails the INVITE at once, as a 503 (not after Timer B).
+      await assert.rejects(
+        agent.call("+15557654321"),
+        /503 Service Unavailable \(transport error\)/,
+      );
       assert.ok(
         logger.records.some((r) => JSON.stringify(r).includes("sip tls connect failed")),
         "the failed handshake is logged",

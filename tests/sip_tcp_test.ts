@@ -8,7 +8,9 @@ import assert from "node:assert/strict";
 import { buildRequest } from "../telephony/sip/build.ts";
 import { parseServer, resolveSipConfig, serverAddress } from "../telephony/sip/config.ts";
 import { uriDestination } from "../telephony/sip/dialog.ts";
+import { SipAgent } from "../telephony/sip/agent.ts";
 import { SipStreamFramer } from "../telephony/sip/stream_framer.ts";
+import { freeEvenPortBase } from "./_sipp.ts";
 import { overStream } from "../telephony/sip/tcp_via.ts";
 import { SipTcpTransport } from "../telephony/sip/tcp.ts";
 import type { UdpAddress } from "../telephony/sip/udp.ts";
@@ -199,4 +201,28 @@ Deno.test("sips: and transport=tls route over TLS on 5061; a certificate needs i
     resolveSipConfig({ ...base, tls: { cert: "C", key: "SECRET-KEY-PEM" } }).settings;
   assert.equal(listening.tlsPort, 5061);
   assert.ok(!JSON.stringify(listening).includes("SECRET-KEY-PEM"), "the key stays out");
+});
+
+Deno.test("a TCP server that refuses the connection fails the call at once with 503", async () => {
+  const closed = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (closed.addr as Deno.NetAddr).port;
+  closed.close();
+  const agent = await SipAgent.start({
+    server: `sip:127.0.0.1:${port};transport=tcp`,
+    login: "a",
+    password: "x",
+    callerId: "+15551230000",
+    bindHost: "127.0.0.1",
+    sipPort: 0,
+    rtpPortBase: freeEvenPortBase(1),
+    rtpPortTries: 1,
+  });
+  try {
+    const t0 = performance.now();
+    await assert.rejects(agent.call("+15557654321"), /503 Service Unavailable \(transport error\)/);
+    assert.ok(performance.now() - t0 < 5000, "well before Timer B (32 s)");
+    await assert.rejects(agent.register(), /503/);
+  } finally {
+    await agent.close();
+  }
 });

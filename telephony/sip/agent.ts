@@ -184,8 +184,9 @@ export class SipAgent implements AgentCore {
       this.#keepAlive.start();
     }
     ep.start((bytes, from) => this.#onDatagram(bytes, from));
-    this.#tcp?.start((bytes, from) => this.#onDatagram(bytes, from));
-    this.#tls.start((bytes, from) => this.#onDatagram(bytes, from));
+    const unreachable = (to: UdpAddress) => this.layer.unreachable(to);
+    this.#tcp?.start((bytes, from) => this.#onDatagram(bytes, from), unreachable);
+    this.#tls.start((bytes, from) => this.#onDatagram(bytes, from), unreachable);
   }
 
   /** Put bytes on the wire the way `to` is reached: its TCP or TLS connection, or a datagram. */

@@ -49,6 +49,7 @@ export class SipTcpTransport {
   readonly #conns = new Map<string, Connection>();
   readonly #pending = new Map<string, Promise<Connection | undefined>>();
   #handler: DatagramHandler | undefined;
+  #onUnreachable: ((to: UdpAddress) => void) | undefined;
   #accepting: Promise<void> | undefined;
   #closed = false;
   /** Connections refused, broken or failed writes. */
@@ -113,9 +114,13 @@ export class SipTcpTransport {
     );
   }
 
-  /** Start accepting; every whole message goes to `handler` with its peer's address. */
-  start(handler: DatagramHandler): void {
+  /**
+   * Start accepting; every whole message goes to `handler` with its peer's address, and a
+   * connection that cannot be opened (refused, certificate not trusted) to `onUnreachable`.
+   */
+  start(handler: DatagramHandler, onUnreachable?: (to: UdpAddress) => void): void {
     this.#handler = handler;
+    this.#onUnreachable = onUnreachable;
     const listener = this.#listener;
     if (listener === undefined) return;
     this.#accepting = (async () => {
@@ -219,6 +224,7 @@ export class SipTcpTransport {
             to: `${to.hostname}:${to.port}`,
             error: errorMessage(err),
           });
+          this.#onUnreachable?.({ ...to, transport: this.kind });
           return undefined;
         })
         .finally(() => this.#pending.delete(keyOf(to)));

@@ -125,6 +125,15 @@ export class ClientTransaction {
     this.terminate();
   }
 
+  /** The transport could not reach the destination: a local 503 (RFC 3261 §8.1.3.1). */
+  transportError(): void {
+    if (this.state !== "calling" && this.state !== "trying") return;
+    this.#resolve(
+      buildResponse(this.request, 503, { reason: "Service Unavailable (transport error)" }),
+    );
+    this.terminate();
+  }
+
   /** Feed a response whose branch and CSeq method matched this transaction. */
   receive(res: SipResponse): void {
     if (this.state === "terminated") return;
