@@ -196,6 +196,7 @@ Deno.test({
       const out = await bs.done;
       // Our 100, 180 and 200 came back over TCP: baresip's trace names the transport.
       assert.match(out.output, /TCP.*\n*SIP\/2\.0 200 OK/);
+      assert.match(out.output, /TCP [^\n]*\nBYE sip:agent@127\.0\.0\.1:\d+;transport=tcp /);
       assertHears(bs.received(), OUR_HZ, "baresip");
     } finally {
       bs.kill();
@@ -286,6 +287,8 @@ Deno.test({
       assertHears((await heard).pcm, THEIR_HZ, "agent");
       const out = await bs.done;
       assert.match(out.output, /TLS [^\n]*\nSIP\/2\.0 200 OK/);
+      // Our Contact named the TLS listener, so its BYE came back over TLS, not plain UDP.
+      assert.match(out.output, /TLS [^\n]*\nBYE sip:agent@127\.0\.0\.1:\d+;transport=tls /);
       assertHears(bs.received(), OUR_HZ, "baresip");
     } finally {
       bs.kill();

@@ -62,7 +62,7 @@ import { RtpSession } from "./rtp_session.ts";
 import { type ServerTransaction, TransactionLayer } from "./transaction.ts";
 import { answerMalformed, checkRequest } from "./uas_checks.ts";
 import { warmSipMedia } from "./warm.ts";
-import type { UdpAddress, UdpEndpoint } from "./udp.ts";
+import type { StreamTransport, UdpAddress, UdpEndpoint } from "./udp.ts";
 
 import type { SipAgentCounters, SipAgentOptions } from "./agent_options.ts";
 
@@ -162,7 +162,7 @@ export class SipAgent implements AgentCore {
       login: settings.login,
       digest,
       advertised: this.advertised,
-      contactUri: () => this.contactUri(),
+      contactUri: () => this.contactUri(settings.server.transport),
       via: () => this.via(),
       commonHeaders: () => this.commonHeaders(),
     }, opts.registration);
@@ -174,7 +174,7 @@ export class SipAgent implements AgentCore {
           log: this.log,
           sendRaw: (bytes, to) => this.#transmit(bytes, to),
           via: () => this.via(),
-          contactUri: () => this.contactUri(),
+          contactUri: () => this.contactUri(settings.server.transport),
           commonHeaders: () => this.commonHeaders(),
         },
         server.uri,
@@ -296,9 +296,19 @@ export class SipAgent implements AgentCore {
     return `SIP/2.0/UDP ${this.advertised}:${this.local.port};branch=${newBranch()};rport`;
   }
 
-  /** `sip:login@advertised:port`. */
-  contactUri(): string {
-    return `sip:${this.settings.login}@${this.advertised}:${this.local.port}`;
+  /**
+   * `sip:login@advertised:port`; for a dialog or registration over TCP or TLS, the port and
+   * `;transport=` of that listener, so the peer's requests come back the same way.
+   */
+  contactUri(transport?: StreamTransport): string {
+    const base = `sip:${this.settings.login}@${this.advertised}`;
+    if (transport === "tls" && this.tlsLocal !== undefined) {
+      return `${base}:${this.tlsLocal.port};transport=tls`;
+    }
+    if (transport === "tcp" && this.#tcp !== undefined) {
+      return `${base}:${this.local.port};transport=tcp`;
+    }
+    return `${base}:${this.local.port}`;
   }
 
   /** User-Agent. */

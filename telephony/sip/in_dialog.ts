@@ -97,7 +97,7 @@ function reInvite(core: AgentCore, call: SipCall, txn: ServerTransaction): void 
   }
   call.sdpOrigin = { sessionId: origin.sessionId, version };
   txn.respond(buildResponse(req, 200, {
-    headers: dialogHeaders(core),
+    headers: dialogHeaders(core, txn.source.transport),
     body: sdp,
     contentType: "application/sdp",
   }));

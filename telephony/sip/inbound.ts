@@ -160,7 +160,9 @@ export class SipInvite {
     this.#txn.respond(buildResponse(this.request, status, {
       toTag: this.#localTag,
       reason,
-      headers: ok ? dialogHeaders(this.#core) : this.#core.commonHeaders(),
+      headers: ok
+        ? dialogHeaders(this.#core, this.#txn.source.transport)
+        : this.#core.commonHeaders(),
       body: sdp,
       contentType: sdp === undefined ? undefined : "application/sdp",
     }));
@@ -206,7 +208,12 @@ export function acceptInvite(core: AgentCore, txn: ServerTransaction): SipInvite
   }
   const localTag = newTag();
   if (core.sendRinging) {
-    txn.respond(buildResponse(req, 180, { toTag: localTag, headers: dialogHeaders(core) }));
+    txn.respond(
+      buildResponse(req, 180, {
+        toTag: localTag,
+        headers: dialogHeaders(core, txn.source.transport),
+      }),
+    );
   }
   return new SipInvite(core, txn, offer.value, localTag);
 }

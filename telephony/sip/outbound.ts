@@ -72,7 +72,7 @@ export async function placeCall(
         { name: "To", value: to },
         { name: "Call-ID", value: callId },
         { name: "CSeq", value: `${seq} INVITE` },
-        ...dialogHeaders(core),
+        ...dialogHeaders(core, dest.transport),
         ...(opts.headers ?? []),
         { name: "Content-Type", value: "application/sdp" },
       ];
