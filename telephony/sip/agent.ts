@@ -28,7 +28,6 @@
  */
 
 import type { SrtpPolicy } from "./sdes.ts";
-import type { SipTcpTransport } from "./tcp.ts";
 import { bindSipSockets, type SipSockets } from "./sip_sockets.ts";
 import { overStream } from "./tcp_via.ts";
 import { type Logger, silentLogger } from "../../core/log.ts";
@@ -62,7 +61,7 @@ import { RtpSession } from "./rtp_session.ts";
 import { type ServerTransaction, TransactionLayer } from "./transaction.ts";
 import { answerMalformed, checkRequest } from "./uas_checks.ts";
 import { warmSipMedia } from "./warm.ts";
-import type { StreamTransport, UdpAddress, UdpEndpoint } from "./udp.ts";
+import type { StreamTransport, UdpAddress } from "./udp.ts";
 
 import type { SipAgentCounters, SipAgentOptions } from "./agent_options.ts";
 
@@ -105,9 +104,7 @@ export class SipAgent implements AgentCore {
   readonly srtp: SrtpPolicy;
   /** How long hangup() waits for the BYE's response, ms. */
   readonly byeWaitMs: number;
-  readonly #ep: UdpEndpoint;
-  readonly #tcp: SipTcpTransport | undefined;
-  readonly #tls: SipTcpTransport;
+  readonly #wire: SipSockets;
   readonly #opts: SipAgentOptions;
   readonly #registration: Registration;
   readonly #inbound = new AsyncQueue<SipInvite>();
@@ -125,16 +122,13 @@ export class SipAgent implements AgentCore {
     sockets: SipSockets,
     opts: SipAgentOptions,
   ) {
-    const ep = sockets.udp;
     this.settings = settings;
     this.digest = digest;
     this.#gate = gate;
-    this.#ep = ep;
-    this.#tcp = sockets.tcp;
-    this.#tls = sockets.tls;
+    this.#wire = sockets;
     this.#opts = opts;
     this.log = opts.logger ?? silentLogger;
-    this.local = ep.local;
+    this.local = sockets.udp.local;
     const adv = advertisedAddress(settings);
     this.advertised = adv.address;
     if (adv.guessed) {
@@ -148,7 +142,7 @@ export class SipAgent implements AgentCore {
     this.byeWaitMs = opts.byeWaitMs ?? 2000;
     this.layer = new TransactionLayer(
       (msg, to) =>
-        this.#transmit(
+        this.#wire.send(
           encodeSipMessage(to.transport === undefined ? msg : overStream(msg, to.transport)),
           to,
         ),
@@ -172,7 +166,7 @@ export class SipAgent implements AgentCore {
         {
           layer: this.layer,
           log: this.log,
-          sendRaw: (bytes, to) => this.#transmit(bytes, to),
+          sendRaw: (bytes, to) => this.#wire.send(bytes, to),
           via: () => this.via(),
           contactUri: () => this.contactUri(settings.server.transport),
           commonHeaders: () => this.commonHeaders(),
@@ -183,24 +177,10 @@ export class SipAgent implements AgentCore {
       );
       this.#keepAlive.start();
     }
-    ep.start((bytes, from) => this.#onDatagram(bytes, from));
-    const unreachable = (to: UdpAddress) => this.layer.unreachable(to);
-    this.#tcp?.start((bytes, from) => this.#onDatagram(bytes, from), unreachable);
-    this.#tls.start((bytes, from) => this.#onDatagram(bytes, from), unreachable);
-  }
-
-  /** Put bytes on the wire the way `to` is reached: its TCP or TLS connection, or a datagram. */
-  #transmit(bytes: Uint8Array, to: UdpAddress): void {
-    if (to.transport === "tls") {
-      this.#tls.send(bytes, to);
-      return;
-    }
-    if (to.transport === "tcp") {
-      if (this.#tcp !== undefined) this.#tcp.send(bytes, to);
-      else this.log.warn("sip: a TCP destination but TCP is off", { to: to.hostname });
-      return;
-    }
-    this.#ep.send(bytes, to);
+    sockets.start(
+      (bytes, from) => this.#onDatagram(bytes, from),
+      (to) => this.layer.unreachable(to),
+    );
   }
 
   /**
@@ -219,16 +199,10 @@ export class SipAgent implements AgentCore {
     const { settings, credentials } = resolveSipConfig(config);
     const gate = new InboundGate(opts.inbound);
     const log = opts.logger ?? silentLogger;
-    const { udp: ep, tcp, tls } = bindSipSockets(settings, config.tls ?? {}, log);
+    const sockets = bindSipSockets(settings, config.tls ?? {}, log);
     // Before the first call, not during it: the codecs and the resampler's WebAssembly.
     warmSipMedia();
-    const agent = new SipAgent(
-      settings,
-      new DigestClient(credentials),
-      gate,
-      { udp: ep, tcp, tls },
-      opts,
-    );
+    const agent = new SipAgent(settings, new DigestClient(credentials), gate, sockets, opts);
     log.info("sip agent started", {
       local: `${agent.local.hostname}:${agent.local.port}`,
       advertised: agent.advertised,
@@ -239,7 +213,7 @@ export class SipAgent implements AgentCore {
 
   /** The TLS listening address, when the agent accepts SIP over TLS. */
   get tlsLocal(): UdpAddress | undefined {
-    return this.settings.tlsPort === undefined ? undefined : this.#tls.local;
+    return this.#wire.tlsLocal;
   }
 
   /** True once {@link close} started. */
@@ -305,7 +279,7 @@ export class SipAgent implements AgentCore {
     if (transport === "tls" && this.tlsLocal !== undefined) {
       return `${base}:${this.tlsLocal.port};transport=tls`;
     }
-    if (transport === "tcp" && this.#tcp !== undefined) {
+    if (transport === "tcp" && this.#wire.tcp !== undefined) {
       return `${base}:${this.local.port};transport=tcp`;
     }
     return `${base}:${this.local.port}`;
@@ -448,7 +422,7 @@ export class SipAgent implements AgentCore {
     ]);
     this.#registration.close();
     this.layer.close();
-    await Promise.all([this.#ep.close(), this.#tcp?.close(), this.#tls.close()]);
+    await this.#wire.close();
     this.log.info("sip agent closed", { ...this.counters });
   }
 }

@@ -10,16 +10,58 @@ import { errorMessage, FlowcatError } from "../../core/errors.ts";
 import type { Logger } from "../../core/log.ts";
 import type { SipSettings } from "./config.ts";
 import { SipTcpTransport, type SipTlsOptions } from "./tcp.ts";
-import { UdpEndpoint } from "./udp.ts";
+import { type DatagramHandler, type UdpAddress, UdpEndpoint } from "./udp.ts";
 
-/** The bound signalling sockets. */
-export interface SipSockets {
+/** The bound signalling sockets, and sending by the transport a destination names. */
+export class SipSockets {
   /** UDP on the SIP port. */
-  udp: UdpEndpoint;
+  readonly udp: UdpEndpoint;
   /** TCP on the same port, when TCP is on. */
-  tcp: SipTcpTransport | undefined;
+  readonly tcp: SipTcpTransport | undefined;
   /** TLS: a listener on `tlsPort` when configured; connects out either way. */
-  tls: SipTcpTransport;
+  readonly tls: SipTcpTransport;
+  readonly #tlsListening: boolean;
+  readonly #log: Logger;
+
+  /** Wrap sockets already bound. */
+  constructor(
+    udp: UdpEndpoint,
+    tcp: SipTcpTransport | undefined,
+    tls: SipTcpTransport,
+    tlsListening: boolean,
+    log: Logger,
+  ) {
+    this.udp = udp;
+    this.tcp = tcp;
+    this.tls = tls;
+    this.#tlsListening = tlsListening;
+    this.#log = log;
+  }
+
+  /** The TLS listening address, when TLS is accepted. */
+  get tlsLocal(): UdpAddress | undefined {
+    return this.#tlsListening ? this.tls.local : undefined;
+  }
+
+  /** Receive on every socket; a stream that cannot be opened goes to `unreachable`. */
+  start(handler: DatagramHandler, unreachable: (to: UdpAddress) => void): void {
+    this.udp.start(handler);
+    this.tcp?.start(handler, unreachable);
+    this.tls.start(handler, unreachable);
+  }
+
+  /** Put bytes on the wire the way `to` is reached: its TCP or TLS connection, or a datagram. */
+  send(bytes: Uint8Array, to: UdpAddress): void {
+    if (to.transport === "tls") this.tls.send(bytes, to);
+    else if (to.transport === undefined) this.udp.send(bytes, to);
+    else if (this.tcp !== undefined) this.tcp.send(bytes, to);
+    else this.#log.warn("sip: a TCP destination but TCP is off", { to: to.hostname });
+  }
+
+  /** Close every socket and wait for their loops. */
+  async close(): Promise<void> {
+    await Promise.all([this.udp.close(), this.tcp?.close(), this.tls.close()]);
+  }
 }
 
 function inUse(what: string, host: string, port: number, err: unknown): FlowcatError {
@@ -42,7 +84,7 @@ export function bindSipSockets(
       tlsPort === undefined ? { caCerts: tlsOptions.caCerts } : tlsOptions,
       log,
     );
-    return { udp, tcp, tls };
+    return new SipSockets(udp, tcp, tls, tlsPort !== undefined, log);
   } catch (err) {
     void udp.close();
     void tcp?.close();
