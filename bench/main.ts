@@ -22,6 +22,7 @@ import { benchDemo, benchIdleMemory, benchRouting } from "./core.ts";
 import { runBargeInBench } from "./bargein.ts";
 import { runTurnsBench } from "./turns.ts";
 import { runWebRtcBench } from "./webrtc.ts";
+import { runSrtpBench } from "./srtp.ts";
 
 const { values } = parseArgs({
   args: Deno.args,
@@ -110,6 +111,13 @@ if (want("webrtc")) {
     opus_decode_plus_encode_ms_p50: opus.decode_plus_encode_ms.p50,
     opus_leg_ms_per_call_frame_p50: leg.opus_48k.total_ms.p50,
   };
+}
+if (want("srtp")) {
+  console.error("bench: SRTP protect + unprotect per 20 ms G.711 packet...");
+  const srtp = runSrtpBench(quick);
+  const file = await writeGroup("srtp", srtp);
+  const s80 = srtp.AES_CM_128_HMAC_SHA1_80 as { protect_plus_unprotect_us: { p50: number } };
+  result.srtp = { file, protect_plus_unprotect_us_p50: s80.protect_plus_unprotect_us.p50 };
 }
 if (want("turns")) {
   console.error("bench: turns (caller's last word to the bot's first audio; minutes)...");

@@ -105,6 +105,24 @@ export interface SipKeepaliveDocument {
   interval_seconds: number;
 }
 
+/** `telephony.sip.tls`: SIP over TLS. */
+export interface SipTlsDocument {
+  /** TLS listening port (default 5061). */
+  port: number;
+  /** PEM certificate chain; with `key_file`, the agent accepts TLS. */
+  cert_file?: string;
+  /** PEM private key. */
+  key_file?: string;
+  /** PEM roots trusted for a sips: server (default the system's). */
+  ca_file?: string;
+}
+
+/** `telephony.sip.media`: how call media is carried. */
+export interface SipMediaDocument {
+  /** SRTP with SDES keys: `required`, `optional` or `off` (default). */
+  srtp: "required" | "optional" | "off";
+}
+
 /** `telephony.sip`: a SIP trunk. */
 export interface SipTrunkDocument {
   /** Registrar or proxy SIP URI. */
@@ -123,6 +141,8 @@ export interface SipTrunkDocument {
   public_ip?: string;
   /** Local SIP signalling port (default 5060). */
   sip_port: number;
+  /** Also accept SIP over TCP on `sip_port` (default false). */
+  tcp: boolean;
   /** First (even) RTP port probed (default 16000). */
   rtp_port_base: number;
   /** Number of even RTP ports probed (default 200). */
@@ -135,6 +155,10 @@ export interface SipTrunkDocument {
   inbound: SipInboundDocument;
   /** NAT keep-alive. */
   keepalive: SipKeepaliveDocument;
+  /** Media encryption. */
+  media: SipMediaDocument;
+  /** SIP over TLS. */
+  tls?: SipTlsDocument;
 }
 
 /** `telephony`: carriers, webhook secrets and the SIP trunk. */

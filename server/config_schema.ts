@@ -167,16 +167,17 @@ const callerId = z.unknown().superRefine((value, ctx) => {
 
 const sipServer = z.string().superRefine((value, ctx) => {
   const uri = parseUri(value);
-  if (uri.ok && uri.value.scheme === "sips") {
+  const transport = uri.ok ? uri.value.params.get("transport")?.toLowerCase() : undefined;
+  const sipOrSips = uri.ok && (uri.value.scheme === "sip" || uri.value.scheme === "sips");
+  if (sipOrSips && transport !== undefined) {
+    if (transport === "udp" || transport === "tcp" || transport === "tls") return;
     ctx.addIssue({
       code: "custom",
-      message:
-        `${shown(value)}: sips: (SIP over TLS) is not supported; the trunk is reached over ` +
-        "UDP, so use a sip: URI (see docs/security.md)",
+      message: `${shown(value)}: transport=${transport} is not supported (udp, tcp or tls)`,
     });
     return;
   }
-  if (uri.ok && uri.value.scheme === "sip") return;
+  if (sipOrSips) return;
   ctx.addIssue({
     code: "custom",
     message: `${
@@ -205,6 +206,20 @@ const keepaliveSchema = z.strictObject({
   interval_seconds: z.int().min(5).max(3600).default(30),
 });
 
+const sipTlsSchema = z.strictObject({
+  port: z.int().min(0).max(65535).default(5061),
+  cert_file: z.string().min(1, "must not be empty").optional(),
+  key_file: z.string().min(1, "must not be empty").optional(),
+  ca_file: z.string().min(1, "must not be empty").optional(),
+}).refine(
+  (t) => (t.cert_file === undefined) === (t.key_file === undefined),
+  "cert_file and key_file go together (both to accept TLS, neither to only connect out)",
+);
+
+const sipMediaSchema = z.strictObject({
+  srtp: choice(["required", "optional", "off"]).default("off"),
+});
+
 const sipSchema = z.strictObject({
   server: sipServer,
   register: z.boolean().default(true),
@@ -214,6 +229,7 @@ const sipSchema = z.strictObject({
   caller_id: callerId,
   public_ip: z.ipv4("must be an IPv4 address like 203.0.113.5").optional(),
   sip_port: port.default(5060),
+  tcp: z.boolean().default(false),
   rtp_port_base: z.int().min(1024).max(65534).default(16000).refine(
     (n) => n % 2 === 0,
     "must be even (RTP uses even ports, RTCP the odd one above)",
@@ -223,6 +239,8 @@ const sipSchema = z.strictObject({
   allow_hosts: z.array(hostEntry).default([]),
   inbound: inboundSchema.prefault({}),
   keepalive: keepaliveSchema.prefault({}),
+  media: sipMediaSchema.prefault({}),
+  tls: sipTlsSchema.optional(),
 });
 
 const carrierName = oneOfNames("carrier", () => CARRIER_NAMES);
@@ -364,6 +382,8 @@ export const KNOWN_KEYS: Readonly<Record<string, readonly string[]>> = Object.fr
   "telephony.sip.inbound": Object.keys(inboundSchema.shape),
   "telephony.sip.inbound.auth": Object.keys(inboundAuthSchema.shape),
   "telephony.sip.keepalive": Object.keys(keepaliveSchema.shape),
+  "telephony.sip.media": Object.keys(sipMediaSchema.shape),
+  "telephony.sip.tls": ["port", "cert_file", "key_file", "ca_file"],
   recording: Object.keys(recordingSchema.shape),
   limits: Object.keys(limitsSchema.shape),
   turns: Object.keys(turnsSchema.shape),

@@ -118,8 +118,10 @@ export interface SipTrunkConfig {
   callerId: string;
   /** IPv4 address advertised in Via, Contact and SDP (NAT); absent uses the bound address. */
   publicIp?: string;
-  /** Local SIP signalling port (UDP). */
+  /** Local SIP signalling port (UDP, and TCP when `tcp`). */
   sipPort: number;
+  /** Also accept SIP over TCP on `sipPort` (on anyway when `server` says `;transport=tcp`). */
+  tcp: boolean;
   /** First (even) RTP port probed. */
   rtpPortBase: number;
   /** Number of even RTP ports probed (caps concurrent SIP calls). */
@@ -132,6 +134,22 @@ export interface SipTrunkConfig {
   inbound: SipInboundConfig;
   /** NAT keep-alive towards `server` (`off`: none). */
   keepalive: { mode: "crlf" | "options" | "off"; intervalSeconds: number };
+  /** SRTP with SDES keys: `required`, `optional` or `off`. */
+  srtp: "required" | "optional" | "off";
+  /** SIP over TLS: listening port and PEM files (resolved paths). */
+  tls?: SipTlsFiles;
+}
+
+/** `telephony.sip.tls` with its paths resolved. */
+export interface SipTlsFiles {
+  /** TLS listening port (used with a certificate and key). */
+  port: number;
+  /** Certificate chain file; with `keyFile`, the agent accepts TLS. */
+  certFile?: string;
+  /** Private key file. */
+  keyFile?: string;
+  /** Roots trusted for a sips: server; absent: the system's. */
+  caFile?: string;
 }
 
 /** The Contact user of a trunk that does not register and names no login. */
@@ -356,15 +374,24 @@ export function toServerConfig(
       registerExpires: s.register_expires,
       callerId: s.caller_id as string,
       sipPort: s.sip_port,
+      tcp: s.tcp,
       rtpPortBase: s.rtp_port_base,
       rtpPortTries: s.rtp_port_tries,
       allowHosts: [...s.allow_hosts],
       rtpSource: s.rtp_source,
       inbound,
       keepalive: { mode: s.keepalive.mode, intervalSeconds: s.keepalive.interval_seconds },
+      srtp: s.media.srtp,
     };
     if (s.password_env !== undefined) telephony.sip.passwordEnv = s.password_env;
     if (s.public_ip !== undefined) telephony.sip.publicIp = s.public_ip;
+    if (s.tls !== undefined) {
+      const tls: SipTlsFiles = { port: s.tls.port };
+      if (s.tls.cert_file !== undefined) tls.certFile = resolveFrom(baseDir, s.tls.cert_file);
+      if (s.tls.key_file !== undefined) tls.keyFile = resolveFrom(baseDir, s.tls.key_file);
+      if (s.tls.ca_file !== undefined) tls.caFile = resolveFrom(baseDir, s.tls.ca_file);
+      telephony.sip.tls = tls;
+    }
   }
   const providers: ProvidersConfig = {};
   for (const kind of ["realtime", "stt", "llm", "tts"] as const) {

@@ -16,6 +16,7 @@
 
 import { type ProviderKind, providersOfKind } from "../providers/registry.ts";
 import { parseUri } from "../telephony/sip/uri.ts";
+import { sipTlsReads } from "./sip_tls.ts";
 import { requiredEnv } from "./config_env.ts";
 import type { AgentServerConfig } from "./config_types.ts";
 import { GUARD_HOP_HOST } from "./guard_net.ts";
@@ -94,7 +95,9 @@ function sipHosts(config: AgentServerConfig): string[] {
   const out = [SIP_BIND_HOST];
   const uri = parseUri(sip.server);
   if (uri.ok) {
-    const port = uri.value.port ?? 5060; // sips: is refused by the config check
+    const tls = uri.value.scheme === "sips" ||
+      uri.value.params.get("transport")?.toLowerCase() === "tls";
+    const port = uri.value.port ?? (tls ? 5061 : 5060);
     out.push(`${netHost(uri.value.host)}:${port}`);
   }
   out.push(...sip.allowHosts);
@@ -150,6 +153,7 @@ export function permissionFlags(config: AgentServerConfig, opts: PermissionOptio
   if (config.agent.kind === "graph" && config.agent.graphFile !== undefined) {
     read.push(config.agent.graphFile);
   }
+  read.push(...sipTlsReads(config.telephony.sip?.tls));
   flags.push(...list("--allow-read", [...read, ...(opts.extraRead ?? [])]));
   const write = config.recording.enabled ? [config.recording.dir] : [];
   flags.push(...list("--allow-write", [...write, ...(opts.extraWrite ?? [])]));

@@ -21,6 +21,7 @@ import { parseIp } from "../telephony/sip/source_filter.ts";
 import { parseUri } from "../telephony/sip/uri.ts";
 import type { CallManager, EnvGet } from "./calls.ts";
 import type { SipTrunkConfig } from "./config.ts";
+import { readSipTlsFiles } from "./sip_tls.ts";
 import type { SipDialFn } from "./outbound.ts";
 import type { MemorySessionSource } from "./session_store.ts";
 
@@ -94,12 +95,15 @@ export async function startSipTrunk(opts: SipTrunkOptions): Promise<SipTrunk> {
     ? secret(opts.env, sip.passwordEnv ?? "", "the SIP trunk password")
     : (sip.passwordEnv === undefined ? "" : opts.env(sip.passwordEnv) ?? "");
   const inbound = inboundPolicy(sip, opts.env);
+  const tls = sip.tls === undefined ? undefined : await readSipTlsFiles(sip.tls);
   const agent = await SipAgent.start({
     server: sip.server,
     login: sip.login,
     password,
     callerId: sip.callerId,
     sipPort: sip.sipPort,
+    tcp: sip.tcp,
+    ...(tls !== undefined ? { tls } : {}),
     rtpPortBase: sip.rtpPortBase,
     rtpPortTries: sip.rtpPortTries,
     ...(sip.publicIp !== undefined ? { publicIp: sip.publicIp } : {}),
@@ -108,7 +112,7 @@ export async function startSipTrunk(opts: SipTrunkOptions): Promise<SipTrunk> {
     logger,
     inbound,
     registration: { expires: sip.registerExpires },
-    rtp: { latch: LATCH[sip.rtpSource] },
+    rtp: { latch: LATCH[sip.rtpSource], srtp: sip.srtp },
     unavailable: () => calls.draining,
     ...(sip.keepalive.mode === "off" ? {} : {
       keepAlive: { mode: sip.keepalive.mode, intervalMs: sip.keepalive.intervalSeconds * 1000 },

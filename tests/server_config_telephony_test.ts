@@ -62,12 +62,28 @@ Deno.test("config: SIP ports, addresses and hosts are range-checked", async () =
     yaml(`telephony: { sip: { ${SIP_OK}, rtp_port_base: 65000, rtp_port_tries: 400 } }`),
   );
   at(range, "telephony.sip.rtp_port_tries", "run past 65535 (use at most 268 tries from 65000)");
-  const tls = await problems(
+  const tls = await parse(
     yaml(
       `telephony: { sip: { server: "sips:trunk.example.com", login: bob, password_env: P, caller_id: "+15551230000" } }`,
     ),
   );
-  at(tls, "telephony.sip.server", "sips: (SIP over TLS) is not supported");
+  assert.ok(tls.ok, "sips: is accepted");
+  const halfTls = await problems(
+    yaml(`telephony: { sip: { ${SIP_OK}, tls: { cert_file: a.pem } } }`),
+  );
+  at(halfTls, "telephony.sip.tls", "cert_file and key_file go together");
+  const sctp = await problems(
+    yaml(
+      `telephony: { sip: { server: "sip:trunk.example.com;transport=sctp", login: bob, password_env: P, caller_id: "+15551230000" } }`,
+    ),
+  );
+  at(sctp, "telephony.sip.server", "transport=sctp is not supported (udp, tcp or tls)");
+  const tcp = await parse(
+    yaml(
+      `telephony: { sip: { server: "sip:trunk.example.com;transport=tcp", login: bob, password_env: P, caller_id: "+15551230000" } }`,
+    ),
+  );
+  assert.ok(tcp.ok, tcp.ok ? "" : formatConfigProblems(tcp.problems));
   const overlap = await problems(yaml(`telephony: { sip: { ${SIP_OK}, sip_port: 16010 } }`));
   at(overlap, "telephony.sip.sip_port", "inside the RTP range 16000-16399");
 });
@@ -110,6 +126,8 @@ Deno.test("config: inbound auth, keep-alive, expiry and RTP source are read and 
     register_expires: 600
     rtp_source: any
     keepalive: { mode: options, interval_seconds: 15 }
+    media: { srtp: required }
+    tcp: true
     inbound:
       filter: true
       refused: ignore
@@ -119,6 +137,8 @@ Deno.test("config: inbound auth, keep-alive, expiry and RTP source are read and 
   assert.equal(sip.registerExpires, 600);
   assert.equal(sip.rtpSource, "any");
   assert.deepEqual(sip.keepalive, { mode: "options", intervalSeconds: 15 });
+  assert.equal(sip.srtp, "required");
+  assert.equal(sip.tcp, true);
   assert.deepEqual(sip.inbound, {
     allow: [],
     filter: true,
@@ -139,6 +159,7 @@ Deno.test("config: inbound auth, keep-alive, expiry and RTP source are read and 
     register_expires: 5
     rtp_source: symmetric
     keepalive: { mode: stun, interval_seconds: 1 }
+    media: { srtp: dtls }
     inbound:
       allow: [example.com, 10.0.0.0/33, "2001:db8::/32"]
       refused: drop
@@ -147,6 +168,7 @@ Deno.test("config: inbound auth, keep-alive, expiry and RTP source are read and 
   at(bad, "telephony.sip.rtp_source", "must be one of: latch, sdp, any");
   at(bad, "telephony.sip.keepalive.mode", "must be one of: crlf, options, off");
   at(bad, "telephony.sip.keepalive.interval_seconds", "at least 5");
+  at(bad, "telephony.sip.media.srtp", "must be one of: required, optional, off");
   at(bad, "telephony.sip.inbound.allow[0]", "is not an IPv4 address or CIDR block");
   at(bad, "telephony.sip.inbound.allow[1]", "is not an IPv4 address or CIDR block");
   at(bad, "telephony.sip.inbound.allow[2]", "is not an IPv4 address or CIDR block");

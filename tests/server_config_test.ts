@@ -166,6 +166,7 @@ observability:
       callerId: "+15551230000",
       publicIp: "203.0.113.5",
       sipPort: 5070,
+      tcp: false,
       rtpPortBase: 20000,
       rtpPortTries: 50,
       allowHosts: ["203.0.113.10"],
@@ -174,6 +175,7 @@ observability:
       rtpSource: "latch",
       inbound: { allow: [], filter: false, refused: "reject" },
       keepalive: { mode: "crlf", intervalSeconds: 30 },
+      srtp: "off",
     },
   });
   assert.deepEqual(c.recording, { enabled: true, dir: "/var/flowcat/rec" });

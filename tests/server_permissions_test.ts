@@ -115,6 +115,41 @@ Deno.test("permissions: openai + SIP trunk + remote brain", async () => {
   ]);
 });
 
+Deno.test("permissions: SIP over TLS reads exactly its PEM files and reaches the sips: server", async () => {
+  const c = await config(`
+agent: { graph: graph.yaml }
+providers: { realtime: { name: echo } }
+playground: { enabled: false }
+telephony:
+  sip:
+    server: sips:trunk.example.com
+    login: bob
+    password_env: SIP_PASSWORD
+    caller_id: "+15551230000"
+    public_ip: 203.0.113.5
+    tls: { cert_file: tls/sip.pem, key_file: tls/sip.key, ca_file: /etc/flowcat/trunk-ca.pem }
+`);
+  const flags = permissionFlags(c, { configPath: "deploy/agent.yaml" });
+  assert.ok(
+    flags.includes(
+      "--allow-read=deploy/agent.yaml,deploy/graph.yaml,deploy/tls/sip.pem,deploy/tls/sip.key,/etc/flowcat/trunk-ca.pem",
+    ),
+    flags.join(" "),
+  );
+  const net = flags.find((f) => f.startsWith("--allow-net="))!;
+  assert.ok(net.split(/[=,]/).includes("trunk.example.com:5061"), net);
+  // Without tls: no certificate file is readable.
+  const plain = await config(`
+agent: { graph: graph.yaml }
+providers: { realtime: { name: echo } }
+playground: { enabled: false }
+telephony: { sip: { server: "sip:trunk.example.com;transport=tcp", login: bob, password_env: SIP_PASSWORD, caller_id: "+15551230000" } }
+`);
+  const read = permissionFlags(plain, { configPath: "deploy/agent.yaml" })
+    .find((f) => f.startsWith("--allow-read="));
+  assert.equal(read, "--allow-read=deploy/agent.yaml,deploy/graph.yaml");
+});
+
 Deno.test("permissions: overrides, wildcards, endpoint URLs and extras", async () => {
   const c = await config(`
 agent: { graph: graph.yaml }

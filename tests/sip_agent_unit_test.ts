@@ -346,3 +346,44 @@ Deno.test("publicIp is advertised in Via, Contact and SDP c=", async () => {
     await agent.close();
   }
 });
+
+Deno.test("SRTP in a dialog: the answer's key is kept on re-INVITE; dropping SRTP gets 488", async () => {
+  const { agent } = await startAgent({}, { rtp: { srtp: "optional" } });
+  const peer = new RawPeer();
+  const callId = crypto.randomUUID();
+  const crypto1 = `a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:${
+    new Uint8Array(30).fill(7).toBase64()
+  }\n`;
+  const keyOf = (body: string) => /a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:(\S+)/.exec(body)?.[1];
+  try {
+    await peer.send(
+      request("INVITE", peer, { callId, body: sdp(4000, "0 101", crypto1) }),
+      agent.local.port,
+    );
+    const call = await (await agent.nextInbound())!.answer();
+    const ok = await peer.response(200, "INVITE");
+    const tag = /tag=([^;>\s]+)/.exec(getHeader(ok, "To")!)![1];
+    const ours = keyOf(ok.body);
+    assert.ok(ours !== undefined, ok.body);
+    assert.notEqual(ours, new Uint8Array(30).fill(7).toBase64(), "our own key, not the peer's");
+    assert.ok(call.media.srtp);
+    await peer.send(request("ACK", peer, { callId, toTag: tag }), agent.local.port);
+    await peer.send(
+      request("INVITE", peer, { callId, toTag: tag, cseq: 2, body: sdp(4100, "0 101", crypto1) }),
+      agent.local.port,
+    );
+    const re = await peer.response(200, "2 INVITE");
+    assert.equal(keyOf(re.body), ours, "the re-INVITE's answer keeps our key");
+    await peer.send(
+      request("INVITE", peer, { callId, toTag: tag, cseq: 3, body: sdp(4100) }),
+      agent.local.port,
+    );
+    await peer.response(488, "3 INVITE");
+    await peer.send(request("BYE", peer, { callId, toTag: tag, cseq: 4 }), agent.local.port);
+    await peer.response(200, "BYE");
+    assert.equal(await call.ended, "remote hangup");
+  } finally {
+    await peer.close();
+    await agent.close();
+  }
+});

@@ -27,12 +27,20 @@
  * @module
  */
 
-import { errorMessage, FlowcatError } from "../../core/errors.ts";
+import type { SrtpPolicy } from "./sdes.ts";
+import { bindSipSockets, type SipSockets } from "./sip_sockets.ts";
+import { overStream } from "./tcp_via.ts";
 import { type Logger, silentLogger } from "../../core/log.ts";
 import { AsyncQueue } from "./async_queue.ts";
 import { buildResponse, newBranch, newTag, tagOf } from "./build.ts";
 import type { SipCall } from "./call.ts";
-import { advertisedAddress, resolveSipConfig, type SipConfig, type SipSettings } from "./config.ts";
+import {
+  advertisedAddress,
+  resolveSipConfig,
+  serverAddress,
+  type SipConfig,
+  type SipSettings,
+} from "./config.ts";
 import { type AgentCore, ALLOWED_METHODS } from "./core.ts";
 import { dialogKeyOfRequest } from "./dialog.ts";
 import { DigestClient } from "./digest.ts";
@@ -53,7 +61,7 @@ import { RtpSession } from "./rtp_session.ts";
 import { type ServerTransaction, TransactionLayer } from "./transaction.ts";
 import { answerMalformed, checkRequest } from "./uas_checks.ts";
 import { warmSipMedia } from "./warm.ts";
-import { type UdpAddress, UdpEndpoint } from "./udp.ts";
+import type { StreamTransport, UdpAddress } from "./udp.ts";
 
 import type { SipAgentCounters, SipAgentOptions } from "./agent_options.ts";
 
@@ -92,9 +100,11 @@ export class SipAgent implements AgentCore {
   readonly sendRinging: boolean;
   /** Unanswered INVITEs get 480 after this long, ms (0: never). */
   readonly answerTimeoutMs: number;
+  /** Whether media is encrypted (SRTP with SDES keys). */
+  readonly srtp: SrtpPolicy;
   /** How long hangup() waits for the BYE's response, ms. */
   readonly byeWaitMs: number;
-  readonly #ep: UdpEndpoint;
+  readonly #wire: SipSockets;
   readonly #opts: SipAgentOptions;
   readonly #registration: Registration;
   readonly #inbound = new AsyncQueue<SipInvite>();
@@ -109,16 +119,16 @@ export class SipAgent implements AgentCore {
     settings: SipSettings,
     digest: DigestClient,
     gate: InboundGate,
-    ep: UdpEndpoint,
+    sockets: SipSockets,
     opts: SipAgentOptions,
   ) {
     this.settings = settings;
     this.digest = digest;
     this.#gate = gate;
-    this.#ep = ep;
+    this.#wire = sockets;
     this.#opts = opts;
     this.log = opts.logger ?? silentLogger;
-    this.local = ep.local;
+    this.local = sockets.udp.local;
     const adv = advertisedAddress(settings);
     this.advertised = adv.address;
     if (adv.guessed) {
@@ -128,9 +138,14 @@ export class SipAgent implements AgentCore {
     }
     this.sendRinging = opts.ringing ?? true;
     this.answerTimeoutMs = opts.answerTimeoutMs ?? 60_000;
+    this.srtp = opts.rtp?.srtp ?? "off";
     this.byeWaitMs = opts.byeWaitMs ?? 2000;
     this.layer = new TransactionLayer(
-      (msg, to) => this.#ep.send(encodeSipMessage(msg), to),
+      (msg, to) =>
+        this.#wire.send(
+          encodeSipMessage(to.transport === undefined ? msg : overStream(msg, to.transport)),
+          to,
+        ),
       (req, txn, from) => this.#onRequest(req, txn, from),
       { timers: opts.timers, logger: this.log },
     );
@@ -141,7 +156,7 @@ export class SipAgent implements AgentCore {
       login: settings.login,
       digest,
       advertised: this.advertised,
-      contactUri: () => this.contactUri(),
+      contactUri: () => this.contactUri(settings.server.transport),
       via: () => this.via(),
       commonHeaders: () => this.commonHeaders(),
     }, opts.registration);
@@ -151,18 +166,21 @@ export class SipAgent implements AgentCore {
         {
           layer: this.layer,
           log: this.log,
-          sendRaw: (bytes, to) => this.#ep.send(bytes, to),
+          sendRaw: (bytes, to) => this.#wire.send(bytes, to),
           via: () => this.via(),
-          contactUri: () => this.contactUri(),
+          contactUri: () => this.contactUri(settings.server.transport),
           commonHeaders: () => this.commonHeaders(),
         },
         server.uri,
-        { hostname: server.host, port: server.port },
+        serverAddress(server),
         opts.keepAlive,
       );
       this.#keepAlive.start();
     }
-    ep.start((bytes, from) => this.#onDatagram(bytes, from));
+    sockets.start(
+      (bytes, from) => this.#onDatagram(bytes, from),
+      (to) => this.layer.unreachable(to),
+    );
   }
 
   /**
@@ -181,26 +199,21 @@ export class SipAgent implements AgentCore {
     const { settings, credentials } = resolveSipConfig(config);
     const gate = new InboundGate(opts.inbound);
     const log = opts.logger ?? silentLogger;
-    let ep: UdpEndpoint;
-    try {
-      ep = UdpEndpoint.open(settings.bindHost, settings.sipPort, log);
-    } catch (err) {
-      const what = err instanceof Deno.errors.AddrInUse ? "is already in use" : errorMessage(err);
-      throw new FlowcatError(
-        "config",
-        `SIP port ${settings.bindHost}:${settings.sipPort} ${what}`,
-        { cause: err },
-      );
-    }
+    const sockets = bindSipSockets(settings, config.tls ?? {}, log);
     // Before the first call, not during it: the codecs and the resampler's WebAssembly.
     warmSipMedia();
-    const agent = new SipAgent(settings, new DigestClient(credentials), gate, ep, opts);
+    const agent = new SipAgent(settings, new DigestClient(credentials), gate, sockets, opts);
     log.info("sip agent started", {
       local: `${agent.local.hostname}:${agent.local.port}`,
       advertised: agent.advertised,
       server: settings.server.hostPort,
     });
     return agent;
+  }
+
+  /** The TLS listening address, when the agent accepts SIP over TLS. */
+  get tlsLocal(): UdpAddress | undefined {
+    return this.#wire.tlsLocal;
   }
 
   /** True once {@link close} started. */
@@ -257,9 +270,19 @@ export class SipAgent implements AgentCore {
     return `SIP/2.0/UDP ${this.advertised}:${this.local.port};branch=${newBranch()};rport`;
   }
 
-  /** `sip:login@advertised:port`. */
-  contactUri(): string {
-    return `sip:${this.settings.login}@${this.advertised}:${this.local.port}`;
+  /**
+   * `sip:login@advertised:port`; for a dialog or registration over TCP or TLS, the port and
+   * `;transport=` of that listener, so the peer's requests come back the same way.
+   */
+  contactUri(transport?: StreamTransport): string {
+    const base = `sip:${this.settings.login}@${this.advertised}`;
+    if (transport === "tls" && this.tlsLocal !== undefined) {
+      return `${base}:${this.tlsLocal.port};transport=tls`;
+    }
+    if (transport === "tcp" && this.#wire.tcp !== undefined) {
+      return `${base}:${this.local.port};transport=tcp`;
+    }
+    return `${base}:${this.local.port}`;
   }
 
   /** User-Agent. */
@@ -275,7 +298,9 @@ export class SipAgent implements AgentCore {
       portBase: s.rtpPortBase,
       portTries: s.rtpPortTries,
       logger: this.log,
-      ...this.#opts.rtp,
+      jitterDepth: this.#opts.rtp?.jitterDepth,
+      latch: this.#opts.rtp?.latch,
+      keepAliveSilence: this.#opts.rtp?.keepAliveSilence,
     });
   }
 
@@ -397,7 +422,7 @@ export class SipAgent implements AgentCore {
     ]);
     this.#registration.close();
     this.layer.close();
-    await this.#ep.close();
+    await this.#wire.close();
     this.log.info("sip agent closed", { ...this.counters });
   }
 }

@@ -8,6 +8,7 @@ import type { InboundPolicy } from "./inbound_gate.ts";
 import type { KeepAliveOptions } from "./keepalive.ts";
 import type { RegistrationOptions } from "./register.ts";
 import type { LatchMode } from "./rtp_source.ts";
+import type { SrtpPolicy } from "./sdes.ts";
 import type { TransactionCounters } from "./transaction.ts";
 import type { BaseTimers } from "./txn_timers.ts";
 
@@ -27,8 +28,14 @@ export interface SipAgentOptions {
   answerTimeoutMs?: number;
   /** How long `hangup()` waits for the BYE's response, ms. Default 2000. */
   byeWaitMs?: number;
-  /** RTP: jitter depth (20 ms packets), symmetric-RTP latching, idle silence. */
-  rtp?: { jitterDepth?: number; latch?: LatchMode; keepAliveSilence?: boolean };
+  /** RTP: jitter depth (20 ms packets), symmetric-RTP latching, idle silence, SRTP policy. */
+  rtp?: {
+    jitterDepth?: number;
+    latch?: LatchMode;
+    keepAliveSilence?: boolean;
+    /** SRTP with SDES keys: `required`, `optional` or `off` (the default). */
+    srtp?: SrtpPolicy;
+  };
   /** Source allowlist and digest challenge of inbound requests. Default: anyone, no auth. */
   inbound?: InboundPolicy;
   /** NAT keep-alive towards the server (CRLF or OPTIONS on an interval). Default none. */

@@ -7,6 +7,8 @@
 
 import { FlowcatError } from "../../core/errors.ts";
 import { DigestCredentials } from "./digest.ts";
+import type { SipTlsOptions } from "./tcp.ts";
+import type { StreamTransport, UdpAddress } from "./udp.ts";
 import { parseUri } from "./uri.ts";
 
 /** What {@link SipAgent.start} takes. */
@@ -29,6 +31,17 @@ export interface SipConfig {
   rtpPortTries?: number;
   /** Local address to bind SIP and RTP sockets to; default 0.0.0.0 (all interfaces). */
   bindHost?: string;
+  /**
+   * Also accept SIP over TCP on `sipPort`; default false (true when `server` has
+   * `;transport=tcp`, which also sends our requests to it over TCP).
+   */
+  tcp?: boolean;
+  /**
+   * SIP over TLS: with `cert` and `key` (PEM) the agent accepts TLS on `port` (default 5061, 0
+   * picks one); `caCerts` (PEM) are the roots trusted for a `sips:` or `;transport=tls` server
+   * (default the system's).
+   */
+  tls?: { port?: number } & SipTlsOptions;
 }
 
 /** Defaults of the optional {@link SipConfig} fields. */
@@ -54,6 +67,15 @@ export interface SipServer {
   port: number;
   /** `host` or `host:port` as written in our URIs. */
   hostPort: string;
+  /** `tcp` or `tls` when the URI says so (`;transport=`, `sips:`); absent for UDP. */
+  transport?: StreamTransport;
+}
+
+/** Where requests to `server` go: its host, port and transport. */
+export function serverAddress(server: SipServer): UdpAddress {
+  const to: UdpAddress = { hostname: server.host, port: server.port };
+  if (server.transport !== undefined) to.transport = server.transport;
+  return to;
 }
 
 /** {@link SipConfig} validated, defaults applied, without the password. */
@@ -74,6 +96,10 @@ export interface SipSettings {
   rtpPortTries: number;
   /** Local address the SIP and RTP sockets bind to. */
   bindHost: string;
+  /** Whether SIP over TCP is accepted on the SIP port. */
+  tcp: boolean;
+  /** The TLS listening port, when the agent accepts SIP over TLS. */
+  tlsPort?: number;
 }
 
 const IPV4 = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/;
@@ -103,14 +129,28 @@ export function parseServer(server: string): SipServer {
       })`,
     );
   }
-  const p = r.value.port ?? 5060;
+  const param = r.value.params.get("transport")?.toLowerCase();
+  if (param !== undefined && param !== "udp" && param !== "tcp" && param !== "tls") {
+    throw new FlowcatError(
+      "config",
+      `SipConfig.server: transport=${param} is not supported (udp, tcp or tls)`,
+    );
+  }
+  const transport = r.value.scheme === "sips" ? "tls" : param === "udp" ? undefined : param;
+  const p = r.value.port ?? (transport === "tls" ? 5061 : 5060);
   const hostPort = r.value.port === undefined ? r.value.host : `${r.value.host}:${p}`;
-  return {
-    uri: `sip:${hostPort}`,
+  const parsed: SipServer = {
+    uri: r.value.scheme === "sips"
+      ? `sips:${hostPort}`
+      : transport === undefined
+      ? `sip:${hostPort}`
+      : `sip:${hostPort};transport=${transport}`,
     host: r.value.host.replace(/^\[(.*)\]$/, "$1"),
     port: p,
     hostPort,
   };
+  if (transport !== undefined) parsed.transport = transport;
+  return parsed;
 }
 
 /**
@@ -143,8 +183,10 @@ export function resolveSipConfig(
       "SipConfig.rtpPortTries must be >= 1 and keep the last port at or below 65534",
     );
   }
+  const server = parseServer(config.server);
   const settings: SipSettings = {
-    server: parseServer(config.server),
+    server,
+    tcp: config.tcp === true || server.transport === "tcp",
     login: config.login.trim(),
     callerId: typeof config.callerId === "string" ? config.callerId.trim() : "",
     sipPort: port("sipPort", config.sipPort, SIP_CONFIG_DEFAULTS.sipPort, 0),
@@ -153,6 +195,11 @@ export function resolveSipConfig(
     bindHost: config.bindHost ?? SIP_CONFIG_DEFAULTS.bindHost,
   };
   if (config.publicIp !== undefined) settings.publicIp = config.publicIp;
+  if (config.tls?.cert !== undefined && config.tls.key !== undefined) {
+    settings.tlsPort = port("tls.port", config.tls.port, 5061, 0);
+  } else if (config.tls?.cert !== undefined || config.tls?.key !== undefined) {
+    throw new FlowcatError("config", "SipConfig.tls needs both cert and key to accept TLS");
+  }
   return { settings, credentials: new DigestCredentials(settings.login, config.password) };
 }
 

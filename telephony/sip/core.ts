@@ -4,6 +4,8 @@
  * @module
  */
 
+import type { SrtpPolicy } from "./sdes.ts";
+import type { StreamTransport } from "./udp.ts";
 import type { CallHost, SipCall } from "./call.ts";
 import type { SipSettings } from "./config.ts";
 import type { DigestClient } from "./digest.ts";
@@ -28,8 +30,10 @@ export interface AgentCore extends CallHost {
   readonly sendRinging: boolean;
   /** Reject an unanswered INVITE with 480 after this long, ms (0: never). */
   readonly answerTimeoutMs: number;
-  /** Our Contact URI (`sip:login@ip:port`). */
-  contactUri(): string;
+  /** Whether media is encrypted (SRTP with SDES keys). */
+  readonly srtp: SrtpPolicy;
+  /** Our Contact URI (`sip:login@ip:port`), for a dialog over `transport` (default UDP). */
+  contactUri(transport?: StreamTransport): string;
   /** Bind an RTP port for a new call (throws when all are taken). */
   openRtp(): RtpSession;
   /** Put an established call in the dialog table. */
@@ -38,10 +42,13 @@ export interface AgentCore extends CallHost {
   inviteSettled(txn: ServerTransaction): void;
 }
 
-/** Contact, Allow and User-Agent: what our INVITEs and 2xx answers carry. */
-export function dialogHeaders(core: AgentCore): SipHeader[] {
+/**
+ * Contact, Allow and User-Agent: what our INVITEs and 2xx answers carry. `transport` is the one
+ * the dialog's INVITE travels over, so the Contact invites the peer back over it.
+ */
+export function dialogHeaders(core: AgentCore, transport?: StreamTransport): SipHeader[] {
   return [
-    { name: "Contact", value: `<${core.contactUri()}>` },
+    { name: "Contact", value: `<${core.contactUri(transport)}>` },
     { name: "Allow", value: ALLOWED_METHODS },
     ...core.commonHeaders(),
   ];

@@ -107,7 +107,12 @@ export function uriDestination(uri: string): UdpAddress | undefined {
   const r = parseUri(uri.trim().replace(/^<|>$/g, ""));
   if (!r.ok || r.value.host === "") return undefined;
   const host = r.value.host.replace(/^\[(.*)\]$/, "$1");
-  return { hostname: host, port: r.value.port ?? 5060 };
+  const transport = r.value.params.get("transport")?.toLowerCase();
+  const tls = r.value.scheme === "sips" || transport === "tls";
+  const dest: UdpAddress = { hostname: host, port: r.value.port ?? (tls ? 5061 : 5060) };
+  if (tls) dest.transport = "tls";
+  else if (transport === "tcp") dest.transport = "tcp";
+  return dest;
 }
 
 /** The next hop of an in-dialog request: the first route (loose routing) or the target. */

@@ -6,6 +6,7 @@
  * @module
  */
 
+import type { SrtpKeyMaterial } from "./srtp.ts";
 import type { KeypadEntry } from "../../core/frames.ts";
 import { sessionDescription } from "./body.ts";
 import { buildResponse, cseqOf, type ResponseOptions } from "./build.ts";
@@ -73,6 +74,7 @@ function reInvite(core: AgentCore, call: SipCall, txn: ServerTransaction): void 
       port: call.rtp.port,
       codecs: [call.media.codec],
       telephoneEventPt: call.media.telephoneEventPt ?? null,
+      ...srtpOf(call),
       sessionId: origin.sessionId,
       sessionVersion: version,
     }));
@@ -83,6 +85,7 @@ function reInvite(core: AgentCore, call: SipCall, txn: ServerTransaction): void 
         address: core.advertised,
         port: call.rtp.port,
         codecs: [call.media.codec],
+        ...srtpOf(call),
         sessionId: origin.sessionId,
         sessionVersion: version,
       })
@@ -96,8 +99,14 @@ function reInvite(core: AgentCore, call: SipCall, txn: ServerTransaction): void 
   }
   call.sdpOrigin = { sessionId: origin.sessionId, version };
   txn.respond(buildResponse(req, 200, {
-    headers: dialogHeaders(core),
+    headers: dialogHeaders(core, txn.source.transport),
     body: sdp,
     contentType: "application/sdp",
   }));
+}
+
+/** A re-negotiation keeps the call's security: SRTP with our key, or plain RTP. */
+function srtpOf(call: SipCall): { srtp: "required"; srtpKey: SrtpKeyMaterial } | { srtp: "off" } {
+  const keys = call.media.srtp;
+  return keys === undefined ? { srtp: "off" } : { srtp: "required", srtpKey: keys.send };
 }

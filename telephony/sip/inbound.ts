@@ -98,7 +98,11 @@ export class SipInvite {
       this.#state = "rejected";
       return Promise.reject(err);
     }
-    const ans = buildAnswer(this.#offer, { address: core.advertised, port: rtp.port });
+    const ans = buildAnswer(this.#offer, {
+      address: core.advertised,
+      port: rtp.port,
+      srtp: core.srtp,
+    });
     if (!ans.ok) {
       // Cannot happen: the offer was checked on arrival. Fail closed anyway.
       this.#final(488);
@@ -156,7 +160,9 @@ export class SipInvite {
     this.#txn.respond(buildResponse(this.request, status, {
       toTag: this.#localTag,
       reason,
-      headers: ok ? dialogHeaders(this.#core) : this.#core.commonHeaders(),
+      headers: ok
+        ? dialogHeaders(this.#core, this.#txn.source.transport)
+        : this.#core.commonHeaders(),
       body: sdp,
       contentType: sdp === undefined ? undefined : "application/sdp",
     }));
@@ -191,15 +197,23 @@ export function acceptInvite(core: AgentCore, txn: ServerTransaction): SipInvite
     respond(488);
     return undefined;
   }
-  const check = buildAnswer(offer.value, { address: core.advertised, port: 9 });
+  const check = buildAnswer(offer.value, { address: core.advertised, port: 9, srtp: core.srtp });
   if (!check.ok) {
-    core.log.info("sip invite rejected: no common codec", { callId: getHeader(req, "Call-ID") });
+    core.log.info("sip invite rejected", {
+      callId: getHeader(req, "Call-ID"),
+      reason: check.reason,
+    });
     respond(488);
     return undefined;
   }
   const localTag = newTag();
   if (core.sendRinging) {
-    txn.respond(buildResponse(req, 180, { toTag: localTag, headers: dialogHeaders(core) }));
+    txn.respond(
+      buildResponse(req, 180, {
+        toTag: localTag,
+        headers: dialogHeaders(core, txn.source.transport),
+      }),
+    );
   }
   return new SipInvite(core, txn, offer.value, localTag);
 }

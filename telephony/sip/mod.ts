@@ -133,6 +133,22 @@ export {
   SAMPLES_PER_20MS,
 } from "../../core/rtp.ts";
 export { type LatchMode, type RtpAddress, RtpSourceFilter } from "./rtp_source.ts";
+export {
+  SRTP_SUITES,
+  SrtpContext,
+  type SrtpKeyMaterial,
+  type SrtpStats,
+  type SrtpSuite,
+  srtpTagBytes,
+} from "./srtp.ts";
+export {
+  type CryptoLine,
+  formatCrypto,
+  type NegotiatedSrtp,
+  newSrtpKey,
+  parseCrypto,
+  type SrtpPolicy,
+} from "./sdes.ts";
 export { type BaseTimers, DEFAULT_TIMERS, type TimerValues } from "./txn_timers.ts";
 export { type DatagramHandler, openEvenPort, type UdpAddress, UdpEndpoint } from "./udp.ts";
 export {

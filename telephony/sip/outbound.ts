@@ -8,6 +8,7 @@
 import { FlowcatError } from "../../core/errors.ts";
 import { assertE164 } from "../security.ts";
 import { buildRequest, newCallId, newTag } from "./build.ts";
+import { serverAddress } from "./config.ts";
 import { SipCall } from "./call.ts";
 import { type AgentCore, dialogHeaders } from "./core.ts";
 import { buildInDialogRequest, dialogAsUac, dialogNextHop } from "./dialog.ts";
@@ -52,14 +53,14 @@ export async function placeCall(
   if (core.closing) throw new FlowcatError("closed", "SIP agent is closed");
   if (opts.signal?.aborted) throw new FlowcatError("closed", "call cancelled before it started");
   const server = core.settings.server;
-  const dest: UdpAddress = { hostname: server.host, port: server.port };
+  const dest: UdpAddress = serverAddress(server);
   const rtp = core.openRtp();
   try {
     const ruri = `sip:${toNumber}@${server.hostPort}`;
     const callId = newCallId(core.advertised);
     const from = `<sip:${callerId}@${server.host}>;tag=${newTag()}`;
     const to = `<sip:${toNumber}@${server.host}>`;
-    const offer = buildOffer({ address: core.advertised, port: rtp.port });
+    const offer = buildOffer({ address: core.advertised, port: rtp.port, srtp: core.srtp });
     const sdp = formatSdp(offer);
     let challenge: DigestChallenge | undefined;
     let fresh = false;
@@ -71,7 +72,7 @@ export async function placeCall(
         { name: "To", value: to },
         { name: "Call-ID", value: callId },
         { name: "CSeq", value: `${seq} INVITE` },
-        ...dialogHeaders(core),
+        ...dialogHeaders(core, dest.transport),
         ...(opts.headers ?? []),
         { name: "Content-Type", value: "application/sdp" },
       ];
@@ -111,7 +112,12 @@ export async function placeCall(
         ack = { msg: buildInDialogRequest(dialog, "ACK", core.via(), { seq }), to: hop };
         core.layer.sendStateless(ack.msg, ack.to);
         const answer = parseSdp(res.body);
-        const media = answer.ok ? acceptAnswer(answer.value) : answer;
+        const media = answer.ok
+          ? acceptAnswer(answer.value, "sendrecv", undefined, {
+            policy: core.srtp,
+            offer,
+          })
+          : answer;
         const call = new SipCall(
           core,
           dialog,

@@ -12,7 +12,7 @@ import type { Logger } from "../../core/log.ts";
 import { addressOf, buildRequest, newCallId, newTag } from "./build.ts";
 import { type DigestChallenge, type DigestClient, selectChallenge } from "./digest.ts";
 import { getHeader, getHeaders, type SipHeader, type SipResponse } from "./message.ts";
-import type { SipServer } from "./config.ts";
+import { serverAddress, type SipServer } from "./config.ts";
 import { TimerBag } from "./txn_base.ts";
 import type { TransactionLayer } from "./transaction.ts";
 import { parseNameAddr } from "./address.ts";
@@ -199,7 +199,7 @@ export class Registration {
       if (auth.ok) headers.push(auth.value);
     }
     const req = buildRequest("REGISTER", h.server.uri, headers);
-    return h.layer.request(req, { hostname: h.server.host, port: h.server.port }).response;
+    return h.layer.request(req, serverAddress(h.server)).response;
   }
 
   /** The expiry granted for our Contact (its `expires` param), else Expires, else asked. */

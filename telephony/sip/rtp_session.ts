@@ -5,7 +5,9 @@
  * and sends 20 ms PCMU/PCMA packets and RFC 4733 events. Outbound packets leave on the shared
  * 20 ms RTP clock ({@link RtpPacer}): queued voice first, else silence, so the cadence and the
  * timestamps follow the wall clock whether the agent speaks or not, and trunks that tear down
- * silent calls keep the call up.
+ * silent calls keep the call up. When SDP negotiated SRTP (SDES), every packet is protected on
+ * the way out and authenticated, replay-checked and decrypted on the way in, before the source
+ * filter sees it, so an unauthenticated packet can never move the latched address.
  *
  * @example
  * ```ts
@@ -33,6 +35,8 @@ import { JitterBuffer, LOST } from "../../core/audio/jitter_buffer.ts";
 import { type LatchMode, RtpSourceFilter } from "./rtp_source.ts";
 import { type PacerStats, RtpPacer } from "./rtp_pacer.ts";
 import type { NegotiatedMedia } from "./sdp.ts";
+import { SrtpContext } from "./srtp.ts";
+import { sameSrtpKey } from "./sdes.ts";
 import { openEvenPort, type UdpAddress, type UdpEndpoint } from "./udp.ts";
 
 /** Options of {@link RtpSession.open}. */
@@ -86,6 +90,10 @@ export interface RtpStats {
   dtmfIn: number;
   /** RFC 4733 key presses sent. */
   dtmfOut: number;
+  /** SRTP packets whose authentication tag did not match, dropped. */
+  srtpAuthFailed: number;
+  /** SRTP packets replaying an index already received (or too old), dropped. */
+  srtpReplayed: number;
 }
 
 /** Options of {@link RtpSession.sendDtmf}. */
@@ -114,6 +122,8 @@ export class RtpSession {
   #stagingLen = 0;
   #last: Int16Array | undefined;
   #pacer: RtpPacer | undefined;
+  #srtpOut: SrtpContext | undefined;
+  #srtpIn: SrtpContext | undefined;
   /** sendDtmf calls not finished: voice stays muted from the call until the last key is out. */
   #dtmfPending = 0;
   /** RFC 4733 events are on the wire: the clock sends no voice (events carry their own timing). */
@@ -123,6 +133,7 @@ export class RtpSession {
   #dtmfChain: Promise<void> = Promise.resolve();
   #sleeps = new Map<ReturnType<typeof setTimeout>, () => void>();
   #closed = false;
+  #srtpMalformed = 0;
   #counts = { packetsSent: 0, packetsReceived: 0, droppedPayloadType: 0, malformed: 0 };
   #dtmf = { in: 0, out: 0 };
 
@@ -175,6 +186,8 @@ export class RtpSession {
       discarded: js.discarded,
       dtmfIn: this.#dtmf.in,
       dtmfOut: this.#dtmf.out,
+      srtpAuthFailed: this.#srtpIn?.stats.authFailed ?? 0,
+      srtpReplayed: this.#srtpIn?.stats.replayed ?? 0,
     };
   }
 
@@ -189,12 +202,16 @@ export class RtpSession {
     );
     const sender = new RtpSender({ payloadType: media.payloadType });
     this.#sender = sender;
+    if (media.srtp !== undefined) {
+      this.#srtpOut = new SrtpContext(media.srtp.send);
+      this.#srtpIn = new SrtpContext(media.srtp.receive);
+    }
     const silence = this.#opts.keepAliveSilence === false
       ? undefined
       : new Uint8Array(SAMPLES_PER_20MS).fill(media.codec === "PCMU" ? 0xff : 0xd5);
     this.#pacer = new RtpPacer({
       send: (payload) => {
-        this.#ep.send(sender.audio(payload), this.#filter!.remote);
+        this.#ep.send(this.#wire(sender.audio(payload)), this.#filter!.remote);
         this.#counts.packetsSent++;
       },
       skip: (frames) => sender.silence(frames * SAMPLES_PER_20MS),
@@ -202,6 +219,11 @@ export class RtpSession {
     });
     this.#ep.start(this.#onDatagram, true);
     joinRtpClock(this.#tick);
+  }
+
+  /** The packet as it goes on the wire: SRTP-protected when negotiated. */
+  #wire(rtp: Uint8Array): Uint8Array {
+    return this.#srtpOut === undefined ? rtp : this.#srtpOut.protect(rtp);
   }
 
   /** The shared clock's tick: RFC 4733 events carry their own timing, so voice waits. */
@@ -239,11 +261,26 @@ export class RtpSession {
   /** The peer re-negotiated (re-INVITE): expect media from its new address. */
   updateRemote(media: NegotiatedMedia): void {
     if (this.#filter === undefined || this.#media === undefined) return;
+    const old = this.#media.srtp?.receive;
     this.#media = { ...media, payloadType: this.#media.payloadType, codec: this.#media.codec };
+    // The peer may re-key in a re-INVITE; our sending key stays (we answer with it again).
+    const rx = media.srtp?.receive;
+    if (rx !== undefined && old !== undefined && !sameSrtpKey(rx, old)) {
+      this.#srtpIn = new SrtpContext(rx);
+    }
     this.#filter.expect({ hostname: media.remoteAddress, port: media.remotePort });
   }
 
-  #onDatagram = (bytes: Uint8Array, from: UdpAddress): void => {
+  #onDatagram = (datagram: Uint8Array, from: UdpAddress): void => {
+    const bytes = this.#srtpIn === undefined ? datagram : this.#srtpIn.unprotect(datagram);
+    if (bytes === undefined) {
+      // Counted by the SRTP context (auth, replay); too short to be SRTP counts as malformed.
+      if (this.#srtpIn!.stats.malformed > this.#srtpMalformed) {
+        this.#srtpMalformed++;
+        this.#counts.malformed++;
+      }
+      return;
+    }
     const pkt = decodeRtp(bytes, this.#pkt);
     const media = this.#media;
     if (pkt === undefined || media === undefined || this.#closed) {
@@ -367,7 +404,10 @@ export class RtpSession {
       const wait = due - performance.now();
       if (wait > 1) await this.#sleep(wait);
       if (this.#closed) return;
-      this.#ep.send(sender.event(p.payload, pt, timestamp, p.marker), this.#filter!.remote);
+      this.#ep.send(
+        this.#wire(sender.event(p.payload, pt, timestamp, p.marker)),
+        this.#filter!.remote,
+      );
       this.#counts.packetsSent++;
     }
     this.#dtmf.out++;

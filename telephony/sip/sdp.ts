@@ -24,7 +24,19 @@
  */
 
 import { fail, ok, type ParseResult } from "./result.ts";
-import type { MediaDirection, RtpMap, SdpMedia, SdpSession } from "./sdp_parse.ts";
+import type { MediaDirection, RtpMap, SdpAttribute, SdpMedia, SdpSession } from "./sdp_parse.ts";
+import {
+  answeredSrtp,
+  formatCrypto,
+  isPlainProfile,
+  isSecureProfile,
+  type NegotiatedSrtp,
+  newSrtpKey,
+  offerCrypto,
+  type SrtpPolicy,
+  streamSecurity,
+} from "./sdes.ts";
+import type { SrtpKeyMaterial } from "./srtp.ts";
 
 export * from "./sdp_parse.ts";
 
@@ -57,6 +69,8 @@ export interface NegotiatedMedia {
   localDirection: MediaDirection;
   /** True when the peer put us on hold (sendonly/inactive or c=0.0.0.0). */
   hold: boolean;
+  /** SRTP master keys of both directions, when the stream is encrypted (SDES). */
+  srtp?: NegotiatedSrtp;
 }
 
 /** Our side of a session description. */
@@ -77,6 +91,10 @@ export interface LocalMediaOptions {
   sessionId?: string;
   /** o= session version (decimal); default equal to the session id. */
   sessionVersion?: string;
+  /** SRTP policy (SDES); default `off`. */
+  srtp?: SrtpPolicy;
+  /** Our SRTP master key to offer or answer with (a re-INVITE keeps it); default a fresh one. */
+  srtpKey?: SrtpKeyMaterial;
 }
 
 /** A decimal session id from the NTP-era clock, as RFC 4566 suggests. */
@@ -140,17 +158,19 @@ export function buildOffer(opts: LocalMediaOptions): SdpSession {
     rtpmaps.push({ payloadType: te, encoding: "telephone-event", clockRate: 8000 });
     fmtp.set(te, "0-16");
   }
+  const policy = opts.srtp ?? "off";
   const audio: SdpMedia = {
     media: "audio",
     port: opts.port,
-    proto: "RTP/AVP",
+    // Optional SRTP is offered best-effort: a plain profile with crypto lines (RFC 4568 §7.5).
+    proto: policy === "required" ? "RTP/SAVP" : "RTP/AVP",
     formats: rtpmaps.map((r) => String(r.payloadType)),
     bandwidth: [],
     rtpmaps,
     fmtp,
     ptime: opts.ptime ?? 20,
     direction: opts.direction ?? "sendrecv",
-    attributes: [],
+    attributes: policy === "off" ? [] : offerCrypto(opts.srtpKey),
   };
   return baseSession(opts, [audio]);
 }
@@ -179,12 +199,6 @@ function receives(d: MediaDirection): boolean {
 
 function toDirection(send: boolean, recv: boolean): MediaDirection {
   return send ? (recv ? "sendrecv" : "sendonly") : (recv ? "recvonly" : "inactive");
-}
-
-/** RTP profiles we can carry (no SRTP). */
-function plainRtp(proto: string): boolean {
-  const p = proto.toUpperCase();
-  return p === "RTP/AVP" || p === "RTP/AVPF";
 }
 
 /** First codec of `media.formats` (peer order) that is in `ours`, with its payload type. */
@@ -218,14 +232,15 @@ export type AnswerResult =
   | { ok: false; reason: string; status: 488 };
 
 /**
- * Answer `offer`: accept the first plain-RTP audio stream that has a codec we support (chosen
- * by the peer's order), reject every other stream with port 0.
+ * Answer `offer`: accept the first audio stream that the SRTP policy allows and that has a
+ * codec we support (chosen by the peer's order), reject every other stream with port 0.
  */
 export function buildAnswer(offer: SdpSession, opts: LocalMediaOptions): AnswerResult {
   const ours = opts.codecs ?? ["PCMU", "PCMA"];
   const want = opts.direction ?? "sendrecv";
   let chosen: NegotiatedMedia | undefined;
   let sawAudio = false;
+  let sawSrtpMismatch = false;
   const media: SdpMedia[] = offer.media.map((m) => {
     const rejected: SdpMedia = {
       media: m.media,
@@ -237,7 +252,10 @@ export function buildAnswer(offer: SdpSession, opts: LocalMediaOptions): AnswerR
       fmtp: new Map(),
       attributes: [],
     };
-    if (chosen !== undefined || m.media !== "audio" || m.port === 0 || !plainRtp(m.proto)) {
+    if (chosen !== undefined || m.media !== "audio" || m.port === 0) return rejected;
+    const security = streamSecurity(m, opts.srtp ?? "off");
+    if (security === undefined) {
+      if (isPlainProfile(m.proto) || isSecureProfile(m.proto)) sawSrtpMismatch = true;
       return rejected;
     }
     sawAudio = true;
@@ -258,6 +276,13 @@ export function buildAnswer(offer: SdpSession, opts: LocalMediaOptions): AnswerR
       rtpmaps.push({ payloadType: te, encoding: "telephone-event", clockRate: 8000 });
       fmtp.set(te, m.fmtp.get(te) ?? "0-16");
     }
+    const attributes: SdpAttribute[] = [];
+    if (security.srtp) {
+      const suite = security.offered.key.suite;
+      const send = opts.srtpKey?.suite === suite ? opts.srtpKey : newSrtpKey(suite);
+      chosen.srtp = { send, receive: security.offered.key };
+      attributes.push({ name: "crypto", value: formatCrypto(security.offered.tag, send) });
+    }
     return {
       media: "audio",
       port: opts.port,
@@ -268,22 +293,24 @@ export function buildAnswer(offer: SdpSession, opts: LocalMediaOptions): AnswerR
       fmtp,
       ptime: opts.ptime ?? 20,
       direction: localDirection,
-      attributes: [],
+      attributes,
     };
   });
   if (chosen === undefined) {
-    return {
-      ok: false,
-      reason: sawAudio ? "no common codec" : "no usable audio stream",
-      status: 488,
-    };
+    const reason = sawAudio
+      ? "no common codec"
+      : sawSrtpMismatch
+      ? `no audio stream meets the SRTP policy (${opts.srtp ?? "off"})`
+      : "no usable audio stream";
+    return { ok: false, reason, status: 488 };
   }
   return { ok: true, answer: baseSession(opts, media), media: chosen };
 }
 
 /**
  * Read the negotiated media from the peer's answer to our offer (UAC side): the first accepted
- * audio stream and the first codec in it that we support.
+ * audio stream and the first codec in it that we support. With `srtp`, the answer's crypto line
+ * must match one of the offer's; under `required` an answer without one fails.
  *
  * @example
  * ```ts
@@ -298,9 +325,16 @@ export function acceptAnswer(
   answer: SdpSession,
   localDirection: MediaDirection = "sendrecv",
   codecs: G711Codec[] = ["PCMU", "PCMA"],
+  srtp?: { policy: SrtpPolicy; offer: SdpSession },
 ): ParseResult<NegotiatedMedia> {
   for (const m of answer.media) {
-    if (m.media !== "audio" || m.port === 0 || !plainRtp(m.proto)) continue;
+    if (m.media !== "audio" || m.port === 0) continue;
+    if (!isPlainProfile(m.proto) && !isSecureProfile(m.proto)) continue;
+    const ours = srtp?.offer.media.find((o) => o.media === "audio");
+    const keys = ours === undefined || srtp?.policy === "off" ? undefined : answeredSrtp(ours, m);
+    if (keys === undefined && (isSecureProfile(m.proto) || srtp?.policy === "required")) {
+      return fail("answer without a matching SRTP crypto line");
+    }
     const codec = pickCodec(m, codecs);
     if (codec === undefined) return fail("no common codec");
     const conn = m.connection ?? answer.connection;
@@ -309,6 +343,7 @@ export function acceptAnswer(
     const neg = negotiated(codec, conn.address, m, remoteDirection, localDirection);
     const te = pickTelephoneEvent(m);
     if (te !== undefined) neg.telephoneEventPt = te;
+    if (keys !== undefined) neg.srtp = keys;
     return ok(neg);
   }
   return fail("answer accepts no audio stream");

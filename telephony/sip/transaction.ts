@@ -211,6 +211,16 @@ export class TransactionLayer {
     return txn?.isInvite ? txn : undefined;
   }
 
+  /** A connection to `to` could not be opened: its pending client transactions get a 503. */
+  unreachable(to: UdpAddress): void {
+    for (const t of [...this.#clients.values()]) {
+      const d = t.destination;
+      if (d.hostname === to.hostname && d.port === to.port && d.transport === to.transport) {
+        t.transportError();
+      }
+    }
+  }
+
   /** Terminate every transaction (pending client responses resolve as a local 408). */
   close(): void {
     if (this.#closed) return;

@@ -86,7 +86,8 @@ export class ClientTransaction {
   /** Send the request and arm Timer A/B (INVITE) or E/F (non-INVITE). */
   start(): void {
     this.#ctx.send(this.request, this.destination);
-    this.#armRetransmit();
+    // Timers A and E are for unreliable transports (RFC 3261 §17.1.1.2, §17.1.2.2).
+    if (this.destination.transport === undefined) this.#armRetransmit();
     const timeout = this.isInvite ? this.#ctx.timers.B : this.#ctx.timers.F;
     this.#timers.set(() => this.#timeout(), timeout);
   }
@@ -121,6 +122,15 @@ export class ClientTransaction {
     });
     this.timedOut = true;
     this.#resolve(buildResponse(this.request, 408, { reason: "Request Timeout (no response)" }));
+    this.terminate();
+  }
+
+  /** The transport could not reach the destination: a local 503 (RFC 3261 §8.1.3.1). */
+  transportError(): void {
+    if (this.state !== "calling" && this.state !== "trying") return;
+    this.#resolve(
+      buildResponse(this.request, 503, { reason: "Service Unavailable (transport error)" }),
+    );
     this.terminate();
   }
 

@@ -101,6 +101,8 @@ export class ServerTransaction {
     this.#retransmit = this.#timers.set(() => {
       if (this.acked || this.lastResponse === undefined) return;
       if (this.state !== "accepted" && this.state !== "completed") return;
+      // Timer G is for unreliable transports; a 2xx is re-sent end to end whatever the hop.
+      if (this.state === "completed" && this.source.transport !== undefined) return;
       this.#ctx.counters.retransmitted++;
       this.#ctx.send(this.lastResponse, this.source);
       this.#armRetransmit(nextInterval("invite-server", interval, this.#ctx.timers));

@@ -16,12 +16,17 @@
 import { errorMessage } from "../../core/errors.ts";
 import { type Logger, silentLogger } from "../../core/log.ts";
 
-/** A UDP host and port. */
+/** The stream transports SIP runs over besides UDP. */
+export type StreamTransport = "tcp" | "tls";
+
+/** A peer's host and port: UDP, or TCP when `transport` says so. */
 export interface UdpAddress {
   /** IP address (or a name Deno resolves). */
   hostname: string;
   /** Port, 1 to 65535. */
   port: number;
+  /** `tcp` or `tls` for SIP over a stream (see tcp.ts); absent for UDP. */
+  transport?: StreamTransport;
 }
 
 /** Called for every datagram; `bytes` is only valid during the call when a buffer is reused. */
