@@ -9,8 +9,14 @@ import { permissionFlags } from "../server/permissions.ts";
 
 /** A running server child. */
 export interface ServerChild {
-  /** `http://127.0.0.1:<port>`. */
+  /** `http://<host>:<port>` (the config's host; 127.0.0.1 by default). */
   base: string;
+  /** The process id. */
+  pid: number;
+  /** Settles with the exit code once the process has exited (and its output was read). */
+  exited: Promise<number>;
+  /** Send `signal` and return at once (`stop` waits for the exit). */
+  kill(signal: Deno.Signal): void;
   /** The flags it runs under. */
   flags: string[];
   /** Everything it wrote to stderr so far (its log lines). */
@@ -63,24 +69,41 @@ export async function startServerChild(
   })();
   const deadline = Date.now() + 20_000;
   let port = 0;
+  let host = "127.0.0.1";
   while (port === 0 && Date.now() < deadline) {
-    port = Number(/on http:\/\/127\.0\.0\.1:(\d+)\//.exec(out)?.[1] ?? 0);
+    const m = /on http:\/\/([^/\s]+):(\d+)\//.exec(out);
+    if (m !== null) [host, port] = [m[1], Number(m[2])];
     if (port === 0) await new Promise((r) => setTimeout(r, 25));
   }
-  const stop = async () => {
+  const kill = (signal: Deno.Signal) => {
     try {
-      child.kill("SIGTERM");
+      child.kill(signal);
     } catch { /* already gone */ }
+  };
+  const exited = (async () => {
     const status = await child.status;
     await outDone;
     await errDone;
     return status.code;
+  })();
+  const stop = () => {
+    kill("SIGTERM");
+    return exited;
   };
   if (port === 0) {
     await stop();
     throw new Error(`the server did not start:\n${out}\n${err}`);
   }
-  return { base: `http://127.0.0.1:${port}`, flags, stderr: () => err, stdout: () => out, stop };
+  return {
+    base: `http://${host}:${port}`,
+    pid: child.pid,
+    exited,
+    kill,
+    flags,
+    stderr: () => err,
+    stdout: () => out,
+    stop,
+  };
 }
 
 /** The named variables of this process that are set (what a child Deno needs to find its caches). */

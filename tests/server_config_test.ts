@@ -15,7 +15,7 @@ Deno.test("config: examples/agent.yaml loads with the echo provider and its grap
     assert.equal(res.graph, c.agent.spec);
     assert.match(c.agent.greeting ?? "", /\{\{caller_name\}\}/);
   }
-  assert.deepEqual(c.server, { host: "127.0.0.1", port: 6210 });
+  assert.deepEqual(c.server, { host: "127.0.0.1", port: 6210, trustedProxies: [] });
   assert.equal(c.recording.enabled, false);
   assert.equal(c.configFile, "examples/agent.yaml");
 });
@@ -60,7 +60,7 @@ Deno.test("config: a minimal JSON config gets every default", async () => {
       speculate: true,
       bargeIn: { startMs: 200, holdMs: 300 },
     },
-    server: { host: "127.0.0.1", port: 6210 },
+    server: { host: "127.0.0.1", port: 6210, trustedProxies: [] },
     api: {},
     playground: { enabled: true, mediaHosts: [], hosts: [] },
     observability: { errors: {}, tracing: { recordContent: false } },
@@ -100,7 +100,11 @@ turns:
   speculate: false
   barge_in_ms: 120
   barge_in_hold_ms: 0
-server: { host: 0.0.0.0, port: 8000 }
+server:
+  host: 0.0.0.0
+  port: 8000
+  trusted_proxies: [10.0.0.5, "fd00::5"]
+  cluster_secret_env: FLOWCAT_CLUSTER_SECRET
 api: { token_env: FLOWCAT_API_TOKEN }
 playground: { enabled: false, media_hosts: ["*"] }
 observability:
@@ -167,7 +171,12 @@ observability:
     speculate: false,
     bargeIn: { startMs: 120, holdMs: 0 },
   });
-  assert.deepEqual(c.server, { host: "0.0.0.0", port: 8000 });
+  assert.deepEqual(c.server, {
+    host: "0.0.0.0",
+    port: 8000,
+    trustedProxies: ["10.0.0.5", "fd00::5"],
+    clusterSecretEnv: "FLOWCAT_CLUSTER_SECRET",
+  });
   assert.deepEqual(c.api, { tokenEnv: "FLOWCAT_API_TOKEN" });
   assert.deepEqual(c.playground, { enabled: false, mediaHosts: ["*"], hosts: [] });
 });
@@ -392,4 +401,20 @@ Deno.test("config: formatConfigProblems prints a heading and path: message (hint
     text,
     'config a.yaml: 2 problems\n  pipline: unknown key "pipline" (did you mean "pipeline"?)\n  (root): the config is empty',
   );
+});
+
+Deno.test("config: a trusted proxy must be an IP address", async () => {
+  const ps = await problems(yaml(`server: { trusted_proxies: [lb.example.com] }`));
+  assert.match(
+    at(ps, "server.trusted_proxies[0]").message,
+    /must be an IP address like 10\.0\.0\.5/,
+  );
+});
+
+Deno.test("config: examples/deploy/agent-host.yaml loads, behind a proxy with a shared secret", async () => {
+  const res = await loadConfig("examples/deploy/agent-host.yaml");
+  assert.ok(res.ok, res.ok ? "" : formatConfigProblems(res.problems));
+  assert.deepEqual(res.config.server.trustedProxies, ["10.0.0.5"]);
+  assert.equal(res.config.server.clusterSecretEnv, "FLOWCAT_CLUSTER_SECRET");
+  assert.equal(res.config.playground.enabled, false);
 });
