@@ -28,27 +28,28 @@ export interface ServerChild {
 }
 
 /**
- * Start `server/main.ts --config <path> --port 0` under the flags `deno task start` computes
+ * Start `server/main.ts --config <path> --port <port, default 0>` under the flags `deno task start` computes
  * (`env` is what the server and the launcher see); with `launcher`, start it through the start
  * task itself.
  */
 export async function startServerChild(
   configPath: string,
   env: Record<string, string>,
-  opts: { launcher?: boolean } = {},
+  opts: { launcher?: boolean; port?: number } = {},
 ): Promise<ServerChild> {
   const loaded = await loadConfig(configPath);
   if (!loaded.ok) throw new Error(JSON.stringify(loaded.problems));
   const perms = serverPermissionOptions(
     loaded.config,
-    { config: configPath, port: 0 },
+    { config: configPath, port: opts.port ?? 0 },
     (n) => env[n],
   );
   const flags = permissionFlags(loaded.config, perms);
-  const server = ["server/main.ts", "--config", configPath, "--port", "0"];
+  const port0 = String(opts.port ?? 0);
+  const server = ["server/main.ts", "--config", configPath, "--port", port0];
   // Through the launcher (deno task start), which computes the flags itself in the child.
   const args = opts.launcher
-    ? [...startTaskArgs(), "--config", configPath, "--port", "0"]
+    ? [...startTaskArgs(), "--config", configPath, "--port", port0]
     : ["run", "--no-prompt", ...flags, ...server];
   const child = new Deno.Command("deno", {
     args,

@@ -5,8 +5,9 @@
  * TwiML names, through the proxy) each hear their caller turn echoed; the webhook signature is
  * checked against the proxy's public URL from trusted X-Forwarded-* headers only; a media socket
  * landing on another agent than the webhook is adopted by its signed token; SIGTERM one agent
- * mid-run (its calls finish, it takes no new ones, none fail) and `kill -9` another (only its
- * own calls are lost, all new ones succeed).
+ * mid-run (its calls finish, it takes no new ones, none fail) while a new instance comes up in
+ * a spare slot and takes new calls (a rolling restart); `kill -9` another (only its own calls
+ * are lost, all new ones succeed).
  *
  * Skips, saying so, when HAProxy is not installed (`apt-get install haproxy`).
  */
@@ -63,14 +64,14 @@ function agentConfig(host: string): Record<string, unknown> {
   };
 }
 
-async function startAgent(dir: string, host: string): Promise<ServerChild> {
-  const path = `${dir}/agent-${host}.json`;
+async function startAgent(dir: string, host: string, port = 0): Promise<ServerChild> {
+  const path = `${dir}/agent-${host}-${port}.json`;
   await Deno.writeTextFile(path, JSON.stringify(agentConfig(host)));
   return await startServerChild(path, {
     TWILIO_AUTH_TOKEN: TWILIO_SECRET,
     FLOWCAT_CLUSTER_SECRET: CLUSTER_SECRET,
     FLOWCAT_LOG_FORMAT: "json",
-  });
+  }, { port });
 }
 
 function freePort(): number {
@@ -80,7 +81,10 @@ function freePort(): number {
   return port;
 }
 
-/** The shipped haproxy.cfg with the proxy on 127.0.0.1:`port` and the agents at `agents`. */
+/**
+ * The shipped haproxy.cfg with the proxy on 127.0.0.1:`port` and its servers at `agents` (one
+ * more than shipped is added after them: the new instance of a rolling restart).
+ */
 export function haproxyConfig(shipped: string, port: number, agents: string[]): string {
   let n = 0;
   const out = shipped
@@ -88,9 +92,10 @@ export function haproxyConfig(shipped: string, port: number, agents: string[]): 
     .replace(/^(\s*default-server .*)$/m, `$1 source ${PROXY_SOURCE}`)
     .replace(/^(\s*server agent)(\d+) \S+ check$/gm, (_all, head: string, k: string) => {
       n++;
-      return `${head}${k} ${agents[Number(k) - 1]} check`;
+      const line = `${head}${k} ${agents[Number(k) - 1]} check`;
+      return n === 3 && agents.length === 4 ? `${line}\n${head}4 ${agents[3]} check` : line;
     });
-  if (n !== agents.length) throw new Error(`haproxy.cfg: expected ${agents.length} servers`);
+  if (n !== 3) throw new Error("haproxy.cfg: expected 3 servers");
   return out;
 }
 
@@ -226,7 +231,10 @@ Deno.test({
 }, async (t) => {
   const dir = await Deno.makeTempDir({ dir: ".tmp", prefix: "scale-haproxy-" });
   const agents = await Promise.all(AGENT_HOSTS.map((h) => startAgent(dir, h)));
-  const proxy = await startHaproxy(dir, agents.map((a) => new URL(a.base).host));
+  // The slot of the new instance a rolling restart starts: down until then.
+  const spare = `127.0.0.1:${freePort()}`;
+  const proxy = await startHaproxy(dir, [...agents.map((a) => new URL(a.base).host), spare]);
+  let replacement: ServerChild | undefined;
   try {
     await t.step("X-Forwarded-* is believed from the proxy only", async () => {
       // Signed over the proxy's URL: accepted through the proxy...
@@ -295,61 +303,82 @@ Deno.test({
       for (const n of taken) assert.ok(n >= 2, `each agent takes a share: ${taken}`);
     });
 
-    await t.step("SIGTERM one agent mid-run: its calls finish, it takes no new ones", async () => {
-      const draining = agents[0];
-      // A call running on the agent when it is told to stop, and more coming through the proxy.
-      const held = await dialTwilio(draining.base, {
-        secret: TWILIO_SECRET,
-        publicUrl: draining.base,
-      });
-      await until(() => started(draining).length > 0, 5000, "the held call");
-      const before = agents.map((a) => started(a).length);
-      let signalled: () => void;
-      const sigterm = new Promise<void>((r) => (signalled = r));
-      let termAt = -1;
-      const running = placeCalls(proxy.base, 18, 6, 100, (i) => {
-        if (i !== 6) return;
-        termAt = started(draining).length;
-        draining.kill("SIGTERM");
-        signalled();
-      });
-      await sigterm;
-      await until(() => draining.stdout().includes("draining"), 5000, "the drain");
-      assert.equal(await health(draining), 503, "/healthz says it drains");
-      const results = await running;
-      assertAllEchoed(results, "calls placed around the SIGTERM", proxy.log());
-      assert.ok((await echoTurn(held.call)) >= TONE_FRAMES - 2, "the held call went on");
-      assert.equal(await draining.exited, 0, "the drained agent exits by itself, cleanly");
-      const reasons = ended(draining).map((l) => l.reason);
-      assert.ok(
-        reasons.every((r) => r === "caller_hung_up"),
-        `ended by hangup, not the drain: ${reasons}`,
-      );
-      assert.equal(started(draining).length, termAt, "no call started there after SIGTERM");
-      const others = agents.slice(1).map((a, i) => started(a).length - before[i + 1]);
-      assert.ok(others.every((n) => n > 0), `the others took the new calls: ${others}`);
-    });
+    await t.step(
+      "SIGTERM one agent mid-run: its calls finish, it takes no new ones; a new instance takes its place",
+      async () => {
+        const draining = agents[0];
+        // A call running on the agent when it is told to stop, and more coming through the proxy.
+        const held = await dialTwilio(draining.base, {
+          secret: TWILIO_SECRET,
+          publicUrl: draining.base,
+        });
+        await until(() => started(draining).length > 0, 5000, "the held call");
+        const before = agents.map((a) => started(a).length);
+        let signalled: () => void;
+        const sigterm = new Promise<void>((r) => (signalled = r));
+        let termAt = -1;
+        const running = placeCalls(proxy.base, 18, 6, 100, (i) => {
+          if (i !== 6) return;
+          termAt = started(draining).length;
+          draining.kill("SIGTERM");
+          signalled();
+        });
+        await sigterm;
+        await until(() => draining.stdout().includes("draining"), 5000, "the drain");
+        assert.equal(await health(draining), 503, "/healthz says it drains");
+        const results = await running;
+        assertAllEchoed(results, "calls placed around the SIGTERM", proxy.log());
+        // Rolling restart: the new instance comes up and takes new calls while the old one still
+        // holds its own.
+        replacement = await startAgent(dir, "127.0.0.1", Number(spare.split(":")[1]));
+        await until(
+          () => proxy.log().includes("agent4 is UP"),
+          10_000,
+          "the new instance in rotation",
+        );
+        const fresh = await placeCalls(proxy.base, 6, 3, 50);
+        assertAllEchoed(fresh, "calls after the new instance came up", proxy.log());
+        assert.ok(started(replacement).length > 0, "the new instance takes new calls");
+        assert.equal(draining.stdout().includes("stopped"), false, "the old one still runs");
+        assert.ok((await echoTurn(held.call)) >= TONE_FRAMES - 2, "the held call went on");
+        assert.equal(await draining.exited, 0, "the drained agent exits by itself, cleanly");
+        const reasons = ended(draining).map((l) => l.reason);
+        assert.ok(
+          reasons.every((r) => r === "caller_hung_up"),
+          `ended by hangup, not the drain: ${reasons}`,
+        );
+        assert.equal(started(draining).length, termAt, "no call started there after SIGTERM");
+        const others = agents.slice(1).map((a, i) => started(a).length - before[i + 1]);
+        assert.ok(others.every((n) => n > 0), `the others took the new calls: ${others}`);
+      },
+    );
 
     await t.step("kill -9 one agent: only its own calls are lost", async () => {
       const dead = agents[1];
-      const survivor = agents[2];
+      const survivors = [agents[2], replacement!];
+      const had = started(dead).length;
       // Two calls held open on the agent about to die.
       const held = await Promise.all([0, 1].map(async () => {
         const d = await dialTwilio(dead.base, { secret: TWILIO_SECRET, publicUrl: dead.base });
         return d.call;
       }));
-      await until(() => started(dead).length >= 2, 5000, "calls on the doomed agent");
+      await until(() => started(dead).length >= had + 2, 5000, "calls on the doomed agent");
       dead.kill("SIGKILL");
-      await Promise.race([Promise.all(held.map((c) => c.ended)), sleep(5000)]);
+      const lost = await Promise.race([
+        Promise.all(held.map((c) => c.ended)).then(() => true),
+        sleep(5000).then(() => false),
+      ]);
+      assert.ok(lost, "the dead agent's own calls end");
       for (const c of held) await c.close();
-      const before = started(survivor).length;
+      const before = survivors.map((a) => started(a).length);
       const results = await placeCalls(proxy.base, 8, 4, 50);
       assertAllEchoed(results, "after kill -9", proxy.log());
-      assert.equal(started(survivor).length - before, 8, "the survivor took every new call");
+      const taken = survivors.map((a, i) => started(a).length - before[i]);
+      assert.equal(taken[0] + taken[1], 8, `the survivors took every new call: ${taken}`);
     });
   } finally {
     await proxy.stop();
-    await Promise.all(agents.map((a) => a.stop()));
+    await Promise.all([...agents, ...(replacement ? [replacement] : [])].map((a) => a.stop()));
     await Deno.remove(dir, { recursive: true });
   }
 });
