@@ -20,15 +20,24 @@
 /** A host (name, IPv4, or bracketed IPv6) with an optional port: nothing that alters a URL. */
 const HOST = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
 
-/** The first value of a comma-separated header the proxy may have appended to. */
-function first(headers: Headers, name: string): string | undefined {
-  const v = headers.get(name)?.split(",")[0]?.trim();
+/**
+ * The last value of a comma-separated header: the one the trusted proxy itself wrote when it
+ * appends (anything before it came from its client, who may have made it up).
+ */
+function last(headers: Headers, name: string): string | undefined {
+  const v = headers.get(name)?.split(",").at(-1)?.trim();
   return v === undefined || v === "" ? undefined : v;
 }
 
-/** `remote` as a key of the trusted set (IPv6 without brackets, lower case). */
+/**
+ * `remote` as a key of the trusted set: IPv6 without brackets, lower case, and an IPv4 peer of a
+ * dual-stack listener (`::ffff:10.0.0.5`) as its IPv4 address.
+ */
 export function peerKey(remote: string): string {
-  return remote.replace(/^\[|\]$/g, "").toLowerCase();
+  return remote.replace(/^\[|\]$/g, "").toLowerCase().replace(
+    /^::ffff:(\d+\.\d+\.\d+\.\d+)$/,
+    "$1",
+  );
 }
 
 /**
@@ -43,8 +52,8 @@ export function forwardedOrigin(
 ): string {
   const own = new URL(req.url);
   if (remote === undefined || !trusted.has(peerKey(remote))) return own.origin;
-  const proto = first(req.headers, "x-forwarded-proto")?.toLowerCase();
-  const host = first(req.headers, "x-forwarded-host") ?? req.headers.get("host") ?? own.host;
+  const proto = last(req.headers, "x-forwarded-proto")?.toLowerCase();
+  const host = last(req.headers, "x-forwarded-host") ?? req.headers.get("host") ?? own.host;
   const scheme = proto === "https" || proto === "http" ? proto : own.protocol.slice(0, -1);
   return HOST.test(host) ? `${scheme}://${host.toLowerCase()}` : own.origin;
 }

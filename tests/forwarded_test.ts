@@ -13,14 +13,22 @@ const forwarded = { "x-forwarded-proto": "https", "x-forwarded-host": "Agent.Exa
 Deno.test("forwardedOrigin: a trusted proxy's headers give the public origin", () => {
   assert.equal(forwardedOrigin(req(forwarded), "10.0.0.5", trusted), "https://agent.example.com");
   assert.equal(forwardedOrigin(req(forwarded), "[FD00::5]", trusted), "https://agent.example.com");
-  // Appended to by a chain of proxies: the first (client-most) value.
+  // Appended to: the last value is the trusted proxy's own; earlier ones came from its client.
   assert.equal(
     forwardedOrigin(
-      req({ "x-forwarded-proto": "https, http", "x-forwarded-host": "a.example:8443, b" }),
+      req({
+        "x-forwarded-proto": "http, https",
+        "x-forwarded-host": "evil.example, a.example:8443",
+      }),
       "10.0.0.5",
       trusted,
     ),
     "https://a.example:8443",
+  );
+  // A dual-stack listener sees an IPv4 proxy as ::ffff:a.b.c.d.
+  assert.equal(
+    forwardedOrigin(req(forwarded), "::ffff:10.0.0.5", trusted),
+    "https://agent.example.com",
   );
   // Only the scheme forwarded: the Host header for the host.
   assert.equal(
