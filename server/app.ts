@@ -10,7 +10,7 @@ import { consoleLogger, type Logger } from "../core/log.ts";
 import { rateLimitedLogger } from "../core/log_limit.ts";
 import type { WebRtcAnswerOptions } from "../transports/webrtc.ts";
 import type { RealtimeFactory } from "../providers/registry.ts";
-import { CallManager, type CallWatcher, type EnvGet } from "./calls.ts";
+import { CallManager, type CallTicket, type CallWatcher, type EnvGet } from "./calls.ts";
 import type { AgentServerConfig } from "./config.ts";
 import {
   carrierDialer,
@@ -36,6 +36,7 @@ import {
 
 export type {
   CallManager,
+  CallTicket,
   CallWatcher,
   EnvGet,
   MemorySessionSource,
