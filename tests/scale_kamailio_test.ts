@@ -231,7 +231,8 @@ Deno.test({
         `${r.out}\n${proxy.log().slice(-3000)}`,
       );
       assert.equal(await draining.child.exited, 0, "the drained agent exits by itself");
-      const late = started(draining).filter((l) => Date.parse(l.time) > termAt + 100);
+      // An INVITE accepted just before the signal still starts its call a moment later.
+      const late = started(draining).filter((l) => Date.parse(l.time) > termAt + 1000);
       assert.deepEqual(late, [], "no call started on the draining agent after SIGTERM");
       const reasons = ended(draining).map((l) => l.reason);
       assert.ok(reasons.every((x) => x === "caller_hung_up"), `${reasons}`);
