@@ -5,11 +5,12 @@
  * @module
  */
 
+import { FlowcatError } from "../core/errors.ts";
 import { consoleLogger, type Logger } from "../core/log.ts";
 import { rateLimitedLogger } from "../core/log_limit.ts";
 import type { WebRtcAnswerOptions } from "../transports/webrtc.ts";
 import type { RealtimeFactory } from "../providers/registry.ts";
-import { CallManager, type CallWatcher, type EnvGet } from "./calls.ts";
+import { CallManager, type CallTicket, type CallWatcher, type EnvGet } from "./calls.ts";
 import type { AgentServerConfig } from "./config.ts";
 import {
   carrierDialer,
@@ -35,6 +36,7 @@ import {
 
 export type {
   CallManager,
+  CallTicket,
   CallWatcher,
   EnvGet,
   MemorySessionSource,
@@ -171,7 +173,7 @@ export async function createAgentServer(opts: AgentServerOptions): Promise<Agent
     provider,
     brainConfig,
     ...(config.recording.enabled ? { artifactDir: config.recording.dir } : {}),
-    ...(opts.cluster ? { cluster: opts.cluster } : {}),
+    ...withCluster(config, env, opts.cluster),
   });
   const metrics = createServerMetrics();
   // A worker's points carry its index, as its /metrics samples do.
@@ -246,4 +248,30 @@ export async function createAgentServer(opts: AgentServerOptions): Promise<Agent
     await errors?.flush(2000);
   };
   return { handler, calls, sessions, sip, metrics, errors, warmup, close };
+}
+
+/** Shortest shared call-token secret accepted (characters). */
+const MIN_CLUSTER_SECRET = 32;
+
+/**
+ * The session cluster: with `server.cluster_secret_env`, tokens are signed with that shared
+ * secret (over the workers' own cluster, if any), so any host behind the balancer verifies them.
+ */
+function withCluster(
+  config: AgentServerConfig,
+  env: EnvGet,
+  workers: SessionCluster | undefined,
+): { cluster?: SessionCluster } {
+  const name = config.server.clusterSecretEnv;
+  if (name === undefined) return workers === undefined ? {} : { cluster: workers };
+  const value = env(name) ?? "";
+  if (value.length < MIN_CLUSTER_SECRET) {
+    throw new FlowcatError(
+      "config",
+      `server.cluster_secret_env: ${name} must hold at least ${MIN_CLUSTER_SECRET} characters ` +
+        "(e.g. openssl rand -hex 32), the same on every host",
+    );
+  }
+  const secret = new TextEncoder().encode(value);
+  return { cluster: { ...(workers ?? { index: 0, count: 1 }), secret, hosts: true } };
 }

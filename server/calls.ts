@@ -44,6 +44,12 @@ import type { MemorySessionSource, RunRecord } from "./session_store.ts";
 
 export type { EnvGet } from "./call_shapes.ts";
 
+/** A leg admitted before a drain ({@link CallManager.admit}); release it once. */
+export interface CallTicket {
+  /** Stop holding the drain for this leg (idempotent). */
+  release(): void;
+}
+
 /** Live view of a call, for the browser playground. */
 export interface CallWatcher {
   /**
@@ -93,6 +99,8 @@ export class CallManager {
   readonly #errors: ErrorReporter | undefined;
   readonly #tasks = new Map<number, { task: PipelineTask; done: Promise<unknown> }>();
   #draining = false;
+  /** Legs admitted ({@link CallManager.admit}) whose call has not started yet. */
+  #admitted = 0;
 
   private constructor(opts: CallManagerOptions, shape: CallShape) {
     this.#cfg = opts.config;
@@ -138,6 +146,22 @@ export class CallManager {
   }
 
   /**
+   * Admit a leg accepted now whose call starts later (a media socket waiting for its start
+   * message): its call may start even if a drain begins meanwhile, and the drain waits for it.
+   * Hand the ticket to {@link CallManager.run}, or release it when the leg never gets there.
+   */
+  admit(): CallTicket {
+    this.#admitted++;
+    let held = true;
+    return {
+      release: () => {
+        if (held) this.#admitted--;
+        held = false;
+      },
+    };
+  }
+
+  /**
    * Run a call on `transport` for `run` until it ends. Resolves with the finalize report
    * (`undefined` when the call could not start; the leg is closed then).
    */
@@ -145,9 +169,15 @@ export class CallManager {
     transport: MediaTransport,
     run: RunRecord,
     watch: CallWatcher = {},
+    ticket?: CallTicket,
   ): Promise<Finalize | undefined> {
-    const refused = this.refusal();
+    const refused = ticket === undefined
+      ? this.refusal()
+      : this.#tasks.size >= this.#cfg.limits.maxCalls
+      ? "too many calls"
+      : undefined;
     if (refused !== undefined) {
+      ticket?.release();
       await transport.close?.();
       throw new FlowcatError("other", refused);
     }
@@ -155,6 +185,7 @@ export class CallManager {
     try {
       brain = await this.#brain();
     } catch (err) {
+      ticket?.release();
       // Said once, as any provider failure: the caller was hung up on at once.
       const id = callIdentity(run, transport);
       new CallFailures(
@@ -167,7 +198,11 @@ export class CallManager {
       await transport.close?.();
       return undefined;
     }
-    return this.#start(transport, run, watch, brain);
+    try {
+      return this.#start(transport, run, watch, brain);
+    } finally {
+      ticket?.release(); // the call is counted in #tasks now
+    }
   }
 
   /**
@@ -299,8 +334,16 @@ export class CallManager {
   /** Stop taking calls; let running ones finish for `ms`, then cancel them and wait. */
   async drain(ms: number = this.#cfg.limits.drainSeconds * 1000): Promise<void> {
     this.#draining = true;
+    const deadline = performance.now() + ms;
     const all = () => Promise.all([...this.#tasks.values()].map((t) => t.done));
-    if (!(await settlesWithin(all(), ms))) {
+    // Calls admitted before the drain may start during it: wait for those too.
+    while (this.#tasks.size > 0 || this.#admitted > 0) {
+      const left = deadline - performance.now();
+      if (left <= 0) break;
+      if (this.#tasks.size === 0) await new Promise((r) => setTimeout(r, Math.min(50, left)));
+      else await settlesWithin(all(), left);
+    }
+    if (this.#tasks.size > 0) {
       for (const t of this.#tasks.values()) t.task.cancel("server shutting down");
       await all();
     }

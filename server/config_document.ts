@@ -225,6 +225,10 @@ export interface ListenDocument {
   port: number;
   /** Serve HTTPS with this PEM certificate chain and key (browsers on other hosts need it). */
   tls?: { cert_file: string; key_file: string };
+  /** Proxy addresses whose `X-Forwarded-Proto` / `X-Forwarded-Host` are believed (default none). */
+  trusted_proxies: string[];
+  /** Environment variable holding the call-token secret every host behind a balancer shares. */
+  cluster_secret_env?: string;
   /** The connection guard in front of the HTTP server (timeouts, caps). */
   guard: GuardDocument;
 }

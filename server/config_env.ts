@@ -118,6 +118,14 @@ export function requiredEnv(config: AgentServerConfig): EnvRequirement[] {
       path: "api.token_env",
     });
   }
+  if (config.server.clusterSecretEnv !== undefined) {
+    add({
+      name: config.server.clusterSecretEnv,
+      why: "call-token secret shared by the hosts behind one balancer",
+      required: true,
+      path: "server.cluster_secret_env",
+    });
+  }
   add({ name: LOG_ENV, why: "log level (debug, info, warn, error, silent)", required: false });
   add({ name: LOG_FORMAT_ENV, why: "log format (text, json)", required: false });
   add({ name: OTEL_ENV, why: "OpenTelemetry export on (true): call spans", required: false });

@@ -298,6 +298,12 @@ const serverSchema = z.strictObject({
     cert_file: z.string().min(1, "must not be empty"),
     key_file: z.string().min(1, "must not be empty"),
   }).optional(),
+  trusted_proxies: z.array(
+    z.union([z.ipv4(), z.ipv6()], {
+      error: "must be an IP address like 10.0.0.5 (the proxy's address as this server sees it)",
+    }),
+  ).default([]),
+  cluster_secret_env: envName.optional(),
   guard: guardSchema.prefault({}),
 });
 

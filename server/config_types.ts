@@ -210,6 +210,16 @@ export interface ListenConfig {
    * host gives the playground its microphone only on a secure (https) page.
    */
   tls?: TlsFiles;
+  /**
+   * Proxy addresses (as this server sees its peers) whose `X-Forwarded-Proto` and
+   * `X-Forwarded-Host` give the public origin webhook signatures are checked against.
+   */
+  trustedProxies: string[];
+  /**
+   * Environment variable holding the secret call tokens are signed with, shared by every host
+   * behind one balancer: a media socket is accepted by whichever host it lands on.
+   */
+  clusterSecretEnv?: string;
   /** The connection guard in front of the HTTP server. */
   guard: GuardConfig;
 }
@@ -445,6 +455,10 @@ export function toServerConfig(
           keyFile: resolveFrom(baseDir, doc.server.tls.key_file),
         },
       }),
+      trustedProxies: [...doc.server.trusted_proxies],
+      ...(doc.server.cluster_secret_env === undefined
+        ? {}
+        : { clusterSecretEnv: doc.server.cluster_secret_env }),
     },
     api,
     playground: {

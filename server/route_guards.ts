@@ -87,8 +87,11 @@ export interface CarrierSignatureOptions {
   secrets: CarrierWebhookSecrets;
   /** Refuses a signed request seen before. */
   replay: ReplayGuard;
-  /** The public origin the carrier signed the URL with (`public_url`, else the request's). */
-  publicOrigin: (req: Request) => string;
+  /**
+   * The public origin the carrier signed the URL with (`public_url`, else the request's as a
+   * trusted proxy forwarded it).
+   */
+  publicOrigin: (req: Request, c: RouteContext) => string;
   /** Where a refusal is counted and logged. */
   refuse: RefusalLog;
 }
@@ -105,7 +108,7 @@ export function carrierSignature(opts: CarrierSignatureOptions): Guard {
       const carrier = c.params.carrier as CarrierName;
       const body = await c.body();
       if (body === undefined) return jsonError(413, "request body too large");
-      const signedUrl = `${opts.publicOrigin(req)}${c.url.pathname}${c.url.search}`;
+      const signedUrl = `${opts.publicOrigin(req, c)}${c.url.pathname}${c.url.search}`;
       const verdict = await verifyCarrierWebhook(
         carrier,
         { url: signedUrl, headers: req.headers, body, method: req.method },

@@ -37,10 +37,11 @@ import {
   webhookSecretsFromEnv,
 } from "../telephony/webhooks.ts";
 import { socketFromWebSocket, WsMediaTransport } from "../telephony/ws_transport.ts";
-import type { CallManager, EnvGet } from "./calls.ts";
+import type { CallManager, CallTicket, EnvGet } from "./calls.ts";
 import type { AgentServerConfig } from "./config.ts";
 import type { OutboundDialer } from "./outbound.ts";
 import { metricsResponse, scrapeRefusal } from "./metrics_route.ts";
+import { forwardedOrigin, peerKey } from "./forwarded.ts";
 import { type Guard, json, jsonError, type Route, type RouteContext } from "./router.ts";
 import {
   bearerToken,
@@ -95,7 +96,7 @@ export function agentRoutes(ctx: ServerContext): Route[] {
   const signed = carrierSignature({
     secrets: webhookSecrets(ctx),
     replay: new ReplayGuard(),
-    publicOrigin: (req) => publicOrigin(ctx, req),
+    publicOrigin: (req, c) => publicOrigin(ctx, req, c.remote),
     refuse: refused,
   });
   const api = bearerToken(
@@ -237,9 +238,13 @@ function webhookSecrets(ctx: ServerContext): CarrierWebhookSecrets {
   return webhookSecretsFromEnv(get);
 }
 
-/** The public origin carriers reach us at: the config's `public_url`, else the request's. */
-function publicOrigin(ctx: ServerContext, req: Request): string {
-  return ctx.config.telephony.publicUrl ?? new URL(req.url).origin;
+/**
+ * The public origin carriers reach us at: the config's `public_url`, else the request's, as a
+ * trusted proxy (`server.trusted_proxies`) forwarded it.
+ */
+function publicOrigin(ctx: ServerContext, req: Request, remote: string | undefined): string {
+  return ctx.config.telephony.publicUrl ??
+    forwardedOrigin(req, remote, new Set(ctx.config.server.trustedProxies.map(peerKey)));
 }
 
 async function carrierAnswer(
@@ -274,7 +279,7 @@ async function carrierAnswer(
     if (refused !== undefined) return jsonError(503, refused);
     run = await ctx.sessions.createRun("carrier", { carrier });
   }
-  const origin = publicOrigin(ctx, req);
+  const origin = publicOrigin(ctx, req, c.remote);
   const callId = answerCallId(carrier, c.url, body);
   const doc = answerDocument(carrier, {
     streamUrl: streamUrl(origin, carrier, run.runId, run.token),
@@ -306,6 +311,9 @@ async function mediaSocket(
   const queryToken = c.url.searchParams.get("token");
   // A token in the query is checked before the upgrade: a bad one never gets a socket, nor does
   // a second socket for the same run or one for a call that has ended.
+  // While draining, a socket is refused before the upgrade, so a balancer can send it to
+  // another instance (which adopts the run by its signed token) instead of losing the call.
+  if (ctx.calls.draining) return jsonError(503, "server is draining");
   const adopt = { origin: "carrier" as const, carrier };
   if (queryToken !== null) {
     const run = await ctx.sessions.verify(runId, queryToken, adopt);
@@ -337,11 +345,14 @@ async function mediaSocket(
     maxMessageAudioMs: limits.maxMessageAudioMs,
     maxAudioBurstMs: limits.mediaBurstMs,
   });
+  // Accepted before any drain: its call may still start once one began (and the drain waits).
+  const ticket = ctx.calls.admit();
   // A function of its own, so the call (which lives for minutes) holds on to what it needs and
   // not to the upgrade request, its headers and the route context.
-  runMediaCall(ctx, gate, transport, runId, queryToken, carrier).catch((err) =>
-    endedEarly(ctx, err)
-  );
+  runMediaCall(ctx, gate, transport, runId, queryToken, carrier, ticket).catch((err) => {
+    ticket.release();
+    endedEarly(ctx, err);
+  });
   return response;
 }
 
@@ -366,6 +377,7 @@ async function runMediaCall(
   runId: number,
   queryToken: string | null,
   carrier: CarrierName,
+  ticket: CallTicket,
 ): Promise<void> {
   // Carriers that cannot put a query on the stream URL (Twilio) pass the token in the start
   // message: nothing is resolved until it checks out, and a socket that never sends one is
@@ -378,6 +390,7 @@ async function runMediaCall(
     gate.pending--;
   }
   if (start === undefined) {
+    ticket.release();
     refuse(ctx, "no_start", "media socket closed: no start message in time", { carrier });
     await transport.close();
     return;
@@ -386,6 +399,7 @@ async function runMediaCall(
   if (queryToken === null) {
     const run = await ctx.sessions.verify(runId, start.params?.token ?? "", adopt);
     if (run === undefined || !ctx.sessions.bindMedia(run)) {
+      ticket.release();
       refuse(ctx, "call_token", "media socket closed: bad or used call token", {
         carrier,
         run: runId,
@@ -393,16 +407,17 @@ async function runMediaCall(
       await transport.close();
       return;
     }
-    ctx.calls.run(transport, run).catch((err) => endedEarly(ctx, err));
+    ctx.calls.run(transport, run, {}, ticket).catch((err) => endedEarly(ctx, err));
     return;
   }
   const run = ctx.sessions.get(runId);
   if (run === undefined || run.finalize !== undefined) {
+    ticket.release();
     await transport.close();
     return;
   }
   // Not awaited: this function's frame would stay suspended for the whole call.
-  ctx.calls.run(transport, run).catch((err) => endedEarly(ctx, err));
+  ctx.calls.run(transport, run, {}, ticket).catch((err) => endedEarly(ctx, err));
 }
 
 function endedEarly(ctx: ServerContext, err: unknown): void {
@@ -423,7 +438,7 @@ async function originate(ctx: ServerContext, req: Request, c: RouteContext): Pro
     const placed = await ctx.dialer.dial({
       to: body.to,
       via,
-      answerUrl: (carrier, runId) => answerUrl(publicOrigin(ctx, req), carrier, runId),
+      answerUrl: (carrier, runId) => answerUrl(publicOrigin(ctx, req, c.remote), carrier, runId),
     });
     return json(202, placed);
   } catch (err) {

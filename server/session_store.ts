@@ -89,7 +89,17 @@ export interface SessionCluster {
   count: number;
   /** Lifetime of a call token in seconds (default 3600). */
   tokenTtlSeconds?: number;
+  /**
+   * Set when several hosts share the secret (`server.cluster_secret_env`): a run's media socket
+   * may land on any host, so run ids are drawn at random (a restarted host must not reuse an id
+   * another host still holds) and any host adopts a run it does not hold when the token checks
+   * out, whatever the id.
+   */
+  hosts?: boolean;
 }
+
+/** Random run ids stay below 2^36 times the worker count: 15 digits, the routes' id limit. */
+const RANDOM_ID_SPACE = 2 ** 36;
 
 const EXT: Record<ArtifactKind, string> = { recording: "wav", transcript: "json" };
 
@@ -123,7 +133,7 @@ export class MemorySessionSource implements SessionSource {
     meta: { carrier?: string; to?: string } = {},
   ): Promise<RunRecord> {
     const c = this.#opts.cluster;
-    const runId = c === undefined ? this.#nextId++ : this.#nextId++ * c.count + c.index;
+    const runId = c === undefined ? this.#nextId++ : this.#clusterRunId(c);
     const token = c === undefined
       ? createCallToken()
       : await signCallToken(c.secret, { runId, ttlSeconds: c.tokenTtlSeconds ?? 3600 });
@@ -166,7 +176,7 @@ export class MemorySessionSource implements SessionSource {
       rec = undefined;
     }
     const c = this.#opts.cluster;
-    if (rec === undefined && c !== undefined && runId % c.count !== c.index) {
+    if (rec === undefined && c !== undefined && (c.hosts === true || runId % c.count !== c.index)) {
       const verdict = await verifyCallToken(c.secret, token, { runId });
       if (!verdict.ok) return undefined;
       const adopted: RunRecord = { runId, token, createdAt: this.#now(), artifacts: {}, ...adopt };
@@ -176,6 +186,15 @@ export class MemorySessionSource implements SessionSource {
     // Compare against a dummy for unknown runs too, so timing says nothing about which exist.
     const expected = rec?.token ?? "x".repeat(token.length || 1);
     return timingSafeEqual(expected, token) && rec !== undefined ? rec : undefined;
+  }
+
+  #clusterRunId(c: SessionCluster): number {
+    if (c.hosts !== true) return this.#nextId++ * c.count + c.index;
+    for (;;) {
+      const k = 1 + Math.floor(Math.random() * (RANDOM_ID_SPACE - 1));
+      const id = k * c.count + c.index;
+      if (!this.#runs.has(id)) return id;
+    }
   }
 
   /** A run by id (no token check: for the server's own bookkeeping). */

@@ -140,10 +140,15 @@ export async function startSipTrunk(opts: SipTrunkOptions): Promise<SipTrunk> {
         invite.reject(refused === "server is draining" ? 503 : 486);
         continue;
       }
+      // Accepted now: the call starts once answered even if a drain begins meanwhile.
+      const ticket = calls.admit();
       const run = await sessions.createRun("sip");
       invite.answer().then(
-        (call) => calls.run(call.transport, run),
-        (err) => logger.warn("sip: answer failed", { runId: run.runId, err: errorMessage(err) }),
+        (call) => calls.run(call.transport, run, {}, ticket),
+        (err) => {
+          ticket.release();
+          logger.warn("sip: answer failed", { runId: run.runId, err: errorMessage(err) });
+        },
       ).catch((err) => logger.warn("sip: call failed", { err: errorMessage(err) }));
     }
   })();

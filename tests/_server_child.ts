@@ -9,8 +9,14 @@ import { permissionFlags } from "../server/permissions.ts";
 
 /** A running server child. */
 export interface ServerChild {
-  /** `http://127.0.0.1:<port>`. */
+  /** `http://<host>:<port>` (the config's host; 127.0.0.1 by default). */
   base: string;
+  /** The process id. */
+  pid: number;
+  /** Settles with the exit code once the process has exited (and its output was read). */
+  exited: Promise<number>;
+  /** Send `signal` and return at once (`stop` waits for the exit). */
+  kill(signal: Deno.Signal): void;
   /** The flags it runs under. */
   flags: string[];
   /** The child's process id (the server itself, or the launcher with `launcher`). */
@@ -24,7 +30,7 @@ export interface ServerChild {
 }
 
 /**
- * Start `server/main.ts --config <path> --port 0` under the flags `deno task start` computes
+ * Start `server/main.ts --config <path> --port <port, default 0>` under the flags `deno task start` computes
  * (`env` is what the server and the launcher see); with `launcher`, start it through the start
  * task itself; `args` are more command-line options (`--workers 2`), `flags` replace the computed
  * ones; with `workers`, as `--workers <n>` (and the computed flags include what workers need).
@@ -32,21 +38,27 @@ export interface ServerChild {
 export async function startServerChild(
   configPath: string,
   env: Record<string, string>,
-  opts: { launcher?: boolean; args?: string[]; flags?: string[]; workers?: number } = {},
+  opts: { launcher?: boolean; args?: string[]; flags?: string[]; workers?: number; port?: number } =
+    {},
 ): Promise<ServerChild> {
   const loaded = await loadConfig(configPath);
   if (!loaded.ok) throw new Error(JSON.stringify(loaded.problems));
   const perms = serverPermissionOptions(
     loaded.config,
-    { config: configPath, port: 0, ...(opts.workers ? { workers: opts.workers } : {}) },
+    {
+      config: configPath,
+      port: opts.port ?? 0,
+      ...(opts.workers ? { workers: opts.workers } : {}),
+    },
     (n) => env[n],
   );
   const flags = opts.flags ?? permissionFlags(loaded.config, perms);
   const more = [...(opts.args ?? []), ...(opts.workers ? ["--workers", String(opts.workers)] : [])];
-  const server = ["server/main.ts", "--config", configPath, "--port", "0", ...more];
+  const port0 = String(opts.port ?? 0);
+  const server = ["server/main.ts", "--config", configPath, "--port", port0, ...more];
   // Through the launcher (deno task start), which computes the flags itself in the child.
   const args = opts.launcher
-    ? [...startTaskArgs(), "--config", configPath, "--port", "0", ...more]
+    ? [...startTaskArgs(), "--config", configPath, "--port", port0, ...more]
     : ["run", "--no-prompt", ...flags, ...server];
   const child = new Deno.Command("deno", {
     args,
@@ -67,27 +79,37 @@ export async function startServerChild(
   })();
   const deadline = Date.now() + 20_000;
   let port = 0;
+  let host = "127.0.0.1";
   while (port === 0 && Date.now() < deadline) {
-    port = Number(/on http:\/\/127\.0\.0\.1:(\d+)\//.exec(out)?.[1] ?? 0);
+    const m = /on http:\/\/([^/\s]+):(\d+)\//.exec(out);
+    if (m !== null) [host, port] = [m[1], Number(m[2])];
     if (port === 0) await new Promise((r) => setTimeout(r, 25));
   }
-  const stop = async () => {
+  const kill = (signal: Deno.Signal) => {
     try {
-      child.kill("SIGTERM");
+      child.kill(signal);
     } catch { /* already gone */ }
+  };
+  const exited = (async () => {
     const status = await child.status;
     await outDone;
     await errDone;
     return status.code;
+  })();
+  const stop = () => {
+    kill("SIGTERM");
+    return exited;
   };
   if (port === 0) {
     await stop();
     throw new Error(`the server did not start:\n${out}\n${err}`);
   }
   return {
-    base: `http://127.0.0.1:${port}`,
-    flags,
+    base: `http://${host}:${port}`,
     pid: child.pid,
+    exited,
+    kill,
+    flags,
     stderr: () => err,
     stdout: () => out,
     stop,

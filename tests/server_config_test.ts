@@ -18,6 +18,7 @@ Deno.test("config: examples/agent.yaml loads with the echo provider and its grap
   assert.deepEqual({ ...c.server, guard: undefined }, {
     host: "127.0.0.1",
     port: 6210,
+    trustedProxies: [],
     guard: undefined,
   });
   assert.equal(c.server.guard.enabled, true);
@@ -69,6 +70,7 @@ Deno.test("config: a minimal JSON config gets every default", async () => {
     server: {
       host: "127.0.0.1",
       port: 6210,
+      trustedProxies: [],
       guard: {
         enabled: true,
         headerTimeoutMs: 10_000,
@@ -120,6 +122,8 @@ turns:
 server:
   host: 0.0.0.0
   port: 8000
+  trusted_proxies: [10.0.0.5, "fd00::5"]
+  cluster_secret_env: FLOWCAT_CLUSTER_SECRET
   guard:
     enabled: false
     header_timeout_ms: 5000
@@ -199,6 +203,8 @@ observability:
   assert.deepEqual(c.server, {
     host: "0.0.0.0",
     port: 8000,
+    trustedProxies: ["10.0.0.5", "fd00::5"],
+    clusterSecretEnv: "FLOWCAT_CLUSTER_SECRET",
     guard: {
       enabled: false,
       headerTimeoutMs: 5000,
@@ -432,4 +438,20 @@ Deno.test("config: formatConfigProblems prints a heading and path: message (hint
     text,
     'config a.yaml: 2 problems\n  pipline: unknown key "pipline" (did you mean "pipeline"?)\n  (root): the config is empty',
   );
+});
+
+Deno.test("config: a trusted proxy must be an IP address", async () => {
+  const ps = await problems(yaml(`server: { trusted_proxies: [lb.example.com] }`));
+  assert.match(
+    at(ps, "server.trusted_proxies[0]").message,
+    /must be an IP address like 10\.0\.0\.5/,
+  );
+});
+
+Deno.test("config: examples/deploy/agent-host.yaml loads, behind a proxy with a shared secret", async () => {
+  const res = await loadConfig("examples/deploy/agent-host.yaml");
+  assert.ok(res.ok, res.ok ? "" : formatConfigProblems(res.problems));
+  assert.deepEqual(res.config.server.trustedProxies, ["10.0.0.5"]);
+  assert.equal(res.config.server.clusterSecretEnv, "FLOWCAT_CLUSTER_SECRET");
+  assert.equal(res.config.playground.enabled, false);
 });

@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { silentLogger } from "../core/log.ts";
 import { ConfigError, parseConfig } from "../server/config.ts";
 import { startAgentServer } from "../server/start.ts";
+import { twilioSignature } from "../telephony/security.ts";
 import { dialTwilio } from "./_twilio_client.ts";
 import { until } from "./_core_helpers.ts";
 
@@ -74,4 +75,52 @@ Deno.test("startAgentServer: serves, then stop() drains the running call and clo
   } finally {
     await call.close();
   }
+});
+
+Deno.test("startAgentServer: a media socket accepted before stop() still gets its call, drained", async () => {
+  const env = (name: string) => name === "TWILIO_AUTH_TOKEN" ? SECRET : undefined;
+  const cfg = await config();
+  cfg.limits.drainSeconds = 10;
+  const server = await startAgentServer({
+    config: cfg,
+    port: 0,
+    hostname: "127.0.0.1",
+    env,
+    logger: silentLogger,
+    warm: false,
+  });
+  const base = server.url.slice(0, -1);
+  // The answer webhook, then a socket that is open but has not sent its start message yet.
+  const params = { CallSid: "CAlate" };
+  const path = "/telephony/answer/twilio";
+  const res = await fetch(`${base}${path}`, {
+    method: "POST",
+    headers: {
+      "content-type": "application/x-www-form-urlencoded",
+      "x-twilio-signature": await twilioSignature(SECRET, `${PUBLIC}${path}`, params),
+    },
+    body: new URLSearchParams(params).toString(),
+  });
+  const url = new URL(/url="([^"]+)"/.exec(await res.text())![1].replaceAll("&amp;", "&"));
+  const ws = new WebSocket(`${base.replace("http", "ws")}${url.pathname}${url.search}`);
+  await new Promise((r) => ws.onopen = r);
+  const got: string[] = [];
+  ws.onmessage = (e) => got.push(String(e.data));
+  const stopping = server.stop();
+  await until(() => server.app.calls.draining, 1000, "draining");
+  let stopped = false;
+  void stopping.then(() => (stopped = true));
+  ws.send(JSON.stringify({ event: "connected", protocol: "Call", version: "1.0.0" }));
+  ws.send(JSON.stringify({
+    event: "start",
+    streamSid: "MZ1",
+    start: { streamSid: "MZ1", callSid: "CAlate", customParameters: {} },
+  }));
+  await until(() => got.some((m) => m.includes('"media"')), 5000, "the call's greeting");
+  assert.equal(server.app.calls.active, 1, "the admitted call runs during the drain");
+  assert.equal(stopped, false, "the drain waits for it");
+  ws.send(JSON.stringify({ event: "stop", streamSid: "MZ1", stop: { callSid: "CAlate" } }));
+  await stopping;
+  assert.equal(server.app.calls.active, 0);
+  ws.close();
 });

@@ -58,3 +58,48 @@ Deno.test("session store: recordings and transcripts are written for the server'
     await Deno.remove(dir.replace(/\/rec$/, ""), { recursive: true });
   }
 });
+
+Deno.test("session store: hosts sharing a secret adopt each other's runs by signed token", async () => {
+  const secret = new TextEncoder().encode("a-shared-secret-of-at-least-32-chars!");
+  const host = () =>
+    new MemorySessionSource({
+      provider: "echo",
+      cluster: { secret, index: 0, count: 1, hosts: true },
+    });
+  const a = host();
+  const b = host();
+  const run = await a.createRun("carrier", { carrier: "twilio" });
+  // Same index on both hosts: only the signature tells b it may take the run.
+  const adopted = await b.verify(run.runId, run.token, { origin: "carrier", carrier: "twilio" });
+  assert.equal(adopted?.runId, run.runId);
+  assert.equal(adopted?.carrier, "twilio");
+  assert.ok(b.bindMedia(adopted!));
+  assert.equal(await b.verify(run.runId, run.token), adopted, "held now");
+  assert.equal(await b.verify(run.runId, `${run.token}x`), undefined, "the exact token only");
+  // A token for another run, or signed with another secret, is not adopted.
+  const other = new MemorySessionSource({
+    provider: "echo",
+    cluster: { secret: new Uint8Array(32), index: 0, count: 1, hosts: true },
+  });
+  assert.equal(await other.verify(run.runId, run.token), undefined, "other secret");
+  const next = await a.createRun("carrier");
+  assert.equal(await host().verify(next.runId + 1, next.token), undefined, "other run id");
+});
+
+Deno.test("session store: a host's run ids are random, so a restarted host reuses none", async () => {
+  const secret = new Uint8Array(32).fill(7);
+  const ids = new Set<number>();
+  for (let restart = 0; restart < 20; restart++) {
+    const s = new MemorySessionSource({
+      provider: "echo",
+      cluster: { secret, index: 1, count: 2, hosts: true },
+    });
+    for (let i = 0; i < 5; i++) {
+      const { runId } = await s.createRun("carrier");
+      assert.ok(Number.isSafeInteger(runId) && String(runId).length <= 15, String(runId));
+      assert.equal(runId % 2, 1, "the worker's index is kept");
+      ids.add(runId);
+    }
+  }
+  assert.equal(ids.size, 100);
+});
