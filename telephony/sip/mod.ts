@@ -150,7 +150,14 @@ export {
   type SrtpPolicy,
 } from "./sdes.ts";
 export { type BaseTimers, DEFAULT_TIMERS, type TimerValues } from "./txn_timers.ts";
-export { type DatagramHandler, openEvenPort, type UdpAddress, UdpEndpoint } from "./udp.ts";
+export {
+  type DatagramHandler,
+  openEvenPort,
+  type StreamTransport,
+  type UdpAddress,
+  UdpEndpoint,
+} from "./udp.ts";
+export type { SipTlsOptions } from "./tcp.ts";
 export {
   type ClientCallbacks,
   type ClientState,
