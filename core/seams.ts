@@ -29,7 +29,15 @@ export type { ToolDecl } from "./frames.ts";
 /** What a media transport delivers to the pipeline. */
 export type MediaIn =
   | { type: "start"; callId: string }
-  | { type: "audio"; audio: AudioFrame }
+  | {
+    type: "audio";
+    audio: AudioFrame;
+    /**
+     * The PCM is lent: valid only until `deliver` returns (push mode), after which the leg
+     * decodes the next message into the same memory. A receiver that keeps it copies it.
+     */
+    lent?: boolean;
+  }
   | { type: "dtmf"; key: KeypadEntry }
   | { type: "stop" };
 
@@ -104,7 +112,12 @@ export type SerIn =
     /** Custom parameters the carrier passed through (e.g. the call token). */
     params?: Record<string, string>;
   }
-  | { type: "audio"; audio: AudioFrame }
+  | {
+    type: "audio";
+    audio: AudioFrame;
+    /** The PCM is lent until the next decode in the isolate (see `MediaIn`); copy to keep. */
+    lent?: boolean;
+  }
   | { type: "dtmf"; key: KeypadEntry }
   | { type: "mark"; name: string }
   | { type: "stop" }

@@ -141,6 +141,8 @@ type Inbound = Exclude<SerIn, { type: "mark" | "ignore" }>;
 interface WarningSource {
   /** Warnings about the last inbound message, each said once; empty when none. */
   takeWarnings?(): readonly string[];
+  /** Lend decoded audio from now on (see `CarrierBase.lendAudio`); push mode asks for it. */
+  lendAudio?(): void;
 }
 
 /** Options of a {@link WsMediaTransport}. */
@@ -289,6 +291,9 @@ export class WsMediaTransport implements MediaTransport {
       })();
       return;
     }
+    // Each event is handed on inside the socket's callback, before the next message is decoded,
+    // so the serializer may decode audio into its one reused buffer (marked `lent`).
+    this.#ser.lendAudio?.();
     let done = false;
     socket.listen((msg) => {
       if (done) return;

@@ -117,6 +117,9 @@ export class TransportInput extends FrameProcessor {
           });
         }
         audio = { pcm: up.process(audio.pcm), sampleRate: rate, numChannels: 1 };
+      } else if (m.lent === true) {
+        // Lent PCM is overwritten by the leg's next message; the frame must own its samples.
+        audio = { pcm: audio.pcm.slice(), sampleRate: rate, numChannels: audio.numChannels };
       }
       link.pushDown(inputAudio(audio));
     } else if (m.type === "start") {

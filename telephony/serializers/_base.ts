@@ -37,11 +37,22 @@ export abstract class CarrierBase implements CarrierSerializer {
   #replies: WsOut[] = [];
   #warnings: string[] = [];
   #unsupported: string | undefined;
+  /** Whether decoded audio may be lent (see {@link CarrierBase.lendAudio}). */
+  #lend = false;
 
   /** A serializer with `framing`, assuming `encoding` at `rate` until the start message. */
   protected constructor(framing: CarrierFraming, encoding: Encoding, rate: number) {
     this.#framing = framing;
     this.codec = new PayloadCodec(encoding, rate);
+  }
+
+  /**
+   * From now on, G.711 audio results carry lent PCM: the isolate's one decode buffer, valid
+   * until the next lent decode in the isolate, so the caller must use it (or copy it) before it
+   * decodes another message. For a transport that hands each result on synchronously.
+   */
+  lendAudio(): void {
+    this.#lend = true;
   }
 
   /** Decode one inbound message; never throws on carrier input. */
@@ -73,7 +84,7 @@ export abstract class CarrierBase implements CarrierSerializer {
 
   /** Decode a binary audio frame (carriers with binary audio only). */
   protected onBinary(bytes: Uint8Array): SerIn {
-    return this.audioResult(this.codec.decodeBytes(bytes), "odd-length audio frame");
+    return this.audioResult(this.codec.decodeBytes(bytes, this.#lend), "odd-length audio frame");
   }
 
   /** Handle a JSON control or data message whose kind is `event`. */
@@ -150,7 +161,10 @@ export abstract class CarrierBase implements CarrierSerializer {
   /** Audio result from a base64 payload field value. */
   protected base64Audio(payload: unknown): SerIn {
     if (typeof payload !== "string") return ignore("media without a string payload");
-    return this.audioResult(this.codec.decodeBase64(payload), "media payload is not valid base64");
+    return this.audioResult(
+      this.codec.decodeBase64(payload, this.#lend),
+      "media payload is not valid base64",
+    );
   }
 
   /** Audio result for decoded PCM, or an ignore with `failure` (or for an empty payload). */
@@ -158,7 +172,8 @@ export abstract class CarrierBase implements CarrierSerializer {
     if (this.#unsupported !== undefined) return ignore(this.#unsupported);
     if (pcm === undefined) return ignore(failure);
     if (pcm.length === 0) return ignore("empty audio payload");
-    return { type: "audio", audio: { pcm, sampleRate: this.codec.rate, numChannels: 1 } };
+    const audio = { pcm, sampleRate: this.codec.rate, numChannels: 1 };
+    return this.#lend ? { type: "audio", audio, lent: true } : { type: "audio", audio };
   }
 
   /** Ignore result for an event this carrier does not act on. */

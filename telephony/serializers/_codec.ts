@@ -87,6 +87,28 @@ function l16FromOwnedBytes(bytes: Uint8Array): Int16Array | undefined {
  * synchronous and done before it returns, and an idle call then holds no buffer of its own.
  */
 let scratch = new Uint8Array(320);
+/** The last view of `scratch` handed out: a frame of the same length reuses it. */
+let scratchView = scratch.subarray(0, 160);
+
+/** The first `n` bytes of the isolate's scratch, as a view reused while `n` stays the same. */
+function scratchBytes(n: number): Uint8Array {
+  if (scratchView.length !== n || scratchView.buffer !== scratch.buffer) {
+    scratchView = scratch.subarray(0, n);
+  }
+  return scratchView;
+}
+
+/**
+ * Lent PCM: G.711 decoded for a consumer that uses it before the next decode in the isolate
+ * (see {@link PayloadCodec.decodeBase64}'s `lend`). One per isolate, like `scratch`.
+ */
+let lentPcm = new Int16Array(160);
+
+/** The isolate's lent PCM, `n` samples long (the whole buffer when it is exactly that long). */
+function lendPcm(n: number): Int16Array {
+  if (lentPcm.length < n) lentPcm = new Int16Array(Math.max(n, lentPcm.length * 2));
+  return n === lentPcm.length ? lentPcm : lentPcm.subarray(0, n);
+}
 
 /** Converts a carrier's audio payloads to and from PCM, reusing the isolate's scratch bytes. */
 export class PayloadCodec {
@@ -106,15 +128,20 @@ export class PayloadCodec {
     return scratch;
   }
 
-  /** Decode a base64 payload to fresh PCM; `undefined` when it is not valid base64 audio. */
-  decodeBase64(b64: string): Int16Array | undefined {
+  /**
+   * Decode a base64 payload to PCM; `undefined` when it is not valid base64 audio. The PCM is
+   * fresh, unless `lend` is set: then G.711 audio is decoded into the isolate's lent buffer, valid
+   * only until the next lent decode anywhere in the isolate (the caller consumes it synchronously
+   * or copies it). L16 is always fresh (it aliases the decoded bytes).
+   */
+  decodeBase64(b64: string, lend = false): Int16Array | undefined {
     try {
       if (this.encoding === "l16") return l16FromOwnedBytes(Uint8Array.fromBase64(b64));
-      // G.711: decode the base64 into the scratch bytes, then table-decode into fresh PCM.
+      // G.711: decode the base64 into the scratch bytes, then table-decode into PCM.
       const scratch = this.#ensure(Math.ceil(b64.length / 4) * 3);
       const { read, written } = scratch.setFromBase64(b64);
       if (read !== b64.length) return undefined;
-      return this.#g711Decode(scratch.subarray(0, written));
+      return this.#g711Decode(scratchBytes(written), lend);
     } catch {
       return undefined;
     }
@@ -122,16 +149,18 @@ export class PayloadCodec {
 
   /**
    * Decode a binary audio frame. L16 PCM aliases `bytes` when it is 2-byte aligned (the frame is
-   * the transport's to give away); `undefined` for an odd-length L16 frame.
+   * the transport's to give away); `undefined` for an odd-length L16 frame. `lend` as for
+   * {@link PayloadCodec.decodeBase64}.
    */
-  decodeBytes(bytes: Uint8Array): Int16Array | undefined {
-    return this.encoding === "l16" ? l16FromOwnedBytes(bytes) : this.#g711Decode(bytes);
+  decodeBytes(bytes: Uint8Array, lend = false): Int16Array | undefined {
+    return this.encoding === "l16" ? l16FromOwnedBytes(bytes) : this.#g711Decode(bytes, lend);
   }
 
   /** Encode PCM at {@link PayloadCodec.rate} as a base64 payload. */
   encodeBase64(pcm: Int16Array): string {
     if (this.encoding === "l16") return l16Bytes(pcm).toBase64();
-    return this.#g711Encode(pcm, this.#ensure(pcm.length)).toBase64();
+    this.#ensure(pcm.length);
+    return this.#g711Encode(pcm, scratchBytes(pcm.length)).toBase64();
   }
 
   /** Encode PCM as a binary frame the socket may keep (L16 is a view over `pcm`, never reused). */
@@ -139,8 +168,9 @@ export class PayloadCodec {
     return this.encoding === "l16" ? l16Bytes(pcm) : this.#g711Encode(pcm);
   }
 
-  #g711Decode(bytes: Uint8Array): Int16Array {
-    return this.encoding === "pcmu" ? muLawDecode(bytes) : aLawDecode(bytes);
+  #g711Decode(bytes: Uint8Array, lend: boolean): Int16Array {
+    const out = lend ? lendPcm(bytes.length) : undefined;
+    return this.encoding === "pcmu" ? muLawDecode(bytes, out) : aLawDecode(bytes, out);
   }
 
   #g711Encode(pcm: Int16Array, out?: Uint8Array): Uint8Array {
