@@ -290,6 +290,7 @@ export async function main(args: string[]): Promise<number> {
       config,
       handler: app.handler,
       logger,
+      metrics: app.metrics,
       ...(tls !== undefined ? { tls } : {}),
     });
   } catch (e) {
