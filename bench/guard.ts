@@ -81,6 +81,7 @@ async function once(guarded: boolean, sockets: number, perSocket: number): Promi
       limits: {
         headerTimeoutMs: 10_000,
         idleTimeoutMs: 30_000,
+        bodyTimeoutMs: 30_000,
         maxHeaderBytes: 32 * 1024,
         maxPending: 512,
         maxPendingPerClient: 16,

@@ -241,6 +241,8 @@ export interface GuardDocument {
   header_timeout_ms: number;
   /** A keep-alive connection with no request for this long is closed, ms (default 30000). */
   idle_timeout_ms: number;
+  /** A request body must be complete this long after its head, ms (default 30000). */
+  body_timeout_ms: number;
   /** Largest request head, bytes (default 32768). */
   max_header_bytes: number;
   /** Connections waiting for their first request head, in all (default 512). */

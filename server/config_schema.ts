@@ -285,6 +285,7 @@ const guardSchema = z.strictObject({
   enabled: z.boolean().default(true),
   header_timeout_ms: z.int().min(100).max(600_000).default(10_000),
   idle_timeout_ms: z.int().min(100).max(3_600_000).default(30_000),
+  body_timeout_ms: z.int().min(100).max(3_600_000).default(30_000),
   max_header_bytes: z.int().min(1024).max(1024 * 1024).default(32 * 1024),
   max_pending: z.int().min(1).max(1_000_000).default(512),
   max_pending_per_client: z.int().min(1).max(1_000_000).default(16),

@@ -232,6 +232,8 @@ export interface GuardConfig {
   headerTimeoutMs: number;
   /** A keep-alive connection with no request for this long is closed, ms. */
   idleTimeoutMs: number;
+  /** A request body must be complete this long after its head, ms. */
+  bodyTimeoutMs: number;
   /** Largest request head, bytes. */
   maxHeaderBytes: number;
   /** Connections waiting for their first request head, in all. */
@@ -444,6 +446,7 @@ export function toServerConfig(
         enabled: doc.server.guard.enabled,
         headerTimeoutMs: doc.server.guard.header_timeout_ms,
         idleTimeoutMs: doc.server.guard.idle_timeout_ms,
+        bodyTimeoutMs: doc.server.guard.body_timeout_ms,
         maxHeaderBytes: doc.server.guard.max_header_bytes,
         maxPending: doc.server.guard.max_pending,
         maxPendingPerClient: doc.server.guard.max_pending_per_client,

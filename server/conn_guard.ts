@@ -10,7 +10,8 @@
  *   address: beyond it, the oldest that have waited a second are closed (a slow-loris holds at
  *   most that many; a burst of real connections, whose heads arrive in milliseconds, and any
  *   new client still get through);
- * - an idle timeout for keep-alive connections between requests;
+ * - an idle timeout for keep-alive connections between requests, and a deadline for each
+ *   request body (one trickling in a byte at a time would otherwise hold its connection);
  * - on upgraded (WebSocket) connections, a cap on each inbound message's length, read from the
  *   frame headers (server/guard_stream.ts): a longer message drops the connection before its
  *   bytes reach Deno.
@@ -49,7 +50,19 @@ export interface GuardLimits {
   maxPendingPerClient: number;
   /** Largest inbound WebSocket message, bytes. */
   maxMessageBytes: number;
+  /** A request body must be complete this long after its head, ms. */
+  bodyTimeoutMs: number;
 }
+
+/** Why the guard cut or refused a connection (the `reason` of its metric). */
+export type GuardCut =
+  | "header_timeout"
+  | "header_too_large"
+  | "body_timeout"
+  | "bad_framing"
+  | "message_too_big"
+  | "pending"
+  | "pending_client";
 
 /** Options of {@link serveGuarded}. */
 export interface GuardedServeOptions {
@@ -67,6 +80,8 @@ export interface GuardedServeOptions {
   limits: GuardLimits;
   /** Where cut and refused connections are said (rate limited). */
   logger: Logger;
+  /** Told of each connection cut or refused (a metric counts them). */
+  onCut?: (reason: GuardCut) => void;
 }
 
 /** A guarded server: the public listener and the `Deno.serve` behind it. */
@@ -116,6 +131,8 @@ interface Guarded {
   lastActivity: number;
   /** When the head in progress started (0: none). */
   headStart: number;
+  /** When the request body in progress started (its head's end). */
+  bodyStart: number;
   /** Resolves when the server answered an upgrade request. */
   upgradeAnswered: PromiseWithResolvers<void> | undefined;
   closed: boolean;
@@ -132,6 +149,7 @@ export async function serveGuarded(
   const { limits } = opts;
   const log = opts.logger;
   const refusals = rateLimitedLogger(log, { intervalMs: 10_000 });
+  const cut = opts.onCut ?? (() => {});
   /** Connections by the local port of their loopback hop (what the handler sees). */
   const byHop = new Map<number, Guarded>();
   /** Connections waiting for their first head, oldest first; and per client key. */
@@ -212,11 +230,12 @@ export async function serveGuarded(
    * `cap` are left: a burst of connections (a gateway opening many sockets at once) is let in,
    * a slow-loris keeps at most `cap` connections waiting.
    */
-  const trim = (set: Set<Guarded>, cap: number, now: number, what: string) => {
+  const trim = (set: Set<Guarded>, cap: number, now: number, what: string, why: GuardCut) => {
     let closed = 0;
     for (const g of set) {
       if (set.size <= cap || now - g.acceptedAt < EVICT_AFTER_MS) break;
       close(g);
+      cut(why);
       closed++;
     }
     if (closed > 0) refusals.info(what, { closed, cap });
@@ -225,12 +244,13 @@ export async function serveGuarded(
   const sweep = () => {
     const now = performance.now();
     if (pending.size > limits.maxPending) {
-      trim(pending, limits.maxPending, now, "connections closed: too many waiting for headers");
+      const what = "connections closed: too many waiting for headers";
+      trim(pending, limits.maxPending, now, what, "pending");
     }
     for (const set of pendingByClient.values()) {
       if (set.size <= limits.maxPendingPerClient) continue;
       const what = "connections closed: too many waiting for headers from one client";
-      trim(set, limits.maxPendingPerClient, now, what);
+      trim(set, limits.maxPendingPerClient, now, what, "pending_client");
     }
     for (const g of timed) {
       const s = g.stream;
@@ -244,12 +264,22 @@ export async function serveGuarded(
             client: g.remote.hostname,
             timeoutMs: limits.headerTimeoutMs,
           });
+          cut("header_timeout");
           // Nothing received at all: nothing to answer.
           if (s.headBytes === 0) close(g);
           else void refuse(g, 408, "Request Timeout");
         }
       } else if (s.state === StreamState.Head && g.awaiting) {
         continue; // the handler has the request
+      } else if (s.state !== StreamState.Head && now - g.bodyStart > limits.bodyTimeoutMs) {
+        // A body trickling in under the idle timeout would hold the connection for ever.
+        refusals.info("connection cut: request body not complete in time", {
+          client: g.remote.hostname,
+          timeoutMs: limits.bodyTimeoutMs,
+        });
+        cut("body_timeout");
+        // The handler has the request: its answer, if any, is the one the client gets.
+        close(g);
       } else if (now - g.lastActivity > limits.idleTimeoutMs) close(g);
     }
   };
@@ -282,6 +312,7 @@ export async function serveGuarded(
             client: g.remote.hostname,
             maxHeaderBytes: limits.maxHeaderBytes,
           });
+          cut("header_too_large");
           return void await refuse(g, 431, "Request Header Fields Too Large");
         }
         if (s.state === StreamState.WebSocket) {
@@ -290,9 +321,11 @@ export async function serveGuarded(
             bytes: s.refusedMessageBytes,
             maxBytes: limits.maxMessageBytes,
           });
+          cut("message_too_big");
           return close(g);
         }
         refusals.info("connection cut: request framing refused", { client: g.remote.hostname });
+        cut("bad_framing");
         return void await refuse(g, 400, "Bad Request");
       }
       if (s.state !== StreamState.WebSocket) {
@@ -302,6 +335,7 @@ export async function serveGuarded(
           unpend(g);
           g.awaiting = true;
           g.headStart = 0;
+          g.bodyStart = now;
         }
         if (s.headBytes > 0 && g.headStart === 0) g.headStart = now;
       }
@@ -380,6 +414,7 @@ export async function serveGuarded(
       acceptedAt: now,
       lastActivity: now,
       headStart: 0,
+      bodyStart: 0,
       upgradeAnswered: undefined,
       closed: false,
     };

@@ -21,7 +21,12 @@ import { checkEnv, formatConfigProblems, loadConfig } from "./config.ts";
 import type { AgentServerConfig, TlsFiles } from "./config.ts";
 import { readTlsFiles, type TlsPem } from "./tls.ts";
 import { permissionCommand, type PermissionOptions } from "./permissions.ts";
-import { hostInterfaces, webrtcPeerHosts } from "./webrtc_peers.ts";
+import {
+  hostInterfaces,
+  playgroundPeerWarning,
+  ungrantedPeerAddresses,
+  webrtcPeerHosts,
+} from "./webrtc_peers.ts";
 import { loggerFromEnv } from "./log_env.ts";
 import { grantProblems } from "./grant_check.ts";
 import { runCheck, warnUnreachable } from "./check.ts";
@@ -290,6 +295,7 @@ export async function main(args: string[]): Promise<number> {
       config,
       handler: app.handler,
       logger,
+      metrics: app.metrics,
       ...(tls !== undefined ? { tls } : {}),
     });
   } catch (e) {
@@ -323,6 +329,10 @@ function printBanner(
   console.log(`Flowcat agent server on ${scheme}://${shown}:${port}/ (model: ${rt}${note})`);
   if (config.playground.enabled) {
     console.log(`  playground: open ${scheme}://${shown}:${port}/ and press Start call`);
+    const granted = (h: string) => Deno.permissions.querySync({ name: "net", host: h }).state;
+    const missing = ungrantedPeerAddresses(hostInterfaces(), (h) => granted(h) === "granted");
+    const peerWarning = playgroundPeerWarning(missing);
+    if (peerWarning !== undefined) console.log(peerWarning);
     if (!isLoopback(host)) {
       console.log(
         "  warning: the playground has no authentication and this address is not loopback: " +

@@ -17,6 +17,7 @@
 import { type ProviderKind, providersOfKind } from "../providers/registry.ts";
 import { parseUri } from "../telephony/sip/uri.ts";
 import { sipTlsReads } from "./sip_tls.ts";
+import { sipBindGrants } from "./sip_bind_grants.ts";
 import { requiredEnv } from "./config_env.ts";
 import type { AgentServerConfig } from "./config_types.ts";
 import { GUARD_HOP_HOST } from "./guard_net.ts";
@@ -29,7 +30,7 @@ export const SERVER_ENTRY = "server/main.ts";
  * (server/webrtc_peers.ts).
  */
 export const WEBRTC_BIND_HOSTS: readonly string[] = Object.freeze(["0.0.0.0"]);
-/** The address SIP and RTP sockets bind to (any port: Deno cannot grant a port range). */
+/** The address SIP and RTP sockets bind to (each port granted: server/sip_bind_grants.ts). */
 export const SIP_BIND_HOST = "0.0.0.0";
 
 /** Inputs beside the config: where it was loaded from and the effective listen address. */
@@ -92,7 +93,7 @@ function providerHosts(config: AgentServerConfig): string[] {
 function sipHosts(config: AgentServerConfig): string[] {
   const sip = config.telephony.sip;
   if (sip === undefined) return [];
-  const out = [SIP_BIND_HOST];
+  const out = sipBindGrants(sip, SIP_BIND_HOST);
   const uri = parseUri(sip.server);
   if (uri.ok) {
     const tls = uri.value.scheme === "sips" ||

@@ -20,7 +20,8 @@
 
 import type { Logger } from "../core/log.ts";
 import type { AgentServerConfig } from "./config_types.ts";
-import { type GuardLimits, serveGuarded, type ServeHandler } from "./conn_guard.ts";
+import { type GuardCut, type GuardLimits, serveGuarded, type ServeHandler } from "./conn_guard.ts";
+import type { ServerMetrics } from "./server_metrics.ts";
 import type { TlsPem } from "./tls.ts";
 
 /** Options of {@link serveAgentHttp}. */
@@ -39,6 +40,8 @@ export interface AgentHttpOptions {
   workerIndex?: number;
   /** The guard's first hop port, when the caller computed it before changing the config. */
   hopPort?: number;
+  /** Metrics that count the connections the guard cuts or refuses. */
+  metrics?: ServerMetrics;
 }
 
 /** A listening agent HTTP server. */
@@ -75,6 +78,7 @@ export function guardLimits(config: AgentServerConfig): GuardLimits {
     maxPending: g.maxPending,
     maxPendingPerClient: g.maxPendingPerClient,
     maxMessageBytes: maxMediaMessageBytes(config.limits.maxMessageAudioMs),
+    bodyTimeoutMs: g.bodyTimeoutMs,
   };
 }
 
@@ -92,12 +96,16 @@ export function guardHopPort(config: AgentServerConfig): number {
 export async function serveAgentHttp(opts: AgentHttpOptions): Promise<AgentHttp> {
   const { host, port } = opts.config.server;
   if (opts.config.server.guard.enabled) {
+    const metrics = opts.metrics;
     const s = await serveGuarded({
       hostname: host,
       port,
       limits: guardLimits(opts.config),
       hopPort: hopPortOf(opts.hopPort ?? guardHopPort(opts.config), opts.workerIndex ?? 0),
       logger: opts.logger,
+      ...(metrics !== undefined
+        ? { onCut: (reason: GuardCut) => metrics.connectionsRefused.labels(reason).inc() }
+        : {}),
       ...(opts.tls !== undefined ? { tls: opts.tls } : {}),
       ...(opts.reusePort === true ? { reusePort: true } : {}),
     }, opts.handler);

@@ -33,6 +33,10 @@ export const OTLP_METRIC_NAMES: Readonly<Record<string, { name: string; unit: st
   flowcat_provider_errors_total: { name: "flowcat.provider.errors", unit: "{error}" },
   flowcat_frames_dropped_total: { name: "flowcat.frames.dropped", unit: "{frame}" },
   flowcat_requests_refused_total: { name: "flowcat.requests.refused", unit: "{request}" },
+  flowcat_connections_refused_total: {
+    name: "flowcat.connections.refused",
+    unit: "{connection}",
+  },
   flowcat_realtime_handovers_total: { name: "flowcat.realtime.handovers", unit: "{handover}" },
   flowcat_event_loop_lag_seconds: { name: "flowcat.event_loop.lag", unit: "s" },
   flowcat_event_loop_lag_max_seconds: { name: "flowcat.event_loop.lag_max", unit: "s" },
@@ -64,6 +68,8 @@ export interface ServerMetrics {
   readonly framesDropped: Counter;
   /** `flowcat_requests_refused_total{reason}`. */
   readonly requestsRefused: Counter;
+  /** `flowcat_connections_refused_total{reason}`: connections the connection guard cut. */
+  readonly connectionsRefused: Counter;
   /** `flowcat_realtime_handovers_total{provider,reply}`, fed by every handover in the process. */
   readonly realtimeHandovers: Counter;
 }
@@ -116,6 +122,12 @@ export function createServerMetrics(): ServerMetrics {
     requestsRefused: registry.counter(
       "flowcat_requests_refused_total",
       "Requests refused before any call work (bad signature, token or bearer).",
+      ["reason"],
+    ),
+    connectionsRefused: registry.counter(
+      "flowcat_connections_refused_total",
+      "Connections the connection guard cut or refused, by reason (header_timeout, " +
+        "header_too_large, body_timeout, bad_framing, message_too_big, pending, pending_client).",
       ["reason"],
     ),
     realtimeHandovers: registry.counter(

@@ -82,7 +82,12 @@ export async function startAgentServer(opts: StartAgentServerOptions): Promise<R
   let http: AgentHttp;
   try {
     // Behind the connection guard, as `deno task start` serves (unless `server.guard` is off).
-    http = await serveAgentHttp({ config: { ...config, server }, handler: app.handler, logger });
+    http = await serveAgentHttp({
+      config: { ...config, server },
+      handler: app.handler,
+      logger,
+      metrics: app.metrics,
+    });
   } catch (err) {
     await app.close();
     throw err;

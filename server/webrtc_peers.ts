@@ -80,3 +80,24 @@ export function hostInterfaces(): InterfaceAddress[] {
     return [];
   }
 }
+
+/**
+ * This host's IPv4 interface addresses that `--allow-net` does not cover (`granted` says
+ * whether a host, any port, is allowed): a browser on this machine sends its WebRTC media from
+ * one of them, and the server's answers to it would be refused. Flags baked into a compiled
+ * program at build time cannot know the addresses of the machine it runs on.
+ */
+export function ungrantedPeerAddresses(
+  interfaces: readonly InterfaceAddress[],
+  granted: (host: string) => boolean,
+): string[] {
+  return webrtcPeerHosts("127.0.0.1", interfaces).filter((a) => !granted(a));
+}
+
+/** The start-up warning for {@link ungrantedPeerAddresses}; undefined when all are granted. */
+export function playgroundPeerWarning(missing: readonly string[]): string | undefined {
+  if (missing.length === 0) return undefined;
+  return `  warning: --allow-net does not cover this host's address ${missing.join(", ")}: a ` +
+    "browser on this machine gets no playground audio (a compiled program's flags are fixed " +
+    "when it is built). Add them to playground.media_hosts and rebuild, or run deno task start";
+}

@@ -141,6 +141,7 @@ async function start(cmd: Extract<WorkerCommand, { type: "start" }>): Promise<vo
     config,
     handler: app.handler,
     logger,
+    metrics: app.metrics,
     reusePort: true,
     workerIndex: cmd.index,
     hopPort: cmd.hopPort ?? 0,

@@ -90,6 +90,11 @@ server: { guard: { header_timeout_ms: 1500 } }
     const after = await rss(server.pid);
     const grew = (after - before) / 1024 / 1024;
     assert.ok(grew < 50, `RSS grew ${grew.toFixed(1)} MB (${before} -> ${after})`);
+
+    // Both cuts are counted where operators watch.
+    const metrics = await (await fetch(`${server.base}/metrics`)).text();
+    assert.match(metrics, /^flowcat_connections_refused_total\{reason="header_timeout"\} 1$/m);
+    assert.match(metrics, /^flowcat_connections_refused_total\{reason="message_too_big"\} 1$/m);
     await call.close();
   } finally {
     assert.equal(await server.stop(), 0, server.stderr());

@@ -12,6 +12,7 @@ import {
   permissionFlags,
   urlHostPort,
 } from "../server/permissions.ts";
+import { MAX_EXACT_BIND_PORTS } from "../server/sip_bind_grants.ts";
 
 const GRAPH = `
 start: a
@@ -70,6 +71,59 @@ api: { token_env: FLOWCAT_API_TOKEN }
 playground: { enabled: false }
 `;
 
+/** The SIP port and the 200 even RTP ports from 16000 the defaults bind, one entry each. */
+const RTP_DEFAULT = [
+  "0.0.0.0:5060",
+  ...Array.from({ length: 200 }, (_, i) => `0.0.0.0:${16000 + 2 * i}`),
+]
+  .join(",");
+
+Deno.test("permissions: SIP binds get exact ports: SIP, SIP TLS, each RTP port; a long range the address", async () => {
+  const sip = (extra: string, playground = false) =>
+    config(`
+agent: { graph: graph.yaml }
+providers: { realtime: { name: echo } }
+playground: { enabled: ${playground} }
+telephony:
+  sip:
+    server: sip:trunk.example.com
+    login: bob
+    password_env: SIP_PASSWORD
+    caller_id: "+15551230000"
+    public_ip: 203.0.113.5
+    ${extra}
+`);
+  const net = async (extra: string, playground = false) =>
+    permissionFlags(await sip(extra, playground), { configPath: "deploy/agent.yaml" })
+      .find((f) => f.startsWith("--allow-net="))!.slice("--allow-net=".length).split(",");
+  assert.deepEqual(await net("sip_port: 5070\n    rtp_port_base: 20000\n    rtp_port_tries: 3"), [
+    "127.0.0.1:6210",
+    "127.0.0.1:6211",
+    "0.0.0.0:5070",
+    "0.0.0.0:20000",
+    "0.0.0.0:20002",
+    "0.0.0.0:20004",
+    "trunk.example.com:5060",
+  ]);
+  // A TLS listener adds its port.
+  const tls = await net(
+    "rtp_port_base: 65530\n    rtp_port_tries: 3\n    tls: { port: 5071, cert_file: c.pem, key_file: k.pem }",
+  );
+  assert.deepEqual(tls.filter((e) => e.startsWith("0.0.0.0")), [
+    "0.0.0.0:5060",
+    "0.0.0.0:5071",
+    "0.0.0.0:65530",
+    "0.0.0.0:65532",
+    "0.0.0.0:65534",
+  ]);
+  // Past MAX_EXACT_BIND_PORTS, the address alone: shorter, and cheaper per UDP send.
+  const wide = await net(`rtp_port_tries: ${MAX_EXACT_BIND_PORTS}`);
+  assert.deepEqual(wide.filter((e) => e.startsWith("0.0.0.0")), ["0.0.0.0"]);
+  // The playground's WebRTC sockets take any port of 0.0.0.0, which covers SIP's.
+  const withPlayground = await net("", true);
+  assert.deepEqual(withPlayground.filter((e) => e.startsWith("0.0.0.0")), ["0.0.0.0"]);
+});
+
 Deno.test("permissions: the default echo config", async () => {
   const res = await loadConfig("examples/agent.yaml");
   assert.ok(res.ok);
@@ -107,7 +161,7 @@ Deno.test("permissions: gemini + twilio + recording", async () => {
 Deno.test("permissions: openai + SIP trunk + remote brain", async () => {
   const c = await config(OPENAI_SIP_REMOTE);
   assert.deepEqual(permissionFlags(c, { configPath: "deploy/agent.yaml" }), [
-    "--allow-net=127.0.0.1:6210,127.0.0.1:6211,api.openai.com:443,127.0.0.1:8080,0.0.0.0,trunk.example.com:5060,203.0.113.10",
+    `--allow-net=127.0.0.1:6210,127.0.0.1:6211,api.openai.com:443,127.0.0.1:8080,${RTP_DEFAULT},trunk.example.com:5060,203.0.113.10`,
     "--allow-read=deploy/agent.yaml",
     `--allow-env=OPENAI_API_KEY,BRAIN_TOKEN,SIP_PASSWORD,FLOWCAT_API_TOKEN,FLOWCAT_LOG,FLOWCAT_LOG_FORMAT,OTEL_DENO,SENTRY_DSN,${REALTIME_KNOBS}`,
     "--ignore-env",
@@ -167,7 +221,7 @@ playground: { enabled: false }
   // The endpoint override replaces api.openai.com; port 0 grants the host; sip defaults to 5060;
   // public_ip set: no networkInterfaces.
   assert.deepEqual(flags, [
-    "--allow-net=[::1],127.0.0.1,proxy.internal:9443,0.0.0.0,trunk.example.com:5060",
+    `--allow-net=[::1],127.0.0.1,proxy.internal:9443,${RTP_DEFAULT},trunk.example.com:5060`,
     "--allow-read=deploy/agent.yaml,deploy/graph.yaml,models/vad.onnx",
     `--allow-env=OPENAI_API_KEY,P,FLOWCAT_LOG,FLOWCAT_LOG_FORMAT,OTEL_DENO,SENTRY_DSN,${REALTIME_KNOBS},NO_COLOR`,
     "--ignore-env",

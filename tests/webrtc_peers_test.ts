@@ -1,5 +1,13 @@
 import assert from "node:assert/strict";
-import { ipv4Network, webrtcPeerHosts } from "../server/webrtc_peers.ts";
+import {
+  ipv4Network,
+  playgroundPeerWarning,
+  ungrantedPeerAddresses,
+  webrtcPeerHosts,
+} from "../server/webrtc_peers.ts";
+import { serverEntry } from "../tools/entry_points.ts";
+import { loadConfig } from "../server/config.ts";
+import { startServerChild } from "./_server_child.ts";
 
 const HOST = [
   { address: "127.0.0.1", cidr: "127.0.0.1/8" },
@@ -38,4 +46,43 @@ Deno.test("webrtcPeerHosts: a LAN listen adds each interface's subnet", () => {
     "10.20.16.0/20",
   ]);
   assert.deepEqual(webrtcPeerHosts("192.0.2.2", []), []);
+});
+
+Deno.test("ungrantedPeerAddresses: this host's addresses --allow-net does not cover", () => {
+  const granted = new Set(["192.0.2.2"]);
+  assert.deepEqual(ungrantedPeerAddresses(HOST, (h) => granted.has(h)), [
+    "10.20.30.40",
+    "198.51.100.7",
+  ]);
+  assert.deepEqual(ungrantedPeerAddresses(HOST, () => true), []);
+  assert.equal(playgroundPeerWarning([]), undefined);
+  assert.match(playgroundPeerWarning(["10.20.30.40"])!, /10\.20\.30\.40.*playground\.media_hosts/);
+});
+
+Deno.test("playground: flags baked at build time warn that local browsers get no audio", async () => {
+  // This host's IPv4 addresses as `ip` lists them (the test may not list interfaces itself).
+  const ip = await new Deno.Command("ip", { args: ["-o", "-4", "addr", "show"] }).output();
+  const addresses = webrtcPeerHosts(
+    "127.0.0.1",
+    [...new TextDecoder().decode(ip.stdout).matchAll(/inet (\d+\.\d+\.\d+\.\d+)\//g)]
+      .map((m) => ({ address: m[1] })),
+  );
+  const path = "examples/agent.yaml";
+  const loaded = await loadConfig(path);
+  assert.ok(loaded.ok);
+  // What deno task compile bakes: no interface address (they are the build machine's).
+  const baked = serverEntry(loaded.config, path, (p) => p).flags;
+  const compiled = await startServerChild(path, {}, { flags: baked });
+  const started = await startServerChild(path, {}, { launcher: true });
+  try {
+    const warned = /warning: --allow-net does not cover this host's address ([^:]+):/
+      .exec(compiled.stdout());
+    if (addresses.length === 0) assert.equal(warned, null); // nothing to warn about here
+    else assert.deepEqual(warned?.[1].split(", "), addresses, compiled.stdout());
+    // deno task start grants them where it runs: no warning.
+    assert.doesNotMatch(started.stdout(), /does not cover/);
+  } finally {
+    assert.equal(await compiled.stop(), 0, compiled.stderr());
+    assert.equal(await started.stop(), 0, started.stderr());
+  }
 });
