@@ -4,6 +4,9 @@
  * DTMF, Stop. Outbound: `sendAudio` resamples to the carrier rate and encodes; `sendClear`
  * flushes the carrier's playback on barge-in.
  *
+ * Permissions: none itself; the listener that accepts the socket needs `--allow-net=<address>`,
+ * a socket you dial `--allow-net=<host:port>`.
+ *
  * @example
  * ```ts
  * import { socketFromWebSocket, WsMediaTransport } from "@flowcat/flowcat/telephony/ws";

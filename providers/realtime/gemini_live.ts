@@ -4,6 +4,8 @@
  * caller audio. Message building/parsing lives in gemini_wire.ts / gemini_parse.ts; the design,
  * its guarantees and its trade-offs are in docs/realtime.md.
  *
+ * Permissions: `--allow-net=generativelanguage.googleapis.com:443` (or the `url` given).
+ *
  * @example
  * ```ts
  * import { createGeminiLive } from "@flowcat/flowcat/realtime/gemini";

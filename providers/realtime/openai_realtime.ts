@@ -5,6 +5,8 @@
  * Audio in is resampled to 24 kHz PCM16; audio out is 24 kHz. Barge-in, tool calls, transcripts
  * and usage map onto {@link RealtimeEvent}s. See docs/realtime-openai.md.
  *
+ * Permissions: `--allow-net=api.openai.com:443` (or the compatible service's host).
+ *
  * @example
  * ```ts
  * import { createOpenAIRealtime } from "@flowcat/flowcat/realtime/openai";

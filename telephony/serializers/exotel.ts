@@ -5,6 +5,8 @@
  * {@link ExotelSerializer.chunkSamples} is 100 ms. An unknown `media_format.encoding` (streams
  * seen with `"base64"`) is taken as that PCM, with one warning.
  *
+ * Permissions: none (pure).
+ *
  * @example
  * ```ts
  * import { createExotelSerializer } from "@flowcat/flowcat/telephony/serializers/exotel";
