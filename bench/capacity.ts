@@ -138,7 +138,7 @@ const METHOD: Record<string, string> = {
     "each round, and the 1-minute load average before each run",
 };
 
-/** What runs per call, counted from the code (core/builders.ts, server/routes.ts). */
+/** What runs per call, counted from the code (core/builders.ts, server/media_socket.ts). */
 const TASKS_PER_CALL = {
   processor_loops: 5,
   processor_loops_are:
