@@ -177,6 +177,7 @@ export class GeminiLiveClient implements RealtimeLlm {
     this.#flush();
   }
 
+  // nextEvent, listen and close delegate as in every RealtimeLlm (openai_realtime.ts, echo.ts).
   /** Next event; `undefined` after the `closed` event. */
   nextEvent(): Promise<RealtimeEvent | undefined> {
     return this.#events.next();

@@ -22,6 +22,8 @@ import { objectAt, pickStrings, rateAt, shortName, stringAt, stringParams } from
 import { eventFraming, type StartInfo, StreamEventSerializer } from "./_stream_events.ts";
 import type { CarrierName, SerializerOptions } from "./_types.ts";
 
+// Shaped like the other StreamEventSerializer carriers (telnyx.ts, plivo.ts): the same members
+// overridden, each reading its own start message.
 /** Serializer for Exotel AgentStream (PCM16LE, `stream_sid`-keyed JSON). */
 export class ExotelSerializer extends StreamEventSerializer {
   /** Which carrier this serializer speaks. */
