@@ -1,3 +1,4 @@
+// Over 400 lines: one class, PipelineTask: a call's lifecycle over shared state.
 /**
  * PipelineTask: runs one pipeline (one call). Builds the loops, injects Start, pumps queued
  * frames, watches heartbeats and idleness, and ends on End / Stop / Cancel reaching the sink.

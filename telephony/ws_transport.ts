@@ -1,3 +1,4 @@
+// Over 400 lines: one class whose per-frame paths share its buffers and clocks.
 /**
  * Generic WebSocket media transport: a host socket ({@link MediaSocket}) composed with a carrier
  * serializer ({@link MediaSerializer}). Inbound: StreamStart{callId}, Audio at the carrier rate,

@@ -178,7 +178,7 @@ Deno.test("docs/embedding.md shows the programs the registry test runs, and ever
 
 /** The sentence after `Permissions:` in a module's doc comment, up to the paragraph's end. */
 function modulePermissions(source: string): string | undefined {
-  const doc = source.match(/^\/\*\*([\s\S]*?)\*\//)?.[1] ?? "";
+  const doc = source.match(/\/\*\*([\s\S]*?)\*\//)?.[1] ?? "";
   const text = doc.split("\n").map((l) => l.replace(/^\s*\* ?/, "")).join("\n");
   const at = text.search(/Permissions:|needs no permission/);
   if (at < 0) return undefined;

@@ -1,3 +1,4 @@
+// Over 400 lines: one session class; the handover state its helper modules share.
 /**
  * Gemini Live (BidiGenerateContent) realtime client: one WebSocket session per call, handed over
  * to a resumed connection on `goAway`, on a dropped socket and on `updateSystem` without losing

@@ -1,3 +1,4 @@
+// Over 400 lines: one session class; the reconnect state its helper modules share.
 /**
  * OpenAI Realtime client over WebSocket: the GA protocol by default, the older beta dialect with
  * `options.protocol: "beta"`. Also the client behind every `openAIStyleRealtime` wrapper.
