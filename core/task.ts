@@ -187,7 +187,7 @@ export class PipelineTask {
   }
   /**
    * An Error frame reached either end of the pipeline. Once a hook is registered, reporting
-   * errors is its job: the task no longer logs fatal ones itself (so a failure is said once).
+   * errors is its job: the task then does not log fatal ones itself (so a failure is said once).
    */
   onError(fn: TaskHook<[message: string, fatal: boolean, processor: string | undefined]>): void {
     this.#onError = appended(this.#onError, fn);
