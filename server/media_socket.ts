@@ -17,17 +17,21 @@ import { jsonError, type RouteContext } from "./router.ts";
 import type { RefusalLog } from "./route_guards.ts";
 import type { MemorySessionSource } from "./session_store.ts";
 
-/** What the media-socket handler uses of the server. */
-export interface MediaSocketContext {
-  config: AgentServerConfig;
-  calls: CallManager;
-  sessions: MemorySessionSource;
-  logger: Logger;
-}
-
 /** Sockets that may wait for their start message at once, and how long each may wait. */
 const MAX_PENDING_SOCKETS = 200;
 const START_DEADLINE_MS = 5000;
+
+/** What the media-socket handler uses of the server. */
+export interface MediaSocketContext {
+  /** The server config (the media limits). */
+  config: AgentServerConfig;
+  /** Admits and runs the call. */
+  calls: CallManager;
+  /** Checks the call token and binds the run's one media socket. */
+  sessions: MemorySessionSource;
+  /** Where a call that ended early is logged. */
+  logger: Logger;
+}
 
 /** Media sockets upgraded but not yet past their start message (counted and capped). */
 interface MediaGate {
