@@ -1,5 +1,5 @@
 /**
- * Audio benchmarks (issue 5): G.711 and resampler throughput as real-time factor per core,
+ * Audio benchmarks: G.711 and resampler throughput as real-time factor per core,
  * VAD cost per frame (energy, Silero), RNNoise cost, and recorder cost per call-minute.
  *
  * Real-time factor (rtf) = seconds of audio processed per second of one core, so it is also

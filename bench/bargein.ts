@@ -34,7 +34,7 @@ import { SipMediaTransport } from "../telephony/sip/sip_transport.ts";
 import { createTwilioSerializer } from "../telephony/serializers/twilio.ts";
 import { socketFromWebSocket, WsMediaTransport } from "../telephony/ws_transport.ts";
 import { percentile } from "./core.ts";
-import { dial, OkayLlm, OracleStt, quietBrain } from "./turns.ts";
+import { dial, OkayLlm, OracleStt, quietBrain } from "./turn_doubles.ts";
 import { speakUtterance, SPEECH_RATE, WHOLE_SENTENCES } from "./turn_speech.ts";
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -346,6 +346,7 @@ export async function runBargeInBench(quick: boolean, only?: string[]) {
   };
 }
 
+// The command-line entry every benchmark has (bench/turns.ts too): run it alone, samples to stderr.
 if (import.meta.main) {
   const names = Deno.args.filter((a) => !a.startsWith("--"));
   const r = await runBargeInBench(Deno.args.includes("--quick"), names.length ? names : undefined);

@@ -1,5 +1,5 @@
 /**
- * Capacity benchmark (issue 12): N concurrent Twilio-framed calls through the whole
+ * Capacity benchmark: N concurrent Twilio-framed calls through the whole
  * speech-to-speech pipeline of a server child (transport, resample, realtime processor on the
  * local echo model in frame mode, transport out), swept over N. Per point: per-frame echo
  * latency p50 / p99 / p99.9, frames lost, server CPU and RSS, heap and timers per idle session.
@@ -138,7 +138,7 @@ const METHOD: Record<string, string> = {
     "each round, and the 1-minute load average before each run",
 };
 
-/** What runs per call, counted from the code (core/builders.ts, server/routes.ts). */
+/** What runs per call, counted from the code (core/builders.ts, server/media_socket.ts). */
 const TASKS_PER_CALL = {
   processor_loops: 5,
   processor_loops_are:

@@ -2,8 +2,8 @@
  * The capacity plot as a standalone SVG (no dependencies): end-to-end p99 (solid) and p50
  * (dashed) per-frame latency, and the server pipeline's p99 (dotted, squares), against
  * concurrent calls; both axes logarithmic, one colour per worker-thread count, with the 5 ms
- * health limit and the specification's 0.61 ms target drawn in, and (grey) the end-to-end p99
- * of the bare-echo floor when it was measured.
+ * health limit and the 0.61 ms p99 target (docs/performance.md) drawn in, and (grey) the
+ * end-to-end p99 of the bare-echo floor when it was measured.
  * @module
  */
 
@@ -87,7 +87,7 @@ export function capacitySvg(
   );
   const refs: [number, string, string][] = [
     [5, "#e69f00", "5 ms (pipeline p99 limit)"],
-    [0.61, "#999", "0.61 ms (spec p99, 16 vCPU)"],
+    [0.61, "#999", "0.61 ms (target p99, 16 vCPU)"],
   ];
   let legendY = M.top + 10;
   const legend = (colour: string, dash: string, text: string, line = true) => {

@@ -1,5 +1,5 @@
 /**
- * Core benchmarks (issue 4): routing cost per frame per hop, demo pipeline wall time, and
+ * Core benchmarks: routing cost per frame per hop, demo pipeline wall time, and
  * memory per idle 5-processor task. Percentiles over repeated runs.
  * @module
  */

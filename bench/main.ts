@@ -225,7 +225,7 @@ console.log(JSON.stringify(result, null, 2));
  * Ratios against pipecat measured on this host by bench/pipecat_routing.py (its JSON, when
  * present): pipecat's marginal p50 per hop over our whole p50 per hop (which still includes the
  * task's injection of each frame: the conservative side; our marginal, a small difference of two
- * noisy times since hops went depth first, is no longer a stable divisor), per chain length and
+ * noisy times with depth-first hops, is not a stable divisor), per chain length and
  * profile.
  */
 async function pipecatRatios(routing: Routing): Promise<Record<string, unknown> | string> {

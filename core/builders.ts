@@ -16,11 +16,8 @@
 
 import { EnergyVad } from "./audio/vad_energy.ts";
 import type { TranscriptListener } from "./processors/finalize.ts";
-import {
-  AssistantContextAggregator,
-  createLlmContext,
-  UserContextAggregator,
-} from "./processors/context.ts";
+import { AssistantContextAggregator } from "./processors/assistant_context.ts";
+import { createLlmContext, UserContextAggregator } from "./processors/context.ts";
 import { GreetingProcessor } from "./processors/greeting.ts";
 import { LlmProcessor } from "./processors/llm.ts";
 import { SttProcessor } from "./processors/stt.ts";

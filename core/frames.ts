@@ -1,3 +1,4 @@
+// Over 400 lines: the closed set of frame variants: one union, read as one table.
 /**
  * Frames: the closed set of System / Data / Control variants plus custom frames.
  *

@@ -1,3 +1,4 @@
+// Over 400 lines: the processor loop: one hot class; every method touches its queues.
 /**
  * The framework-owned processor loop. One {@link ProcessorRuntime} per leaf processor per
  * task; it is also that processor's {@link Link} and its inbox ({@link FrameTarget}).

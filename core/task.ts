@@ -1,3 +1,4 @@
+// Over 400 lines: one class, PipelineTask: a call's lifecycle over shared state.
 /**
  * PipelineTask: runs one pipeline (one call). Builds the loops, injects Start, pumps queued
  * frames, watches heartbeats and idleness, and ends on End / Stop / Cancel reaching the sink.
@@ -186,7 +187,7 @@ export class PipelineTask {
   }
   /**
    * An Error frame reached either end of the pipeline. Once a hook is registered, reporting
-   * errors is its job: the task no longer logs fatal ones itself (so a failure is said once).
+   * errors is its job: the task then does not log fatal ones itself (so a failure is said once).
    */
   onError(fn: TaskHook<[message: string, fatal: boolean, processor: string | undefined]>): void {
     this.#onError = appended(this.#onError, fn);

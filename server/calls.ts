@@ -1,3 +1,4 @@
+// Over 400 lines: one class, CallManager; admission, limits and drain share its counters.
 /**
  * CallManager: turns a media leg (browser, carrier WebSocket, SIP) into a running call
  * (speech-to-speech or cascaded, see server/call_shapes.ts) for the agent server, and keeps the server's bounds: at most

@@ -1,3 +1,4 @@
+// Over 400 lines: the one zod schema of the config file, in docs/config.md's order.
 /**
  * Zod schema of the agent server config file (snake_case, as written by the operator). Fields
  * that need a "did you mean" (provider, pipeline and carrier names) are checked here with custom

@@ -1,3 +1,4 @@
+// Over 400 lines: the config's types, a section each, and the one mapping to them.
 /**
  * The agent server config as the server uses it: camelCase, defaults filled in, relative paths
  * resolved against the config file's directory. Made from the validated snake_case document by

@@ -1,3 +1,4 @@
+// Over 400 lines: one connection's deadlines and caps, over state its handlers share.
 /**
  * The connection guard: what `Deno.serve` lacks in front of an exposed server. Deno's HTTP
  * server has no header-read or idle timeout and no WebSocket message cap (it buffers a whole

@@ -1,7 +1,7 @@
 /**
- * The Prometheus text exposition format (version 0.0.4), with no dependency: counters, gauges
- * and histograms, each with optional labels, `# HELP` and `# TYPE` lines, escaped label values
- * and cumulative `le` buckets.
+ * Prometheus metrics with no dependency: counters, gauges and histograms, each with optional
+ * labels, exposed in the text format (version 0.0.4; lines, escaping and merging in
+ * server/prometheus_text.ts) with cumulative `le` buckets.
  *
  * Hot paths resolve a labelled child once ({@link Counter.labels}) and then only add to plain
  * numbers: nothing is allocated per observation.
@@ -19,94 +19,24 @@
  * @module
  */
 
-/** The `Content-Type` of {@link Registry.expose}'s text. */
-export const PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
+import {
+  checkNames,
+  escapeLabelValue,
+  type FamilySnapshot,
+  formatValue,
+  labelText,
+  renderFamilies,
+} from "./prometheus_text.ts";
 
-const METRIC_NAME = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
-const LABEL_NAME = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
-
-/** A label value escaped for the text format (backslash, double quote, newline). */
-export function escapeLabelValue(value: string): string {
-  return value.replaceAll("\\", "\\\\").replaceAll("\n", "\\n").replaceAll('"', '\\"');
-}
-
-/** A HELP text escaped for the text format (backslash, newline). */
-export function escapeHelp(help: string): string {
-  return help.replaceAll("\\", "\\\\").replaceAll("\n", "\\n");
-}
-
-/** A sample value as the text format writes it (`+Inf`, `-Inf`, `NaN`, else the number). */
-export function formatValue(v: number): string {
-  if (Number.isNaN(v)) return "NaN";
-  if (v === Infinity) return "+Inf";
-  if (v === -Infinity) return "-Inf";
-  return String(v);
-}
-
-function checkNames(name: string, labels: readonly string[]): void {
-  if (!METRIC_NAME.test(name)) throw new TypeError(`bad metric name "${name}"`);
-  for (const l of labels) {
-    if (!LABEL_NAME.test(l) || l.startsWith("__")) {
-      throw new TypeError(`bad label name "${l}" on ${name}`);
-    }
-  }
-  if (new Set(labels).size !== labels.length) {
-    throw new TypeError(`duplicate label name on ${name}`);
-  }
-}
-
-/**
- * `{a="x",b="y"}` for the label names and values, after the rendered constant labels `fixed`
- * and before `extra` (`le`), or "" when there are none.
- */
-function labelText(
-  fixed: string,
-  names: readonly string[],
-  values: readonly string[],
-  extra = "",
-): string {
-  const parts = names.map((n, i) => `${n}="${escapeLabelValue(values[i])}"`);
-  if (fixed) parts.unshift(fixed);
-  if (extra) parts.push(extra);
-  return parts.length === 0 ? "" : `{${parts.join(",")}}`;
-}
-
-/** One family's lines, ready to be rendered or merged with the same family of other sources. */
-export interface FamilySnapshot {
-  /** Metric name. */
-  name: string;
-  /** HELP text (unescaped). */
-  help: string;
-  /** TYPE word. */
-  type: "counter" | "gauge" | "histogram";
-  /** Sample lines. */
-  samples: string[];
-}
-
-/** The text format of `families`: HELP, TYPE, then samples each; ends with a newline. */
-export function renderFamilies(families: readonly FamilySnapshot[]): string {
-  const out: string[] = [];
-  for (const f of families) {
-    out.push(`# HELP ${f.name} ${escapeHelp(f.help)}`, `# TYPE ${f.name} ${f.type}`, ...f.samples);
-  }
-  return out.join("\n") + "\n";
-}
-
-/**
- * Families of several sources (each worker's registry, with its own constant `worker` label) as
- * one list: a family once, in first-seen order, with every source's samples.
- */
-export function mergeFamilies(sources: readonly (readonly FamilySnapshot[])[]): FamilySnapshot[] {
-  const byName = new Map<string, FamilySnapshot>();
-  for (const list of sources) {
-    for (const f of list) {
-      const seen = byName.get(f.name);
-      if (seen === undefined) byName.set(f.name, { ...f, samples: [...f.samples] });
-      else seen.samples.push(...f.samples);
-    }
-  }
-  return [...byName.values()];
-}
+export {
+  escapeHelp,
+  escapeLabelValue,
+  type FamilySnapshot,
+  formatValue,
+  mergeFamilies,
+  PROMETHEUS_CONTENT_TYPE,
+  renderFamilies,
+} from "./prometheus_text.ts";
 
 /**
  * Where a child series also sends what it records (an OpenTelemetry instrument): a counter's

@@ -14,8 +14,8 @@
  * | POST   | /calls                           | bearerToken                      | originate     |
  *
  * What each guard checks and answers: server/route_guards.ts. The media socket's call token
- * (query or start message) is checked by its handler, since Twilio sends it only after the
- * upgrade.
+ * (query or start message) is checked by its handler (server/media_socket.ts), since Twilio
+ * sends it only after the upgrade.
  * @module
  */
 
@@ -30,16 +30,16 @@ import {
   streamUrl,
 } from "../telephony/answer.ts";
 import { isE164, ReplayGuard } from "../telephony/security.ts";
-import { type CarrierName, createSerializer } from "../telephony/serializers/mod.ts";
+import type { CarrierName } from "../telephony/serializers/mod.ts";
 import {
   type CarrierWebhookSecrets,
   WEBHOOK_SECRET_ENV,
   webhookSecretsFromEnv,
 } from "../telephony/webhooks.ts";
-import { socketFromWebSocket, WsMediaTransport } from "../telephony/ws_transport.ts";
-import type { CallManager, CallTicket, EnvGet } from "./calls.ts";
+import type { CallManager, EnvGet } from "./calls.ts";
 import type { AgentServerConfig } from "./config.ts";
 import type { OutboundDialer } from "./outbound.ts";
+import { mediaSocketHandler } from "./media_socket.ts";
 import { metricsResponse, scrapeRefusal } from "./metrics_route.ts";
 import { forwardedOrigin, peerKey } from "./forwarded.ts";
 import { type Guard, json, jsonError, type Route, type RouteContext } from "./router.ts";
@@ -104,7 +104,6 @@ export function agentRoutes(ctx: ServerContext): Route[] {
     refused,
     "outbound calls are disabled (set api.token_env)",
   );
-  const gate: MediaGate = { pending: 0 };
   const file = (name: string) => () => servePlayground(ctx.config, name);
   return [
     { method: "GET", path: "/", guards: page, handler: file("index.html") },
@@ -128,7 +127,7 @@ export function agentRoutes(ctx: ServerContext): Route[] {
       method: "GET",
       path: "/telephony/ws/:carrier/:run",
       guards: [carrier, websocketUpgrade],
-      handler: (r, c) => mediaSocket(ctx, gate, r, c),
+      handler: mediaSocketHandler(ctx, refused),
     },
     { method: "POST", path: "/calls", guards: [api], handler: (r, c) => originate(ctx, r, c) },
   ];
@@ -289,139 +288,6 @@ async function carrierAnswer(
   });
   if (doc === undefined) return jsonError(500, "no answer document");
   return new Response(doc.body, { status: 200, headers: { "content-type": doc.contentType } });
-}
-
-/** Sockets that may wait for their start message at once, and how long each may wait. */
-const MAX_PENDING_SOCKETS = 200;
-const START_DEADLINE_MS = 5000;
-
-/** Media sockets upgraded but not yet past their start message (counted and capped). */
-interface MediaGate {
-  pending: number;
-}
-
-async function mediaSocket(
-  ctx: ServerContext,
-  gate: MediaGate,
-  req: Request,
-  c: RouteContext,
-): Promise<Response> {
-  const carrier = c.params.carrier as CarrierName; // checked by the enabled-carrier guard
-  const runId = /^\d{1,15}$/.test(c.params.run) ? Number(c.params.run) : -1;
-  const queryToken = c.url.searchParams.get("token");
-  // A token in the query is checked before the upgrade: a bad one never gets a socket, nor does
-  // a second socket for the same run or one for a call that has ended.
-  // While draining, a socket is refused before the upgrade, so a balancer can send it to
-  // another instance (which adopts the run by its signed token) instead of losing the call.
-  if (ctx.calls.draining) return jsonError(503, "server is draining");
-  const adopt = { origin: "carrier" as const, carrier };
-  if (queryToken !== null) {
-    const run = await ctx.sessions.verify(runId, queryToken, adopt);
-    if (run === undefined) {
-      refuse(ctx, "call_token", "media socket refused: bad call token", {
-        carrier,
-        run: c.params.run,
-      });
-      return jsonError(401, "bad call token");
-    }
-    if (!ctx.sessions.bindMedia(run)) {
-      refuse(ctx, "call_token", "media socket refused: the run has had its socket", {
-        carrier,
-        run: runId,
-      });
-      return jsonError(409, "this call already has (or had) its media socket");
-    }
-  }
-  if (gate.pending >= MAX_PENDING_SOCKETS) {
-    refuse(ctx, "pending_sockets", "media socket refused: too many waiting for a start", {
-      carrier,
-    });
-    return jsonError(503, "too many media sockets waiting for their start");
-  }
-  const { socket, response } = Deno.upgradeWebSocket(req);
-  const limits = ctx.config.limits;
-  const transport = new WsMediaTransport(socketFromWebSocket(socket), createSerializer(carrier), {
-    logger: ctx.logger,
-    maxMessageAudioMs: limits.maxMessageAudioMs,
-    maxAudioBurstMs: limits.mediaBurstMs,
-  });
-  // Accepted before any drain: its call may still start once one began (and the drain waits).
-  const ticket = ctx.calls.admit();
-  // A function of its own, so the call (which lives for minutes) holds on to what it needs and
-  // not to the upgrade request, its headers and the route context.
-  runMediaCall(ctx, gate, transport, runId, queryToken, carrier, ticket).catch((err) => {
-    ticket.release();
-    endedEarly(ctx, err);
-  });
-  return response;
-}
-
-/** The stream's start, or undefined when it ends first or does not come within the deadline. */
-async function startWithin(
-  transport: WsMediaTransport,
-  ms: number,
-): Promise<Awaited<ReturnType<WsMediaTransport["waitForStart"]>>> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<undefined>((r) => (timer = setTimeout(() => r(undefined), ms)));
-  try {
-    return await Promise.race([transport.waitForStart(), late]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-async function runMediaCall(
-  ctx: ServerContext,
-  gate: MediaGate,
-  transport: WsMediaTransport,
-  runId: number,
-  queryToken: string | null,
-  carrier: CarrierName,
-  ticket: CallTicket,
-): Promise<void> {
-  // Carriers that cannot put a query on the stream URL (Twilio) pass the token in the start
-  // message: nothing is resolved until it checks out, and a socket that never sends one is
-  // closed after the deadline.
-  gate.pending++;
-  let start;
-  try {
-    start = await startWithin(transport, START_DEADLINE_MS);
-  } finally {
-    gate.pending--;
-  }
-  if (start === undefined) {
-    ticket.release();
-    refuse(ctx, "no_start", "media socket closed: no start message in time", { carrier });
-    await transport.close();
-    return;
-  }
-  const adopt = { origin: "carrier" as const, carrier };
-  if (queryToken === null) {
-    const run = await ctx.sessions.verify(runId, start.params?.token ?? "", adopt);
-    if (run === undefined || !ctx.sessions.bindMedia(run)) {
-      ticket.release();
-      refuse(ctx, "call_token", "media socket closed: bad or used call token", {
-        carrier,
-        run: runId,
-      });
-      await transport.close();
-      return;
-    }
-    ctx.calls.run(transport, run, {}, ticket).catch((err) => endedEarly(ctx, err));
-    return;
-  }
-  const run = ctx.sessions.get(runId);
-  if (run === undefined || run.finalize !== undefined) {
-    ticket.release();
-    await transport.close();
-    return;
-  }
-  // Not awaited: this function's frame would stay suspended for the whole call.
-  ctx.calls.run(transport, run, {}, ticket).catch((err) => endedEarly(ctx, err));
-}
-
-function endedEarly(ctx: ServerContext, err: unknown): void {
-  ctx.logger.warn("carrier call ended early", { err: errorMessage(err) });
 }
 
 // ---------------------------------------------------------------- outbound

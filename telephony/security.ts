@@ -1,3 +1,4 @@
+// Over 400 lines: one entry point of small pure verifiers; a split adds only re-exports.
 /**
  * Call security: per-call tokens, carrier webhook signatures, replay protection, E.164 numbers.
  * Everything uses WebCrypto (`crypto.subtle`, `crypto.getRandomValues`) and compares secrets in

@@ -1,8 +1,12 @@
+// Over 400 lines: one class whose per-frame paths share its buffers and clocks.
 /**
  * Generic WebSocket media transport: a host socket ({@link MediaSocket}) composed with a carrier
  * serializer ({@link MediaSerializer}). Inbound: StreamStart{callId}, Audio at the carrier rate,
  * DTMF, Stop. Outbound: `sendAudio` resamples to the carrier rate and encodes; `sendClear`
  * flushes the carrier's playback on barge-in.
+ *
+ * Permissions: none itself; the listener that accepts the socket needs `--allow-net=<address>`,
+ * a socket you dial `--allow-net=<host:port>`.
  *
  * @example
  * ```ts

@@ -175,3 +175,47 @@ Deno.test("docs/embedding.md shows the programs the registry test runs, and ever
   );
   assert.deepEqual(missing, [], "export paths without a permissions row");
 });
+
+/** The sentence after `Permissions:` in a module's doc comment, up to the paragraph's end. */
+function modulePermissions(source: string): string | undefined {
+  const doc = source.match(/\/\*\*([\s\S]*?)\*\//)?.[1] ?? "";
+  const text = doc.split("\n").map((l) => l.replace(/^\s*\* ?/, "")).join("\n");
+  const at = text.search(/Permissions:|needs no permission/);
+  if (at < 0) return undefined;
+  return text.slice(at).split("\n\n")[0].replace(/\s+/g, " ");
+}
+
+Deno.test("every export path's module doc states its permissions, as docs/embedding.md does", async () => {
+  const doc = await Deno.readTextFile("docs/embedding.md");
+  const table = doc.slice(doc.indexOf("## Permissions by entry point"));
+  const rows = table.split("\n").filter((l) => l.startsWith("| `")).map((r) => {
+    const [, paths, needs] = r.split("|");
+    return { paths: [...paths.matchAll(/`([^`]+)`/g)].map((m) => m[1]), needs: needs.trim() };
+  });
+  const flags = (s: string) =>
+    new Set([...s.matchAll(/--(allow-\w+|ignore-env|unstable-\w+)/g)].map((m) => m[1]));
+  const problems: string[] = [];
+  for (const [path, file] of Object.entries(packageJson().exports)) {
+    const stated = modulePermissions(await Deno.readTextFile(file));
+    if (stated === undefined) {
+      problems.push(`${file}: no "Permissions:" in its module doc`);
+      continue;
+    }
+    const row = rows.find((r) =>
+      r.paths.includes(path) ||
+      (path.startsWith("./telephony/serializers/") &&
+        r.paths.includes("./telephony/serializers/<carrier>"))
+    );
+    if (row === undefined) continue; // the test above reports a missing row
+    const docNone = /^(Permissions: none|needs no permission)/.test(stated);
+    const rowNone = row.needs.startsWith("nothing");
+    if (docNone !== rowNone) {
+      problems.push(`${path}: module doc "${stated}" vs table "${row.needs}"`);
+    }
+    const missingFlags = [...flags(row.needs)].filter((f) => !flags(stated).has(f));
+    if (missingFlags.length > 0) {
+      problems.push(`${path}: the table names --${missingFlags.join(", --")}, the module doc not`);
+    }
+  }
+  assert.deepEqual(problems, []);
+});

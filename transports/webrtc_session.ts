@@ -1,3 +1,4 @@
+// Over 400 lines: one class over one werift peer connection and its channels.
 /**
  * One browser call over WebRTC as a {@link MediaTransport}: werift peer connection in, PCM
  * events out, paced audio back, JSON events on the `"events"` data channel. Made by

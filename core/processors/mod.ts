@@ -15,5 +15,6 @@ export * from "./recorder.ts";
 export * from "./stt.ts";
 export * from "./llm.ts";
 export * from "./tts.ts";
+export * from "./assistant_context.ts";
 export * from "./context.ts";
 export * from "./greeting.ts";

@@ -50,8 +50,8 @@ export type { ServiceOptions } from "../service_options.ts";
 /** API root used when the options give none. */
 export const ANTHROPIC_DEFAULT_BASE_URL = "https://api.anthropic.com";
 /**
- * Default model: the fastest current Claude (latency matters in a voice call). The 3.5 Haiku
- * aliases are retired; `claude-haiku-4-5` is the alias of `claude-haiku-4-5-20251001`.
+ * Default model: the fastest Claude (latency matters in a voice call); which models and aliases
+ * the API serves: docs/providers/anthropic.md.
  */
 export const ANTHROPIC_DEFAULT_MODEL = "claude-haiku-4-5";
 /** The API version header value this client speaks. */

@@ -1,3 +1,4 @@
+// Over 400 lines: one wire format: request mapping, stream reading and client together.
 /**
  * Gemini API (Google AI Studio) language-model client, streaming:
  * `POST {baseUrl}/v1beta/models/{model}:streamGenerateContent?alt=sse`.

@@ -1,3 +1,4 @@
+// Over 400 lines: one wire format: request mapping, stream reading and client together.
 /**
  * OpenAI-compatible chat-completions language model: `POST {baseUrl}/chat/completions` with
  * `stream: true`, answered as Server-Sent Events of `chat.completion.chunk` objects ending in

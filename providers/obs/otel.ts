@@ -1,3 +1,4 @@
+// Over 400 lines: one call's span tree: OtelCall and the OtelRequest spans under it.
 /**
  * OpenTelemetry spans of calls: one `call` span per call, a `turn` span per turn under it, and a
  * span per provider request (speech-to-text segment, language-model reply, synthesized sentence,

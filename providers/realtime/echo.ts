@@ -11,6 +11,9 @@
  * - reports transcripts (it cannot transcribe, so it describes: "(you spoke for 1.4 s)") and
  *   usage in 20 ms frames heard and spoken.
  *
+ * Permissions: none with `{ tts: "none" }` (a chime); its local voice is eSpeak NG, which needs
+ * what `./tts/espeak` states (`--allow-read` of `espeak-ng.wasm`).
+ *
  * @example
  * ```ts
  * import { EchoRealtime } from "@flowcat/flowcat/realtime/echo";

@@ -3,6 +3,9 @@
  * in the environment. Invalid values fall back to the default with one warning line; they never
  * raise an error. The cascaded path ignores them.
  *
+ * Permissions: `--allow-env` of the `FLOWCAT_VOICE` / `FLOWCAT_VAD_*` names you read with
+ * `Deno.env.get` and pass in (the module itself reads no variable).
+ *
  * @example
  * ```ts
  * import { realtimeEnvSettings } from "@flowcat/flowcat/realtime/env";

@@ -1,8 +1,11 @@
+// Over 400 lines: one session class; the handover state its helper modules share.
 /**
  * Gemini Live (BidiGenerateContent) realtime client: one WebSocket session per call, handed over
  * to a resumed connection on `goAway`, on a dropped socket and on `updateSystem` without losing
  * caller audio. Message building/parsing lives in gemini_wire.ts / gemini_parse.ts; the design,
  * its guarantees and its trade-offs are in docs/realtime.md.
+ *
+ * Permissions: `--allow-net=generativelanguage.googleapis.com:443` (or the `url` given).
  *
  * @example
  * ```ts
@@ -175,6 +178,7 @@ export class GeminiLiveClient implements RealtimeLlm {
     this.#flush();
   }
 
+  // nextEvent, listen and close delegate as in every RealtimeLlm (openai_realtime.ts, echo.ts).
   /** Next event; `undefined` after the `closed` event. */
   nextEvent(): Promise<RealtimeEvent | undefined> {
     return this.#events.next();

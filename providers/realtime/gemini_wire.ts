@@ -13,9 +13,8 @@ export const GEMINI_LIVE_URL =
   "wss://generativelanguage.googleapis.com/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent";
 
 /**
- * Model used when the config names none: Google's current default for low-latency voice agents
- * ("Gemini 3.8 Live", stable, September 2026 in ai.google.dev/gemini-api/docs/models), the
- * successor of gemini-3.1-flash-live-preview and the 2.5 native-audio previews.
+ * Model used when the config names none: Google's default for low-latency voice agents (which
+ * models the Live API serves, and since when: docs/realtime.md).
  */
 export const GEMINI_DEFAULT_MODEL = "gemini-3.8-live";
 

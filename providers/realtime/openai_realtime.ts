@@ -1,9 +1,12 @@
+// Over 400 lines: one session class; the reconnect state its helper modules share.
 /**
  * OpenAI Realtime client over WebSocket: the GA protocol by default, the older beta dialect with
  * `options.protocol: "beta"`. Also the client behind every `openAIStyleRealtime` wrapper.
  *
  * Audio in is resampled to 24 kHz PCM16; audio out is 24 kHz. Barge-in, tool calls, transcripts
  * and usage map onto {@link RealtimeEvent}s. See docs/realtime-openai.md.
+ *
+ * Permissions: `--allow-net=api.openai.com:443` (or the compatible service's host).
  *
  * @example
  * ```ts

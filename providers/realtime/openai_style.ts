@@ -2,6 +2,8 @@
  * "OpenAI-style realtime": a factory for any provider that speaks the OpenAI Realtime protocol
  * (Azure OpenAI, self-hosted gateways, compatible vendors). Such a provider is one line of config.
  *
+ * Permissions: `--allow-net=<the provider's host>:443` (its `baseUrl`).
+ *
  * @example
  * ```ts
  * import { openAIStyleRealtime } from "@flowcat/flowcat/realtime/openai-style";

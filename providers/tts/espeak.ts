@@ -2,9 +2,10 @@
  * Local, credential-free text-to-speech: eSpeak NG compiled to WebAssembly (npm `espeak-ng`).
  *
  * The package is the espeak-ng command-line program built with Emscripten; its 18 MB wasm
- * embeds all voice data, so nothing is fetched at run time. Deno needs only read access to
- * that one wasm file (under node_modules, or Deno's npm cache when the package came from a
- * registry; the error on first use names the path): `--allow-read=<that file>`.
+ * embeds all voice data, so nothing is fetched at run time.
+ *
+ * Permissions: `--allow-read` of that one wasm file, `espeak-ng.wasm` (under node_modules, or
+ * Deno's npm cache when the package came from a registry; the error on first use names the path).
  *
  * Why the engine is driven the way it is: the package exports no library API, only `main`,
  * and a fresh instance costs ~170 ms (the embedded files are unpacked into the in-memory file

@@ -4,6 +4,8 @@
  * (barge-in). No mark equivalent is known, and DTMF does not travel on the socket (use
  * `<StartGather>` webhooks).
  *
+ * Permissions: none (pure).
+ *
  * @example
  * ```ts
  * import { createBandwidthSerializer } from "@flowcat/flowcat/telephony/serializers/bandwidth";

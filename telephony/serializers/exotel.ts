@@ -5,6 +5,8 @@
  * {@link ExotelSerializer.chunkSamples} is 100 ms. An unknown `media_format.encoding` (streams
  * seen with `"base64"`) is taken as that PCM, with one warning.
  *
+ * Permissions: none (pure).
+ *
  * @example
  * ```ts
  * import { createExotelSerializer } from "@flowcat/flowcat/telephony/serializers/exotel";
@@ -20,6 +22,8 @@ import { objectAt, pickStrings, rateAt, shortName, stringAt, stringParams } from
 import { eventFraming, type StartInfo, StreamEventSerializer } from "./_stream_events.ts";
 import type { CarrierName, SerializerOptions } from "./_types.ts";
 
+// Shaped like the other StreamEventSerializer carriers (telnyx.ts, plivo.ts): the same members
+// overridden, each reading its own start message.
 /** Serializer for Exotel AgentStream (PCM16LE, `stream_sid`-keyed JSON). */
 export class ExotelSerializer extends StreamEventSerializer {
   /** Which carrier this serializer speaks. */

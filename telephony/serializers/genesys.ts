@@ -5,6 +5,8 @@
  * `open` -> `opened`, `ping` -> `pong`, `close` -> `closed`, through
  * {@link GenesysSerializer.takeReplies}. Barge-in is an `event` with a `barge_in` entity.
  *
+ * Permissions: none (pure).
+ *
  * @example
  * ```ts
  * import { createGenesysSerializer } from "@flowcat/flowcat/telephony/serializers/genesys";

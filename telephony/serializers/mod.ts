@@ -2,6 +2,8 @@
  * Carrier media-stream serializers by name. Each carrier is also its own module
  * (`telephony/serializers/twilio.ts`, ...) for programs that need only one.
  *
+ * Permissions: none (pure).
+ *
  * @example
  * ```ts
  * import { createSerializer } from "@flowcat/flowcat/telephony/serializers";

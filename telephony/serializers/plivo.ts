@@ -3,6 +3,8 @@
  * no `stop`: the socket closes), `playAudio` / `checkpoint` / `clearAudio` out, keyed by
  * `streamId`. Audio is base64 mu-law 8 kHz or L16 at 8 or 16 kHz, as the `contentType` chose.
  *
+ * Permissions: none (pure).
+ *
  * @example
  * ```ts
  * import { createPlivoSerializer } from "@flowcat/flowcat/telephony/serializers/plivo";

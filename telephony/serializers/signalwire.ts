@@ -3,6 +3,8 @@
  * so this is the shared Twilio-format serializer (`_twilio_wire.ts`) under SignalWire's name.
  * It does not import the Twilio carrier module: one carrier entry point loads one carrier.
  *
+ * Permissions: none (pure).
+ *
  * @example
  * ```ts
  * import { createSignalWireSerializer } from "@flowcat/flowcat/telephony/serializers/signalwire";

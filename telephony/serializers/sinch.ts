@@ -4,6 +4,8 @@
  * both ways. `{"command":"clear"}` drops unplayed audio. Sinch has no mark; no DTMF on the socket
  * is confirmed.
  *
+ * Permissions: none (pure).
+ *
  * @example
  * ```ts
  * import { createSinchSerializer } from "@flowcat/flowcat/telephony/serializers/sinch";

@@ -2,6 +2,8 @@
  * Telnyx Media Streaming: Twilio-shaped JSON with snake_case ids; base64 PCMU or PCMA at the
  * negotiated rate. Outbound messages carry no stream id (the socket routes them).
  *
+ * Permissions: none (pure).
+ *
  * @example
  * ```ts
  * import { createTelnyxSerializer } from "@flowcat/flowcat/telephony/serializers/telnyx";

@@ -2,6 +2,8 @@
  * Twilio Media Streams (`<Connect><Stream>`): JSON text frames, base64 mu-law 8 kHz both ways,
  * every outbound message keyed by `streamSid`.
  *
+ * Permissions: none (pure).
+ *
  * @example
  * ```ts
  * import { createTwilioSerializer } from "@flowcat/flowcat/telephony/serializers/twilio";

@@ -4,6 +4,8 @@
  * of its own: put one in the NCCO `headers` as `call_uuid` (it is echoed in the first message),
  * or give {@link VonageOptions.callId}.
  *
+ * Permissions: none (pure).
+ *
  * @example
  * ```ts
  * import { createVonageSerializer } from "@flowcat/flowcat/telephony/serializers/vonage";

@@ -1,3 +1,4 @@
+// Over 400 lines: one class, SipAgent; sockets, transactions and dialogs are modules.
 /**
  * `SipAgent`: Flowcat's in-process SIP user agent over UDP. It binds the SIP port, registers
  * the trunk (`register()`), hands inbound calls to the embedder (`nextInbound()` ->

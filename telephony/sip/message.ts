@@ -1,3 +1,4 @@
+// Over 400 lines: one grammar's parser and serializer, each rule beside its inverse.
 /**
  * SIP message parser and serializer (RFC 3261 §7, §18.3). Pure and synchronous: a datagram
  * in, a {@link SipMessage} or `{ ok: false, reason }` out; never throws on peer input.

@@ -1,3 +1,4 @@
+// Over 400 lines: one call's RTP: receive, jitter, keys and paced send share a socket.
 /**
  * One call's RTP media over UDP (RFC 3550): binds the first free even port from the base,
  * receives G.711 through the symmetric-RTP source filter and the reordering jitter buffer
