@@ -1,3 +1,4 @@
+// Over 400 lines: the command line read top to bottom: arguments, grants, serving, drain.
 /**
  * `deno task start`: the Flowcat agent server.
  *

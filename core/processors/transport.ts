@@ -1,3 +1,4 @@
+// Over 400 lines: input and output share the seam, the playout clock and their drop counts.
 /**
  * Transport processors over the {@link MediaTransport} seam.
  *
