@@ -37,6 +37,7 @@ import {
   webhookSecretsFromEnv,
 } from "../telephony/webhooks.ts";
 import { socketFromWebSocket, WsMediaTransport } from "../telephony/ws_transport.ts";
+import { carrierTransfer, type CarrierTransferOptions } from "../telephony/carrier_transfer.ts";
 import type { CallManager, CallTicket, EnvGet } from "./calls.ts";
 import type { AgentServerConfig } from "./config.ts";
 import type { OutboundDialer } from "./outbound.ts";
@@ -77,6 +78,8 @@ export interface ServerContext {
   dialer?: OutboundDialer;
   /** WebRTC answer options (ICE mode, extra host addresses). */
   webrtc?: Omit<WebRtcAnswerOptions, "logger">;
+  /** How carrier calls are transferred over REST (tests point it at a fake API). */
+  carrierApi?: CarrierTransferOptions;
 }
 
 /** The route table of the agent server. */
@@ -344,6 +347,7 @@ async function mediaSocket(
     logger: ctx.logger,
     maxMessageAudioMs: limits.maxMessageAudioMs,
     maxAudioBurstMs: limits.mediaBurstMs,
+    transfer: carrierTransfer(carrier, ctx.env, ctx.carrierApi),
   });
   // Accepted before any drain: its call may still start once one began (and the drain waits).
   const ticket = ctx.calls.admit();
