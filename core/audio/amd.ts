@@ -31,6 +31,7 @@
  */
 
 import { FlowcatError } from "../errors.ts";
+import type { AnsweringMachineEvent } from "../frames.ts";
 import { BeepDetector } from "./beep_detect.ts";
 
 /** Options of an {@link AnsweringMachineDetector}. */
@@ -50,26 +51,10 @@ export interface AmdOptions {
 }
 
 /** Why the detector decided as it did. */
-export type AmdReason = "beep" | "long_greeting" | "short_greeting" | "silence";
+export type AmdReason = Extract<AnsweringMachineEvent, { type: "decision" }>["reason"];
 
-/** What the detector reports. */
-export type AmdEvent =
-  | {
-    type: "decision";
-    verdict: "human" | "machine";
-    reason: AmdReason;
-    /** When it decided, ms since the first sample fed. */
-    atMs: number;
-    /** Length of the first utterance so far, ms. */
-    greetingMs: number;
-  }
-  | {
-    /** After a machine decision: the greeting is over, a message can be left now. */
-    type: "ready";
-    /** `beep`: at the beep's end; `silence`: the greeting ended without one. */
-    reason: "beep" | "silence";
-    atMs: number;
-  };
+/** What the detector reports (the payload of the AnsweringMachine frame). */
+export type AmdEvent = AnsweringMachineEvent;
 
 const BLOCK_MS = 20;
 const NONE: readonly AmdEvent[] = Object.freeze([]);

@@ -17,3 +17,4 @@ export * from "./llm.ts";
 export * from "./tts.ts";
 export * from "./context.ts";
 export * from "./greeting.ts";
+export * from "./amd.ts";
