@@ -16,7 +16,10 @@ import { FrameProcessor, type Link } from "../core/processor.ts";
 import { AmdProcessor, VoicemailGate } from "../core/processors/amd.ts";
 import { BrainProcessor } from "../core/processors/brain.ts";
 import { TransportInput, TransportOutput } from "../core/processors/transport.ts";
+import { createAgentServer } from "../server/app.ts";
+import { parseConfigText } from "../server/config.ts";
 import { sleep, until } from "./_core_helpers.ts";
+import { dialTwilio } from "./_twilio_client.ts";
 import { FakeLeg } from "./_fake_leg.ts";
 import { mixHiss, RATE, silence, voiceMaker } from "./_voice_audio.ts";
 
@@ -139,4 +142,53 @@ Deno.test("amd in a call: a human's hello moves the graph to the conversation, n
   const moves = model.up.filter((f) => f.kind === "UpdateSettings");
   assert.equal(moves.length, 1, "one move: answered_by_human");
   assert.equal(model.up.filter((f) => f.kind === "FunctionCallResult").length, 0);
+});
+
+Deno.test("amd on a call the server placed: a machine's greeting and beep move the graph to voicemail", async () => {
+  const parsed = parseGraphSpec(GRAPH);
+  assert.ok(parsed.ok);
+  const config = {
+    agent: { graph: parsed.spec },
+    pipeline: "s2s",
+    providers: { realtime: { name: "echo", options: { tts: "none" } } },
+    telephony: {
+      public_url: "https://agent.example.com",
+      carriers: ["twilio"],
+      answering_machine: { enabled: true },
+    },
+  };
+  const r = await parseConfigText(JSON.stringify(config), "json", ".");
+  if (!r.ok) throw new Error(JSON.stringify(r.problems));
+  const app = await createAgentServer({
+    config: r.config,
+    env: (n) => (n === "TWILIO_AUTH_TOKEN" ? "tw-secret" : undefined),
+    logger: silentLogger,
+  });
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, app.handler);
+  try {
+    // As if POST /calls had placed it: an outbound run, answered through its own answer URL.
+    const placed = await app.sessions.createRun("outbound", { carrier: "twilio", to: "+15550100" });
+    const { call, runId } = await dialTwilio(`http://127.0.0.1:${server.addr.port}`, {
+      secret: "tw-secret",
+      publicUrl: "https://agent.example.com",
+      runId: placed.runId,
+    });
+    const greeting = await speak("Hello, this is Sam, please leave a message.", "en-us", 200);
+    // Sent faster than real time (5 ms apart): the detector counts audio, not the clock.
+    await call.speak(mixHiss(concatInt16([silence(300), greeting, await soxBeep(850, 0.4)])), 5);
+    await call.speak(silence(1000), 5);
+    await call.hangup();
+    const run = app.sessions.get(runId)!;
+    await until(() => run.finalize !== undefined, 8000, "finalized");
+    const lines = JSON.parse(
+      new TextDecoder().decode(app.sessions.memoryArtifact(`run-${runId}-transcript.json`)!),
+    ).lines as { role: string; text: string; tool?: string }[];
+    const moves = lines.filter((l) => l.role === "tool").map((l) => l.tool);
+    assert.deepEqual(moves, ["answered_by_machine"], JSON.stringify(lines));
+    await call.close();
+  } finally {
+    await app.calls.drain(1000);
+    await server.shutdown();
+    await app.close();
+  }
 });
