@@ -15,6 +15,8 @@
  */
 
 import { EnergyVad } from "./audio/vad_energy.ts";
+import type { AmdOptions } from "./audio/amd.ts";
+import { AmdProcessor, VoicemailGate } from "./processors/amd.ts";
 import type { TranscriptListener } from "./processors/finalize.ts";
 import { AssistantContextAggregator } from "./processors/assistant_context.ts";
 import { createLlmContext, UserContextAggregator } from "./processors/context.ts";
@@ -136,6 +138,12 @@ export interface CallBase {
   taskParams?: PipelineTaskParams;
   /** Logger for the call (default: the task's own). */
   logger?: Logger;
+  /**
+   * Answering-machine detection (outbound calls): AnsweringMachine frames after the input, the
+   * brain's `answered_by_machine`/`answered_by_human` moves, and, unless `waitForBeep` is false,
+   * the bot's audio held from a machine decision until the beep (docs/call-control.md).
+   */
+  answeringMachine?: { detect?: Omit<AmdOptions, "sampleRate">; waitForBeep?: boolean };
 }
 
 /** The processors every call shape ends with. */
@@ -189,6 +197,11 @@ function assemble(
   outRate: number,
 ): PipelineTask {
   const processors = [...head];
+  const amd = opts.answeringMachine;
+  // Right after the input: the detector hears the callee before anything else touches it.
+  if (amd !== undefined) processors.splice(1, 0, new AmdProcessor(amd.detect));
+  // Before the recorder: the recording has the message where the callee heard it.
+  if (amd !== undefined && amd.waitForBeep !== false) processors.push(new VoicemailGate());
   if (call.recorder) processors.push(call.recorder);
   processors.push(call.output, call.finalize);
   const task = new PipelineTask(new Pipeline(processors, name), {

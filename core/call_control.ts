@@ -23,6 +23,14 @@ export const SEND_DTMF = "send_dtmf";
 export const TRANSFER_CALL = "transfer_call";
 /** The disposition (and end reason) of a call handed over by {@link TRANSFER_CALL}. */
 export const TRANSFERRED = "transferred";
+/**
+ * The moves an answering-machine decision makes: the BrainProcessor calls the brain's tool of
+ * this name (a graph transition) when the current node offers it, as if the model had.
+ */
+export const AMD_MOVES: Readonly<Record<"human" | "machine", string>> = Object.freeze({
+  human: "answered_by_human",
+  machine: "answered_by_machine",
+});
 /** Most keys one `send_dtmf` call may press (a phone menu path, an account number). */
 export const MAX_DTMF_KEYS = 32;
 

@@ -112,6 +112,22 @@ export type TransferOutcome =
   | { ok: true; status?: number }
   | { ok: false; reason: string; status?: number; refused?: boolean };
 
+/**
+ * What answering-machine detection heard on an outbound call: the `decision` (human or machine,
+ * and why), then, after a machine decision, `ready` once a message can be left (at the end of the
+ * beep, or when the greeting went quiet without one). Times are ms since the call's audio began.
+ */
+export type AnsweringMachineEvent =
+  | {
+    type: "decision";
+    verdict: "human" | "machine";
+    reason: "beep" | "long_greeting" | "short_greeting" | "silence";
+    atMs: number;
+    /** Length of the callee's first utterance, ms. */
+    greetingMs: number;
+  }
+  | { type: "ready"; reason: "beep" | "silence"; atMs: number };
+
 /** The result of a function call, sent back to the model. */
 export interface FunctionCallResult {
   /** Id of the call this result answers. */
@@ -291,6 +307,8 @@ export type SystemFrame =
   | FrameWith<"BotInterrupted", { cut?: PlayoutCut; droppedFrames?: number }>
   /** How a {@link TransferCall} ended, sent upstream by the output transport. */
   | FrameWith<"TransferResult", { target: string; outcome: TransferOutcome }>
+  /** Downstream from answering-machine detection (outbound calls that ask for it). */
+  | FrameWith<"AnsweringMachine", { event: AnsweringMachineEvent }>
   /**
    * The caller may be starting to talk over the bot: the output transport sends none of the
    * bot's audio for up to `ms` (a repeat extends it). An Interruption then clears it; if none
@@ -398,6 +416,7 @@ const CLASS_OF: Readonly<Record<Exclude<FrameKind, "Custom">, FrameClass>> = {
   BotInterrupted: "system",
   BotAudioHold: "system",
   TransferResult: "system",
+  AnsweringMachine: "system",
   OutputAudio: "data",
   TtsAudio: "data",
   Text: "data",

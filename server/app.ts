@@ -19,6 +19,7 @@ import {
   type OutboundDialer,
   type SipDialFn,
 } from "./outbound.ts";
+import type { CarrierTransferOptions } from "../telephony/carrier_transfer.ts";
 import type { ServiceFactory, ServiceKind } from "../providers/service_registry.ts";
 import { router } from "./router.ts";
 import { type SipTrunk, startSipTrunk } from "./sip_trunk.ts";
@@ -93,6 +94,8 @@ export interface AgentServerOptions {
   sipBindHost?: string;
   /** Replaces the outbound dialer entirely (tests). */
   dialer?: OutboundDialer;
+  /** Where carrier calls are transferred over REST (tests: a fake API's origin). */
+  carrierApi?: CarrierTransferOptions;
   /** WebRTC answer options for the playground (ICE mode, extra host addresses). */
   webrtc?: Omit<WebRtcAnswerOptions, "logger">;
   /** Set on each worker when several share one port (see `server/workers.ts`). */
@@ -231,6 +234,7 @@ export async function createAgentServer(opts: AgentServerOptions): Promise<Agent
       ...(opts.metricsText !== undefined ? { metricsText: opts.metricsText } : {}),
       dialer,
       webrtc: opts.webrtc,
+      ...(opts.carrierApi !== undefined ? { carrierApi: opts.carrierApi } : {}),
     }),
     {
       maxBodyBytes: config.limits.maxBodyBytes,

@@ -14,6 +14,7 @@
  */
 
 import { GraphBrain } from "../core/agent/graph_brain.ts";
+import type { CallBase } from "../core/builders.ts";
 import { interpolate } from "../core/agent/interpolate.ts";
 import { RemoteBrain } from "../core/agent/remote_brain.ts";
 import { errorMessage, FlowcatError } from "../core/errors.ts";
@@ -228,6 +229,7 @@ export class CallManager {
       runId: run.runId,
       token: run.token,
       ...(greeting !== undefined ? { greeting } : {}),
+      ...this.#answeringMachine(run),
       record: this.#cfg.recording.enabled,
       onTranscript: watch.onTranscript,
       onFinalized: (r) => {
@@ -384,6 +386,13 @@ export class CallManager {
       logger: this.#log,
       headers,
     });
+  }
+
+  /** Answering-machine detection for a call this server placed, when the config turns it on. */
+  #answeringMachine(run: RunRecord): Pick<CallBase, "answeringMachine"> {
+    const amd = this.#cfg.telephony.answeringMachine;
+    const placed = run.origin === "outbound" || (run.origin === "sip" && run.to !== undefined);
+    return amd.enabled && placed ? { answeringMachine: { waitForBeep: amd.waitForBeep } } : {};
   }
 
   #greeting(brain: AgentBrain): string | undefined {

@@ -171,6 +171,16 @@ export interface TelephonyDocument {
   webhook_secrets_env: Record<string, string>;
   /** The SIP trunk, when configured. */
   sip?: SipTrunkDocument;
+  /** Answering-machine detection on outbound calls. */
+  answering_machine: AnsweringMachineDocument;
+}
+
+/** `telephony.answering_machine`: human or machine on the calls this server places. */
+export interface AnsweringMachineDocument {
+  /** Whether outbound calls run the detector (default false). */
+  enabled: boolean;
+  /** Whether the bot's audio waits for the beep after a machine decision (default true). */
+  wait_for_beep: boolean;
 }
 
 /** `recording`: per-call WAV and transcript files. */

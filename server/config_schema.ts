@@ -246,11 +246,18 @@ const sipSchema = z.strictObject({
 
 const carrierName = oneOfNames("carrier", () => CARRIER_NAMES);
 
+/** `telephony.answering_machine`: human or machine on outbound calls (docs/call-control.md). */
+const answeringMachineSchema = z.strictObject({
+  enabled: z.boolean().default(false),
+  wait_for_beep: z.boolean().default(true),
+});
+
 const telephonySchema = z.strictObject({
   public_url: urlWith(["https:", "http:"], "https://agent.example.com").optional(),
   carriers: z.array(carrierName).default([]),
   webhook_secrets_env: z.record(z.string(), envName).prefault({}),
   sip: sipSchema.optional(),
+  answering_machine: answeringMachineSchema.prefault({}),
 });
 
 const recordingSchema = z.strictObject({

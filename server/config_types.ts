@@ -166,6 +166,11 @@ export interface TelephonyConfig {
   webhookSecretsEnv: Partial<Record<CarrierName, string>>;
   /** The SIP trunk, when configured. */
   sip?: SipTrunkConfig;
+  /**
+   * Answering-machine detection on outbound calls; when on, `waitForBeep` holds the bot's audio
+   * after a machine decision until the beep.
+   */
+  answeringMachine: { enabled: boolean; waitForBeep: boolean };
 }
 
 /** Call recordings and transcripts. */
@@ -361,6 +366,10 @@ export function toServerConfig(
   const telephony: TelephonyConfig = {
     carriers: t.carriers as CarrierName[],
     webhookSecretsEnv: { ...t.webhook_secrets_env } as Partial<Record<CarrierName, string>>,
+    answeringMachine: {
+      enabled: t.answering_machine.enabled,
+      waitForBeep: t.answering_machine.wait_for_beep,
+    },
   };
   if (t.public_url !== undefined) telephony.publicUrl = t.public_url.replace(/\/+$/, "");
   if (t.sip !== undefined) {

@@ -11,7 +11,8 @@ import { errorMessage } from "../core/errors.ts";
 import type { Logger } from "../core/log.ts";
 import { type CarrierName, createSerializer } from "../telephony/serializers/mod.ts";
 import { socketFromWebSocket, WsMediaTransport } from "../telephony/ws_transport.ts";
-import type { CallManager, CallTicket } from "./calls.ts";
+import { carrierTransfer, type CarrierTransferOptions } from "../telephony/carrier_transfer.ts";
+import type { CallManager, CallTicket, EnvGet } from "./calls.ts";
 import type { AgentServerConfig } from "./config.ts";
 import { jsonError, type RouteContext } from "./router.ts";
 import type { RefusalLog } from "./route_guards.ts";
@@ -31,6 +32,10 @@ export interface MediaSocketContext {
   sessions: MemorySessionSource;
   /** Where a call that ended early is logged. */
   logger: Logger;
+  /** The carrier API credentials a transfer uses. */
+  env: EnvGet;
+  /** How carrier calls are transferred over REST (tests point it at a fake API). */
+  carrierApi?: CarrierTransferOptions;
 }
 
 /** Media sockets upgraded but not yet past their start message (counted and capped). */
@@ -92,6 +97,7 @@ async function mediaSocket(ctx: Ctx, req: Request, c: RouteContext): Promise<Res
     logger: ctx.logger,
     maxMessageAudioMs: limits.maxMessageAudioMs,
     maxAudioBurstMs: limits.mediaBurstMs,
+    transfer: carrierTransfer(carrier, ctx.env, ctx.carrierApi),
   });
   // Accepted before any drain: its call may still start once one began (and the drain waits).
   const ticket = ctx.calls.admit();

@@ -36,6 +36,7 @@ import {
   WEBHOOK_SECRET_ENV,
   webhookSecretsFromEnv,
 } from "../telephony/webhooks.ts";
+import type { CarrierTransferOptions } from "../telephony/carrier_transfer.ts";
 import type { CallManager, EnvGet } from "./calls.ts";
 import type { AgentServerConfig } from "./config.ts";
 import type { OutboundDialer } from "./outbound.ts";
@@ -77,6 +78,8 @@ export interface ServerContext {
   dialer?: OutboundDialer;
   /** WebRTC answer options (ICE mode, extra host addresses). */
   webrtc?: Omit<WebRtcAnswerOptions, "logger">;
+  /** How carrier calls are transferred over REST (tests point it at a fake API). */
+  carrierApi?: CarrierTransferOptions;
 }
 
 /** The route table of the agent server. */

@@ -21,6 +21,7 @@
 
 import { FlowcatError } from "../core/errors.ts";
 import { assertE164 } from "./security.ts";
+import { apiOrigin, basicAuth, carrierError, jsonObject, scrub } from "./_carrier_http.ts";
 import type { CarrierName } from "./serializers/mod.ts";
 
 /** The call to place. */
@@ -158,14 +159,6 @@ function field(creds: OriginateCredentials, name: string, carrier: string): stri
   return value.trim();
 }
 
-const basic = (user: string, pass: string) =>
-  `Basic ${new TextEncoder().encode(`${user}:${pass}`).toBase64()}`;
-
-/** The API origin: `baseUrl` when given, else the carrier's, without a trailing slash. */
-function origin(base: string | undefined, fallback: string): string {
-  return (base ?? fallback).replace(/\/+$/, "");
-}
-
 function twilioLike(
   base: string,
   user: string,
@@ -181,7 +174,7 @@ function twilioLike(
     init: {
       method: "POST",
       headers: {
-        authorization: basic(user, pass),
+        authorization: basicAuth(user, pass),
         "content-type": "application/x-www-form-urlencoded",
         accept: "application/json",
       },
@@ -202,7 +195,7 @@ function prepare(
   switch (carrier) {
     case "twilio":
       return twilioLike(
-        origin(baseUrl, "https://api.twilio.com"),
+        apiOrigin(baseUrl, "https://api.twilio.com"),
         f("accountSid"),
         f("authToken"),
         call,
@@ -211,7 +204,7 @@ function prepare(
     case "signalwire": {
       const space = f("spaceUrl").replace(/^https?:\/\//, "").replace(/\/.*$/, "");
       return twilioLike(
-        origin(baseUrl, `https://${space}`),
+        apiOrigin(baseUrl, `https://${space}`),
         f("projectId"),
         f("apiToken"),
         call,
@@ -229,7 +222,7 @@ function prepare(
       if (call.statusCallbackUrl) body.StatusCallback = call.statusCallbackUrl;
       const apiKey = f("apiKey");
       return {
-        url: `${origin(baseUrl, "https://api.telnyx.com")}/v2/texml/calls/${
+        url: `${apiOrigin(baseUrl, "https://api.telnyx.com")}/v2/texml/calls/${
           encodeURIComponent(f("connectionId"))
         }`,
         init: {
@@ -260,13 +253,13 @@ function prepare(
         body.hangup_method = "POST";
       }
       return {
-        url: `${origin(baseUrl, "https://api.plivo.com")}/v1/Account/${
+        url: `${apiOrigin(baseUrl, "https://api.plivo.com")}/v1/Account/${
           encodeURIComponent(authId)
         }/Call/`,
         init: {
           method: "POST",
           headers: {
-            authorization: basic(authId, authToken),
+            authorization: basicAuth(authId, authToken),
             "content-type": "application/json",
             accept: "application/json",
           },
@@ -279,30 +272,6 @@ function prepare(
     default:
       throw unsupported(carrier);
   }
-}
-
-/** The carrier's own error text from a JSON error body (Twilio, Telnyx, Plivo shapes). */
-function carrierError(json: Record<string, unknown> | undefined, text: string): string {
-  if (json) {
-    const errors = json.errors;
-    if (Array.isArray(errors) && errors.length > 0 && typeof errors[0] === "object") {
-      const e = errors[0] as Record<string, unknown>;
-      const code = e.code !== undefined ? ` (code ${e.code})` : "";
-      return `${e.detail ?? e.title ?? "error"}${code}`;
-    }
-    const message = json.message ?? json.error ?? json.detail;
-    if (typeof message === "string") {
-      return json.code !== undefined ? `${message} (code ${json.code})` : message;
-    }
-  }
-  return text.trim() || "no error message";
-}
-
-/** `text` with every secret replaced and cut to a log-friendly length. */
-function scrub(text: string, secrets: string[]): string {
-  let out = text;
-  for (const s of secrets) if (s.length >= 4) out = out.split(s).join("***");
-  return out.replace(/\s+/g, " ").slice(0, 300);
 }
 
 /**
@@ -341,13 +310,7 @@ export async function originateCall(
   } finally {
     clearTimeout(timer);
   }
-  let json: Record<string, unknown> | undefined;
-  try {
-    const parsed = JSON.parse(text);
-    if (parsed !== null && typeof parsed === "object") json = parsed;
-  } catch {
-    json = undefined;
-  }
+  const json = jsonObject(text);
   if (!res.ok) {
     const kind = res.status === 401 || res.status === 403 ? "auth" : "protocol";
     throw new FlowcatError(

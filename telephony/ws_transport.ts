@@ -20,7 +20,9 @@
  */
 
 import { Resampler, transitionFor } from "../core/audio/resample.ts";
-import type { AudioFrame } from "../core/frames.ts";
+import type { AudioFrame, TransferOutcome } from "../core/frames.ts";
+import type { CarrierTransferFn } from "./carrier_transfer.ts";
+import { transferLeg } from "./transfer_leg.ts";
 import { type Logger, silentLogger } from "../core/log.ts";
 import { errorMessage } from "../core/errors.ts";
 import type {
@@ -166,6 +168,8 @@ export interface WsMediaTransportOptions {
   maxAudioBurstMs?: number;
   /** Clock for the real-time check; `performance.now` by default (tests pass a fake). */
   now?: () => number;
+  /** How {@link WsMediaTransport.transfer} hands the call over (e.g. `carrierTransfer`). */
+  transfer?: CarrierTransferFn;
 }
 
 /** Default of {@link WsMediaTransportOptions.maxMessageAudioMs}. */
@@ -217,6 +221,7 @@ export class WsMediaTransport implements MediaTransport {
   readonly #maxBytes: number;
   readonly #burstMs: number;
   readonly #now: () => number;
+  readonly #transfer: CarrierTransferFn | undefined;
   /** Audio (ms) the peer may still send ahead of real time, and when that was worked out. */
   #allowanceMs: number;
   #allowanceAt: number | undefined;
@@ -235,6 +240,12 @@ export class WsMediaTransport implements MediaTransport {
     this.#burstMs = options.maxAudioBurstMs ?? MAX_AUDIO_BURST_MS;
     this.#allowanceMs = this.#burstMs;
     this.#now = options.now ?? (() => performance.now());
+    this.#transfer = options.transfer;
+  }
+
+  /** Cold transfer through the carrier (options.transfer); refused without one. */
+  transfer(target: string): Promise<TransferOutcome> {
+    return transferLeg(this.#transfer, this.callId, target);
   }
 
   /**

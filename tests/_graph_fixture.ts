@@ -48,3 +48,31 @@ export const HELLO_BYE_GRAPH = {
     { id: "end", prompt: "Say bye.", terminal: true },
   ],
 };
+
+/**
+ * A graph whose node `a` offers a `done` transition (the echo model's key 1) and a
+ * `transfer_call` pinned to `target` (key 2).
+ */
+export function pinnedTransferGraph(target: string): Record<string, unknown> {
+  return {
+    version: 1,
+    start: "a",
+    nodes: [
+      {
+        id: "a",
+        prompt: "Help, or transfer to the desk.",
+        transitions: [{ name: "done", description: "Done.", target: "c" }],
+      },
+      { id: "c", prompt: "Bye.", terminal: true },
+    ],
+    workflow_tools: [{
+      name: "transfer_call",
+      description: "Transfer the caller to the front desk.",
+      params: {
+        type: "object",
+        properties: { target: { type: "string", enum: [target], default: target } },
+      },
+      nodes: ["a"],
+    }],
+  };
+}

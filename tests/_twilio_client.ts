@@ -109,16 +109,18 @@ export async function twilioClient(
 let sids = 0;
 
 /**
- * Dial an agent server in as Twilio does: POST its signed answer webhook (a fresh CallSid each
+ * Dial an agent server in as Twilio does (or answer a call it placed, with `runId`): POST its
+ * signed answer webhook (a fresh CallSid each
  * time, so the replay guard lets it in), then open the media WebSocket the TwiML names, on
  * `base` (the server's local origin) instead of the public one.
  */
 export async function dialTwilio(
   base: string,
-  opts: { secret: string; publicUrl: string; callSid?: string },
+  opts: { secret: string; publicUrl: string; callSid?: string; runId?: number },
 ): Promise<{ call: TwilioCall; runId: number; token: string }> {
   const params = { CallSid: opts.callSid ?? `CA${++sids}` };
-  const path = "/telephony/answer/twilio";
+  // A placed call's run is named in the path (its answer URL); an inbound call gets a new one.
+  const path = `/telephony/answer/twilio${opts.runId === undefined ? "" : `/${opts.runId}`}`;
   const sig = await twilioSignature(opts.secret, `${opts.publicUrl}${path}`, params);
   const res = await fetch(`${base}${path}`, {
     method: "POST",

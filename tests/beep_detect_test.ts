@@ -9,59 +9,12 @@ import { BeepDetector, type BeepDetectorOptions } from "../core/audio/beep_detec
 import { dtmfTones } from "../core/audio/dtmf_tone.ts";
 import { ulawDecode, ulawEncode } from "../core/audio/g711.ts";
 import { concatInt16 } from "../core/audio/pcm.ts";
-import { decodeWav } from "../core/audio/wav.ts";
 import { FlowcatError } from "../core/errors.ts";
 import type { Beep } from "../mod.ts";
+import { mixHiss, RATE, silence, voiceMaker } from "./_voice_audio.ts";
 
-const RATE = 8000;
 const dir = await Deno.makeTempDir({ dir: "/tmp", prefix: "flowcat-beep-" });
-
-/** Run `cmd args`; throws with its stderr when it fails. */
-async function run(cmd: string, args: string[]): Promise<void> {
-  const r = await new Deno.Command(cmd, { args, stdout: "null", stderr: "piped" }).output();
-  if (!r.success) throw new Error(`${cmd} failed: ${new TextDecoder().decode(r.stderr)}`);
-}
-
-/** The 8 kHz mono PCM of the WAV file `path`. */
-async function read8k(path: string): Promise<Int16Array> {
-  const wav = decodeWav(await Deno.readFile(path));
-  assert.equal(wav.sampleRate, RATE);
-  return wav.pcm;
-}
-
-let seq = 0;
-/** A sox sine of `freq` Hz for `seconds`, at `vol` of full scale. */
-async function soxBeep(freq: number, seconds: number, vol = 0.4): Promise<Int16Array> {
-  const out = `${dir}/beep-${++seq}.wav`;
-  const args = ["-n", "-r", "8000", "-b", "16", "-c", "1", out, "synth", String(seconds)];
-  await run("sox", [...args, "sine", String(freq), "vol", String(vol)]);
-  return read8k(out);
-}
-
-/** espeak-ng saying `text` in `voice` (22.05 kHz), converted to 8 kHz by sox. */
-async function speak(text: string, voice: string, speed = 160): Promise<Int16Array> {
-  const raw = `${dir}/speech-${++seq}.wav`;
-  const out = `${dir}/speech8k-${seq}.wav`;
-  await run("espeak-ng", ["-v", voice, "-s", String(speed), "-w", raw, text]);
-  await run("sox", [raw, "-r", "8000", "-b", "16", "-c", "1", out]);
-  return read8k(out);
-}
-
-/** Low white noise (a phone line's hiss), seeded. */
-function hiss(samples: number, amp = 60, seed = 7): Int16Array {
-  const out = new Int16Array(samples);
-  let s = seed;
-  for (let i = 0; i < samples; i++) {
-    s = (s * 1103515245 + 12345) >>> 0;
-    out[i] = Math.round(((s / 0xffffffff) * 2 - 1) * amp);
-  }
-  return out;
-}
-
-function mixHiss(pcm: Int16Array): Int16Array {
-  const n = hiss(pcm.length);
-  return pcm.map((v, i) => Math.max(-32768, Math.min(32767, v + n[i])));
-}
+const { soxBeep, speak } = voiceMaker(dir);
 
 function detect(pcm: Int16Array, chunk = 160, opts: BeepDetectorOptions = {}): Beep[] {
   const det = new BeepDetector({ sampleRate: RATE, ...opts });
@@ -73,7 +26,6 @@ function detect(pcm: Int16Array, chunk = 160, opts: BeepDetectorOptions = {}): B
   return beeps;
 }
 
-const silence = (ms: number) => new Int16Array((RATE * ms) / 1000);
 const ms = (samples: number) => (samples * 1000) / RATE;
 
 const GREETINGS: [string, string, number][] = [

@@ -43,6 +43,7 @@ Deno.test("frame classes follow the documented tables", () => {
     "BotInterrupted",
     "BotAudioHold",
     "TransferResult",
+    "AnsweringMachine",
   ];
   const data = [
     "OutputAudio",

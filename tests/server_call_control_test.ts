@@ -10,6 +10,7 @@ import { memoryLogger } from "../core/log.ts";
 import { createAgentServer } from "../server/app.ts";
 import { parseConfigText } from "../server/config.ts";
 import { until } from "./_core_helpers.ts";
+import { pinnedTransferGraph } from "./_graph_fixture.ts";
 import { echoSipTrunkConfig, freeUdpPort, hasSipp, runSipp, sippArgs } from "./_sipp.ts";
 
 const TARGET = "sip:desk@127.0.0.1:5099";
@@ -20,27 +21,7 @@ Deno.test({
   ignore: !hasSipp(),
   fn: async () => {
     const sipPort = freeUdpPort();
-    const graph = {
-      version: 1,
-      start: "a",
-      nodes: [
-        {
-          id: "a",
-          prompt: "Help, or transfer to the desk.",
-          transitions: [{ name: "done", description: "Done.", target: "c" }],
-        },
-        { id: "c", prompt: "Bye.", terminal: true },
-      ],
-      workflow_tools: [{
-        name: "transfer_call",
-        description: "Transfer the caller to the front desk.",
-        params: {
-          type: "object",
-          properties: { target: { type: "string", enum: [TARGET], default: TARGET } },
-        },
-        nodes: ["a"],
-      }],
-    };
+    const graph = pinnedTransferGraph(TARGET);
     const config = echoSipTrunkConfig(graph, sipPort);
     const r = await parseConfigText(JSON.stringify(config), "json", ".");
     if (!r.ok) throw new Error(JSON.stringify(r.problems));

@@ -48,7 +48,11 @@ Deno.test("config: a minimal JSON config gets every default", async () => {
     baseDir: "cfg",
     pipeline: "s2s",
     providers: { realtime: { name: "echo", options: {} } },
-    telephony: { carriers: [], webhookSecretsEnv: {} },
+    telephony: {
+      carriers: [],
+      webhookSecretsEnv: {},
+      answeringMachine: { enabled: false, waitForBeep: true },
+    },
     recording: { enabled: false, dir: "cfg/recordings" },
     limits: {
       maxCalls: 100,
@@ -110,6 +114,7 @@ telephony:
     rtp_port_base: 20000
     rtp_port_tries: 50
     allow_hosts: ["203.0.113.10"]
+  answering_machine: { enabled: true, wait_for_beep: false }
 recording: { enabled: true, dir: /var/flowcat/rec }
 limits: { max_calls: 5, max_call_seconds: 60, max_body_bytes: 2048, drain_seconds: 0, idle_timeout_seconds: 0 }
 turns:
@@ -164,6 +169,7 @@ observability:
     publicUrl: "https://agent.example.com",
     carriers: ["twilio", "telnyx"],
     webhookSecretsEnv: { twilio: "TWILIO_AUTH_TOKEN" },
+    answeringMachine: { enabled: true, waitForBeep: false },
     sip: {
       server: "sip:trunk.example.com",
       login: "bob",

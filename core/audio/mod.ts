@@ -74,6 +74,7 @@ export {
 } from "./dtmf_rfc4733.ts";
 export { DtmfDetector, type DtmfDetectorOptions } from "./dtmf_detect.ts";
 export { type Beep, BeepDetector, type BeepDetectorOptions } from "./beep_detect.ts";
+export { type AmdEvent, type AmdOptions, type AmdReason, AnsweringMachineDetector } from "./amd.ts";
 export { type DtmfToneOptions, dtmfTones } from "./dtmf_tone.ts";
 export {
   VadStateMachine,

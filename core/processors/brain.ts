@@ -18,6 +18,10 @@
  * - End: a goodbye TtsSpeak when the brain gave one, FunctionCallResult, then End upstream
  *   (the task drains the pipeline; the disposition is kept for finalize).
  *
+ * - An AnsweringMachine decision (core/processors/amd.ts) becomes a call of the brain's
+ *   `answered_by_machine` or `answered_by_human` tool when the current node offers it, decided
+ *   like the model's own calls but with no result sent to the model (it never made the call).
+ *
  * The brain runs off the frame path: a remote brain's HTTP round trip never holds up audio.
  * Calls are decided one at a time, in arrival order.
  *
@@ -28,6 +32,7 @@
  */
 
 import {
+  AMD_MOVES,
   dtmfToolKeys,
   SEND_DTMF,
   TRANSFER_CALL,
@@ -124,6 +129,9 @@ export class BrainProcessor extends FrameProcessor {
         case "LlmResponseEnd":
           this.#releaseLines();
           break;
+        case "AnsweringMachine":
+          if (frame.event.type === "decision") this.#answeredBy(frame.event.verdict, link);
+          break;
       }
     } else if (frame.kind === "TransferResult" && this.#transferDone !== undefined) {
       this.#transferDone(frame.outcome);
@@ -152,14 +160,23 @@ export class BrainProcessor extends FrameProcessor {
     for (const add of held) add();
   }
 
-  #queue(call: FunctionCall, link: Link): void {
-    this.#chain = this.#chain.then(() => this.#decide(call, link));
+  #queue(call: FunctionCall, link: Link, fromModel = true): void {
+    this.#chain = this.#chain.then(() => this.#decide(call, link, fromModel));
   }
 
-  async #decide(call: FunctionCall, link: Link): Promise<void> {
+  /** The brain's move for an answering-machine verdict, when its current node offers one. */
+  #answeredBy(verdict: "human" | "machine", link: Link): void {
+    const name = AMD_MOVES[verdict];
+    if (!this.#brain.tools().some((t) => t.name === name)) return;
+    const call = { toolCallId: `amd-${verdict}`, functionName: name, arguments: {} };
+    this.#queue(call, link, false);
+  }
+
+  async #decide(call: FunctionCall, link: Link, fromModel: boolean): Promise<void> {
     if (this.#ended) return;
     const result = (value: unknown, runLlm?: false) => {
       this.#line((t) => t.addTool(call.functionName, value));
+      if (!fromModel) return;
       link.push(
         makeFrame("FunctionCallResult", {
           result: {

@@ -18,3 +18,4 @@ export * from "./tts.ts";
 export * from "./assistant_context.ts";
 export * from "./context.ts";
 export * from "./greeting.ts";
+export * from "./amd.ts";
