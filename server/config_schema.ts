@@ -15,6 +15,7 @@ import { VARIABLE_NAME_RE } from "../core/agent/interpolate.ts";
 import { DEFAULT_BARGE_IN, DEFAULT_TURN_WINDOWS } from "../core/turn_end.ts";
 import { describeType, shown, suggestionHint } from "./config_suggest.ts";
 import type { ConfigDocument } from "./config_document.ts";
+import { TOOLS_KNOWN_KEYS, toolsSchema } from "./config_tools.ts";
 
 /** Pipeline shapes: one speech-to-speech model, or speech-to-text + language model + speech. */
 export const PIPELINE_KINDS = ["s2s", "cascaded"] as const;
@@ -339,6 +340,7 @@ export const configSchema = z.strictObject({
   api: apiSchema.prefault({}),
   playground: playgroundSchema.prefault({}),
   observability: observabilitySchema.prefault({}),
+  tools: toolsSchema(envName).prefault({}),
 });
 
 export type { ConfigDocument };
@@ -374,6 +376,7 @@ export const KNOWN_KEYS: Readonly<Record<string, readonly string[]>> = Object.fr
   observability: Object.keys(observabilitySchema.shape),
   "observability.errors": Object.keys(errorsSchema.shape),
   "observability.tracing": Object.keys(tracingSchema.shape),
+  ...TOOLS_KNOWN_KEYS,
 });
 
 /** Where each secret comes from instead, for keys that would put a secret in the file. */
