@@ -145,6 +145,13 @@ export const TOOLS_KNOWN_KEYS: Readonly<Record<string, readonly string[]>> = Obj
   "tools.mcp": ["name", "command", "args", "env", "url", "bearer_env", "timeout_ms"],
 });
 
+const TOKEN_HINT = "put the token in an environment variable and name it: bearer_env: MCP_TOKEN";
+/** Inline-secret keys refused in a `tools.mcp` entry, with the hint that replaces them. */
+export const TOOLS_INLINE_SECRET_HINTS: Readonly<Record<string, Readonly<Record<string, string>>>> =
+  Object.freeze({
+    "tools.mcp": { token: TOKEN_HINT, bearer: TOKEN_HINT, headers: TOKEN_HINT },
+  });
+
 /** `tools` of the document as the server config holds it. */
 export function toolsConfig(doc: ToolsDocument): ToolsConfig {
   return {

@@ -12,6 +12,9 @@ import {
   ListToolsRequestSchema,
 } from "npm:@modelcontextprotocol/sdk@1.32.2/types.js";
 
+/** What a `deno` child needs from the test's environment to find its caches. */
+export const DENO_CHILD_ENV: readonly string[] = ["HOME", "PATH", "DENO_DIR", "XDG_CACHE_HOME"];
+
 const TOOLS = [
   {
     name: "lookup_order",

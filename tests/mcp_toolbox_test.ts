@@ -8,19 +8,16 @@ import assert from "node:assert/strict";
 import { memoryLogger } from "../core/log.ts";
 import type { McpServerConfig } from "../server/config_tools.ts";
 import { openMcpToolbox } from "../server/mcp/toolbox.ts";
-import { serveMcpHttp } from "./_mcp_server.ts";
-
-/** What a `deno` child needs from this environment to find its caches. */
-export const DENO_CHILD_ENV = ["HOME", "PATH", "DENO_DIR", "XDG_CACHE_HOME"];
+import { DENO_CHILD_ENV, serveMcpHttp } from "./_mcp_server.ts";
 
 /** The test MCP server as a stdio program. */
-export function stdioServer(name: string, timeoutMs = 20_000): McpServerConfig {
+function stdioServer(name: string, timeoutMs = 20_000): McpServerConfig {
   return {
     name,
     transport: "stdio",
     command: "deno",
     args: ["run", "--no-prompt", "tests/_mcp_server.ts"],
-    env: DENO_CHILD_ENV,
+    env: [...DENO_CHILD_ENV],
     timeoutMs,
   };
 }
