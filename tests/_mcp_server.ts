@@ -31,6 +31,8 @@ const TOOLS = [
     inputSchema: { type: "object", properties: { ms: { type: "number" } } },
   },
   { name: "fail", description: "Always fails", inputSchema: { type: "object" } },
+  // A name MCP allows and model APIs refuse: never offered to a model.
+  { name: "orders/list", description: "List orders", inputSchema: { type: "object" } },
 ];
 
 /** The part of a tools/call request the tools read. */

@@ -34,6 +34,7 @@ Deno.test("mcp toolbox: a stdio server's tools are listed, called and answered",
   const box = await openMcpToolbox([stdioServer("orders")], { env, logger });
   try {
     assert.deepEqual(box.tools().map((t) => t.name), ["lookup_order", "slow", "fail", "crash"]);
+    assert.match(logged(logger), /MCP tool not offered.*"tool":"orders\/list"/);
     const lookup = box.tools()[0]!;
     assert.equal(lookup.description, "Look up an order's status by its id");
     assert.deepEqual(lookup.params.required, ["order_id"]);

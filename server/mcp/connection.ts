@@ -28,6 +28,12 @@ const CLIENT = { name: "flowcat", version: "0.1.0" };
  */
 export const MCP_CONNECT_TIMEOUT_MS = 10_000;
 
+/**
+ * Tool names every supported model API accepts (OpenAI's function names are the strictest); MCP
+ * allows more (`.`, `/`), and one such name in a request would fail the model's whole turn.
+ */
+export const MODEL_TOOL_NAME_RE: RegExp = /^[A-Za-z0-9_-]{1,64}$/;
+
 /** A live or reconnectable MCP server. */
 export class McpConnection {
   /** The server's config entry. */
@@ -114,6 +120,13 @@ export class McpConnection {
       do {
         const page = await client.listTools(cursor ? { cursor } : undefined, { timeout: ms });
         for (const t of page.tools) {
+          if (!MODEL_TOOL_NAME_RE.test(t.name)) {
+            this.#log.warn("MCP tool not offered: models accept only A-Z a-z 0-9 _ - in names", {
+              server: this.server.name,
+              tool: t.name.slice(0, 80),
+            });
+            continue;
+          }
           tools.push({
             name: t.name,
             description: t.description ?? t.title ?? t.name,

@@ -1,11 +1,13 @@
 /**
- * MCP tools in a cascaded call, end to end: the agent server built from a config with
+ * MCP tools in a call, end to end (and, last, a realtime call with a scripted model): the agent server built from a config with
  * `tools.mcp` (the test MCP server over stdio, then over streamable HTTP), a carrier call, and an
  * OpenAI-style model fake whose scripted first reply calls an MCP tool. The tool's result must be
  * in the model's next request, answering that call.
  */
 import assert from "node:assert/strict";
 import { silentLogger } from "../core/log.ts";
+import type { RealtimeEvent, RealtimeLlm, RealtimeSetup } from "../core/seams.ts";
+import { RealtimeEventQueue } from "../providers/realtime/_shared.ts";
 import { sine } from "../core/audio/pcm.ts";
 import { createAgentServer } from "../server/app.ts";
 import { until } from "./_core_helpers.ts";
@@ -121,6 +123,65 @@ Deno.test("mcp in a cascaded call: an HTTP server with a bearer token; a tool er
     assert.deepEqual(JSON.parse(toolAnswer(second!)), { error: "the order database is down" });
     assert.ok(http.auth.every((a) => a === "Bearer s3cret"));
   } finally {
+    await http.close();
+  }
+});
+
+/** A realtime model that calls `lookup_order` once connected and records what it is given. */
+class ToolCallingModel implements RealtimeLlm {
+  readonly #q = new RealtimeEventQueue();
+  offered: string[] = [];
+  results: { id: string; result: unknown }[] = [];
+  connect(setup: RealtimeSetup): Promise<void> {
+    this.offered = setup.tools.map((t) => t.name);
+    this.#q.push({ type: "tool_call", id: "rt_1", name: "lookup_order", args: { order_id: "R9" } });
+    return Promise.resolve();
+  }
+  sendAudio(): void {}
+  updateSystem(): Promise<void> {
+    return Promise.resolve();
+  }
+  sendToolResult(id: string, result: unknown): Promise<void> {
+    this.results.push({ id, result });
+    return Promise.resolve();
+  }
+  nextEvent(): Promise<RealtimeEvent | undefined> {
+    return this.#q.next();
+  }
+  close(): Promise<void> {
+    this.#q.close();
+    return Promise.resolve();
+  }
+}
+
+Deno.test("mcp in a realtime call: the model is offered the MCP tools and gets the result", async () => {
+  const http = serveMcpHttp();
+  const model = new ToolCallingModel();
+  const res = await parse(`agent: { graph: graph.yaml }
+providers: { realtime: { name: echo } }
+tools:
+  mcp: [{ name: orders, url: "${http.url}" }]`);
+  if (!res.ok) throw new Error(JSON.stringify(res.problems));
+  const app = await createAgentServer({
+    config: res.config,
+    env: () => undefined,
+    logger: silentLogger,
+    realtimeFactory: () => model,
+    warm: false,
+  });
+  const run = await app.sessions.createRun("carrier", { carrier: "twilio" });
+  let report: Promise<unknown> | undefined;
+  const call = await twilioCall((t) => (report = app.calls.run(t, run)), run.token);
+  try {
+    await until(() => model.results.length === 1, 10_000, "the tool result sent to the model");
+    assert.deepEqual(model.offered, ["go", "end_call", "lookup_order", "slow", "fail"]);
+    assert.deepEqual(model.results, [{ id: "rt_1", result: "Order R9: shipped on 2026-11-20" }]);
+    await call.hangup();
+    await report;
+  } finally {
+    await call.close();
+    await app.calls.drain(1000);
+    await app.close();
     await http.close();
   }
 });
