@@ -2,7 +2,8 @@
  * A real MCP server for tests, written with the MCP SDK: run as a program it serves stdio
  * (`deno run tests/_mcp_server.ts`); {@link serveMcpHttp} serves it over streamable HTTP on
  * 127.0.0.1 (an ephemeral port). Tools: `lookup_order` (a text result), `slow` (waits `ms`),
- * `fail` (a tool error) and, over stdio, `crash` (the program exits mid-call).
+ * `fail` (a tool error) and, over stdio, `crash` (the program exits mid-call); with
+ * `--ignore-term` the program ignores SIGTERM.
  */
 import { Server } from "npm:@modelcontextprotocol/sdk@1.32.2/server/index.js";
 import { StdioServerTransport } from "npm:@modelcontextprotocol/sdk@1.32.2/server/stdio.js";
@@ -103,5 +104,11 @@ export function serveMcpHttp(token?: string): McpHttp {
 }
 
 if (import.meta.main) {
+  // `--ignore-term`: a program that will not stop politely.
+  // It stays up after its stdin closes, too (a timer keeps it alive).
+  if (Deno.args.includes("--ignore-term")) {
+    Deno.addSignalListener("SIGTERM", () => {});
+    setInterval(() => {}, 1000);
+  }
   await mcpServer(true).connect(new StdioServerTransport());
 }

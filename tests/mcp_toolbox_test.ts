@@ -6,12 +6,13 @@
  */
 import assert from "node:assert/strict";
 import { memoryLogger } from "../core/log.ts";
-import type { McpServerConfig } from "../server/config_tools.ts";
+import type { McpServerConfig, McpStdioServer } from "../server/config_tools.ts";
+import { STOP_GRACE_MS } from "../server/mcp/stdio_transport.ts";
 import { openMcpToolbox } from "../server/mcp/toolbox.ts";
 import { DENO_CHILD_ENV, serveMcpHttp } from "./_mcp_server.ts";
 
 /** The test MCP server as a stdio program. */
-function stdioServer(name: string, timeoutMs = 20_000): McpServerConfig {
+function stdioServer(name: string, timeoutMs = 20_000): McpStdioServer {
   return {
     name,
     transport: "stdio",
@@ -80,6 +81,20 @@ Deno.test("mcp toolbox: a stdio program that crashes mid-call is an error result
   } finally {
     await box.close();
   }
+});
+
+Deno.test("mcp toolbox: closing stops a program that ignores SIGTERM", async () => {
+  const server = stdioServer("stubborn");
+  const box = await openMcpToolbox(
+    [{ ...server, args: [...server.args, "--ignore-term"] }],
+    { env, logger: memoryLogger() },
+  );
+  assert.equal(await box.call("slow", { ms: 0 }), "done");
+  const started = performance.now();
+  await box.close();
+  const took = performance.now() - started;
+  assert.ok(took >= STOP_GRACE_MS - 100, `closed after ${took} ms: SIGTERM was not ignored?`);
+  assert.ok(took < STOP_GRACE_MS + 5000, `closed after ${took} ms`);
 });
 
 Deno.test("mcp toolbox: an HTTP server gets the bearer token, lists and answers", async () => {

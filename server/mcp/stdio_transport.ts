@@ -10,6 +10,9 @@ import type { Transport } from "npm:@modelcontextprotocol/sdk@1.32.2/shared/tran
 import type { JSONRPCMessage } from "npm:@modelcontextprotocol/sdk@1.32.2/types.js";
 import { errorMessage } from "../../core/errors.ts";
 
+/** How long a stopped program gets to exit on SIGTERM before it is killed, ms. */
+export const STOP_GRACE_MS = 2000;
+
 /** What to start. */
 export interface StdioProgram {
   /** Program (a PATH name or a path). */
@@ -65,7 +68,7 @@ export class DenoStdioTransport implements Transport {
     await this.#writer.write(new TextEncoder().encode(JSON.stringify(message) + "\n"));
   }
 
-  /** Stop the program (SIGTERM) and wait for it. */
+  /** Stop the program (SIGTERM, then SIGKILL after {@link STOP_GRACE_MS}) and wait for it. */
   async close(): Promise<void> {
     const child = this.#child;
     if (child === undefined) return;
@@ -74,12 +77,18 @@ export class DenoStdioTransport implements Transport {
     } catch {
       // already closed by the program's exit
     }
-    try {
-      child.kill("SIGTERM");
-    } catch {
-      // already exited
-    }
+    const signal = (s: Deno.Signal) => {
+      try {
+        child.kill(s);
+      } catch {
+        // already exited
+      }
+    };
+    signal("SIGTERM");
+    // A program that ignores SIGTERM must not hold the agent server's shutdown.
+    const kill = setTimeout(() => signal("SIGKILL"), STOP_GRACE_MS);
     await child.status;
+    clearTimeout(kill);
     this.#finish();
   }
 
