@@ -78,10 +78,13 @@ export interface McpHttp {
   close(): Promise<void>;
 }
 
-/** Serve the test tools over streamable HTTP (stateless); `token`: the bearer it requires. */
-export function serveMcpHttp(token?: string): McpHttp {
+/**
+ * Serve the test tools over streamable HTTP (stateless); `token`: the bearer it requires;
+ * `port`: where to listen (default ephemeral).
+ */
+export function serveMcpHttp(token?: string, port = 0): McpHttp {
   const auth: (string | null)[] = [];
-  const http = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
+  const http = Deno.serve({ hostname: "127.0.0.1", port, onListen() {} }, async (req) => {
     auth.push(req.headers.get("authorization"));
     if (token !== undefined && req.headers.get("authorization") !== `Bearer ${token}`) {
       return new Response("unauthorized", { status: 401 });

@@ -99,6 +99,7 @@ Deno.test("mcp toolbox: closing stops a program that ignores SIGTERM", async () 
 
 Deno.test("mcp toolbox: an HTTP server gets the bearer token, lists and answers", async () => {
   const http = serveMcpHttp("s3cret");
+  let again: ReturnType<typeof serveMcpHttp> | undefined;
   const logger = memoryLogger();
   const server: McpServerConfig = {
     name: "orders-http",
@@ -124,9 +125,16 @@ Deno.test("mcp toolbox: an HTTP server gets the bearer token, lists and answers"
     await http.close();
     const gone = await box.call("lookup_order", { order_id: "C4" });
     assert.match(String((gone as { error?: string }).error), /^tool lookup_order failed: /);
+    // It comes back on the same address: the next call connects again and is answered.
+    again = serveMcpHttp("s3cret", Number(new URL(http.url).port));
+    assert.equal(
+      await box.call("lookup_order", { order_id: "C5" }),
+      "Order C5: shipped on 2026-11-20",
+    );
   } finally {
     await box.close();
     await http.close().catch(() => {});
+    await again?.close();
   }
 });
 

@@ -9,6 +9,7 @@
 import { Client } from "npm:@modelcontextprotocol/sdk@1.32.2/client/index.js";
 import { StreamableHTTPClientTransport } from "npm:@modelcontextprotocol/sdk@1.32.2/client/streamableHttp.js";
 import type { Transport } from "npm:@modelcontextprotocol/sdk@1.32.2/shared/transport.js";
+import { ErrorCode, McpError } from "npm:@modelcontextprotocol/sdk@1.32.2/types.js";
 import { errorMessage } from "../../core/errors.ts";
 import type { ToolDecl } from "../../core/frames.ts";
 import type { Logger } from "../../core/log.ts";
@@ -79,12 +80,26 @@ export class McpConnection {
       const result = await client.callTool({ name, arguments: args }, undefined, { timeout: ms });
       return toolResultValue(result);
     } catch (err) {
-      const msg = errorMessage(err);
-      const reason = /timed out|timeout/i.test(msg)
-        ? `tool ${name} timed out after ${ms} ms`
-        : `tool ${name} failed: ${msg}`;
-      return this.#failed(name, reason);
+      // An MCP protocol error carries a JSON-RPC code; anything else has none.
+      const code = err instanceof McpError ? (err as { code: number }).code : undefined;
+      const timedOut = code === ErrorCode.RequestTimeout;
+      // A protocol answer (unknown tool, bad arguments) leaves the connection as good as it
+      // was; anything else (a closed pipe, a refused or failed HTTP request, a stale session)
+      // is connected afresh by the next call.
+      if (code === undefined || code === ErrorCode.ConnectionClosed) this.#drop(client);
+      return this.#failed(
+        name,
+        timedOut
+          ? `tool ${name} timed out after ${ms} ms`
+          : `tool ${name} failed: ${errorMessage(err)}`,
+      );
     }
+  }
+
+  #drop(client: Client): void {
+    if (this.#client !== client) return;
+    this.#client = undefined;
+    void client.close().catch(() => {});
   }
 
   /** Close the connection (stops a stdio program). */
