@@ -8,7 +8,8 @@ import { errorMessage } from "../../core/errors.ts";
 import { silentLogger } from "../../core/log.ts";
 import type { McpServerConfig } from "../config_tools.ts";
 import type { ProbeResult, ProbeTarget } from "../probes.ts";
-import { type EnvGet, McpConnection } from "./connection.ts";
+import type { EnvGet } from "../call_shapes.ts";
+import { McpConnection } from "./connection.ts";
 
 /** Where a server is, for people: the URL without credentials or query, or the program. */
 function where(s: McpServerConfig): string {

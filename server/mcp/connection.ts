@@ -13,12 +13,10 @@ import { ErrorCode, McpError } from "npm:@modelcontextprotocol/sdk@1.32.2/types.
 import { errorMessage } from "../../core/errors.ts";
 import type { ToolDecl } from "../../core/frames.ts";
 import type { Logger } from "../../core/log.ts";
+import type { EnvGet } from "../call_shapes.ts";
 import type { McpServerConfig } from "../config_tools.ts";
 import { toolResultValue } from "./tool_result.ts";
 import { DenoStdioTransport } from "./stdio_transport.ts";
-
-/** Reads one environment variable. */
-export type EnvGet = (name: string) => string | undefined;
 
 /** The version Flowcat gives as its MCP client name. */
 const CLIENT = { name: "flowcat", version: "0.1.0" };

@@ -12,7 +12,8 @@ import type { ExtraTools } from "../../core/agent/extra_tools.ts";
 import type { ToolDecl } from "../../core/frames.ts";
 import type { Logger } from "../../core/log.ts";
 import type { McpServerConfig } from "../config_tools.ts";
-import { type EnvGet, McpConnection } from "./connection.ts";
+import type { EnvGet } from "../call_shapes.ts";
+import { McpConnection } from "./connection.ts";
 
 /** MCP tools for the server's calls. */
 export interface McpToolbox extends ExtraTools {
