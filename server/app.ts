@@ -188,6 +188,12 @@ export async function createAgentServer(opts: AgentServerOptions): Promise<Agent
   const tracing = opts.tracing ??
     await tracingFromEnv(env, { recordContent: config.observability.tracing.recordContent });
   const errors = opts.errors ?? await errorReporterFrom(config, env, logger);
+  // Only a config naming MCP servers loads the MCP SDK (and needs its grants).
+  const tools = config.tools.mcp.length === 0
+    ? undefined
+    : await import("./mcp/toolbox.ts").then((m) =>
+      m.openMcpToolbox(config.tools.mcp, { env, logger })
+    );
   const calls = await CallManager.create({
     config,
     sessions,
@@ -198,6 +204,7 @@ export async function createAgentServer(opts: AgentServerOptions): Promise<Agent
     ...(opts.serviceFactories ? { serviceFactories: opts.serviceFactories } : {}),
     ...(tracing !== undefined ? { tracing } : {}),
     ...(errors !== undefined ? { errors } : {}),
+    ...(tools !== undefined ? { tools } : {}),
   });
   // Before the first call can come in: it must not be the one that loads the engines.
   const warmup = opts.warm === false ? undefined : await warmEngines(config, logger);
@@ -249,6 +256,7 @@ export async function createAgentServer(opts: AgentServerOptions): Promise<Agent
   const close = async () => {
     refusals.close();
     await sip?.close();
+    await tools?.close();
     await errors?.flush(2000);
   };
   return { handler, calls, sessions, sip, metrics, errors, warmup, close };

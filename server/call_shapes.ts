@@ -27,6 +27,7 @@ import {
 } from "../providers/service_registry.ts";
 import type { ProviderConfig } from "./config_types.ts";
 import type { AgentServerConfig } from "./config_types.ts";
+import { assertProvidersWired } from "./provider_wiring.ts";
 
 /** Reads one environment variable (injectable for tests). */
 export type EnvGet = (name: string) => string | undefined;
@@ -185,6 +186,8 @@ async function loadService<K extends ServiceKind>(
 
 async function loadCascaded(opts: LoadShapeOptions): Promise<CallShape> {
   const { providers } = opts.config;
+  // Every provider's wiring before any key: an unwired one is the operator's first problem.
+  assertProvidersWired(opts.config);
   const stt = await loadService("stt", providers.stt, opts);
   const llm = await loadService("llm", providers.llm, opts);
   const tts = await loadService("tts", providers.tts, opts);

@@ -13,6 +13,7 @@
  * @module
  */
 
+import { type ExtraTools, withExtraTools } from "../core/agent/extra_tools.ts";
 import { GraphBrain } from "../core/agent/graph_brain.ts";
 import type { CallBase } from "../core/builders.ts";
 import { interpolate } from "../core/agent/interpolate.ts";
@@ -85,6 +86,8 @@ export interface CallManagerOptions {
   tracing?: CallTracing;
   /** Reports fatal call failures (Sentry-compatible); none when absent. */
   errors?: ErrorReporter;
+  /** Tools offered beside the brain's on every call (`tools.mcp`); `refresh` runs at call start. */
+  tools?: ExtraTools & { refresh?(): void };
 }
 
 /** Runs the server's calls. */
@@ -99,6 +102,7 @@ export class CallManager {
   readonly #shared: WatchShared;
   readonly #tracing: CallTracing | undefined;
   readonly #errors: ErrorReporter | undefined;
+  readonly #tools: (ExtraTools & { refresh?(): void }) | undefined;
   readonly #tasks = new Map<number, { task: PipelineTask; done: Promise<unknown> }>();
   #draining = false;
   /** Legs admitted ({@link CallManager.admit}) whose call has not started yet. */
@@ -114,6 +118,7 @@ export class CallManager {
     this.#providers = providerNames(opts.config);
     this.#tracing = opts.tracing;
     this.#errors = opts.errors;
+    this.#tools = opts.tools;
     this.#shared = {
       providers: this.#providers,
       ...(opts.metrics !== undefined ? { metrics: opts.metrics } : {}),
@@ -374,6 +379,13 @@ export class CallManager {
   }
 
   async #brain(): Promise<AgentBrain> {
+    const brain = await this.#ownBrain();
+    if (this.#tools === undefined) return brain;
+    this.#tools.refresh?.();
+    return withExtraTools(brain, this.#tools);
+  }
+
+  async #ownBrain(): Promise<AgentBrain> {
     const a = this.#cfg.agent;
     if (a.kind === "graph") return new GraphBrain(a.spec, { vars: a.vars });
     const headers: Record<string, string> = {};

@@ -1,6 +1,7 @@
 /**
  * What the server says about its providers before any call: `deno task start --check` probes
- * every configured provider and prints a table (exit 1 when any failed), and a normal start
+ * every configured provider (and each `tools.mcp` server: connected, tools listed) and prints a
+ * table (exit 1 when any failed), and a normal start
  * probes the local ones in the background and warns about each that does not answer, naming
  * its URL and what to start. See server/probes.ts for what a probe asks.
  * @module
@@ -40,6 +41,11 @@ export async function runCheck(
   opts: ProbeOptions & { print: (line: string) => void },
 ): Promise<number> {
   const results = await probeAll(probeTargets(config), { timeoutMs: 5000, ...opts });
+  // MCP servers too, when named (only then is the MCP client loaded).
+  if (config.tools.mcp.length > 0) {
+    const { checkMcpServers } = await import("./mcp/check.ts");
+    results.push(...await checkMcpServers(config.tools.mcp, opts.env));
+  }
   opts.print(formatCheckTable(results));
   const failed = results.filter((r) => !r.ok);
   opts.print(

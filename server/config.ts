@@ -36,6 +36,15 @@ import { type AgentServerConfig, resolveFrom, toServerConfig } from "./config_ty
 
 export type * from "./config_types.ts";
 export type * from "./config_document.ts";
+export type {
+  McpHttpServer,
+  McpServerConfig,
+  McpServerDocument,
+  McpStdioServer,
+  ToolsConfig,
+  ToolsDocument,
+} from "./config_tools.ts";
+export { DEFAULT_MCP_TIMEOUT_MS } from "./config_tools.ts";
 export { checkEnv, type EnvRequirement, requiredEnv } from "./config_env.ts";
 export { DEFAULT_HOST, DEFAULT_PORT, PIPELINE_KINDS } from "./config_schema.ts";
 export type { Problem };

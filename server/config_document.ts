@@ -6,6 +6,8 @@
  * @module
  */
 
+import type { ToolsDocument } from "./config_tools.ts";
+
 /** A JSON value, as `agent.vars` holds them. */
 export type JsonValue = string | number | boolean | null | JsonValue[] | {
   [key: string]: JsonValue;
@@ -321,4 +323,6 @@ export interface ConfigDocument {
   playground: PlaygroundDocument;
   /** Error reporting and LLM-call tracing. */
   observability: ObservabilityDocument;
+  /** Tools beside the brain's: MCP servers. */
+  tools: ToolsDocument;
 }

@@ -126,6 +126,23 @@ export function requiredEnv(config: AgentServerConfig): EnvRequirement[] {
       path: "server.cluster_secret_env",
     });
   }
+  for (const m of config.tools.mcp) {
+    if (m.transport === "http" && m.bearerEnv !== undefined) {
+      add({
+        name: m.bearerEnv,
+        why: `bearer token of MCP server ${m.name}`,
+        required: true,
+        path: "tools.mcp.bearer_env",
+      });
+    }
+  }
+  for (const m of config.tools.mcp) {
+    if (m.transport === "stdio") {
+      for (const name of m.env) {
+        add({ name, why: `passed on to MCP server ${m.name}`, required: false });
+      }
+    }
+  }
   add({ name: LOG_ENV, why: "log level (debug, info, warn, error, silent)", required: false });
   add({ name: LOG_FORMAT_ENV, why: "log format (text, json)", required: false });
   add({ name: OTEL_ENV, why: "OpenTelemetry export on (true): call spans", required: false });

@@ -16,6 +16,7 @@ import { VARIABLE_NAME_RE } from "../core/agent/interpolate.ts";
 import { DEFAULT_BARGE_IN, DEFAULT_TURN_WINDOWS } from "../core/turn_end.ts";
 import { describeType, shown, suggestionHint } from "./config_suggest.ts";
 import type { ConfigDocument } from "./config_document.ts";
+import { TOOLS_INLINE_SECRET_HINTS, TOOLS_KNOWN_KEYS, toolsSchema } from "./config_tools.ts";
 
 /** Pipeline shapes: one speech-to-speech model, or speech-to-text + language model + speech. */
 export const PIPELINE_KINDS = ["s2s", "cascaded"] as const;
@@ -372,6 +373,7 @@ export const configSchema = z.strictObject({
   api: apiSchema.prefault({}),
   playground: playgroundSchema.prefault({}),
   observability: observabilitySchema.prefault({}),
+  tools: toolsSchema(envName).prefault({}),
 });
 
 export type { ConfigDocument };
@@ -409,6 +411,7 @@ export const KNOWN_KEYS: Readonly<Record<string, readonly string[]>> = Object.fr
   observability: Object.keys(observabilitySchema.shape),
   "observability.errors": Object.keys(errorsSchema.shape),
   "observability.tracing": Object.keys(tracingSchema.shape),
+  ...TOOLS_KNOWN_KEYS,
 });
 
 /** Where each secret comes from instead, for keys that would put a secret in the file. */
@@ -436,6 +439,7 @@ export const INLINE_SECRET_HINTS: Readonly<Record<string, Readonly<Record<string
       "providers.stt": { api_key: PROVIDER_SECRET, key: PROVIDER_SECRET },
       "providers.llm": { api_key: PROVIDER_SECRET, key: PROVIDER_SECRET },
       "providers.tts": { api_key: PROVIDER_SECRET, key: PROVIDER_SECRET },
+      ...TOOLS_INLINE_SECRET_HINTS,
     });
 
 /** Hints for required fields when they are missing, by dotted path. */

@@ -12,6 +12,7 @@ import type { GraphSpec } from "../core/agent/graph_spec.ts";
 import type { BargeInWindows, TurnWindows } from "../core/turn_end.ts";
 import type { CarrierName } from "../telephony/serializers/mod.ts";
 import type { ConfigDocument } from "./config_document.ts";
+import { type ToolsConfig, toolsConfig } from "./config_tools.ts";
 
 /** Pipeline shape: one speech-to-speech model, or STT + LLM + TTS. */
 export type PipelineKind = "s2s" | "cascaded";
@@ -313,6 +314,8 @@ export interface AgentServerConfig {
   playground: PlaygroundConfig;
   /** Error reporting and LLM-call tracing. */
   observability: ObservabilityConfig;
+  /** Tools beside the brain's: MCP servers. */
+  tools: ToolsConfig;
 }
 
 /** `path` resolved against `baseDir` (no `Deno.cwd()`, which would need read permission). */
@@ -483,6 +486,7 @@ export function toServerConfig(
       errors: { ...doc.observability.errors },
       tracing: { recordContent: doc.observability.tracing.record_content },
     },
+    tools: toolsConfig(doc.tools),
   };
   if (configFile !== undefined) out.configFile = configFile;
   return out;

@@ -53,5 +53,13 @@ export function grantProblems(config: AgentServerConfig, granted: GrantQuery): P
     const host = netOf(config.agent.url);
     need("agent.remote.url", { name: "net", host }, `connect to ${host}`);
   }
+  config.tools.mcp.forEach((m, i) => {
+    if (m.transport === "http") {
+      const host = netOf(m.url);
+      need(`tools.mcp[${i}].url`, { name: "net", host }, `connect to ${host} (MCP ${m.name})`);
+    } else {
+      need(`tools.mcp[${i}].command`, { name: "run", command: m.command }, `run ${m.command}`);
+    }
+  });
   return out;
 }

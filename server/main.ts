@@ -30,6 +30,7 @@ import {
 } from "./webrtc_peers.ts";
 import { loggerFromEnv } from "./log_env.ts";
 import { grantProblems } from "./grant_check.ts";
+import { unwiredProblems } from "./provider_wiring.ts";
 import { runCheck, warnUnreachable } from "./check.ts";
 import { dsnNetHost, type ErrorReporter } from "./error_reporting.ts";
 import { parseWorkerCount, startWorkers } from "./workers.ts";
@@ -250,6 +251,12 @@ export async function main(args: string[]): Promise<number> {
     tls = config.server.tls ? await readTlsFiles(config.server.tls) : undefined;
   } catch (e) {
     err(`flowcat: ${errorMessage(e)}`);
+    return 2;
+  }
+  // A provider Flowcat does not speak yet comes before its key: the key would not help.
+  const unwired = unwiredProblems(config);
+  if (unwired.length > 0) {
+    err(formatConfigProblems(unwired, a.config));
     return 2;
   }
   // Missing key variables: every one named, before anything starts.

@@ -124,6 +124,7 @@ export function netGrants(config: AgentServerConfig, opts: PermissionOptions): s
   all.push(...providerHosts(config));
   if (config.agent.kind === "remote") all.push(urlHostPort(config.agent.url));
   all.push(...sipHosts(config));
+  for (const m of config.tools.mcp) if (m.transport === "http") all.push(urlHostPort(m.url));
   if (config.playground.enabled) {
     all.push(...WEBRTC_BIND_HOSTS, ...config.playground.mediaHosts);
   }
@@ -145,7 +146,8 @@ function list(flag: string, values: readonly string[]): string[] {
 /**
  * The least-privilege flags for running the server with `config`: `--allow-net`,
  * `--allow-read`, `--allow-write` (recording only), `--allow-env` with `--ignore-env` (other
- * variables read as unset instead of failing) and `--allow-sys` (WebRTC, SIP without public_ip).
+ * variables read as unset instead of failing), `--allow-run` (the programs of stdio MCP servers
+ * only) and `--allow-sys` (WebRTC, SIP without public_ip).
  */
 export function permissionFlags(config: AgentServerConfig, opts: PermissionOptions): string[] {
   const net = netGrants(config, opts);
@@ -160,6 +162,9 @@ export function permissionFlags(config: AgentServerConfig, opts: PermissionOptio
   flags.push(...list("--allow-write", [...write, ...(opts.extraWrite ?? [])]));
   const env = requiredEnv(config).map((e) => e.name);
   flags.push(...list("--allow-env", [...env, ...(opts.extraEnv ?? [])]));
+  // MCP servers over stdio: exactly their programs.
+  const run = config.tools.mcp.flatMap((m) => (m.transport === "stdio" ? [m.command] : []));
+  flags.push(...list("--allow-run", run));
   // Without this, npm:yaml (LOG_TOKENS) and werift's `debug` (every DEBUG_* name) would need
   // the whole environment; with it they see only the names granted above.
   flags.push("--ignore-env");

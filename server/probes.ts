@@ -17,7 +17,7 @@ import { serviceProviders } from "../providers/service_registry.ts";
 import type { AgentServerConfig, ProviderConfig } from "./config_types.ts";
 
 /** What a probe's target does in a call. */
-export type ProbeService = ProviderKind | "brain";
+export type ProbeService = ProviderKind | "brain" | "mcp";
 
 /** One thing to probe. */
 export interface ProbeTarget {

@@ -22,6 +22,7 @@ import { type AgentServer, createAgentServer } from "./app.ts";
 import { type AgentHttp, serveAgentHttp } from "./serve.ts";
 import type { EnvGet } from "./calls.ts";
 import { type AgentServerConfig, checkEnv, ConfigError } from "./config.ts";
+import { assertProvidersWired } from "./provider_wiring.ts";
 
 /** Options of {@link startAgentServer}. */
 export interface StartAgentServerOptions {
@@ -60,11 +61,13 @@ export interface RunningAgentServer {
 /**
  * Start the agent server for `config` and resolve once it listens. A required environment
  * variable that `env` does not give (a provider key, an enabled carrier's webhook secret)
- * throws a `ConfigError` naming each one, before anything listens.
+ * throws a `ConfigError` naming each one, before anything listens; a provider that is not yet
+ * wired throws `FlowcatError("<provider>: not yet wired")` before that.
  */
 export async function startAgentServer(opts: StartAgentServerOptions): Promise<RunningAgentServer> {
   const { config } = opts;
   const env: EnvGet = opts.env ?? (() => undefined);
+  assertProvidersWired(config);
   const missing = checkEnv(config, env);
   if (missing.length > 0) throw new ConfigError(missing);
   const logger = opts.logger ?? consoleLogger("info", "flowcat");

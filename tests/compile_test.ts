@@ -99,6 +99,15 @@ Deno.test("compile argv: echo keeps espeak; the cascaded example keeps its three
   assert.deepEqual(echo.needed, ["providers/realtime/echo.ts", "providers/tts/espeak.ts"]);
   assert.ok(echo.leftOut.includes("providers/realtime/gemini_live.ts"));
   assert.ok(echo.leftOut.includes("providers/llm/anthropic.ts"));
+  assert.ok(echo.leftOut.includes("server/mcp/toolbox.ts"), "no tools.mcp: no MCP client");
+  const withMcp = await config("examples/agent.yaml");
+  withMcp.tools.mcp.push({
+    name: "m",
+    transport: "http",
+    url: "http://127.0.0.1:1/",
+    timeoutMs: 1000,
+  });
+  assert.ok(providerModules(withMcp).needed.includes("server/mcp/toolbox.ts"));
   const cascaded = providerModules(await config("examples/cascaded_local.yaml"));
   assert.equal(cascaded.needed.length, 3, cascaded.needed.join(", "));
   assert.ok(cascaded.needed.some((m) => m.startsWith("providers/stt/")));

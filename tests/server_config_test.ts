@@ -88,6 +88,7 @@ Deno.test("config: a minimal JSON config gets every default", async () => {
     api: {},
     playground: { enabled: true, mediaHosts: [], hosts: [] },
     observability: { errors: {}, tracing: { recordContent: false } },
+    tools: { mcp: [] },
   });
 });
 

@@ -311,3 +311,37 @@ Deno.test("permissions: the printed command runs Deno as it was started", () => 
     `deno@${Deno.version.deno}`,
   ]);
 });
+
+Deno.test("permissions: MCP servers grant their programs, hosts and variables", async () => {
+  const c = await config(`agent: { graph: graph.yaml }
+providers: { realtime: { name: echo } }
+playground: { enabled: false }
+server: { port: 8080 }
+tools:
+  mcp:
+    - name: files
+      command: npx
+      args: [-y, "@modelcontextprotocol/server-filesystem", /srv/docs]
+      env: [HOME, PATH]
+    - name: crm
+      url: https://mcp.crm.example.com/mcp
+      bearer_env: CRM_MCP_TOKEN
+    - name: local
+      url: http://127.0.0.1:8931/mcp`);
+  const flags = permissionFlags(c, { configPath: "deploy/agent.yaml" });
+  assert.deepEqual(flags, [
+    "--allow-net=127.0.0.1:8080,127.0.0.1:8081,mcp.crm.example.com:443,127.0.0.1:8931",
+    "--allow-read=deploy/agent.yaml,deploy/graph.yaml",
+    `--allow-env=CRM_MCP_TOKEN,HOME,PATH,FLOWCAT_LOG,FLOWCAT_LOG_FORMAT,OTEL_DENO,SENTRY_DSN,${REALTIME_KNOBS}`,
+    "--allow-run=npx",
+    "--ignore-env",
+  ]);
+  // Without tools.mcp nothing may be run.
+  const plain = await config(
+    "agent: { graph: graph.yaml }\nproviders: { realtime: { name: echo } }",
+  );
+  assert.equal(
+    permissionFlags(plain, { configPath: "x" }).some((f) => f.startsWith("--allow-run")),
+    false,
+  );
+});

@@ -1,5 +1,5 @@
 /**
- * Which provider family modules a config needs, read from the registries' own lazy loaders (each
+ * Which provider family modules (and the MCP client, for `tools.mcp`) a config needs, read from the registries' own lazy loaders (each
  * loader is a literal `import("./<family>.ts")`, so its source names the module). `deno task
  * compile` leaves the other families out of the binary; the registries stay the one place that
  * says which module serves which provider.
@@ -13,6 +13,9 @@ import { ESPEAK_WASM, implementationReads } from "../server/main.ts";
 
 /** Directory the registries' relative imports resolve against (project-relative). */
 const REGISTRY_DIR = "providers";
+
+/** The module `server/app.ts` imports for `tools.mcp` (project-relative). */
+export const MCP_MODULE = "server/mcp/toolbox.ts";
 
 /** A provider's loader and where it is registered. */
 interface LoaderRow {
@@ -62,6 +65,9 @@ export function providerModules(config: AgentServerConfig): ProviderModules {
   if (espeak !== undefined && implementationReads(config).includes(ESPEAK_WASM)) {
     needed.add(espeak);
   }
+  // The MCP client (and the SDK under it) is imported only for `tools.mcp`, like a provider.
+  all.add(MCP_MODULE);
+  if (config.tools.mcp.length > 0) needed.add(MCP_MODULE);
   return {
     needed: [...needed].sort(),
     leftOut: [...all].filter((m) => !needed.has(m)).sort(),

@@ -75,3 +75,4 @@ export {
   type WireAction,
   wireToolSchema,
 } from "./brain_wire.ts";
+export { type ExtraTools, withExtraTools } from "./extra_tools.ts";
