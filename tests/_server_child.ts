@@ -11,8 +11,6 @@ import { permissionFlags } from "../server/permissions.ts";
 export interface ServerChild {
   /** `http://<host>:<port>` (the config's host; 127.0.0.1 by default). */
   base: string;
-  /** The process id. */
-  pid: number;
   /** Settles with the exit code once the process has exited (and its output was read). */
   exited: Promise<number>;
   /** Send `signal` and return at once (`stop` waits for the exit). */
