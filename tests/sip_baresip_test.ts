@@ -21,7 +21,9 @@ const OUR_HZ = 600;
 const THEIR_HZ = 440;
 
 function agentFor(srtp: SrtpPolicy, server = "sip:127.0.0.1:9", tcp = false) {
-  return startLoopbackAgent(loopbackSipConfig({ server, ...TRUNK }, { tcp }), { rtp: { srtp } });
+  return startLoopbackAgent(loopbackSipConfig({ server, ...TRUNK }, { tcp }), {
+    rtp: { srtp, rtcpIntervalMs: 500 },
+  });
 }
 
 /** Everything the agent hears until the call ends: audio and key presses. */
@@ -123,6 +125,13 @@ Deno.test({
       assertHears(got.pcm, THEIR_HZ, "agent");
       assert.deepEqual(got.keys, ["1", "9"]);
       assert.equal(call.stats.srtpAuthFailed, 0);
+      // baresip's RTCP reached the port above our RTP port as SRTCP and authenticated, and
+      // ours went out. (It also sends one plain APP packet before the keys apply: dropped
+      // and counted as malformed, since it is no SRTCP.)
+      const rtcp = call.stats.rtcp;
+      assert.ok(rtcp.received >= 1, `RTCP from baresip: ${JSON.stringify(rtcp)}`);
+      assert.ok(rtcp.sent >= 2, `our RTCP: ${JSON.stringify(rtcp)}`);
+      assert.equal(rtcp.authFailed + rtcp.replayed, 0);
       bs.kill(); // it would wait for the next call until -t
       const out = await bs.done;
       assert.match(out.output, /SRTP is Enabled/);

@@ -315,6 +315,7 @@ export class SipAgent implements AgentCore {
       jitterDepth: this.#opts.rtp?.jitterDepth,
       latch: this.#opts.rtp?.latch,
       keepAliveSilence: this.#opts.rtp?.keepAliveSilence,
+      rtcpIntervalMs: this.#opts.rtp?.rtcpIntervalMs,
     });
   }
 

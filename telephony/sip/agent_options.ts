@@ -35,6 +35,8 @@ export interface SipAgentOptions {
     keepAliveSilence?: boolean;
     /** SRTP with SDES keys: `required`, `optional` or `off` (the default). */
     srtp?: SrtpPolicy;
+    /** Mean time between our RTCP reports, ms; default 5000. */
+    rtcpIntervalMs?: number;
   };
   /** Source allowlist and digest challenge of inbound requests. Default: anyone, no auth. */
   inbound?: InboundPolicy;

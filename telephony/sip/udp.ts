@@ -13,7 +13,7 @@
  * @module
  */
 
-import { errorMessage } from "../../core/errors.ts";
+import { errorMessage, FlowcatError } from "../../core/errors.ts";
 import { type Logger, silentLogger } from "../../core/log.ts";
 
 /** The stream transports SIP runs over besides UDP. */
@@ -180,4 +180,35 @@ export function openEvenPort(
     }
   }
   return undefined;
+}
+
+/**
+ * Bind the first free even port of `base, base+2, ...` whose odd neighbour is free too: RTP on
+ * the even port, RTCP on the one above (RFC 3550 §11). Throws a FlowcatError when no pair is
+ * free.
+ */
+export function openRtpPorts(
+  hostname: string,
+  base: number,
+  tries: number,
+  log: Logger = silentLogger,
+): { rtp: UdpEndpoint; rtcp: UdpEndpoint } {
+  for (let i = 0; i < tries; i++) {
+    const port = base + 2 * i;
+    if (port > 65534) break;
+    const rtp = openEvenPort(hostname, port, 1, log);
+    if (rtp === undefined) continue;
+    try {
+      return { rtp, rtcp: UdpEndpoint.open(hostname, rtp.local.port + 1, log) };
+    } catch (err) {
+      void rtp.close();
+      if (!(err instanceof Deno.errors.AddrInUse)) throw err;
+    }
+  }
+  const last = Math.min(65534, base + 2 * (tries - 1));
+  throw new FlowcatError(
+    "other",
+    `RTP: all ${tries} even UDP ports ${base}..${last} on ${hostname} (or the odd RTCP port ` +
+      `above) are in use; end some calls or raise rtpPortTries`,
+  );
 }
