@@ -171,3 +171,34 @@ Deno.test("SRTCP: reports authenticated both ways; replayed and forged ones drop
     await b.close();
   }
 });
+
+const narrowBase = freeEvenPortBase(1);
+Deno.test({
+  name: "a sandbox that grants the RTP port but not RTCP's: the call runs without RTCP",
+  permissions: { net: [`127.0.0.1:${narrowBase}`] },
+  async fn() {
+    const s = RtpSession.open({
+      bindHost: "127.0.0.1",
+      portBase: narrowBase,
+      portTries: 1,
+      rtcpIntervalMs: 20,
+    });
+    try {
+      assert.equal(s.port, narrowBase);
+      s.start({
+        codec: "PCMU",
+        payloadType: 0,
+        remoteAddress: "127.0.0.1",
+        remotePort: narrowBase,
+        ptime: 20,
+        remoteDirection: "sendrecv",
+        localDirection: "sendrecv",
+        hold: false,
+      }, { onAudio: () => {}, onDtmf: () => {} });
+      await sleep(100);
+      assert.equal(s.stats.rtcp.sent, 0);
+    } finally {
+      await s.close();
+    }
+  },
+});

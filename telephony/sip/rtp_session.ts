@@ -51,7 +51,7 @@ export class RtpSession {
   /** The bound local port (even); RTCP is on the one above. */
   readonly port: number;
   readonly #ep: UdpEndpoint;
-  readonly #rtcpEp: UdpEndpoint;
+  readonly #rtcpEp: UdpEndpoint | undefined;
   #rtcp: RtcpChannel | undefined;
   #sentOctets = 0;
   readonly #log: Logger;
@@ -82,7 +82,7 @@ export class RtpSession {
   #counts = { packetsSent: 0, packetsReceived: 0, droppedPayloadType: 0, malformed: 0 };
   #dtmf = { in: 0, out: 0 };
 
-  private constructor(ep: UdpEndpoint, rtcp: UdpEndpoint, opts: RtpSessionOptions) {
+  private constructor(ep: UdpEndpoint, rtcp: UdpEndpoint | undefined, opts: RtpSessionOptions) {
     this.#ep = ep;
     this.#rtcpEp = rtcp;
     this.port = ep.local.port;
@@ -156,7 +156,7 @@ export class RtpSession {
     });
     this.#ep.start(this.#onDatagram, true);
     joinRtpClock(this.#tick);
-    this.#rtcp = new RtcpChannel(
+    this.#rtcp = this.#rtcpEp && new RtcpChannel(
       this.#rtcpEp,
       {
         ssrc: sender.ssrc,
@@ -397,6 +397,6 @@ export class RtpSession {
       this.#sleeps.clear();
       this.#log.debug("rtp session closed", { port: this.port, ...this.stats });
     }
-    await Promise.all([this.#ep.close(), this.#rtcp?.close() ?? this.#rtcpEp.close()]);
+    await Promise.all([this.#ep.close(), this.#rtcp?.close() ?? this.#rtcpEp?.close()]);
   }
 }

@@ -182,17 +182,21 @@ export function openEvenPort(
   return undefined;
 }
 
+/** Whether the missing RTCP grant was logged (once per process). */
+let rtcpDeniedWarned = false;
+
 /**
  * Bind the first free even port of `base, base+2, ...` whose odd neighbour is free too: RTP on
  * the even port, RTCP on the one above (RFC 3550 §11). Throws a FlowcatError when no pair is
- * free.
+ * free. When the sandbox grants the even port but not the odd one, the call runs without RTCP
+ * (`rtcp` undefined, warned about once) rather than failing: RTCP is optional to the peer.
  */
 export function openRtpPorts(
   hostname: string,
   base: number,
   tries: number,
   log: Logger = silentLogger,
-): { rtp: UdpEndpoint; rtcp: UdpEndpoint } {
+): { rtp: UdpEndpoint; rtcp: UdpEndpoint | undefined } {
   for (let i = 0; i < tries; i++) {
     const port = base + 2 * i;
     if (port > 65534) break;
@@ -201,6 +205,15 @@ export function openRtpPorts(
     try {
       return { rtp, rtcp: UdpEndpoint.open(hostname, rtp.local.port + 1, log) };
     } catch (err) {
+      if (err instanceof Deno.errors.NotCapable || err instanceof Deno.errors.PermissionDenied) {
+        if (!rtcpDeniedWarned) {
+          rtcpDeniedWarned = true;
+          log.warn("rtp: the RTCP port is not granted (--allow-net); calls run without RTCP", {
+            port: rtp.local.port + 1,
+          });
+        }
+        return { rtp, rtcp: undefined };
+      }
       void rtp.close();
       if (!(err instanceof Deno.errors.AddrInUse)) throw err;
     }
