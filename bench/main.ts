@@ -23,6 +23,7 @@ import { runBargeInBench } from "./bargein.ts";
 import { runTurnsBench } from "./turns.ts";
 import { runWebRtcBench } from "./webrtc.ts";
 import { runSrtpBench } from "./srtp.ts";
+import { runSrtpCallsBench } from "./srtp_calls.ts";
 
 const { values } = parseArgs({
   args: Deno.args,
@@ -113,11 +114,16 @@ if (want("webrtc")) {
   };
 }
 if (want("srtp")) {
-  console.error("bench: SRTP protect + unprotect per 20 ms G.711 packet...");
+  console.error("bench: SRTP protect + unprotect per 20 ms G.711 packet, then calls on/off...");
   const srtp = runSrtpBench(quick);
-  const file = await writeGroup("srtp", srtp);
+  const calls = await runSrtpCallsBench(quick);
+  const file = await writeGroup("srtp", { ...srtp, calls });
   const s80 = srtp.AES_CM_128_HMAC_SHA1_80 as { protect_plus_unprotect_us: { p50: number } };
-  result.srtp = { file, protect_plus_unprotect_us_p50: s80.protect_plus_unprotect_us.p50 };
+  result.srtp = {
+    file,
+    protect_plus_unprotect_us_p50: s80.protect_plus_unprotect_us.p50,
+    calls_srtp_over_plain_cpu_ratio_p50: calls.srtp_over_plain_ratio_p50,
+  };
 }
 if (want("turns")) {
   console.error("bench: turns (caller's last word to the bot's first audio; minutes)...");

@@ -145,6 +145,8 @@ export interface SipTrunkDocument {
   sip_port: number;
   /** Also accept SIP over TCP on `sip_port` (default false). */
   tcp: boolean;
+  /** Close an unused SIP TCP/TLS connection after this many idle seconds (0: never; default 300). */
+  stream_idle_seconds: number;
   /** First (even) RTP port probed (default 16000). */
   rtp_port_base: number;
   /** Number of even RTP ports probed (default 200). */

@@ -232,6 +232,7 @@ const sipSchema = z.strictObject({
   public_ip: z.ipv4("must be an IPv4 address like 203.0.113.5").optional(),
   sip_port: port.default(5060),
   tcp: z.boolean().default(false),
+  stream_idle_seconds: z.int().min(0).max(86400).default(300),
   rtp_port_base: z.int().min(1024).max(65534).default(16000).refine(
     (n) => n % 2 === 0,
     "must be even (RTP uses even ports, RTCP the odd one above)",

@@ -124,6 +124,8 @@ export interface SipTrunkConfig {
   sipPort: number;
   /** Also accept SIP over TCP on `sipPort` (on anyway when `server` says `;transport=tcp`). */
   tcp: boolean;
+  /** Close an unused SIP TCP/TLS connection after this many idle seconds (0: never). */
+  streamIdleSeconds: number;
   /** First (even) RTP port probed. */
   rtpPortBase: number;
   /** Number of even RTP ports probed (caps concurrent SIP calls). */
@@ -400,6 +402,7 @@ export function toServerConfig(
       callerId: s.caller_id as string,
       sipPort: s.sip_port,
       tcp: s.tcp,
+      streamIdleSeconds: s.stream_idle_seconds,
       rtpPortBase: s.rtp_port_base,
       rtpPortTries: s.rtp_port_tries,
       allowHosts: [...s.allow_hosts],

@@ -1,14 +1,15 @@
 /**
  * The `--allow-net` entries for the sockets a SIP trunk binds on the wildcard address: the SIP
  * port (UDP, and TCP on the same port), the SIP TLS port when the agent accepts TLS, and every
- * even RTP port it may try (`rtp_port_base`, +2, ... `rtp_port_tries` of them). Deno takes no
+ * even RTP port it may try (`rtp_port_base`, +2, ... `rtp_port_tries` of them) with the odd RTCP
+ * port above it. Deno takes no
  * port ranges (`0.0.0.0:16000-16398` is refused), so each port is its own entry.
  *
  * @example
  * ```ts
  * import { sipBindGrants } from "./sip_bind_grants.ts";
  * sipBindGrants({ sipPort: 5060, rtpPortBase: 16000, rtpPortTries: 2 }, "0.0.0.0");
- * // ["0.0.0.0:5060", "0.0.0.0:16000", "0.0.0.0:16002"]
+ * // ["0.0.0.0:5060", "0.0.0.0:16000", "0.0.0.0:16001", "0.0.0.0:16002", "0.0.0.0:16003"]
  * ```
  * @module
  */
@@ -38,7 +39,7 @@ export function sipBindGrants(
   for (let i = 0; i < sip.rtpPortTries; i++) {
     const port = sip.rtpPortBase + 2 * i;
     if (port > 65534) break;
-    ports.push(port);
+    ports.push(port, port + 1); // RTP, and RTCP on the port above it
   }
   const unique = [...new Set(ports)];
   if (unique.length > MAX_EXACT_BIND_PORTS) return [host];

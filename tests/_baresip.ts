@@ -30,7 +30,11 @@ export interface Baresip {
   received(): Int16Array;
   /** Press keys on its console (the `cons` module, over UDP): digits in a call send RFC 4733. */
   press(keys: string): Promise<void>;
-  /** Resolves once it listens (its TCP port on the SIP port number accepts). */
+  /**
+   * Resolves once it listens: its TCP port on the SIP port number accepts and, with TLS, its
+   * TLS port (one above) too; baresip binds them one after the other, and a call placed
+   * before the TLS listener is up is refused at once.
+   */
   ready(): Promise<void>;
   /** Stop it early; idempotent. */
   kill(): void;
@@ -54,11 +58,31 @@ export interface BaresipOptions {
   tls?: { certAndKeyFile: string; caFile: string };
 }
 
+/**
+ * A SIP port for baresip: free for UDP and TCP, with TCP free one above (its TLS port), so a
+ * port some other connection holds cannot leave baresip without a listener.
+ */
+function freeSipPort(): number {
+  for (let attempt = 0;; attempt++) {
+    const port = freeUdpPort();
+    const held: Deno.Listener[] = [];
+    try {
+      held.push(Deno.listen({ hostname: "127.0.0.1", port }));
+      held.push(Deno.listen({ hostname: "127.0.0.1", port: port + 1 }));
+      return port;
+    } catch (err) {
+      if (attempt >= 50) throw err;
+    } finally {
+      for (const l of held) l.close();
+    }
+  }
+}
+
 /** Start baresip with its own config directory. */
 export function startBaresip(opts: BaresipOptions): Baresip {
   const dir = `${Deno.cwd()}/.tmp/baresip-${crypto.randomUUID()}`;
   Deno.mkdirSync(dir, { recursive: true });
-  const sipPort = freeUdpPort();
+  const sipPort = freeSipPort();
   const consolePort = freeUdpPort();
   const rtpBase = freeEvenPortBase(8);
   Deno.writeFileSync(`${dir}/tone.wav`, encodeWav(opts.tone, 8000));
@@ -137,13 +161,16 @@ export function startBaresip(opts: BaresipOptions): Baresip {
     },
     async ready(): Promise<void> {
       const end = performance.now() + 5000;
-      for (;;) {
-        try {
-          (await Deno.connect({ hostname: "127.0.0.1", port: sipPort })).close();
-          return;
-        } catch (err) {
-          if (performance.now() > end) throw err;
-          await new Promise((r) => setTimeout(r, 50));
+      const ports = opts.tls === undefined ? [sipPort] : [sipPort, sipPort + 1];
+      for (const port of ports) {
+        for (;;) {
+          try {
+            (await Deno.connect({ hostname: "127.0.0.1", port })).close();
+            break;
+          } catch (err) {
+            if (performance.now() > end) throw err;
+            await new Promise((r) => setTimeout(r, 50));
+          }
         }
       }
     },

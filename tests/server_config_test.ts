@@ -179,6 +179,7 @@ observability:
       publicIp: "203.0.113.5",
       sipPort: 5070,
       tcp: false,
+      streamIdleSeconds: 300,
       rtpPortBase: 20000,
       rtpPortTries: 50,
       allowHosts: ["203.0.113.10"],

@@ -71,10 +71,11 @@ api: { token_env: FLOWCAT_API_TOKEN }
 playground: { enabled: false }
 `;
 
-/** The SIP port and the 200 even RTP ports from 16000 the defaults bind, one entry each. */
+/** The SIP port and the 200 even RTP ports from 16000 (each with its RTCP port) the defaults bind. */
 const RTP_DEFAULT = [
   "0.0.0.0:5060",
-  ...Array.from({ length: 200 }, (_, i) => `0.0.0.0:${16000 + 2 * i}`),
+  ...Array.from({ length: 200 }, (_, i) => [`0.0.0.0:${16000 + 2 * i}`, `0.0.0.0:${16001 + 2 * i}`])
+    .flat(),
 ]
   .join(",");
 
@@ -101,8 +102,11 @@ telephony:
     "127.0.0.1:6211",
     "0.0.0.0:5070",
     "0.0.0.0:20000",
+    "0.0.0.0:20001",
     "0.0.0.0:20002",
+    "0.0.0.0:20003",
     "0.0.0.0:20004",
+    "0.0.0.0:20005",
     "trunk.example.com:5060",
   ]);
   // A TLS listener adds its port.
@@ -113,8 +117,11 @@ telephony:
     "0.0.0.0:5060",
     "0.0.0.0:5071",
     "0.0.0.0:65530",
+    "0.0.0.0:65531",
     "0.0.0.0:65532",
+    "0.0.0.0:65533",
     "0.0.0.0:65534",
+    "0.0.0.0:65535",
   ]);
   // Past MAX_EXACT_BIND_PORTS, the address alone: shorter, and cheaper per UDP send.
   const wide = await net(`rtp_port_tries: ${MAX_EXACT_BIND_PORTS}`);

@@ -21,7 +21,9 @@ const OUR_HZ = 600;
 const THEIR_HZ = 440;
 
 function agentFor(srtp: SrtpPolicy, server = "sip:127.0.0.1:9", tcp = false) {
-  return startLoopbackAgent(loopbackSipConfig({ server, ...TRUNK }, { tcp }), { rtp: { srtp } });
+  return startLoopbackAgent(loopbackSipConfig({ server, ...TRUNK }, { tcp }), {
+    rtp: { srtp, rtcpIntervalMs: 500 },
+  });
 }
 
 /** Everything the agent hears until the call ends: audio and key presses. */
@@ -117,12 +119,23 @@ Deno.test({
       await bs.press("19");
       await new Promise((r) => setTimeout(r, 400));
       await new Promise((r) => setTimeout(r, 200));
+      // baresip's RTCP timer is its own: give its first SRTCP packet a few seconds more.
+      for (let waited = 0; call.stats.rtcp.received === 0 && waited < 5000; waited += 100) {
+        await new Promise((r) => setTimeout(r, 100));
+      }
       await call.hangup();
       assert.equal(await call.ended, "local hangup");
       const got = await heard;
       assertHears(got.pcm, THEIR_HZ, "agent");
       assert.deepEqual(got.keys, ["1", "9"]);
       assert.equal(call.stats.srtpAuthFailed, 0);
+      // baresip's RTCP reached the port above our RTP port as SRTCP and authenticated, and
+      // ours went out. (It also sends one plain APP packet before the keys apply: dropped
+      // and counted as malformed, since it is no SRTCP.)
+      const rtcp = call.stats.rtcp;
+      assert.ok(rtcp.received >= 1, `RTCP from baresip: ${JSON.stringify(rtcp)}`);
+      assert.ok(rtcp.sent >= 2, `our RTCP: ${JSON.stringify(rtcp)}`);
+      assert.equal(rtcp.authFailed + rtcp.replayed, 0);
       bs.kill(); // it would wait for the next call until -t
       const out = await bs.done;
       assert.match(out.output, /SRTP is Enabled/);
@@ -333,7 +346,12 @@ Deno.test({
       assertHears((await heard).pcm, THEIR_HZ, "agent");
       bs.kill();
       const out = await bs.done;
-      assert.match(out.output, /Via: SIP\/2\.0\/TLS/);
+      // baresip's trace: our INVITE came from some local port, and our Via names that port
+      // (we do not listen for TLS here), not our UDP port.
+      const ours = /TLS 127\.0\.0\.1:(\d+) -> 127\.0\.0\.1:\d+\r?\n/.exec(out.output);
+      assert.ok(ours, "baresip traced our connection");
+      assert.match(out.output, new RegExp(`Via: SIP/2\\.0/TLS 127\\.0\\.0\\.1:${ours[1]};branch`));
+      assert.doesNotMatch(out.output, new RegExp(`Via: SIP/2\\.0/TLS [^;]*:${agent.local.port};`));
       assert.match(out.output, /terminated/);
       assertHears(bs.received(), OUR_HZ, "baresip");
     } finally {

@@ -172,9 +172,9 @@ Deno.test("transport=tcp: server URIs and contacts route over TCP; our Via says 
     { name: "Via", value: "SIP/2.0/UDP 192.0.2.1:5060;branch=z9hG4bKx;rport" },
     { name: "Via", value: "SIP/2.0/UDP 192.0.2.9;branch=z9hG4bKy" },
   ]);
-  const stamped = overStream(req, "tcp");
+  const stamped = overStream(req, "tcp", 5070);
   assert.deepEqual(stamped.headers.map((h) => h.value), [
-    "SIP/2.0/TCP 192.0.2.1:5060;branch=z9hG4bKx;rport",
+    "SIP/2.0/TCP 192.0.2.1:5070;branch=z9hG4bKx;rport",
     "SIP/2.0/UDP 192.0.2.9;branch=z9hG4bKy",
   ]);
   assert.equal(req.headers[0].value.startsWith("SIP/2.0/UDP"), true, "the original is untouched");
@@ -224,5 +224,39 @@ Deno.test("a TCP server that refuses the connection fails the call at once with 
     await assert.rejects(agent.register(), /503/);
   } finally {
     await agent.close();
+  }
+});
+
+Deno.test("transport: an idle connection is closed unless a live Call-ID used it", async () => {
+  let live = new Set(["call-live"]);
+  const server = SipTcpTransport.listen("127.0.0.1", 0);
+  const seen: string[] = [];
+  server.start((m) => seen.push(dec(m)), undefined, {
+    idleMs: 150,
+    inUse: (callId) => live.has(callId),
+  });
+  const request = (callId: string) =>
+    enc(`OPTIONS sip:a@127.0.0.1 SIP/2.0\r\nCall-ID: ${callId}\r\nContent-Length: 0\r\n\r\n`);
+  const inCall = await Deno.connect({ hostname: "127.0.0.1", port: server.local.port });
+  const stray = await Deno.connect({ hostname: "127.0.0.1", port: server.local.port });
+  try {
+    await inCall.write(request("call-live"));
+    await stray.write(request("call-gone"));
+    await until(() => seen.length === 2, "both requests");
+    const started = Date.now();
+    assert.equal(await stray.read(new Uint8Array(16)), null, "the unused connection was closed");
+    assert.ok(Date.now() - started >= 100, "not before it was idle");
+    assert.equal(server.connections, 1);
+    // The dialog's connection survives well past the idle limit and still carries requests.
+    await new Promise((r) => setTimeout(r, 400));
+    await inCall.write(request("call-live"));
+    await until(() => seen.length === 3, "the third request on the live connection");
+    live = new Set();
+    assert.equal(await inCall.read(new Uint8Array(16)), null, "closed once the dialog ended");
+    await until(() => server.connections === 0, "no connection left");
+  } finally {
+    inCall.close();
+    stray.close();
+    await server.close();
   }
 });

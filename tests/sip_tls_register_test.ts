@@ -18,7 +18,8 @@ import { SipStreamFramer } from "../telephony/sip/stream_framer.ts";
 import { freeEvenPortBase } from "./_sipp.ts";
 import { makeTestCerts } from "./_tls_certs.ts";
 
-Deno.test("REGISTER over TLS: certificate verified, digest answered on one connection", async () => {
+/** Register over TLS to a registrar on a Deno TLS listener; `listen` gives the agent its own. */
+async function registerOverTls(listen: boolean): Promise<void> {
   const certs = makeTestCerts();
   const listener = Deno.listenTls({
     hostname: "127.0.0.1",
@@ -29,9 +30,11 @@ Deno.test("REGISTER over TLS: certificate verified, digest answered on one conne
   const port = (listener.addr as Deno.NetAddr).port;
   const seen: SipRequest[] = [];
   let connections = 0;
+  const peerPorts: number[] = [];
   const serve = (async () => {
     for await (const conn of listener) {
       connections++;
+      peerPorts.push((conn.remoteAddr as Deno.NetAddr).port);
       const framer = new SipStreamFramer();
       const buf = new Uint8Array(8192);
       try {
@@ -67,14 +70,31 @@ Deno.test("REGISTER over TLS: certificate verified, digest answered on one conne
     sipPort: 0,
     rtpPortBase: freeEvenPortBase(1),
     rtpPortTries: 1,
-    tls: { caCerts: [Deno.readTextFileSync(certs.caFile)] },
+    tls: {
+      caCerts: [Deno.readTextFileSync(certs.caFile)],
+      ...(listen
+        ? {
+          port: 0,
+          cert: Deno.readTextFileSync(certs.certFile),
+          key: Deno.readTextFileSync(certs.keyFile),
+        }
+        : {}),
+    },
   }, { logger });
   try {
     await agent.register();
     assert.equal(agent.registrationState, "registered");
     assert.equal(seen.length, 2);
     assert.equal(connections, 1, "the challenge was answered on the same connection");
-    for (const r of seen) assert.match(getHeader(r, "Via")!, /^SIP\/2\.0\/TLS 127\.0\.0\.1:\d+;/);
+    // The sent-by port is where we take TLS: our listener, else this connection's own port.
+    const sentBy = listen ? agent.tlsLocal!.port : peerPorts[0];
+    assert.notEqual(sentBy, agent.local.port, "not the UDP port");
+    for (const r of seen) {
+      assert.ok(
+        getHeader(r, "Via")!.startsWith(`SIP/2.0/TLS 127.0.0.1:${sentBy};`),
+        getHeader(r, "Via") ?? "no Via",
+      );
+    }
     assert.equal(seen[0].uri, `sips:127.0.0.1:${port}`);
     assert.match(getHeader(seen[1], "Authorization")!, /realm="tls\.test"/);
   } finally {
@@ -85,4 +105,12 @@ Deno.test("REGISTER over TLS: certificate verified, digest answered on one conne
     Deno.removeSync(certs.dir, { recursive: true });
   }
   assert.ok(!JSON.stringify(logger.records).includes("tls-secret-pw"));
+}
+
+Deno.test("REGISTER over TLS: certificate verified, digest answered on one connection", async () => {
+  await registerOverTls(false);
+});
+
+Deno.test("REGISTER over TLS from an agent that listens for TLS: Via names that port", async () => {
+  await registerOverTls(true);
 });

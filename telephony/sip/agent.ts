@@ -142,11 +142,15 @@ export class SipAgent implements AgentCore {
     this.srtp = opts.rtp?.srtp ?? "off";
     this.byeWaitMs = opts.byeWaitMs ?? 2000;
     this.layer = new TransactionLayer(
-      (msg, to) =>
+      (msg, to) => {
+        const kind = to.transport;
         this.#wire.send(
-          encodeSipMessage(to.transport === undefined ? msg : overStream(msg, to.transport)),
+          kind === undefined
+            ? encodeSipMessage(msg)
+            : (port) => encodeSipMessage(overStream(msg, kind, port)),
           to,
-        ),
+        );
+      },
       (req, txn, from) => this.#onRequest(req, txn, from),
       { timers: opts.timers, logger: this.log },
     );
@@ -181,6 +185,7 @@ export class SipAgent implements AgentCore {
     sockets.start(
       (bytes, from) => this.#onDatagram(bytes, from),
       (to) => this.layer.unreachable(to),
+      { idleMs: opts.streamIdleMs ?? 300_000, inUse: (callId) => this.#streamInUse(callId) },
     );
   }
 
@@ -220,6 +225,15 @@ export class SipAgent implements AgentCore {
   /** True once {@link close} started. */
   get closing(): boolean {
     return this.#closing !== undefined;
+  }
+
+  /** Whether a Call-ID is the registration's (while not unregistered), a call's or a ringing INVITE's. */
+  #streamInUse(callId: string): boolean {
+    const reg = this.#registration;
+    if (callId === reg.callId && reg.state !== "unregistered") return true;
+    for (const call of this.#calls.values()) if (call.callId === callId) return true;
+    for (const invite of this.#ringing.values()) if (invite.callId === callId) return true;
+    return false;
   }
 
   /** Registration state. */
@@ -302,6 +316,7 @@ export class SipAgent implements AgentCore {
       jitterDepth: this.#opts.rtp?.jitterDepth,
       latch: this.#opts.rtp?.latch,
       keepAliveSilence: this.#opts.rtp?.keepAliveSilence,
+      rtcpIntervalMs: this.#opts.rtp?.rtcpIntervalMs,
     });
   }
 

@@ -35,9 +35,16 @@ export interface SipAgentOptions {
     keepAliveSilence?: boolean;
     /** SRTP with SDES keys: `required`, `optional` or `off` (the default). */
     srtp?: SrtpPolicy;
+    /** Mean time between our RTCP reports, ms; default 5000. */
+    rtcpIntervalMs?: number;
   };
   /** Source allowlist and digest challenge of inbound requests. Default: anyone, no auth. */
   inbound?: InboundPolicy;
+  /**
+   * Close a TCP or TLS connection after this long without traffic when no live dialog, ringing
+   * INVITE or registration used it, ms (0: never). Default 300000.
+   */
+  streamIdleMs?: number;
   /** NAT keep-alive towards the server (CRLF or OPTIONS on an interval). Default none. */
   keepAlive?: KeepAliveOptions;
   /**

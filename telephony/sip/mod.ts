@@ -196,13 +196,14 @@ export {
   type RegistrationOptions,
   type RegistrationState,
 } from "./register.ts";
-export {
-  type DtmfSendOptions,
-  type RtpHandlers,
-  RtpSession,
-  type RtpSessionOptions,
-  type RtpStats,
-} from "./rtp_session.ts";
+export { RtpSession } from "./rtp_session.ts";
+export type {
+  DtmfSendOptions,
+  RtpHandlers,
+  RtpSessionOptions,
+  RtpStats,
+} from "./rtp_session_types.ts";
+export type { RtcpStats } from "./rtcp_channel.ts";
 export { joinRtpClock, leaveRtpClock, RTP_TICK_MS, type RtpTick } from "./rtp_clock.ts";
 export { type PacerSink, type PacerStats, RtpPacer } from "./rtp_pacer.ts";
 export { SIP_CARRIER_RATE, SipMediaTransport } from "./sip_transport.ts";

@@ -87,6 +87,11 @@ export class Registration {
   #attempt: Promise<void> | undefined;
   #closed = false;
 
+  /** The Call-ID every REGISTER of this binding carries. */
+  get callId(): string {
+    return this.#callId;
+  }
+
   /** A binding for `host` (nothing is sent until {@link register}). */
   constructor(host: RegistrationHost, opts: RegistrationOptions = {}) {
     this.#host = host;

@@ -33,83 +33,28 @@ import { type Logger, silentLogger } from "../../core/log.ts";
 import { decodeRtp, type RtpPacket, RtpSender, SAMPLES_PER_20MS } from "../../core/rtp.ts";
 import { joinRtpClock, leaveRtpClock } from "./rtp_clock.ts";
 import { JitterBuffer, LOST } from "../../core/audio/jitter_buffer.ts";
-import { type LatchMode, RtpSourceFilter } from "./rtp_source.ts";
+import { RtpSourceFilter } from "./rtp_source.ts";
 import { type PacerStats, RtpPacer } from "./rtp_pacer.ts";
 import type { NegotiatedMedia } from "./sdp.ts";
 import { SrtpContext } from "./srtp.ts";
 import { sameSrtpKey } from "./sdes.ts";
-import { openEvenPort, type UdpAddress, type UdpEndpoint } from "./udp.ts";
-
-/** Options of {@link RtpSession.open}. */
-export interface RtpSessionOptions {
-  /** Local address to bind. */
-  bindHost: string;
-  /** First even port probed. */
-  portBase: number;
-  /** Even ports probed. */
-  portTries: number;
-  /** Where media events are logged (debug). */
-  logger?: Logger;
-  /**
-   * Least jitter-buffer depth in 20 ms packets; default 1. The buffer (the one the WebRTC leg
-   * uses) deepens by itself as the measured jitter grows, to 200 ms at most.
-   */
-  jitterDepth?: number;
-  /** Symmetric-RTP latching; default `port`. */
-  latch?: LatchMode;
-  /** Send silence packets while idle (else only the timestamps advance); default true. */
-  keepAliveSilence?: boolean;
-}
-
-/** Where decoded media goes. */
-export interface RtpHandlers {
-  /** 8 kHz mono PCM, 160 samples per packet (concealment frames included). */
-  onAudio(pcm: Int16Array): void;
-  /** One RFC 4733 key press (reported once). */
-  onDtmf(key: KeypadEntry): void;
-}
-
-/** Counters of a session. */
-export interface RtpStats {
-  /** RTP packets sent (audio and DTMF events). */
-  packetsSent: number;
-  /** RTP packets accepted from the negotiated source. */
-  packetsReceived: number;
-  /** Packets from an address other than the negotiated one (symmetric RTP), dropped. */
-  droppedForeign: number;
-  /** Packets with a payload type we did not negotiate (comfort noise included), dropped. */
-  droppedPayloadType: number;
-  /** Datagrams that are not RTP. */
-  malformed: number;
-  /** Sequence numbers never received (concealed). */
-  lost: number;
-  /** Packets too late for the jitter buffer, or duplicates. */
-  late: number;
-  /** Buffered packets the jitter buffer discarded to keep its delay bounded. */
-  discarded: number;
-  /** RFC 4733 key presses received. */
-  dtmfIn: number;
-  /** RFC 4733 key presses sent. */
-  dtmfOut: number;
-  /** SRTP packets whose authentication tag did not match, dropped. */
-  srtpAuthFailed: number;
-  /** SRTP packets replaying an index already received (or too old), dropped. */
-  srtpReplayed: number;
-}
-
-/** Options of {@link RtpSession.sendDtmf}. */
-export interface DtmfSendOptions {
-  /** Tone length, ms; default 100. */
-  durationMs?: number;
-  /** Pause after each key, ms; default 60. */
-  gapMs?: number;
-}
+import { openRtpPorts, type UdpAddress, type UdpEndpoint } from "./udp.ts";
+import { NO_RTCP_STATS, RtcpChannel } from "./rtcp_channel.ts";
+import type {
+  DtmfSendOptions,
+  RtpHandlers,
+  RtpSessionOptions,
+  RtpStats,
+} from "./rtp_session_types.ts";
 
 /** A bound RTP port and, once started, the media of one call. */
 export class RtpSession {
-  /** The bound local port (even). */
+  /** The bound local port (even); RTCP is on the one above. */
   readonly port: number;
   readonly #ep: UdpEndpoint;
+  readonly #rtcpEp: UdpEndpoint | undefined;
+  #rtcp: RtcpChannel | undefined;
+  #sentOctets = 0;
   readonly #log: Logger;
   readonly #opts: RtpSessionOptions;
   #media: NegotiatedMedia | undefined;
@@ -138,8 +83,9 @@ export class RtpSession {
   #counts = { packetsSent: 0, packetsReceived: 0, droppedPayloadType: 0, malformed: 0 };
   #dtmf = { in: 0, out: 0 };
 
-  private constructor(ep: UdpEndpoint, opts: RtpSessionOptions) {
+  private constructor(ep: UdpEndpoint, rtcp: UdpEndpoint | undefined, opts: RtpSessionOptions) {
     this.#ep = ep;
+    this.#rtcpEp = rtcp;
     this.port = ep.local.port;
     this.#opts = opts;
     this.#log = opts.logger ?? silentLogger;
@@ -149,21 +95,10 @@ export class RtpSession {
     });
   }
 
-  /**
-   * Bind the first free even port of `portBase, portBase+2, ...`. Throws a FlowcatError when
-   * all `portTries` ports are taken.
-   */
+  /** Bind an RTP port and the RTCP port above it ({@link openRtpPorts}); throws when none is free. */
   static open(opts: RtpSessionOptions): RtpSession {
-    const ep = openEvenPort(opts.bindHost, opts.portBase, opts.portTries, opts.logger);
-    if (ep === undefined) {
-      const last = Math.min(65534, opts.portBase + 2 * (opts.portTries - 1));
-      throw new FlowcatError(
-        "other",
-        `RTP: all ${opts.portTries} even UDP ports ${opts.portBase}..${last} on ` +
-          `${opts.bindHost} are in use; end some calls or raise rtpPortTries`,
-      );
-    }
-    return new RtpSession(ep, opts);
+    const pair = openRtpPorts(opts.bindHost, opts.portBase, opts.portTries, opts.logger);
+    return new RtpSession(pair.rtp, pair.rtcp, opts);
   }
 
   /** The negotiated media, once started. */
@@ -189,6 +124,7 @@ export class RtpSession {
       dtmfOut: this.#dtmf.out,
       srtpAuthFailed: this.#srtpIn?.stats.authFailed ?? 0,
       srtpReplayed: this.#srtpIn?.stats.replayed ?? 0,
+      rtcp: this.#rtcp?.stats ?? NO_RTCP_STATS,
     };
   }
 
@@ -214,12 +150,27 @@ export class RtpSession {
       send: (payload) => {
         this.#ep.send(this.#wire(sender.audio(payload)), this.#filter!.remote);
         this.#counts.packetsSent++;
+        this.#sentOctets += payload.length;
       },
       skip: (frames) => sender.silence(frames * SAMPLES_PER_20MS),
       silence,
     });
     this.#ep.start(this.#onDatagram, true);
     joinRtpClock(this.#tick);
+    this.#rtcp = this.#rtcpEp && new RtcpChannel(
+      this.#rtcpEp,
+      {
+        ssrc: sender.ssrc,
+        remote: () => this.#filter?.remote,
+        sent: () => ({
+          rtpTimestamp: sender.timestamp,
+          packets: this.#counts.packetsSent,
+          octets: this.#sentOctets,
+        }),
+      },
+      this.#opts.rtcpIntervalMs ?? 5000,
+      media.srtp,
+    );
   }
 
   /** The packet as it goes on the wire: SRTP-protected when negotiated. */
@@ -268,6 +219,7 @@ export class RtpSession {
     const rx = media.srtp?.receive;
     if (rx !== undefined && old !== undefined && !sameSrtpKey(rx, old)) {
       this.#srtpIn = new SrtpContext(rx);
+      this.#rtcp?.rekey(rx);
     }
     this.#filter.expect({ hostname: media.remoteAddress, port: media.remotePort });
   }
@@ -290,6 +242,7 @@ export class RtpSession {
     }
     if (!this.#filter!.accept(from)) return;
     this.#counts.packetsReceived++;
+    this.#rtcp?.receive.onPacket(pkt.ssrc, pkt.sequence, pkt.timestamp, performance.now());
     if (media.telephoneEventPt !== undefined && pkt.payloadType === media.telephoneEventPt) {
       const key = this.#dtmfRx.push(pkt.payload, pkt.timestamp);
       if (key !== undefined) {
@@ -445,6 +398,6 @@ export class RtpSession {
       this.#sleeps.clear();
       this.#log.debug("rtp session closed", { port: this.port, ...this.stats });
     }
-    await this.#ep.close();
+    await Promise.all([this.#ep.close(), this.#rtcp?.close() ?? this.#rtcpEp?.close()]);
   }
 }

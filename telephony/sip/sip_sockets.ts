@@ -9,7 +9,8 @@
 import { errorMessage, FlowcatError } from "../../core/errors.ts";
 import type { Logger } from "../../core/log.ts";
 import type { SipSettings } from "./config.ts";
-import { SipTcpTransport, type SipTlsOptions } from "./tcp.ts";
+import type { StreamIdlePolicy } from "./stream_idle.ts";
+import { SipTcpTransport, type SipTlsOptions, type StreamPayload } from "./tcp.ts";
 import { type DatagramHandler, type UdpAddress, UdpEndpoint } from "./udp.ts";
 
 /** The bound signalling sockets, and sending by the transport a destination names. */
@@ -43,18 +44,29 @@ export class SipSockets {
     return this.#tlsListening ? this.tls.local : undefined;
   }
 
-  /** Receive on every socket; a stream that cannot be opened goes to `unreachable`. */
-  start(handler: DatagramHandler, unreachable: (to: UdpAddress) => void): void {
+  /**
+   * Receive on every socket; a stream that cannot be opened goes to `unreachable`, and stream
+   * connections `idle` finds unused are closed.
+   */
+  start(
+    handler: DatagramHandler,
+    unreachable: (to: UdpAddress) => void,
+    idle?: StreamIdlePolicy,
+  ): void {
     this.udp.start(handler);
-    this.tcp?.start(handler, unreachable);
-    this.tls.start(handler, unreachable);
+    this.tcp?.start(handler, unreachable, idle);
+    this.tls.start(handler, unreachable, idle);
   }
 
-  /** Put bytes on the wire the way `to` is reached: its TCP or TLS connection, or a datagram. */
-  send(bytes: Uint8Array, to: UdpAddress): void {
-    if (to.transport === "tls") this.tls.send(bytes, to);
-    else if (to.transport === undefined) this.udp.send(bytes, to);
-    else if (this.tcp !== undefined) this.tcp.send(bytes, to);
+  /**
+   * Put a message on the wire the way `to` is reached: its TCP or TLS connection, or a datagram
+   * (a payload encoded per connection is encoded with the UDP port for a datagram).
+   */
+  send(payload: StreamPayload, to: UdpAddress): void {
+    if (to.transport === "tls") this.tls.send(payload, to);
+    else if (to.transport === undefined) {
+      this.udp.send(typeof payload === "function" ? payload(this.udp.local.port) : payload, to);
+    } else if (this.tcp !== undefined) this.tcp.send(payload, to);
     else this.#log.warn("sip: a TCP destination but TCP is off", { to: to.hostname });
   }
 

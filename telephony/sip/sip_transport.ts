@@ -21,7 +21,8 @@ import { Resampler } from "../../core/audio/resample.ts";
 import type { AudioFrame, KeypadEntry, TransferOutcome } from "../../core/frames.ts";
 import type { MediaIn, MediaTransport } from "../../core/seams.ts";
 import { AsyncQueue } from "./async_queue.ts";
-import type { DtmfSendOptions, RtpSession } from "./rtp_session.ts";
+import type { RtpSession } from "./rtp_session.ts";
+import type { DtmfSendOptions } from "./rtp_session_types.ts";
 
 /** Inbound events kept while nobody reads (10 s of 20 ms packets); older ones are dropped. */
 const MAX_QUEUED = 500;

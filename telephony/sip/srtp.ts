@@ -212,7 +212,8 @@ export class SrtpContext {
   /** True when `index` was received already or is older than the window. */
   #seen(st: ReplayState, index: number): boolean {
     const delta = st.roc * 0x10000 + st.seq - index;
-    if (delta <= 0) return false;
+    // delta 0 is the newest index itself (bit 0 of the window), so its replay is caught too.
+    if (delta < 0) return false;
     if (delta >= REPLAY_WINDOW) return true;
     return delta < 32 ? (st.lo >>> delta & 1) === 1 : (st.hi >>> (delta - 32) & 1) === 1;
   }

@@ -11,6 +11,7 @@
 
 import { errorMessage } from "../../core/errors.ts";
 import { type Logger, silentLogger } from "../../core/log.ts";
+import { type StreamIdlePolicy, StreamUse } from "./stream_idle.ts";
 import { SipStreamFramer } from "./stream_framer.ts";
 import type { DatagramHandler, StreamTransport, UdpAddress } from "./udp.ts";
 
@@ -24,12 +25,20 @@ export interface SipTlsOptions {
   caCerts?: string[];
 }
 
-/** A connection's reader and its queue of writes (kept in order). */
+/** A connection's reader, its queue of writes (kept in order) and what used it. */
 interface Connection {
   conn: Deno.Conn;
   writes: Promise<void>;
   reader?: Promise<void>;
+  use: StreamUse;
 }
+
+/**
+ * What {@link SipTcpTransport.send} writes: bytes, or a message encoded once the connection is
+ * known, given the port our Via's sent-by must name (RFC 3261 §18.1.1): the listening port,
+ * or the connection's own local port when we do not listen.
+ */
+export type StreamPayload = Uint8Array | ((sentByPort: number) => Uint8Array);
 
 const CRLF = new Uint8Array([13, 10]);
 
@@ -51,6 +60,7 @@ export class SipTcpTransport {
   #handler: DatagramHandler | undefined;
   #onUnreachable: ((to: UdpAddress) => void) | undefined;
   #accepting: Promise<void> | undefined;
+  #idleTimer: ReturnType<typeof setInterval> | undefined;
   #closed = false;
   /** Connections refused, broken or failed writes. */
   errors = 0;
@@ -117,10 +127,21 @@ export class SipTcpTransport {
   /**
    * Start accepting; every whole message goes to `handler` with its peer's address, and a
    * connection that cannot be opened (refused, certificate not trusted) to `onUnreachable`.
+   * With `idle`, connections quiet past `idle.idleMs` that carry no live Call-ID are closed.
    */
-  start(handler: DatagramHandler, onUnreachable?: (to: UdpAddress) => void): void {
+  start(
+    handler: DatagramHandler,
+    onUnreachable?: (to: UdpAddress) => void,
+    idle?: StreamIdlePolicy,
+  ): void {
     this.#handler = handler;
     this.#onUnreachable = onUnreachable;
+    if (idle !== undefined && idle.idleMs > 0) {
+      const every = Math.min(30_000, Math.max(50, Math.floor(idle.idleMs / 4)));
+      const timer = setInterval(() => this.closeIdle(idle), every);
+      Deno.unrefTimer(timer);
+      this.#idleTimer = timer;
+    }
     const listener = this.#listener;
     if (listener === undefined) return;
     this.#accepting = (async () => {
@@ -142,8 +163,27 @@ export class SipTcpTransport {
     return this.#conns.size;
   }
 
+  /** Close the connections `policy` finds idle; returns how many. */
+  closeIdle(policy: StreamIdlePolicy, now: number = Date.now()): number {
+    let closed = 0;
+    for (const [key, c] of this.#conns) {
+      if (!c.use.idle(policy, now)) continue;
+      this.#conns.delete(key);
+      closed++;
+      this.#log.debug(`sip ${this.kind} connection idle; closing`, { peer: key });
+      void c.writes.then(() => {
+        try {
+          c.conn.close();
+        } catch {
+          // already closed
+        }
+      });
+    }
+    return closed;
+  }
+
   #adopt(peer: UdpAddress, conn: Deno.Conn): Connection {
-    const c: Connection = { conn, writes: Promise.resolve() };
+    const c: Connection = { conn, writes: Promise.resolve(), use: new StreamUse() };
     this.#conns.set(keyOf(peer), c);
     c.reader = this.#read(peer, c);
     return c;
@@ -158,6 +198,7 @@ export class SipTcpTransport {
         if (n === null) break;
         const out = framer.push(buf.subarray(0, n));
         for (const m of out.messages) {
+          c.use.saw(m);
           try {
             this.#handler?.(m, peer);
           } catch (err) {
@@ -186,8 +227,10 @@ export class SipTcpTransport {
     }
   }
 
-  #write(c: Connection, bytes: Uint8Array): void {
+  #write(c: Connection, payload: StreamPayload): void {
     c.writes = c.writes.then(async () => {
+      const bytes = typeof payload === "function" ? payload(this.#sentByPort(c)) : payload;
+      c.use.saw(bytes);
       let off = 0;
       while (off < bytes.length) off += await c.conn.write(bytes.subarray(off));
     }).catch((err) => {
@@ -196,13 +239,18 @@ export class SipTcpTransport {
     });
   }
 
+  #sentByPort(c: Connection): number {
+    if (this.#listener !== undefined) return this.local.port;
+    return (c.conn.localAddr as Deno.NetAddr).port;
+  }
+
   /**
-   * Send `bytes` to `to` over the connection we have with it, opening one when there is none.
+   * Send `payload` to `to` over the connection we have with it, opening one when there is none.
    * Never throws: failures are counted and logged.
    */
-  send(bytes: Uint8Array, to: UdpAddress): void {
+  send(payload: StreamPayload, to: UdpAddress): void {
     if (this.#closed) return;
-    const copy = bytes.slice();
+    const copy = typeof payload === "function" ? payload : payload.slice();
     const c = this.#conns.get(keyOf(to));
     if (c !== undefined) {
       this.#write(c, copy);
@@ -239,6 +287,7 @@ export class SipTcpTransport {
   async close(): Promise<void> {
     if (!this.#closed) {
       this.#closed = true;
+      clearInterval(this.#idleTimer);
       try {
         this.#listener?.close();
       } catch {

@@ -13,7 +13,7 @@
  * @module
  */
 
-import { errorMessage } from "../../core/errors.ts";
+import { errorMessage, FlowcatError } from "../../core/errors.ts";
 import { type Logger, silentLogger } from "../../core/log.ts";
 
 /** The stream transports SIP runs over besides UDP. */
@@ -180,4 +180,48 @@ export function openEvenPort(
     }
   }
   return undefined;
+}
+
+/** Whether the missing RTCP grant was logged (once per process). */
+let rtcpDeniedWarned = false;
+
+/**
+ * Bind the first free even port of `base, base+2, ...` whose odd neighbour is free too: RTP on
+ * the even port, RTCP on the one above (RFC 3550 §11). Throws a FlowcatError when no pair is
+ * free. When the sandbox grants the even port but not the odd one, the call runs without RTCP
+ * (`rtcp` undefined, warned about once) rather than failing: RTCP is optional to the peer.
+ */
+export function openRtpPorts(
+  hostname: string,
+  base: number,
+  tries: number,
+  log: Logger = silentLogger,
+): { rtp: UdpEndpoint; rtcp: UdpEndpoint | undefined } {
+  for (let i = 0; i < tries; i++) {
+    const port = base + 2 * i;
+    if (port > 65534) break;
+    const rtp = openEvenPort(hostname, port, 1, log);
+    if (rtp === undefined) continue;
+    try {
+      return { rtp, rtcp: UdpEndpoint.open(hostname, rtp.local.port + 1, log) };
+    } catch (err) {
+      if (err instanceof Deno.errors.NotCapable || err instanceof Deno.errors.PermissionDenied) {
+        if (!rtcpDeniedWarned) {
+          rtcpDeniedWarned = true;
+          log.warn("rtp: the RTCP port is not granted (--allow-net); calls run without RTCP", {
+            port: rtp.local.port + 1,
+          });
+        }
+        return { rtp, rtcp: undefined };
+      }
+      void rtp.close();
+      if (!(err instanceof Deno.errors.AddrInUse)) throw err;
+    }
+  }
+  const last = Math.min(65534, base + 2 * (tries - 1));
+  throw new FlowcatError(
+    "other",
+    `RTP: all ${tries} even UDP ports ${base}..${last} on ${hostname} (or the odd RTCP port ` +
+      `above) are in use; end some calls or raise rtpPortTries`,
+  );
 }
