@@ -40,6 +40,7 @@ import { BrainProcessor } from "./processors/brain.ts";
 import { RealtimeProcessor } from "./processors/realtime.ts";
 import { RecorderProcessor } from "./processors/recorder.ts";
 import { TransportInput, TransportOutput } from "./processors/transport.ts";
+import { EchoCancelProcessor } from "./processors/echo_cancel.ts";
 import type { Finalize } from "./seams.ts";
 import type {
   AgentBrain,
@@ -106,7 +107,7 @@ export function buildS2sTask(opts: S2sTaskOptions): PipelineTask & { parts: S2sP
   const call = callParts(opts, () => ({ ...realtime.usage, model }));
   const task = assemble(
     `s2s-${opts.runId}`,
-    [input, realtime, call.brain],
+    [input, ...echoStage(call), realtime, call.brain],
     call,
     opts,
     24000,
@@ -139,6 +140,11 @@ export interface CallBase {
   taskParams?: PipelineTaskParams;
   /** Logger for the call (default: the task's own). */
   logger?: Logger;
+  /**
+   * Cancel the bot's echo in the caller's audio, before anything listens to it (default false):
+   * for telephone legs, where a speakerphone returns the bot's voice; browsers cancel their own.
+   */
+  echoCancel?: boolean;
 }
 
 /** The processors every call shape ends with. */
@@ -151,6 +157,8 @@ export interface CallParts {
   recorder: RecorderProcessor | undefined;
   /** Sends the bot's audio to the transport. */
   output: TransportOutput;
+  /** Cancels the bot's echo in the caller's audio; `undefined` when `echoCancel` is off. */
+  echoCancel: EchoCancelProcessor | undefined;
   /** Reports usage, variables and artifacts when the call ends. */
   finalize: FinalizeProcessor;
 }
@@ -169,6 +177,11 @@ function callParts(
   });
   const recorder = opts.record === false ? undefined : new RecorderProcessor();
   const output = new TransportOutput(opts.transport);
+  let echoCancel: EchoCancelProcessor | undefined;
+  if (opts.echoCancel === true) {
+    const aec = echoCancel = new EchoCancelProcessor();
+    output.onSent((audio, at) => aec.reference(audio, at));
+  }
   const finalize = new FinalizeProcessor({
     session,
     runId,
@@ -180,7 +193,12 @@ function callParts(
     transcript: () => transcript.lines,
     logger: opts.logger,
   });
-  return { transcript, brain: brainProc, recorder, output, finalize };
+  return { transcript, brain: brainProc, recorder, output, echoCancel, finalize };
+}
+
+/** What goes right after the input, before anything listens to the caller: the echo canceller. */
+function echoStage(call: CallParts): FrameProcessor[] {
+  return call.echoCancel === undefined ? [] : [call.echoCancel];
 }
 
 /** `head`, then the recorder, output and finalize, as one task that finalizes once. */
@@ -346,7 +364,7 @@ export function buildCascadedTask(
     ttsCharacters: tts.characters,
     ...(models.llm ? { model: models.llm } : {}),
   }), true);
-  const head: FrameProcessor[] = [input, vad, stt, user];
+  const head: FrameProcessor[] = [input, ...echoStage(call), vad, stt, user];
   if (opts.greeting) head.push(new GreetingProcessor(opts.greeting, context));
   head.push(llm, assistant, call.brain, tts);
   const task = assemble(`cascaded-${opts.runId}`, head, call, opts, opts.tts.sampleRate());

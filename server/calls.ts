@@ -40,7 +40,7 @@ import type { ServerMetrics } from "./server_metrics.ts";
 import type { CallTracing, TracedCall } from "./tracing.ts";
 import type { ErrorReporter } from "./error_reporting.ts";
 import type { CallFailureReport } from "./call_failures.ts";
-import type { MemorySessionSource, RunRecord } from "./session_store.ts";
+import type { MemorySessionSource, RunOrigin, RunRecord } from "./session_store.ts";
 
 export type { EnvGet } from "./call_shapes.ts";
 
@@ -193,6 +193,7 @@ export class CallManager {
       token: run.token,
       ...(greeting !== undefined ? { greeting } : {}),
       record: this.#cfg.recording.enabled,
+      echoCancel: echoCancelFor(this.#cfg.audio.echoCancel, run.origin),
       onTranscript: watch.onTranscript,
       onFinalized: (r) => {
         report = r;
@@ -364,4 +365,9 @@ export function providerNames(config: AgentServerConfig): ProviderNames {
   if (p.llm !== undefined) out.llm = p.llm.name;
   if (p.tts !== undefined) out.tts = p.tts.name;
   return out;
+}
+
+/** Whether a call from `origin` gets echo cancellation: `auto` means telephone legs only. */
+export function echoCancelFor(setting: "auto" | "on" | "off", origin: RunOrigin): boolean {
+  return setting === "on" || (setting === "auto" && origin !== "browser");
 }

@@ -192,7 +192,9 @@ export class EchoCanceller {
     // talk, and a false alarm in single talk would slow convergence.
     const strong = this.#converged && farRecent && e.error > 16 * expected + floor;
     this.#strongDt = strong ? 6 : Math.max(0, this.#strongDt - 1);
-    if (farRecent && !dtNow && e.mic > floor) {
+    // Single talk only, with the detector's hangover: the caller's words must not count as echo.
+    const single = farRecent && this.#dt === 0 && e.mic > floor;
+    if (single) {
       if (e.echo > floor) {
         // A ratio of smoothed energies, not a mean of ratios: pauses would bias that upward.
         this.#sy = 0.95 * this.#sy + 0.05 * e.echo;
@@ -201,9 +203,9 @@ export class EchoCanceller {
       }
       this.#sd = 0.97 * this.#sd + 0.03 * e.mic;
       this.#se = 0.97 * this.#se + 0.03 * e.error;
-      const lin = this.#sd / (this.#se + 1);
-      if (!this.#converged && lin > 10) this.#converged = true;
-      else if (this.#converged && lin < 2) this.#converged = false;
+      // Latched: a path change is the filter's and the suppressor's to follow (both keep
+      // adapting); dropping back to the pre-convergence gate would mute a caller talking.
+      if (this.#sd > 10 * (this.#se + 1)) this.#converged = true;
     }
 
     // Residual echo suppression.
@@ -227,7 +229,7 @@ export class EchoCanceller {
       ring[(this.#ringWrite + i) & mask] = v > 32767 ? 32767 : v < -32768 ? -32768 : Math.round(v);
     }
     this.#ringWrite += b;
-    if (farRecent && !dtNow && e.mic > floor) {
+    if (single) {
       this.#erleIn = 0.97 * this.#erleIn + 0.03 * e.mic;
       this.#erleOut = 0.97 * this.#erleOut + 0.03 * (pout + 1);
     }
