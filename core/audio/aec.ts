@@ -29,7 +29,7 @@
  */
 
 import { FlowcatError } from "../errors.ts";
-import { MdfBlockEnergy, MdfFilter } from "./aec_mdf.ts";
+import { type MdfBlockEnergy, MdfFilter } from "./aec_mdf.ts";
 
 /** Options of an {@link EchoCanceller}. */
 export interface EchoCancellerOptions {
