@@ -19,6 +19,7 @@ import { errorMessage, FlowcatError } from "../core/errors.ts";
 import type { StopReason } from "../core/frames.ts";
 import { type Logger, withFields } from "../core/log.ts";
 import type { TranscriptLine } from "../core/processors/finalize.ts";
+import { EchoCancelProcessor } from "../core/processors/echo_cancel.ts";
 import type { AgentBrain, Finalize, MediaTransport } from "../core/seams.ts";
 import type { PipelineTask } from "../core/task.ts";
 import { settlesWithin } from "../core/wait.ts";
@@ -225,7 +226,15 @@ export class CallManager {
     const ended = (stop: StopReason | undefined) => {
       clearTimeout(limit);
       this.#tasks.delete(run.runId);
-      this.#ended(log, run, transport, { stop, startedAt, watch: observed, report, traced });
+      const echoErleDb = echoOf(task)?.erleDb;
+      this.#ended(log, run, transport, {
+        stop,
+        startedAt,
+        watch: observed,
+        report,
+        traced,
+        echoErleDb,
+      });
       // run() resolves after finalize, so the report is set unless finalize threw.
       return report;
     };
@@ -252,6 +261,8 @@ export class CallManager {
       watch: CallWatch;
       report: Finalize | undefined;
       traced: TracedCall | undefined;
+      /** The echo canceller's ERLE; absent or NaN when it was off or heard no echo. */
+      echoErleDb?: number;
     },
   ): void {
     const { stop, watch } = c;
@@ -274,6 +285,7 @@ export class CallManager {
       m.callsEnded.labels(id.transport, reason).inc();
       m.callDuration.labels().observe(durationSeconds);
       for (const [why, n] of Object.entries(dropped ?? {})) m.framesDropped.labels(why).inc(n);
+      if (Number.isFinite(c.echoErleDb)) m.echoErle.labels().observe(c.echoErleDb!);
     }
     c.traced?.end({
       reason,
@@ -293,6 +305,9 @@ export class CallManager {
         ...(c.report !== undefined ? { report: c.report } : {}),
         ...(failed !== undefined ? { failures: failed.counts } : {}),
         ...(dropped !== undefined ? { dropped } : {}),
+        ...(Number.isFinite(c.echoErleDb)
+          ? { echoErleDb: Math.round(c.echoErleDb! * 10) / 10 }
+          : {}),
       }),
     );
   }
@@ -370,4 +385,10 @@ export function providerNames(config: AgentServerConfig): ProviderNames {
 /** Whether a call from `origin` gets echo cancellation: `auto` means telephone legs only. */
 export function echoCancelFor(setting: "auto" | "on" | "off", origin: RunOrigin): boolean {
   return setting === "on" || (setting === "auto" && origin !== "browser");
+}
+
+/** The call's echo canceller, when its builder added one (the parts ride on the task). */
+function echoOf(task: PipelineTask): EchoCancelProcessor | undefined {
+  const parts = (task as PipelineTask & { parts?: { echoCancel?: unknown } }).parts;
+  return parts?.echoCancel instanceof EchoCancelProcessor ? parts.echoCancel : undefined;
 }

@@ -15,6 +15,11 @@ import { EchoReference } from "../core/audio/aec_reference.ts";
 import { noise } from "../core/audio/pcm.ts";
 import { silentLogger } from "../core/log.ts";
 import { echoCancelFor } from "../server/calls.ts";
+import { buildS2sTask } from "../core/builders.ts";
+import type { MediaTransport } from "../core/seams.ts";
+import { EchoRealtime } from "../providers/realtime/echo.ts";
+import { MemorySessionSource } from "../server/session_store.ts";
+import { GraphBrain, parseGraphSpec } from "../core/agent/mod.ts";
 import { parse, yaml } from "./_server_config_helpers.ts";
 import { drive } from "./_core_helpers.ts";
 import { FakeLeg } from "./_fake_leg.ts";
@@ -164,4 +169,45 @@ Deno.test("config: audio.echo_cancel is off by default, auto means every leg but
   assert.equal(echoCancelFor("auto", "browser"), false);
   assert.equal(echoCancelFor("on", "browser"), true);
   assert.equal(echoCancelFor("off", "sip"), false);
+});
+
+Deno.test("call builders: echoCancel puts the canceller right after the input, fed by the output", async () => {
+  const parsed = parseGraphSpec(await Deno.readTextFile("examples/graph.yaml"));
+  if (!parsed.ok) throw new Error("example graph invalid");
+  const leg: MediaTransport = {
+    recv: () => Promise.resolve(undefined),
+    sendAudio: () => Promise.resolve(),
+    sendClear: () => Promise.resolve(),
+    carrierRate: () => 8000,
+  };
+  const sessions = new MemorySessionSource({ provider: "echo" });
+  for (const echoCancel of [true, false]) {
+    const run = await sessions.createRun("carrier", { carrier: "twilio" });
+    const seen = new Set<string>();
+    const task = buildS2sTask({
+      transport: leg,
+      brain: new GraphBrain(parsed.spec),
+      session: sessions,
+      runId: run.runId,
+      token: run.token,
+      realtime: new EchoRealtime(),
+      model: "echo",
+      record: false,
+      echoCancel,
+      taskParams: {
+        idleTimeoutMs: null,
+        logger: silentLogger,
+        observers: [{ onProcess: (e) => void seen.add(e.processor) }],
+      },
+    });
+    await task.run();
+    const order = [...seen];
+    if (echoCancel) {
+      assert.ok(task.parts.echoCancel instanceof EchoCancelProcessor);
+      assert.deepEqual(order.slice(0, 3), ["TransportInput", "EchoCancel", "RealtimeProcessor"]);
+    } else {
+      assert.equal(task.parts.echoCancel, undefined);
+      assert.ok(!order.includes("EchoCancel"));
+    }
+  }
 });
