@@ -179,6 +179,12 @@ export class EchoCanceller {
     this.#farPeak = Math.max(px, this.#farPeak * (1 - 1 / this.#hangBlocks));
     const adapt = this.#strongDt > 0 ? 0.1 : 1;
     this.#mdf.process(ref, this.#mic, this.#err, adapt, e);
+    if (e.error > e.mic) {
+      // The estimate adds more than it removes (a stray tap predicting echo that is not there
+      // yet): never make the caller's audio louder, pass the microphone instead.
+      this.#err.set(this.#mic);
+      e.error = e.mic;
+    }
 
     // Double talk: a residual far above what the converged filter leaves in single talk.
     const floor = b * 1000; // about -60 dBFS
