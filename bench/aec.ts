@@ -70,9 +70,27 @@ export async function runAecBench(quick: boolean): Promise<Record<string, unknow
       });
     }
   }
+  // The far end's clock 100 ppm fast: the figures are not met there yet (docs/audio.md).
+  const drift: Record<string, unknown>[] = [];
+  for (const c of await aecCases(8000, [120, 300], { driftPpm: 100 }) ?? []) {
+    const single = run(c.micEcho, c.ref, c.rate).out;
+    const talk = run(c.micTalk, c.ref, c.rate).out;
+    const mic = c.micEcho.subarray(0, single.length), onset = c.talkStart / c.rate;
+    const starts = vadStarts(talk, c.rate);
+    drift.push({
+      name: c.name,
+      erle_db: r(erleDb(mic, single, 2 * c.rate, single.length), 3),
+      converged_25db_s: convergenceSecs(mic, single, c.rate, 25),
+      false_barge_ins_with: vadStarts(single, c.rate).length,
+      barge_in_delay_s: starts.length > 0 && starts[0] >= onset && starts[0] - onset <= 1
+        ? r(starts[0] - onset, 3)
+        : null,
+    });
+  }
   return {
     cpu,
     cases,
+    drift_100ppm: drift,
     summary: {
       cases: total,
       min_erle_db: Math.min(...cases.map((c) => c.erle_db as number)),

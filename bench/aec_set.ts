@@ -118,55 +118,164 @@ function ulaw(x: Float64Array): Int16Array {
   return ulawDecode(ulawEncode(pcm));
 }
 
-/** The set at `rate` (undefined where espeak-ng cannot run). */
-export async function aecCases(
-  rate: number,
-  delaysMs: readonly number[] = [40, 120, 200, 300],
-): Promise<AecCase[] | undefined> {
+/** Options of {@link aecCases}. */
+export interface AecSetOptions {
+  /** The far end's clock runs fast by this many parts per million (default 0). */
+  driftPpm?: number;
+  /**
+   * Make the echo path with sox instead (reverb and band-limit after the bulk delay); the set is
+   * undefined where sox cannot run.
+   */
+  sox?: boolean;
+}
+
+/** The speech of the set at `rate`: the agent's reference and the caller's words. */
+async function voices(rate: number) {
   const agent = await espeakAt(AGENT_TEXT, "en-us", rate);
   const caller = await espeakAt(CALLER_TEXT, "en-gb-x-rp", rate);
   if (agent === undefined || caller === undefined) return undefined;
-  // TTS at about -20 dBFS; what the caller's phone plays went through G.711 on the way.
-  const ref = ulaw(withRms(Float64Array.from(agent), 3277));
-  const played = ulawDecode(ulawEncode(ref));
+  // TTS at about -20 dBFS.
+  return { ref: ulaw(withRms(Float64Array.from(agent), 3277)), caller };
+}
+
+/** What the caller's phone played: the reference through G.711, on a clock `ppm` fast. */
+function playedAt(ref: Int16Array, ppm: number): Float64Array {
+  const g711 = ulawDecode(ulawEncode(ref));
+  const out = new Float64Array(ref.length), step = 1 + ppm * 1e-6;
+  for (let i = 0; i < out.length; i++) {
+    const x = i * step, k = Math.floor(x), f = x - k;
+    out[i] = k + 1 < g711.length ? g711[k] * (1 - f) + g711[k + 1] * f : 0;
+  }
+  return out;
+}
+
+/** The echo through a synthetic path: bulk delay, room or handset taps, telephone band. */
+function syntheticEcho(
+  played: Float64Array,
+  kind: "room" | "handset",
+  rate: number,
+  d: number,
+  seed: number,
+): Float64Array {
+  const taps = echoTaps(kind, rate, seed);
+  const echo = new Float64Array(played.length);
+  for (let i = d; i < echo.length; i++) {
+    let acc = 0;
+    const top = Math.min(taps.length, i - d + 1);
+    for (let j = 0; j < top; j++) acc += taps[j] * played[i - d - j];
+    echo[i] = acc;
+  }
+  biquad(echo, rate, 300, "hp");
+  biquad(echo, rate, 3400, "lp");
+  return echo;
+}
+
+/** The echo made by sox: bulk delay (pad), a small room's reverb (wet only), telephone band. */
+async function soxEcho(
+  played: Float64Array,
+  rate: number,
+  delayMs: number,
+): Promise<Float64Array | undefined> {
+  const perm = await Deno.permissions.query({ name: "run", command: "sox" });
+  if (perm.state !== "granted") return undefined;
+  const raw = ["-t", "raw", "-r", `${rate}`, "-e", "signed", "-b", "16", "-c", "1"];
+  const child = new Deno.Command("sox", {
+    args: [
+      ...raw,
+      "-",
+      ...raw,
+      "-",
+      "pad",
+      `${delayMs / 1000}`,
+      "reverb",
+      "-w",
+      "40",
+      "50",
+      "30",
+      "highpass",
+      "300",
+      "lowpass",
+      "3400",
+    ],
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "null",
+  }).spawn();
+  const pcm = ulaw(played);
+  // Read while writing: sox streams, and a full stdout pipe would block its stdin.
+  const output = child.output();
+  const writer = child.stdin.getWriter();
+  await writer.write(new Uint8Array(pcm.buffer));
+  await writer.close();
+  const out = await output;
+  if (!out.success) return undefined;
+  const wet = new Int16Array(out.stdout.buffer, 0, out.stdout.byteLength >> 1);
+  const echo = new Float64Array(played.length);
+  for (let i = 0; i < echo.length && i < wet.length; i++) echo[i] = wet[i];
+  return echo;
+}
+
+/** One case from its echo: levelled, line noise, G.711 back, and the caller from 4 s on. */
+function caseOf(
+  name: string,
+  rate: number,
+  delayMs: number,
+  ref: Int16Array,
+  caller: Int16Array,
+  echo: Float64Array,
+  erlDb: number,
+  seed: number,
+): AecCase {
+  const echoLevel = withRms(echo, rmsOf(ref) * 10 ** (-erlDb / 20));
+  const rnd = noiseSource(1000 + seed);
+  const noiseRms = 32768 * 10 ** (-70 / 20) * Math.sqrt(3);
+  const talkStart = Math.round(4 * rate);
+  const talk = withRms(Float64Array.from(caller), rmsOf(ref) * 10 ** (-4 / 20));
+  const single = new Float64Array(echo.length), double = new Float64Array(echo.length);
+  for (let i = 0; i < echo.length; i++) {
+    const base = echoLevel[i] + noiseRms * rnd();
+    single[i] = base;
+    const t = i - talkStart;
+    double[i] = base + (t >= 0 && t < talk.length ? talk[t] : 0);
+  }
+  return {
+    name,
+    rate,
+    delayMs,
+    ref,
+    micEcho: ulaw(single),
+    micTalk: ulaw(double),
+    talkStart: talkStart + speechOnset(caller, rate),
+  };
+}
+
+/**
+ * The set at `rate`: room (10 dB below the agent) and handset (6 dB below) paths at each bulk
+ * delay, or sox reverbs (10 dB below) with `sox`; undefined where espeak-ng (or sox) cannot run.
+ */
+export async function aecCases(
+  rate: number,
+  delaysMs: readonly number[] = [40, 120, 200, 300],
+  opts: AecSetOptions = {},
+): Promise<AecCase[] | undefined> {
+  const v = await voices(rate);
+  if (v === undefined) return undefined;
+  const ppm = opts.driftPpm ?? 0;
+  const played = playedAt(v.ref, ppm);
+  const tag = `${rate / 1000}k${ppm !== 0 ? ` drift ${ppm}ppm` : ""}`;
   const cases: AecCase[] = [];
   let seed = 1;
-  for (const kind of ["room", "handset"] as const) {
+  for (const kind of opts.sox ? ["sox reverb"] as const : ["room", "handset"] as const) {
     for (const delayMs of delaysMs) {
-      const taps = echoTaps(kind, rate, seed++);
       const d = Math.round((delayMs * rate) / 1000);
-      const echo = new Float64Array(played.length);
-      for (let i = d; i < echo.length; i++) {
-        let acc = 0;
-        const top = Math.min(taps.length, i - d + 1);
-        for (let j = 0; j < top; j++) acc += taps[j] * played[i - d - j];
-        echo[i] = acc;
-      }
-      biquad(echo, rate, 300, "hp");
-      biquad(echo, rate, 3400, "lp");
-      // Speakerphone echo 10 dB (room) or 6 dB (handset) below the agent's voice.
-      const erl = kind === "room" ? 10 : 6;
-      const echoLevel = withRms(echo, rmsOf(ref) * 10 ** (-erl / 20));
-      const rnd = noiseSource(1000 + seed);
-      const noiseRms = 32768 * 10 ** (-70 / 20) * Math.sqrt(3);
-      const talkStart = Math.round(4 * rate);
-      const talk = withRms(Float64Array.from(caller), rmsOf(ref) * 10 ** (-4 / 20));
-      const single = new Float64Array(echo.length), double = new Float64Array(echo.length);
-      for (let i = 0; i < echo.length; i++) {
-        const base = echoLevel[i] + noiseRms * rnd();
-        single[i] = base;
-        const t = i - talkStart;
-        double[i] = base + (t >= 0 && t < talk.length ? talk[t] : 0);
-      }
-      cases.push({
-        name: `${rate / 1000}k ${kind} ${delayMs}ms`,
-        rate,
-        delayMs,
-        ref,
-        micEcho: ulaw(single),
-        micTalk: ulaw(double),
-        talkStart: talkStart + speechOnset(caller, rate),
-      });
+      const echo = kind === "sox reverb"
+        ? await soxEcho(played, rate, delayMs)
+        : syntheticEcho(played, kind, rate, d, seed);
+      if (echo === undefined) return undefined;
+      const erl = kind === "handset" ? 6 : 10;
+      cases.push(
+        caseOf(`${tag} ${kind} ${delayMs}ms`, rate, delayMs, v.ref, v.caller, echo, erl, seed++),
+      );
     }
   }
   return cases;

@@ -111,3 +111,25 @@ Deno.test({
     assert.ok(Math.max(...delays) < 0.6, `detection delays ${delays.map((d) => d.toFixed(2))}`);
   },
 });
+
+// Harder paths the figures are not met on yet (docs/audio.md): a sox room reverb, whose diffuse
+// tail the linear filter barely models, and the far end's clock 100 ppm off. What must hold
+// already: the echo never starts the VAD, and the output stays well below the echo.
+const hard = [
+  ...(await aecCases(8000, [40, 300], { sox: true }) ?? []),
+  ...(await aecCases(8000, [120], { driftPpm: 100 }) ?? []),
+];
+
+Deno.test({
+  name: "echo canceller on harder paths: no false barge-in, ERLE >= 20 dB after 2 s",
+  ignore: hard.length < 3,
+  fn() {
+    for (const c of hard) {
+      const single = cancel(c.micEcho, c.ref, c.rate);
+      const erle = erleDb(c.micEcho, single, 2 * c.rate, single.length);
+      assert.ok(erle >= 20, `${c.name}: ERLE ${erle.toFixed(1)} dB`);
+      assert.ok(vadStarts(c.micEcho, c.rate).length >= 1, `${c.name}: echo alone starts the VAD`);
+      assert.equal(vadStarts(single, c.rate).length, 0, `${c.name}: false barge-ins`);
+    }
+  },
+});

@@ -76,6 +76,9 @@ export class EchoCanceller {
   #sd = 0;
   #se = 0;
   #converged = false;
+  /** Single-talk blocks with echo seen so far, and how many end the pre-convergence gate. */
+  #learnt = 0;
+  readonly #gateBlocks: number;
   #dt = 0;
   #strongDt = 0;
   #gain = 1;
@@ -98,6 +101,7 @@ export class EchoCanceller {
     this.#mdf = new MdfFilter(b, partitions);
     this.#hangBlocks = partitions + 2;
     this.#peakDecay = Math.exp(-b / (0.1 * rate)); // 100 ms
+    this.#gateBlocks = Math.round((2 * rate) / b);
     this.latency = b;
     this.#suppress = opts.suppress ?? true;
     this.#gMin = 10 ** (-(opts.suppressDb ?? 30) / 20);
@@ -155,6 +159,7 @@ export class EchoCanceller {
   reset(): void {
     this.#mdf.reset();
     this.#converged = false;
+    this.#learnt = 0;
     this.#eta = 1;
     this.#echoPeak = 0;
     this.#sy = this.#sr = 0;
@@ -212,6 +217,10 @@ export class EchoCanceller {
       // Latched: a path change is the filter's and the suppressor's to follow (both keep
       // adapting); dropping back to the pre-convergence gate would mute a caller talking.
       if (this.#sd > 10 * (this.#se + 1)) this.#converged = true;
+      // A path the filter cannot model well (a long reverb, drifting clocks) may never reach
+      // 10 dB: after two seconds of echo the suppressor takes over from the gate regardless, or
+      // the gate would mute a caller who talks over the agent for the whole call.
+      if (++this.#learnt >= this.#gateBlocks) this.#converged = true;
     }
 
     // Residual echo suppression.
