@@ -1,11 +1,11 @@
 /**
  * `deno task bench`: runs the benchmarks and writes JSON under bench/results/.
- * Options: --only routing|demo|memory|audio|webrtc|turns|bargein|capacity|observe|guard
+ * Options: --only routing|demo|memory|audio|aec|webrtc|turns|bargein|capacity|observe|guard
  * (repeatable),
  * --quick (fewer runs).
  *
- * routing, demo, memory and audio go to `core-<host>.json`; webrtc, turns, bargein and capacity
- * write their own file (`webrtc-<host>.json`, `turns-<host>.json`, `bargein-<host>.json`,
+ * routing, demo, memory and audio go to `core-<host>.json`; aec, webrtc, turns, bargein and capacity
+ * write their own file (`aec-<host>.json`, `webrtc-<host>.json`, `turns-<host>.json`, `bargein-<host>.json`,
  * `capacity-<host>.json`) and leave a pointer in the core file, which is written only when one of
  * its own groups ran (so `--only webrtc` does not wipe it). `observe` (server CPU per frame
  * unobserved vs traced and scraped) and `guard` (CPU per media message through the connection
@@ -14,6 +14,7 @@
  */
 
 import { parseArgs } from "node:util";
+import { runAecBench } from "./aec.ts";
 import { runAudioBench } from "./audio.ts";
 import { runCapacityBench, writeCapacityResults } from "./capacity.ts";
 import { runGuardBench } from "./guard.ts";
@@ -35,7 +36,7 @@ const { values } = parseArgs({
 });
 if (values.help) {
   console.log(
-    "Usage: deno task bench [--only routing|demo|memory|audio|webrtc|turns|bargein|capacity|" +
+    "Usage: deno task bench [--only routing|demo|memory|audio|aec|webrtc|turns|bargein|capacity|" +
       "observe|guard]... [--quick]",
   );
   Deno.exit(0);
@@ -100,6 +101,17 @@ async function writeGroup(name: string, results: unknown): Promise<string> {
 if (want("audio")) {
   console.error("bench: audio path (codecs, resamplers, VAD, noise filter, recorder)...");
   result.audio = await runAudioBench(quick);
+}
+if (want("aec")) {
+  console.error(
+    "bench: aec (echo canceller CPU per frame, ERLE, barge-ins over the speech set)...",
+  );
+  const aec = await runAecBench(quick);
+  if (aec === undefined) console.error("bench: aec skipped (espeak-ng cannot run)");
+  else {
+    const file = await writeGroup("aec", aec);
+    result.aec = { file, cpu: aec.cpu, summary: aec.summary };
+  }
 }
 if (want("webrtc")) {
   console.error("bench: WebRTC leg (Opus and G.711 per 20 ms frame, jitter buffer, resamplers)...");

@@ -39,6 +39,7 @@ import { BrainProcessor } from "./processors/brain.ts";
 import { RealtimeProcessor } from "./processors/realtime.ts";
 import { RecorderProcessor } from "./processors/recorder.ts";
 import { TransportInput, TransportOutput } from "./processors/transport.ts";
+import { EchoCancelProcessor } from "./processors/echo_cancel.ts";
 import type { Finalize } from "./seams.ts";
 import type {
   AgentBrain,
@@ -105,7 +106,7 @@ export function buildS2sTask(opts: S2sTaskOptions): PipelineTask & { parts: S2sP
   const call = callParts(opts, () => ({ ...realtime.usage, model }));
   const task = assemble(
     `s2s-${opts.runId}`,
-    [input, realtime, call.brain],
+    [input, ...echoStage(call), realtime, call.brain],
     call,
     opts,
     24000,
@@ -144,6 +145,11 @@ export interface CallBase {
    * the bot's audio held from a machine decision until the beep (docs/call-control.md).
    */
   answeringMachine?: { detect?: Omit<AmdOptions, "sampleRate">; waitForBeep?: boolean };
+  /**
+   * Cancel the bot's echo in the caller's audio, before anything listens to it (default false):
+   * for telephone legs, where a speakerphone returns the bot's voice; browsers cancel their own.
+   */
+  echoCancel?: boolean;
 }
 
 /** The processors every call shape ends with. */
@@ -156,6 +162,8 @@ export interface CallParts {
   recorder: RecorderProcessor | undefined;
   /** Sends the bot's audio to the transport. */
   output: TransportOutput;
+  /** Cancels the bot's echo in the caller's audio; `undefined` when `echoCancel` is off. */
+  echoCancel: EchoCancelProcessor | undefined;
   /** Reports usage, variables and artifacts when the call ends. */
   finalize: FinalizeProcessor;
 }
@@ -174,6 +182,11 @@ function callParts(
   });
   const recorder = opts.record === false ? undefined : new RecorderProcessor();
   const output = new TransportOutput(opts.transport);
+  let echoCancel: EchoCancelProcessor | undefined;
+  if (opts.echoCancel === true) {
+    const aec = echoCancel = new EchoCancelProcessor();
+    output.onSent((audio, at) => aec.reference(audio, at));
+  }
   const finalize = new FinalizeProcessor({
     session,
     runId,
@@ -185,7 +198,12 @@ function callParts(
     transcript: () => transcript.lines,
     logger: opts.logger,
   });
-  return { transcript, brain: brainProc, recorder, output, finalize };
+  return { transcript, brain: brainProc, recorder, output, echoCancel, finalize };
+}
+
+/** What goes right after the input, before anything listens to the caller: the echo canceller. */
+function echoStage(call: CallParts): FrameProcessor[] {
+  return call.echoCancel === undefined ? [] : [call.echoCancel];
 }
 
 /** `head`, then the recorder, output and finalize, as one task that finalizes once. */
@@ -198,8 +216,10 @@ function assemble(
 ): PipelineTask {
   const processors = [...head];
   const amd = opts.answeringMachine;
-  // Right after the input: the detector hears the callee before anything else touches it.
-  if (amd !== undefined) processors.splice(1, 0, new AmdProcessor(amd.detect));
+  // Right after the input (and the echo canceller, when there is one): the detector hears the
+  // callee, not the bot's own echo, before anything else touches the audio.
+  const afterInput = 1 + (call.echoCancel === undefined ? 0 : 1);
+  if (amd !== undefined) processors.splice(afterInput, 0, new AmdProcessor(amd.detect));
   // Before the recorder: the recording has the message where the callee heard it.
   if (amd !== undefined && amd.waitForBeep !== false) processors.push(new VoicemailGate());
   if (call.recorder) processors.push(call.recorder);
@@ -356,7 +376,7 @@ export function buildCascadedTask(
     ttsCharacters: tts.characters,
     ...(models.llm ? { model: models.llm } : {}),
   }), true);
-  const head: FrameProcessor[] = [input, vad, stt, user];
+  const head: FrameProcessor[] = [input, ...echoStage(call), vad, stt, user];
   if (opts.greeting) head.push(new GreetingProcessor(opts.greeting, context));
   head.push(llm, assistant, call.brain, tts);
   const task = assemble(`cascaded-${opts.runId}`, head, call, opts, opts.tts.sampleRate());

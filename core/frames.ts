@@ -59,7 +59,7 @@ export interface StartParams {
 }
 
 /** Service kind targeted by UpdateSettings. */
-export type ServiceKind = "stt" | "tts" | "llm" | "filter" | "mixer" | "all";
+export type ServiceKind = "stt" | "tts" | "llm" | "filter" | "echo_cancel" | "mixer" | "all";
 
 /** A keypad key (DTMF). */
 export type KeypadEntry =

@@ -22,6 +22,7 @@ import { errorMessage, FlowcatError } from "../core/errors.ts";
 import type { StopReason } from "../core/frames.ts";
 import { type Logger, withFields } from "../core/log.ts";
 import type { TranscriptLine } from "../core/processors/finalize.ts";
+import { EchoCancelProcessor } from "../core/processors/echo_cancel.ts";
 import type { AgentBrain, Finalize, MediaTransport } from "../core/seams.ts";
 import type { PipelineTask } from "../core/task.ts";
 import { settlesWithin } from "../core/wait.ts";
@@ -43,7 +44,7 @@ import type { ServerMetrics } from "./server_metrics.ts";
 import type { CallTracing, TracedCall } from "./tracing.ts";
 import type { ErrorReporter } from "./error_reporting.ts";
 import type { CallFailureReport } from "./call_failures.ts";
-import type { MemorySessionSource, RunRecord } from "./session_store.ts";
+import type { MemorySessionSource, RunOrigin, RunRecord } from "./session_store.ts";
 
 export type { EnvGet } from "./call_shapes.ts";
 
@@ -236,6 +237,7 @@ export class CallManager {
       ...(greeting !== undefined ? { greeting } : {}),
       ...this.#answeringMachine(run),
       record: this.#cfg.recording.enabled,
+      echoCancel: echoCancelFor(this.#cfg.audio.echoCancel, run.origin),
       onTranscript: watch.onTranscript,
       onFinalized: (r) => {
         report = r;
@@ -267,7 +269,15 @@ export class CallManager {
     const ended = (stop: StopReason | undefined) => {
       clearTimeout(limit);
       this.#tasks.delete(run.runId);
-      this.#ended(log, run, transport, { stop, startedAt, watch: observed, report, traced });
+      const echoErleDb = echoOf(task)?.erleDb;
+      this.#ended(log, run, transport, {
+        stop,
+        startedAt,
+        watch: observed,
+        report,
+        traced,
+        echoErleDb,
+      });
       // run() resolves after finalize, so the report is set unless finalize threw.
       return report;
     };
@@ -294,6 +304,8 @@ export class CallManager {
       watch: CallWatch;
       report: Finalize | undefined;
       traced: TracedCall | undefined;
+      /** The echo canceller's ERLE; absent or NaN when it was off or heard no echo. */
+      echoErleDb?: number;
     },
   ): void {
     const { stop, watch } = c;
@@ -316,6 +328,7 @@ export class CallManager {
       m.callsEnded.labels(id.transport, reason).inc();
       m.callDuration.labels().observe(durationSeconds);
       for (const [why, n] of Object.entries(dropped ?? {})) m.framesDropped.labels(why).inc(n);
+      if (Number.isFinite(c.echoErleDb)) m.echoErle.labels().observe(c.echoErleDb!);
     }
     c.traced?.end({
       reason,
@@ -335,6 +348,9 @@ export class CallManager {
         ...(c.report !== undefined ? { report: c.report } : {}),
         ...(failed !== undefined ? { failures: failed.counts } : {}),
         ...(dropped !== undefined ? { dropped } : {}),
+        ...(Number.isFinite(c.echoErleDb)
+          ? { echoErleDb: Math.round(c.echoErleDb! * 10) / 10 }
+          : {}),
       }),
     );
   }
@@ -429,4 +445,15 @@ export function providerNames(config: AgentServerConfig): ProviderNames {
   if (p.llm !== undefined) out.llm = p.llm.name;
   if (p.tts !== undefined) out.tts = p.tts.name;
   return out;
+}
+
+/** Whether a call from `origin` gets echo cancellation: `auto` means telephone legs only. */
+export function echoCancelFor(setting: "auto" | "on" | "off", origin: RunOrigin): boolean {
+  return setting === "on" || (setting === "auto" && origin !== "browser");
+}
+
+/** The call's echo canceller, when its builder added one (the parts ride on the task). */
+function echoOf(task: PipelineTask): EchoCancelProcessor | undefined {
+  const parts = (task as PipelineTask & { parts?: { echoCancel?: unknown } }).parts;
+  return parts?.echoCancel instanceof EchoCancelProcessor ? parts.echoCancel : undefined;
 }

@@ -299,6 +299,12 @@ export interface ObservabilityDocument {
   };
 }
 
+/** `audio`: processing of the caller's audio. */
+export interface AudioDocument {
+  /** Echo cancellation: `auto` (telephone legs only), `on` (every leg) or `off` (default). */
+  echo_cancel: "auto" | "on" | "off";
+}
+
 /** The whole config document after schema validation. */
 export interface ConfigDocument {
   /** Config format version; only 1 exists. */
@@ -317,6 +323,8 @@ export interface ConfigDocument {
   limits: LimitsDocument;
   /** Turn-taking windows. */
   turns: TurnsDocument;
+  /** Processing of the caller's audio. */
+  audio: AudioDocument;
   /** Listening address. */
   server: ListenDocument;
   /** The control API. */

@@ -290,6 +290,11 @@ const turnsSchema = z.strictObject({
   barge_in_hold_ms: windowMs.default(DEFAULT_BARGE_IN.holdMs),
 });
 
+/** `audio`: processing of the caller's audio (core/processors/echo_cancel.ts). */
+const audioSchema = z.strictObject({
+  echo_cancel: z.enum(["auto", "on", "off"]).default("off"),
+});
+
 /** `server.guard`: the connection guard in front of Deno.serve (server/conn_guard.ts). */
 const guardSchema = z.strictObject({
   enabled: z.boolean().default(true),
@@ -370,6 +375,7 @@ export const configSchema = z.strictObject({
   recording: recordingSchema.prefault({}),
   limits: limitsSchema.prefault({}),
   turns: turnsSchema.prefault({}),
+  audio: audioSchema.prefault({}),
   server: serverSchema.prefault({}),
   api: apiSchema.prefault({}),
   playground: playgroundSchema.prefault({}),
@@ -405,6 +411,7 @@ export const KNOWN_KEYS: Readonly<Record<string, readonly string[]>> = Object.fr
   recording: Object.keys(recordingSchema.shape),
   limits: Object.keys(limitsSchema.shape),
   turns: Object.keys(turnsSchema.shape),
+  audio: Object.keys(audioSchema.shape),
   server: Object.keys(serverSchema.shape),
   "server.guard": Object.keys(guardSchema.shape),
   api: Object.keys(apiSchema.shape),

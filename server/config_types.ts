@@ -190,6 +190,12 @@ export interface TurnsConfig extends TurnWindows {
   bargeIn: BargeInWindows;
 }
 
+/** `audio`: processing of the caller's audio. */
+export interface AudioConfig {
+  /** Echo cancellation: `auto` (telephone legs, not the browser), `on` (every leg), `off`. */
+  echoCancel: "auto" | "on" | "off";
+}
+
 /** Server-wide bounds. */
 export interface LimitsConfig {
   /** Concurrent calls; new calls over it are refused. */
@@ -308,6 +314,8 @@ export interface AgentServerConfig {
   limits: LimitsConfig;
   /** When the caller's turn is over, and when their voice interrupts the bot (cascaded). */
   turns: TurnsConfig;
+  /** Processing of the caller's audio (echo cancellation). */
+  audio: AudioConfig;
   /** Where the HTTP server listens. */
   server: ListenConfig;
   /** The control API. */
@@ -455,6 +463,7 @@ export function toServerConfig(
       speculate: doc.turns.speculate,
       bargeIn: { startMs: doc.turns.barge_in_ms, holdMs: doc.turns.barge_in_hold_ms },
     },
+    audio: { echoCancel: doc.audio.echo_cancel },
     server: {
       host: doc.server.host,
       port: doc.server.port,

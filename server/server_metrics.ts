@@ -15,6 +15,8 @@ import { type Counter, type Gauge, type Histogram, Registry } from "./prometheus
 export const TURN_LATENCY_BUCKETS = [0.1, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10];
 /** Upper bounds of the time-to-first-byte histogram, in seconds. */
 export const TTFB_BUCKETS = [0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10];
+/** Upper bounds of the per-call echo return loss enhancement histogram, in dB. */
+export const ECHO_ERLE_BUCKETS = [5, 10, 15, 20, 25, 30, 40, 50, 60];
 /** Upper bounds of the call-duration histogram, in seconds. */
 export const CALL_DURATION_BUCKETS = [5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600];
 
@@ -29,6 +31,7 @@ export const OTLP_METRIC_NAMES: Readonly<Record<string, { name: string; unit: st
   flowcat_calls_ended_total: { name: "flowcat.calls.ended", unit: "{call}" },
   flowcat_call_duration_seconds: { name: "flowcat.call.duration", unit: "s" },
   flowcat_turn_latency_seconds: { name: "flowcat.turn.latency", unit: "s" },
+  flowcat_echo_erle_db: { name: "flowcat.echo.erle", unit: "dB" },
   flowcat_provider_ttfb_seconds: { name: "flowcat.provider.ttfb", unit: "s" },
   flowcat_provider_errors_total: { name: "flowcat.provider.errors", unit: "{error}" },
   flowcat_frames_dropped_total: { name: "flowcat.frames.dropped", unit: "{frame}" },
@@ -60,6 +63,8 @@ export interface ServerMetrics {
   readonly callDuration: Histogram;
   /** `flowcat_turn_latency_seconds`: caller stopped speaking to the bot's first audio. */
   readonly turnLatency: Histogram;
+  /** `flowcat_echo_erle_db`: echo return loss enhancement of a call's echo canceller. */
+  readonly echoErle: Histogram;
   /** `flowcat_provider_ttfb_seconds{service,provider}`. */
   readonly ttfb: Histogram;
   /** `flowcat_provider_errors_total{service,provider,kind}`. */
@@ -101,6 +106,13 @@ export function createServerMetrics(): ServerMetrics {
       "From the caller stopping speaking to the first audio of the bot's reply.",
       [],
       TURN_LATENCY_BUCKETS,
+    ),
+    echoErle: registry.histogram(
+      "flowcat_echo_erle_db",
+      "Echo removed by a call's echo canceller (ERLE over its recent single talk, dB), " +
+        "observed when a call that heard its own echo ends.",
+      [],
+      ECHO_ERLE_BUCKETS,
     ),
     ttfb: registry.histogram(
       "flowcat_provider_ttfb_seconds",

@@ -94,3 +94,6 @@ export {
   LOST,
   type Lost,
 } from "./jitter_buffer.ts";
+export { EchoCanceller, type EchoCancellerOptions } from "./aec.ts";
+export { EchoReference } from "./aec_reference.ts";
+export { RealFft } from "./fft.ts";

@@ -10,6 +10,7 @@ export * from "./realtime.ts";
 export * from "./brain.ts";
 export * from "./finalize.ts";
 export * from "./vad.ts";
+export * from "./echo_cancel.ts";
 export * from "./turn.ts";
 export * from "./recorder.ts";
 export * from "./stt.ts";

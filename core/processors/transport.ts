@@ -134,6 +134,12 @@ export class TransportInput extends FrameProcessor {
   }
 }
 
+/**
+ * Hears each chunk of the bot's audio as it leaves for the far end, with where the chunk starts
+ * on the call's playout timeline (performance.now() ms): the echo canceller's reference.
+ */
+export type SentAudioListener = (audio: AudioFrame, playAtMs: number) => void;
+
 /** Options of {@link TransportOutput}. */
 export interface TransportOutputOptions {
   /** Chunk length in milliseconds (default 20). */
@@ -181,6 +187,7 @@ export class TransportOutput extends FrameProcessor {
   #holdUntil = 0;
   readonly #ledger = new PlayoutLedger();
   #drained: (() => void) | undefined;
+  readonly #sentListeners: SentAudioListener[] = [];
 
   /** Sink for `transport`. */
   constructor(
@@ -199,6 +206,11 @@ export class TransportOutput extends FrameProcessor {
   /** True while audio is being played. */
   get speaking(): boolean {
     return this.#speaking;
+  }
+
+  /** Calls `listener` with every chunk as it is sent, after pacing (see {@link SentAudioListener}). */
+  onSent(listener: SentAudioListener): void {
+    this.#sentListeners.push(listener);
   }
 
   /** Remembers the link for the pacing timer. */
@@ -353,6 +365,7 @@ export class TransportOutput extends FrameProcessor {
         link?.broadcast(makeFrame("BotSpeaking", {}));
       }
       this.#t.sendAudio(chunk).catch(this.#sendFailed);
+      for (const listener of this.#sentListeners) listener(chunk, this.#nextAt);
       const ms = (chunk.pcm.length * 1000) / chunk.sampleRate;
       this.#nextAt += ms;
       this.#sentMs += ms;

@@ -1,0 +1,264 @@
+/**
+ * Acoustic echo canceller for one call: removes the agent's own voice, as it comes back from a
+ * speakerphone or a leaky handset, from the caller's audio.
+ *
+ * Three stages, all per block of about 8 ms (64 samples at 8 kHz, 128 at 16 kHz):
+ * 1. A two-path multi-delay block frequency-domain NLMS filter ({@link MdfFilter}) covering
+ *    `maxDelayMs` of bulk delay plus `tailMs` of echo tail subtracts the linear echo.
+ * 2. Double-talk detection: once the filter has converged, a block whose residual is well
+ *    above what the filter leaves in single talk holds the caller's speech; adaptation is
+ *    slowed and the suppressor lets it through.
+ * 3. A residual echo suppressor: a gain per block from the expected residual echo (the
+ *    filter's echo estimate times the residual ratio measured in single talk) against the
+ *    actual residual, so what the linear filter leaves (G.711 noise, a path change) is
+ *    attenuated while the caller speaks on. Before the filter has converged, the microphone is
+ *    attenuated while the agent speaks and it is quieter than the agent's voice.
+ *
+ * The output lags the input by one block ({@link EchoCanceller.latency} samples). Frames may be
+ * any length; nothing is allocated per frame.
+ *
+ * @example
+ * ```ts
+ * import { EchoCanceller } from "@flowcat/flowcat/audio";
+ * const aec = new EchoCanceller({ sampleRate: 8000 });
+ * declare const mic: Int16Array, sent: Int16Array; // the caller's frame, what we played then
+ * const clean = aec.process(mic, sent);
+ * console.log(aec.erleDb);
+ * ```
+ * @module
+ */
+
+import { FlowcatError } from "../errors.ts";
+import { type MdfBlockEnergy, MdfFilter } from "./aec_mdf.ts";
+
+/** Options of an {@link EchoCanceller}. */
+export interface EchoCancellerOptions {
+  /** Sample rate of both signals (8000 and 16000 are the telephone rates). */
+  sampleRate: number;
+  /** Longest bulk delay from the reference to its echo, in ms (default 300). */
+  maxDelayMs?: number;
+  /** Echo tail after the bulk delay, in ms (default 64). */
+  tailMs?: number;
+  /** Run the residual echo suppressor (default true). */
+  suppress?: boolean;
+  /** Deepest attenuation of the suppressor, in dB (default 30). */
+  suppressDb?: number;
+}
+
+/** Per-call echo canceller over the caller's audio and the reference (what was played). */
+export class EchoCanceller {
+  /** Sample rate of the signals. */
+  readonly sampleRate: number;
+  /** Delay the canceller adds, in samples (one block). */
+  readonly latency: number;
+  readonly #mdf: MdfFilter;
+  readonly #b: number;
+  readonly #suppress: boolean;
+  readonly #gMin: number;
+  readonly #mic: Float32Array;
+  readonly #ref: Float32Array;
+  readonly #err: Float32Array;
+  #fill = 0;
+  #ring: Int16Array;
+  #ringRead = 0;
+  #ringWrite = 0;
+  readonly #e: MdfBlockEnergy = { mic: 0, echo: 0, error: 0 };
+  /** Blocks since the reference was last active (its echo may still be coming). */
+  #sinceFar = Infinity;
+  readonly #hangBlocks: number;
+  /** Loudest reference block within the echo window (decaying). */
+  #farPeak = 0;
+  #eta = 1;
+  #echoPeak = 0;
+  readonly #peakDecay: number;
+  #sy = 0;
+  #sr = 0;
+  #sd = 0;
+  #se = 0;
+  #converged = false;
+  /** Single-talk blocks with echo seen so far, and how many end the pre-convergence gate. */
+  #learnt = 0;
+  readonly #gateBlocks: number;
+  #dt = 0;
+  #strongDt = 0;
+  #gain = 1;
+  #erleIn = 0;
+  #erleOut = 0;
+
+  /** A canceller (see {@link EchoCancellerOptions}). */
+  constructor(opts: EchoCancellerOptions) {
+    const rate = opts.sampleRate;
+    const maxDelay = opts.maxDelayMs ?? 300, tail = opts.tailMs ?? 64;
+    if (!(rate >= 4000 && rate <= 48000) || !(maxDelay >= 0) || !(tail > 0)) {
+      throw new FlowcatError(
+        "config",
+        `echo canceller: sampleRate 4000..48000, maxDelayMs >= 0, tailMs > 0 (got ${rate}, ${maxDelay}, ${tail})`,
+      );
+    }
+    this.sampleRate = rate;
+    const b = (this.#b = 2 ** Math.round(Math.log2(rate * 0.008)));
+    const partitions = Math.ceil(((maxDelay + tail) * rate) / 1000 / b);
+    this.#mdf = new MdfFilter(b, partitions);
+    this.#hangBlocks = partitions + 2;
+    this.#peakDecay = Math.exp(-b / (0.1 * rate)); // 100 ms
+    this.#gateBlocks = Math.round((2 * rate) / b);
+    this.latency = b;
+    this.#suppress = opts.suppress ?? true;
+    this.#gMin = 10 ** (-(opts.suppressDb ?? 30) / 20);
+    this.#mic = new Float32Array(b);
+    this.#ref = new Float32Array(b);
+    this.#err = new Float32Array(b);
+    this.#ring = new Int16Array(4 * b);
+    this.#ringWrite = b; // the one block of latency, as silence
+  }
+
+  /** Echo return loss enhancement over the recent single talk, in dB (NaN before any). */
+  get erleDb(): number {
+    return this.#erleOut > 0 ? 10 * Math.log10(this.#erleIn / this.#erleOut) : NaN;
+  }
+
+  /** What the linear filter alone removes in single talk, in dB (NaN before any). */
+  get linearErleDb(): number {
+    return this.#se > 0 ? 10 * Math.log10(this.#sd / this.#se) : NaN;
+  }
+
+  /** True once the adaptive filter has converged. */
+  get converged(): boolean {
+    return this.#converged;
+  }
+
+  /** True while the caller talks over the agent (as of the last block). */
+  get doubleTalk(): boolean {
+    return this.#dt > 0;
+  }
+
+  /**
+   * Cancel the echo of `ref` (what was played to the caller over the same span) from `mic`.
+   * Returns the cleaned audio, `mic.length` samples, one block late; into `out` when given.
+   */
+  process(mic: Int16Array, ref: Int16Array, out?: Int16Array): Int16Array {
+    const n = mic.length;
+    const result = out ?? new Int16Array(n);
+    if (this.#ring.length < n + 2 * this.#b) this.#grow(n + 2 * this.#b);
+    const b = this.#b;
+    for (let i = 0; i < n; i++) {
+      this.#mic[this.#fill] = mic[i];
+      this.#ref[this.#fill] = i < ref.length ? ref[i] : 0;
+      if (++this.#fill === b) {
+        this.#fill = 0;
+        this.#block();
+      }
+    }
+    const ring = this.#ring, mask = ring.length - 1;
+    for (let i = 0; i < n; i++) result[i] = ring[(this.#ringRead + i) & mask];
+    this.#ringRead += n;
+    return result;
+  }
+
+  /** Forget the echo path and the state (the far end changed). */
+  reset(): void {
+    this.#mdf.reset();
+    this.#converged = false;
+    this.#learnt = 0;
+    this.#eta = 1;
+    this.#echoPeak = 0;
+    this.#sy = this.#sr = 0;
+    this.#sd =
+      this.#se =
+      this.#erleIn =
+      this.#erleOut =
+        0;
+    this.#dt = this.#strongDt = 0;
+    this.#gain = 1;
+    this.#sinceFar = Infinity;
+    this.#farPeak = 0;
+  }
+
+  #block(): void {
+    const b = this.#b, e = this.#e, ref = this.#ref;
+    let px = 0;
+    for (let i = 0; i < b; i++) px += ref[i] * ref[i];
+    if (px > b * 100) this.#sinceFar = 0;
+    else this.#sinceFar++;
+    const farRecent = this.#sinceFar <= this.#hangBlocks;
+    this.#farPeak = Math.max(px, this.#farPeak * (1 - 1 / this.#hangBlocks));
+    const adapt = this.#strongDt > 0 ? 0.1 : 1;
+    this.#mdf.process(ref, this.#mic, this.#err, adapt, e);
+    if (e.error > e.mic) {
+      // The estimate adds more than it removes (a stray tap predicting echo that is not there
+      // yet): never make the caller's audio louder, pass the microphone instead.
+      this.#err.set(this.#mic);
+      e.error = e.mic;
+    }
+
+    // Double talk: a residual far above what the converged filter leaves in single talk.
+    const floor = b * 1000; // about -60 dBFS
+    // The filter's misadjustment spreads residual echo over its whole span, into the echo's own
+    // pauses: the expected residual follows a decaying peak of the echo estimate, not the block.
+    this.#echoPeak = Math.max(e.echo, this.#echoPeak * this.#peakDecay);
+    const expected = this.#eta * this.#echoPeak;
+    const dtNow = this.#converged && farRecent && e.error > 4 * expected + floor;
+    this.#dt = dtNow ? 6 : Math.max(0, this.#dt - 1);
+    // Adaptation slows only on clear evidence: the two-path filter already rides out most double
+    // talk, and a false alarm in single talk would slow convergence.
+    const strong = this.#converged && farRecent && e.error > 16 * expected + floor;
+    this.#strongDt = strong ? 6 : Math.max(0, this.#strongDt - 1);
+    // Single talk only, with the detector's hangover: the caller's words must not count as echo.
+    const single = farRecent && this.#dt === 0 && e.mic > floor;
+    if (single) {
+      if (e.echo > floor) {
+        // A ratio of smoothed energies, not a mean of ratios: pauses would bias that upward.
+        this.#sy = 0.95 * this.#sy + 0.05 * e.echo;
+        this.#sr = 0.95 * this.#sr + 0.05 * e.error;
+        this.#eta = Math.min(1, this.#sr / this.#sy);
+      }
+      this.#sd = 0.97 * this.#sd + 0.03 * e.mic;
+      this.#se = 0.97 * this.#se + 0.03 * e.error;
+      // Latched: a path change is the filter's and the suppressor's to follow (both keep
+      // adapting); dropping back to the pre-convergence gate would mute a caller talking.
+      if (this.#sd > 10 * (this.#se + 1)) this.#converged = true;
+      // A path the filter cannot model well (a long reverb, drifting clocks) may never reach
+      // 10 dB: after two seconds of echo the suppressor takes over from the gate regardless, or
+      // the gate would mute a caller who talks over the agent for the whole call.
+      if (++this.#learnt >= this.#gateBlocks) this.#converged = true;
+    }
+
+    // Residual echo suppression.
+    let target = 1;
+    if (this.#suppress && farRecent) {
+      if (this.#converged) {
+        target = Math.max(this.#gMin, 1 - (3 * expected) / (e.error + 1));
+      } else if (e.mic < this.#farPeak) {
+        target = this.#gMin;
+      }
+    }
+    const g0 = this.#gain;
+    // Down at once; back up fast when the caller talks, slowly when it may be an echo burst.
+    const g1 = target < g0 ? target : g0 + (this.#dt > 0 || !farRecent ? 0.5 : 0.1) * (target - g0);
+    this.#gain = g1;
+    const ring = this.#ring, mask = ring.length - 1, err = this.#err;
+    let pout = 0;
+    for (let i = 0; i < b; i++) {
+      const v = err[i] * (g0 + ((g1 - g0) * (i + 1)) / b);
+      pout += v * v;
+      ring[(this.#ringWrite + i) & mask] = v > 32767 ? 32767 : v < -32768 ? -32768 : Math.round(v);
+    }
+    this.#ringWrite += b;
+    if (single) {
+      this.#erleIn = 0.97 * this.#erleIn + 0.03 * e.mic;
+      this.#erleOut = 0.97 * this.#erleOut + 0.03 * (pout + 1);
+    }
+  }
+
+  /** A bigger output ring (a longer frame than before), keeping what is queued. */
+  #grow(min: number): void {
+    let size = this.#ring.length;
+    while (size < min) size *= 2;
+    const old = this.#ring, oldMask = old.length - 1;
+    const ring = new Int16Array(size);
+    for (let i = this.#ringRead; i < this.#ringWrite; i++) {
+      ring[i & (size - 1)] = old[i & oldMask];
+    }
+    this.#ring = ring;
+  }
+}

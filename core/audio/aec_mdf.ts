@@ -1,0 +1,253 @@
+/**
+ * The adaptive part of the echo canceller: a multi-delay block frequency-domain filter (MDF,
+ * partitioned-block NLMS with overlap-save) in two copies.
+ *
+ * The echo path is modelled as K partitions of B taps each; the far-end (reference) spectra of
+ * the last K blocks are kept, and the echo estimate of a block is the sum of partition k's
+ * filter times the reference spectrum k blocks back. A background filter adapts on every block
+ * where the reference is active, with a proportionate step (partitions that hold most of the
+ * echo path's energy adapt fastest: a bulk delay leaves the early partitions empty, so this
+ * converges much faster than a uniform step). A foreground filter produces the output; it takes
+ * the background's coefficients when the background has clearly been cancelling better, and
+ * gives them back when the background diverges (as double talk makes it). The two-path scheme
+ * is what keeps the caller's speech from being learnt as echo.
+ *
+ * The gradient constraint (zeroing the wrapped-around half of a partition's impulse response)
+ * is applied to two partitions per block in turn, so it costs four FFTs per block, not 2K.
+ * @module
+ */
+
+import { RealFft } from "./fft.ts";
+
+/** Energies of one block, for the double-talk detector and the suppressor. */
+export interface MdfBlockEnergy {
+  /** Microphone (near end) energy. */
+  mic: number;
+  /** Foreground echo estimate energy. */
+  echo: number;
+  /** Foreground error (the cancelled signal) energy. */
+  error: number;
+}
+
+/** Two-path partitioned-block frequency-domain NLMS. */
+export class MdfFilter {
+  /** Block length in samples (half the FFT length). */
+  readonly block: number;
+  /** Number of partitions. */
+  readonly partitions: number;
+  readonly #fft: RealFft;
+  readonly #bins: number;
+  /** Reference spectra, partition-major ring of K x bins. */
+  readonly #xr: Float32Array;
+  readonly #xi: Float32Array;
+  #head = 0;
+  readonly #fr: Float32Array;
+  readonly #fi: Float32Array;
+  readonly #br: Float32Array;
+  readonly #bi: Float32Array;
+  /** Mean reference power per bin over the partitions (the NLMS normaliser). */
+  readonly #power: Float64Array;
+  readonly #prop: Float64Array;
+  readonly #win: Float32Array;
+  readonly #tmp: Float32Array;
+  readonly #yr: Float32Array;
+  readonly #yi: Float32Array;
+  readonly #er: Float32Array;
+  readonly #ei: Float32Array;
+  readonly #eb: Float32Array;
+  /** Per-partition views of the reference and background spectra (made once, not per block). */
+  readonly #xrView: Float32Array[] = [];
+  readonly #xiView: Float32Array[] = [];
+  readonly #brView: Float32Array[] = [];
+  readonly #biView: Float32Array[] = [];
+  #sf = 0;
+  #sb = 0;
+  #constrainAt = 0;
+  /** Adaptation step (0..1). */
+  step = 0.9;
+
+  /** A filter of `partitions` blocks of `block` samples (a power of two). */
+  constructor(block: number, partitions: number) {
+    this.block = block;
+    this.partitions = partitions;
+    this.#fft = new RealFft(2 * block);
+    const bins = (this.#bins = block + 1);
+    const n = partitions * bins;
+    this.#xr = new Float32Array(n);
+    this.#xi = new Float32Array(n);
+    this.#fr = new Float32Array(n);
+    this.#fi = new Float32Array(n);
+    this.#br = new Float32Array(n);
+    this.#bi = new Float32Array(n);
+    this.#power = new Float64Array(bins);
+    this.#prop = new Float64Array(partitions);
+    this.#win = new Float32Array(2 * block);
+    this.#tmp = new Float32Array(2 * block);
+    this.#yr = new Float32Array(bins);
+    this.#yi = new Float32Array(bins);
+    this.#er = new Float32Array(bins);
+    this.#ei = new Float32Array(bins);
+    this.#eb = new Float32Array(block);
+    for (let p = 0; p < partitions; p++) {
+      const o = p * bins;
+      this.#xrView.push(this.#xr.subarray(o, o + bins));
+      this.#xiView.push(this.#xi.subarray(o, o + bins));
+      this.#brView.push(this.#br.subarray(o, o + bins));
+      this.#biView.push(this.#bi.subarray(o, o + bins));
+    }
+  }
+
+  /** Forget everything learnt (a new call, or a reset). */
+  reset(): void {
+    for (
+      const a of [this.#xr, this.#xi, this.#fr, this.#fi, this.#br, this.#bi, this.#win]
+    ) a.fill(0);
+    this.#power.fill(0);
+    this.#sf = this.#sb = 0;
+  }
+
+  /**
+   * One block: `ref` and `mic` (B samples each) in, the foreground's cancelled signal into
+   * `out` (B samples). `adapt` scales the background's step (0 freezes it). Returns the block's
+   * energies in `energy`.
+   */
+  process(
+    ref: Float32Array,
+    mic: Float32Array,
+    out: Float32Array,
+    adapt: number,
+    energy: MdfBlockEnergy,
+  ): void {
+    const b = this.block, bins = this.#bins, k = this.partitions, fft = this.#fft;
+    const win = this.#win, xr = this.#xr, xi = this.#xi, pw = this.#power;
+    // Overlap-save window of the reference: the previous block, then this one.
+    let px = 0;
+    for (let i = 0; i < b; i++) {
+      win[i] = win[b + i];
+      win[b + i] = ref[i];
+      px += ref[i] * ref[i];
+    }
+    const oldest = (this.#head + 1) % k; // the slot about to be overwritten
+    const ob = oldest * bins;
+    for (let j = 0; j < bins; j++) pw[j] -= (xr[ob + j] * xr[ob + j] + xi[ob + j] * xi[ob + j]) / k;
+    this.#head = oldest;
+    fft.forward(win, this.#xrView[oldest], this.#xiView[oldest]);
+    for (let j = 0; j < bins; j++) {
+      pw[j] += (xr[ob + j] * xr[ob + j] + xi[ob + j] * xi[ob + j]) / k;
+      if (pw[j] < 0) pw[j] = 0;
+    }
+
+    // Foreground: the output.
+    this.#estimate(this.#fr, this.#fi);
+    let pd = 0, py = 0, pe = 0;
+    const tmp = this.#tmp;
+    for (let i = 0; i < b; i++) {
+      const y = tmp[b + i];
+      const e = mic[i] - y;
+      out[i] = e;
+      pd += mic[i] * mic[i];
+      py += y * y;
+      pe += e * e;
+    }
+    energy.mic = pd;
+    energy.echo = py;
+    energy.error = pe;
+
+    // Background: its error drives the adaptation.
+    this.#estimate(this.#br, this.#bi);
+    const eb = this.#eb;
+    let peb = 0;
+    for (let i = 0; i < b; i++) {
+      eb[i] = mic[i] - tmp[b + i];
+      peb += eb[i] * eb[i];
+    }
+    const active = px > b * 100; // reference above about -50 dBFS
+    this.#sf = 0.7 * this.#sf + 0.3 * pe;
+    this.#sb = 0.7 * this.#sb + 0.3 * peb;
+    if (active && this.#sb < 0.6 * this.#sf) {
+      // The background cancels clearly better: the output takes its coefficients.
+      this.#fr.set(this.#br);
+      this.#fi.set(this.#bi);
+      this.#sf = this.#sb;
+    } else if (this.#sb > 4 * this.#sf + b) {
+      // The background has diverged (double talk, most likely): back to the foreground.
+      this.#br.set(this.#fr);
+      this.#bi.set(this.#fi);
+      this.#sb = this.#sf;
+      return;
+    }
+    if (active && adapt > 0) this.#adapt(adapt * this.step);
+  }
+
+  /** Echo estimate of `wr`/`wi` over the reference history, in the second half of #tmp. */
+  #estimate(wr: Float32Array, wi: Float32Array): void {
+    const bins = this.#bins, k = this.partitions, xr = this.#xr, xi = this.#xi;
+    const yr = this.#yr, yi = this.#yi;
+    yr.fill(0);
+    yi.fill(0);
+    for (let p = 0; p < k; p++) {
+      const xo = ((this.#head - p + k) % k) * bins, wo = p * bins;
+      for (let j = 0; j < bins; j++) {
+        const ar = wr[wo + j], ai = wi[wo + j], br = xr[xo + j], bi = xi[xo + j];
+        yr[j] += ar * br - ai * bi;
+        yi[j] += ar * bi + ai * br;
+      }
+    }
+    this.#fft.inverse(yr, yi, this.#tmp);
+  }
+
+  /** Proportionate NLMS step of the background filter on its last error. */
+  #adapt(mu: number): void {
+    const b = this.block, bins = this.#bins, k = this.partitions, fft = this.#fft;
+    const tmp = this.#tmp, er = this.#er, ei = this.#ei, eb = this.#eb;
+    const wr = this.#br, wi = this.#bi, xr = this.#xr, xi = this.#xi, pw = this.#power;
+    for (let i = 0; i < b; i++) {
+      tmp[i] = 0;
+      tmp[b + i] = eb[i];
+    }
+    fft.forward(tmp, er, ei);
+    // Step per partition in proportion to the energy it already holds, plus a floor so empty
+    // partitions still learn.
+    const prop = this.#prop;
+    let max = 0;
+    for (let p = 0; p < k; p++) {
+      let s = 0;
+      const wo = p * bins;
+      for (let j = 0; j < bins; j++) s += wr[wo + j] * wr[wo + j] + wi[wo + j] * wi[wo + j];
+      prop[p] = Math.sqrt(s);
+      if (prop[p] > max) max = prop[p];
+    }
+    let sum = 0;
+    for (let p = 0; p < k; p++) sum += prop[p] += 0.1 * max + 1e-9;
+    // Normalise by the mean power over the bins too, so quiet bins do not get huge steps.
+    let mean = 0;
+    for (let j = 0; j < bins; j++) mean += pw[j];
+    const floor = 1e-2 * (mean / bins) + 1;
+    for (let j = 0; j < bins; j++) {
+      const g = 1 / (pw[j] + floor);
+      er[j] *= g;
+      ei[j] *= g;
+    }
+    for (let p = 0; p < k; p++) {
+      const g = (mu * prop[p]) / sum;
+      const xo = ((this.#head - p + k) % k) * bins, wo = p * bins;
+      for (let j = 0; j < bins; j++) {
+        const ar = xr[xo + j], ai = -xi[xo + j]; // conj(X)
+        wr[wo + j] += g * (ar * er[j] - ai * ei[j]);
+        wi[wo + j] += g * (ar * ei[j] + ai * er[j]);
+      }
+    }
+    for (let c = 0; c < 2; c++) {
+      this.#constrain(this.#constrainAt);
+      this.#constrainAt = (this.#constrainAt + 1) % k;
+    }
+  }
+
+  /** Zero the second half of one background partition's impulse response. */
+  #constrain(p: number): void {
+    const tmp = this.#tmp, wr = this.#brView[p], wi = this.#biView[p];
+    this.#fft.inverse(wr, wi, tmp);
+    tmp.fill(0, this.block);
+    this.#fft.forward(tmp, wr, wi);
+  }
+}
