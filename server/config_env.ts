@@ -10,6 +10,7 @@ import { REALTIME_ENV_NAMES } from "../providers/realtime/env.ts";
 import type { Problem } from "../core/agent/problems.ts";
 import type { AgentServerConfig } from "./config_types.ts";
 import { WEBHOOK_SECRET_ENV } from "../telephony/webhooks.ts";
+import { carrierApiEnv } from "../telephony/carrier_api.ts";
 import type { CarrierName } from "../telephony/serializers/mod.ts";
 import { OTEL_ENV } from "./tracing.ts";
 
@@ -107,6 +108,17 @@ export function requiredEnv(config: AgentServerConfig): EnvRequirement[] {
         why: `${carrier} webhook credential (default variable)`,
         required: true,
         path: "telephony.carriers",
+      });
+    }
+  }
+  // REST credentials for outbound calls and transfers through each enabled carrier: optional
+  // (a call that needs them and finds none fails with a message naming them).
+  for (const carrier of config.telephony.carriers) {
+    for (const name of carrierApiEnv(carrier as CarrierName)) {
+      add({
+        name,
+        why: `${carrier} REST API credential (outbound calls, transfers)`,
+        required: false,
       });
     }
   }

@@ -36,6 +36,8 @@ import { dsnNetHost, type ErrorReporter } from "./error_reporting.ts";
 import { parseWorkerCount, startWorkers } from "./workers.ts";
 import { describeWorkerFailure, onEscapedError } from "./worker_failures.ts";
 import { type AgentHttp, guardHopPort, serveAgentHttp } from "./serve.ts";
+import { carrierApiHost, SIGNALWIRE_SPACE_ENV } from "../telephony/carrier_api.ts";
+import type { CarrierName } from "../telephony/serializers/mod.ts";
 
 /** Config used when `--config` is not given. */
 export const DEFAULT_CONFIG = "examples/agent.yaml";
@@ -192,9 +194,21 @@ export function serverPermissionOptions(
     ],
     extraNet: [
       ...(config.playground.enabled ? webrtcPeerHosts(host, hostInterfaces()) : []),
+      ...carrierApiHosts(config, env),
       ...(dsn !== undefined ? [dsn] : []),
     ],
   };
+}
+
+/** The REST API hosts of the enabled carriers (outbound calls and transfers). */
+function carrierApiHosts(
+  config: AgentServerConfig,
+  env: (name: string) => string | undefined,
+): string[] {
+  const space = env(SIGNALWIRE_SPACE_ENV);
+  return config.telephony.carriers
+    .map((c) => carrierApiHost(c as CarrierName, space))
+    .filter((h): h is string => h !== undefined);
 }
 
 function envGet(name: string): string | undefined {

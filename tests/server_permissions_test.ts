@@ -13,6 +13,7 @@ import {
   urlHostPort,
 } from "../server/permissions.ts";
 import { MAX_EXACT_BIND_PORTS } from "../server/sip_bind_grants.ts";
+import { serverPermissionOptions } from "../server/main.ts";
 
 const GRAPH = `
 start: a
@@ -160,7 +161,7 @@ Deno.test("permissions: gemini + twilio + recording", async () => {
     "--allow-net=0.0.0.0:8080,127.0.0.1:8081,generativelanguage.googleapis.com:443",
     "--allow-read=deploy/agent.yaml,deploy/graph.yaml",
     "--allow-write=deploy/rec",
-    `--allow-env=GEMINI_API_KEY,TWILIO_AUTH_TOKEN,FLOWCAT_LOG,FLOWCAT_LOG_FORMAT,OTEL_DENO,SENTRY_DSN,${REALTIME_KNOBS}`,
+    `--allow-env=GEMINI_API_KEY,TWILIO_AUTH_TOKEN,TWILIO_ACCOUNT_SID,FLOWCAT_LOG,FLOWCAT_LOG_FORMAT,OTEL_DENO,SENTRY_DSN,${REALTIME_KNOBS}`,
     "--ignore-env",
   ]);
 });
@@ -351,4 +352,34 @@ tools:
     permissionFlags(plain, { configPath: "x" }).some((f) => f.startsWith("--allow-run")),
     false,
   );
+});
+
+Deno.test("permissions: enabled carriers reach their REST APIs with their credential variables", async () => {
+  const c = await config(`
+agent: { graph: graph.yaml }
+providers: { realtime: { name: echo, options: { tts: none } } }
+telephony: { public_url: "https://agent.example.com", carriers: [twilio, telnyx, signalwire] }
+playground: { enabled: false }
+`);
+  const space = (n: string) =>
+    n === "SIGNALWIRE_SPACE_URL" ? "https://acme.signalwire.com" : undefined;
+  const flags = permissionFlags(c, serverPermissionOptions(c, { config: "c.yaml" }, space));
+  const net = flags.find((f) => f.startsWith("--allow-net="))!.split("=")[1].split(",");
+  for (const h of ["api.twilio.com:443", "api.telnyx.com:443", "acme.signalwire.com:443"]) {
+    assert.ok(net.includes(h), `${h} in ${net}`);
+  }
+  const env = flags.find((f) => f.startsWith("--allow-env="))!.split("=")[1].split(",");
+  for (
+    const n of [
+      "TWILIO_ACCOUNT_SID",
+      "TELNYX_API_KEY",
+      "SIGNALWIRE_PROJECT_ID",
+      "SIGNALWIRE_SPACE_URL",
+    ]
+  ) {
+    assert.ok(env.includes(n), `${n} in ${env}`);
+  }
+  // Without the space variable, SignalWire's host is unknown and not granted.
+  const bare = permissionFlags(c, serverPermissionOptions(c, { config: "c.yaml" }));
+  assert.ok(!bare.find((f) => f.startsWith("--allow-net="))!.includes("signalwire"));
 });
