@@ -1,6 +1,6 @@
 /**
  * `deno task bench`: runs the benchmarks and writes JSON under bench/results/.
- * Options: --only routing|demo|memory|audio|aec|webrtc|turns|bargein|capacity|observe|guard
+ * Options: --only routing|demo|memory|audio|aec|srtp|webrtc|turns|bargein|capacity|observe|guard
  * (repeatable),
  * --quick (fewer runs).
  *
@@ -36,7 +36,7 @@ const { values } = parseArgs({
 });
 if (values.help) {
   console.log(
-    "Usage: deno task bench [--only routing|demo|memory|audio|aec|webrtc|turns|bargein|capacity|" +
+    "Usage: deno task bench [--only routing|demo|memory|audio|aec|srtp|webrtc|turns|bargein|capacity|" +
       "observe|guard]... [--quick]",
   );
   Deno.exit(0);
