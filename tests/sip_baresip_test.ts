@@ -44,6 +44,36 @@ async function listen(call: SipCall): Promise<{ pcm: Int16Array; keys: string[] 
   return { pcm, keys };
 }
 
+/** 1.5 s of our tone, sent to the caller. */
+function sendOurTone(call: SipCall): Promise<void> {
+  return call.transport.sendAudio({
+    pcm: sine8k(8000 * 1.5, OUR_HZ, 6000),
+    sampleRate: 8000,
+    numChannels: 1,
+  });
+}
+
+/**
+ * Call baresip with SRTP, send our tone, hang up after 1.5 s and check the agent heard
+ * baresip's tone; baresip's console output once it has quit.
+ */
+async function callAndHangUp(
+  agent: Awaited<ReturnType<typeof startLoopbackAgent>>["agent"],
+  bs: ReturnType<typeof startBaresip>,
+): Promise<string> {
+  await bs.ready();
+  const call = await agent.call("+15557654321");
+  assert.ok(call.media.srtp);
+  const heard = listen(call);
+  await sendOurTone(call);
+  await new Promise((r) => setTimeout(r, 1500));
+  await call.hangup();
+  assert.equal(await call.ended, "local hangup");
+  assertHears((await heard).pcm, THEIR_HZ, "agent");
+  bs.kill();
+  return (await bs.done).output;
+}
+
 /** The tone at `hz` is there, loud, and well above a frequency nobody sent. */
 function assertHears(pcm: Int16Array, hz: number, who: string): void {
   assert.ok(pcm.length >= 8000 * 0.5, `${who}: only ${pcm.length} samples`);
@@ -70,11 +100,7 @@ Deno.test({
       const call = await invite.answer();
       assert.equal(call.media.srtp?.send.suite, "AES_CM_128_HMAC_SHA1_80");
       const heard = listen(call);
-      await call.transport.sendAudio({
-        pcm: sine8k(8000 * 1.5, OUR_HZ, 6000),
-        sampleRate: 8000,
-        numChannels: 1,
-      });
+      await sendOurTone(call);
       // baresip's microphone file ends after 2 s; it then hangs up (BYE).
       assert.equal(await call.ended, "remote hangup");
       assertHears((await heard).pcm, THEIR_HZ, "agent");
@@ -107,11 +133,7 @@ Deno.test({
       const call = await agent.call("+15557654321");
       assert.ok(call.media.srtp, "the answer carried an SDES key");
       const heard = listen(call);
-      await call.transport.sendAudio({
-        pcm: sine8k(8000 * 1.5, OUR_HZ, 6000),
-        sampleRate: 8000,
-        numChannels: 1,
-      });
+      await sendOurTone(call);
       await new Promise((r) => setTimeout(r, 1500));
       // RFC 4733 key presses, SRTP-protected like the voice.
       await call.rtp.sendDtmf(["5", "#"], { durationMs: 100, gapMs: 60 });
@@ -199,11 +221,7 @@ Deno.test({
       const call = await invite.answer();
       assert.ok(call.media.srtp);
       const heard = listen(call);
-      await call.transport.sendAudio({
-        pcm: sine8k(8000 * 1.5, OUR_HZ, 6000),
-        sampleRate: 8000,
-        numChannels: 1,
-      });
+      await sendOurTone(call);
       assert.equal(await call.ended, "remote hangup");
       assertHears((await heard).pcm, THEIR_HZ, "agent");
       const out = await bs.done;
@@ -232,26 +250,12 @@ Deno.test({
     });
     const { agent } = await agentFor("required", `sip:127.0.0.1:${bs.sipPort};transport=tcp`);
     try {
-      await bs.ready();
-      const call = await agent.call("+15557654321");
-      assert.ok(call.media.srtp);
-      const heard = listen(call);
-      await call.transport.sendAudio({
-        pcm: sine8k(8000 * 1.5, OUR_HZ, 6000),
-        sampleRate: 8000,
-        numChannels: 1,
-      });
-      await new Promise((r) => setTimeout(r, 1500));
-      await call.hangup();
-      assert.equal(await call.ended, "local hangup");
-      assertHears((await heard).pcm, THEIR_HZ, "agent");
-      bs.kill();
-      const out = await bs.done;
+      const output = await callAndHangUp(agent, bs);
       assert.match(
-        out.output,
+        output,
         /INVITE sip:\+15557654321@127\.0\.0\.1[^\n]*\n[^]*?Via: SIP\/2\.0\/TCP/,
       );
-      assert.match(out.output, /terminated/);
+      assert.match(output, /terminated/);
       assertHears(bs.received(), OUR_HZ, "baresip");
     } finally {
       bs.kill();
@@ -291,11 +295,7 @@ Deno.test({
       const call = await invite.answer();
       assert.ok(call.media.srtp);
       const heard = listen(call);
-      await call.transport.sendAudio({
-        pcm: sine8k(8000 * 1.5, OUR_HZ, 6000),
-        sampleRate: 8000,
-        numChannels: 1,
-      });
+      await sendOurTone(call);
       assert.equal(await call.ended, "remote hangup");
       assertHears((await heard).pcm, THEIR_HZ, "agent");
       const out = await bs.done;
@@ -331,28 +331,14 @@ Deno.test({
       { rtp: { srtp: "required" } },
     );
     try {
-      await bs.ready();
-      const call = await agent.call("+15557654321");
-      assert.ok(call.media.srtp);
-      const heard = listen(call);
-      await call.transport.sendAudio({
-        pcm: sine8k(8000 * 1.5, OUR_HZ, 6000),
-        sampleRate: 8000,
-        numChannels: 1,
-      });
-      await new Promise((r) => setTimeout(r, 1500));
-      await call.hangup();
-      assert.equal(await call.ended, "local hangup");
-      assertHears((await heard).pcm, THEIR_HZ, "agent");
-      bs.kill();
-      const out = await bs.done;
+      const output = await callAndHangUp(agent, bs);
       // baresip's trace: our INVITE came from some local port, and our Via names that port
       // (we do not listen for TLS here), not our UDP port.
-      const ours = /TLS 127\.0\.0\.1:(\d+) -> 127\.0\.0\.1:\d+\r?\n/.exec(out.output);
+      const ours = /TLS 127\.0\.0\.1:(\d+) -> 127\.0\.0\.1:\d+\r?\n/.exec(output);
       assert.ok(ours, "baresip traced our connection");
-      assert.match(out.output, new RegExp(`Via: SIP/2\\.0/TLS 127\\.0\\.0\\.1:${ours[1]};branch`));
-      assert.doesNotMatch(out.output, new RegExp(`Via: SIP/2\\.0/TLS [^;]*:${agent.local.port};`));
-      assert.match(out.output, /terminated/);
+      assert.match(output, new RegExp(`Via: SIP/2\\.0/TLS 127\\.0\\.0\\.1:${ours[1]};branch`));
+      assert.doesNotMatch(output, new RegExp(`Via: SIP/2\\.0/TLS [^;]*:${agent.local.port};`));
+      assert.match(output, /terminated/);
       assertHears(bs.received(), OUR_HZ, "baresip");
     } finally {
       bs.kill();
