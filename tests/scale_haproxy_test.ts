@@ -13,6 +13,7 @@
  */
 
 import assert from "node:assert/strict";
+import { startDaemon } from "./_daemon.ts";
 import { twilioSignature } from "../telephony/security.ts";
 import { sleep, until } from "./_core_helpers.ts";
 import { type ServerChild, startServerChild } from "./_server_child.ts";
@@ -107,17 +108,7 @@ async function startHaproxy(dir: string, agents: string[]) {
   const check = await new Deno.Command("haproxy", { args: ["-c", "-f", path], stderr: "piped" })
     .output();
   assert.equal(check.code, 0, `haproxy -c: ${new TextDecoder().decode(check.stderr)}`);
-  const child = new Deno.Command("haproxy", {
-    args: ["-db", "-f", path],
-    stdout: "null",
-    stderr: "piped",
-  }).spawn();
-  let said = "";
-  const log = (async () => {
-    for await (const c of child.stderr) said += new TextDecoder().decode(c);
-    await child.status;
-    return said;
-  })();
+  const daemon = startDaemon("haproxy", ["-db", "-f", path]);
   const base = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 10_000;
   for (;;) {
@@ -126,19 +117,14 @@ async function startHaproxy(dir: string, agents: string[]) {
       return r.status === 200;
     }, () => false);
     if (ok) break;
-    if (Date.now() > deadline) throw new Error(`haproxy did not come up: ${await log}`);
+    if (Date.now() > deadline) throw new Error(`haproxy did not come up: ${await daemon.exited}`);
     await sleep(100);
   }
   return {
     base,
     /** What HAProxy said so far (server state changes). */
-    log: () => said,
-    async stop(): Promise<string> {
-      try {
-        child.kill("SIGTERM");
-      } catch { /* already gone */ }
-      return await log;
-    },
+    log: daemon.log,
+    stop: daemon.stop,
   };
 }
 

@@ -10,6 +10,7 @@
  */
 
 import assert from "node:assert/strict";
+import { startDaemon } from "./_daemon.ts";
 import { sleep, until } from "./_core_helpers.ts";
 import { type ServerChild, startServerChild } from "./_server_child.ts";
 import {
@@ -112,27 +113,15 @@ async function startKamailio(dir: string, port: number, agents: SipAgent[]) {
     `${abs}/kamailio.cfg`,
     kamailioConfig(shipped, port, `${abs}/dispatcher.list`),
   );
-  const child = new Deno.Command("kamailio", {
-    args: ["-f", `${abs}/kamailio.cfg`, "-DD", "-E", "-P", `${abs}/kamailio.pid`],
-    stdout: "null",
-    stderr: "piped",
-  }).spawn();
-  let said = "";
-  const log = (async () => {
-    for await (const c of child.stderr) said += new TextDecoder().decode(c);
-    await child.status;
-    return said;
-  })();
-  return {
-    target: `${PROXY}:${port}`,
-    log: () => said,
-    async stop(): Promise<string> {
-      try {
-        child.kill("SIGTERM");
-      } catch { /* already gone */ }
-      return await log;
-    },
-  };
+  const daemon = startDaemon("kamailio", [
+    "-f",
+    `${abs}/kamailio.cfg`,
+    "-DD",
+    "-E",
+    "-P",
+    `${abs}/kamailio.pid`,
+  ]);
+  return { target: `${PROXY}:${port}`, log: daemon.log, stop: daemon.stop };
 }
 
 /** Outcome of a sipp load run. */
