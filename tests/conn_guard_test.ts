@@ -62,20 +62,41 @@ async function readToClose(conn: Deno.Conn, t0: number): Promise<{ text: string;
   return { text, ms: performance.now() - t0 };
 }
 
+/**
+ * Write `head`, then `piece(i)` every `everyMs` until the guard closes the connection (at most
+ * `times` pieces); what came back, when it closed, and whether it closed before the last piece.
+ */
+async function trickle(
+  conn: Deno.Conn,
+  head: string,
+  piece: (i: number) => string,
+  everyMs: number,
+  times: number,
+): Promise<{ text: string; ms: number; cutEarly: boolean }> {
+  const t0 = performance.now();
+  const closed = readToClose(conn, t0);
+  let done = false;
+  void closed.then(() => (done = true));
+  await conn.write(enc.encode(head));
+  let i = 0;
+  for (; i < times && !done; i++) {
+    await sleep(everyMs);
+    await conn.write(enc.encode(piece(i))).catch(() => {});
+  }
+  return { ...(await closed), cutEarly: i < times };
+}
+
 Deno.test("guard: a request head sent one line a second is cut at the deadline", async () => {
   const s = await guarded();
   const conn = await Deno.connect({ hostname: "127.0.0.1", port: s.addr.port });
   try {
-    const t0 = performance.now();
-    const closed = readToClose(conn, t0);
-    let done = false;
-    void closed.then(() => (done = true));
-    await conn.write(enc.encode("GET / HTTP/1.1\r\nHost: a\r\n"));
-    for (let i = 0; i < 8 && !done; i++) {
-      await sleep(1000);
-      await conn.write(enc.encode(`X-Slow-${i}: 1\r\n`)).catch(() => {});
-    }
-    const r = await closed;
+    const r = await trickle(
+      conn,
+      "GET / HTTP/1.1\r\nHost: a\r\n",
+      (i) => `X-Slow-${i}: 1\r\n`,
+      1000,
+      8,
+    );
     assert.match(r.text, /^HTTP\/1\.1 408/);
     assert.ok(r.ms >= 1900 && r.ms < 4000, `cut after ${Math.round(r.ms)} ms`);
   } finally {
@@ -178,18 +199,10 @@ Deno.test("guard: a body trickling in under the idle timeout is cut at the body 
   }, echoHandler);
   const conn = await Deno.connect({ hostname: "127.0.0.1", port: s.addr.port });
   try {
-    const t0 = performance.now();
-    const closed = readToClose(conn, t0);
-    let done = false;
-    void closed.then(() => (done = true));
-    await conn.write(enc.encode("POST /b HTTP/1.1\r\nHost: a\r\nContent-Length: 1000\r\n\r\n"));
     // One byte every 0.3 s: never idle for the 1.5 s idle timeout.
-    for (let i = 0; i < 25 && !done; i++) {
-      await sleep(300);
-      await conn.write(enc.encode("x")).catch(() => {});
-    }
-    const r = await closed;
-    assert.ok(done, "the connection is still open");
+    const head = "POST /b HTTP/1.1\r\nHost: a\r\nContent-Length: 1000\r\n\r\n";
+    const r = await trickle(conn, head, () => "x", 300, 25);
+    assert.ok(r.cutEarly, "the connection is still open");
     assert.ok(r.ms >= 1400 && r.ms < 4000, `cut after ${Math.round(r.ms)} ms`);
     assert.deepEqual(cuts, ["body_timeout"]);
     // A whole body in time still passes.
