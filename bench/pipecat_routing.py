@@ -1,18 +1,12 @@
 """Pipecat's frame-routing cost and idle-task memory, measured the way bench/core.ts measures Flowcat's.
 
-How to run (pipecat is NOT vendored or fetched by this repo; bring your own checkout):
-
-    git clone https://github.com/pipecat-ai/pipecat /tmp/pipecat
-    python3 -m venv /tmp/pcvenv && /tmp/pcvenv/bin/pip install --no-deps -e /tmp/pipecat
-    /tmp/pcvenv/bin/pip install loguru numpy pydantic pillow aiofiles websockets soxr \
-        docstring_parser wait_for2 loudness   # the deps pipecat's core imports
-    PYTHONPATH=/tmp/pipecat/src /tmp/pcvenv/bin/python bench/pipecat_routing.py > .tmp/pipecat.json
-
-Measured for bench/results/pipecat-vm.json: pipecat commit acead0507d7de44e216d24533964106ca1d1d044
-(v1.7.0-771, 2026-08-21) on CPython 3.11.7. The editable install only registers the
-`pipecat-ai` distribution metadata that pipecat/__init__.py reads; PYTHONPATH picks the source.
-Offline there was no `loudness` wheel: a stand-in module that raises when called was put on
-PYTHONPATH (pipecat only uses it to compute audio volume, never on the routing path).
+How to run: `bench/pipecat_setup.sh <pipecat checkout> [wait_for2 checkout]` installs pipecat from
+its source into .tmp/pipecat/ (a venv with the deps pipecat's core imports; a stand-in for the
+`loudness` wheel, which pipecat uses only to compute audio volume, when the package index lacks
+it), then `npx -y deno@2.9.6 task bench:pipecat` (bench/pipecat.ts) runs this script and Flowcat's
+bench/core.ts functions in alternating rounds and writes bench/results/pipecat-<host>.json. This
+script also runs alone: `PYTHONPATH=.tmp/pipecat/src:.tmp/pipecat/shims
+.tmp/pipecat/venv/bin/python bench/pipecat_routing.py` prints its JSON on stdout.
 
 Method (same as bench/core.ts benchRouting / benchIdleMemory):
 - routing: a PipelineWorker (PipelineTask is its deprecated alias) over a Pipeline of N
