@@ -24,6 +24,7 @@ import {
   type StopReason,
   stopReasonOf,
 } from "./frames.ts";
+import { cancelDeadline, type Deadline, scheduleDeadline } from "./deadlines.ts";
 import { consoleLogger, type Logger } from "./log.ts";
 import { composeObservers, type Observer } from "./observers.ts";
 import { wirePipeline, type Wiring } from "./pipeline.ts";
@@ -141,7 +142,8 @@ export class PipelineTask {
   #finish!: (r: StopReason) => void;
   readonly #done: Promise<StopReason>;
   #heartbeatTimer: ReturnType<typeof setInterval> | undefined;
-  #idleTimer: ReturnType<typeof setTimeout> | undefined;
+  /** The idle watch: an isolate-wide deadline, not a runtime timer per call. */
+  #idleTimer: Deadline | undefined;
   #cancelTimer: ReturnType<typeof setTimeout> | undefined;
   #lastHeartbeatNs = 0;
   #heartbeatWarned = false;
@@ -435,7 +437,7 @@ export class PipelineTask {
   }
 
   #armIdle(ms: number): void {
-    this.#idleTimer = setTimeout(() => {
+    this.#idleTimer = scheduleDeadline(ms, () => {
       this.#idleTimer = undefined;
       if (this.#finished) return;
       const timeout = this.#p.idleTimeoutMs!;
@@ -448,12 +450,12 @@ export class PipelineTask {
         this.#lastActivityNs = this.clock();
         this.#armIdle(timeout);
       }
-    }, ms);
+    });
   }
 
   #stopTimers(): void {
     clearInterval(this.#heartbeatTimer);
-    clearTimeout(this.#idleTimer);
+    cancelDeadline(this.#idleTimer);
     this.#heartbeatTimer = this.#idleTimer = undefined;
     if (this.#cancelTimer !== undefined) clearTimeout(this.#cancelTimer);
   }
