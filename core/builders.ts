@@ -230,12 +230,24 @@ function assemble(
     audioInSampleRate: 16000,
     audioOutSampleRate: outRate,
   });
-  // A forced abort skips the stop hooks: finalize here too (it runs once).
-  task.onFinished(async (reason) => {
-    const report = await call.finalize.finalize(reason);
-    opts.onFinalized?.(report);
-  });
+  finalizeWhenFinished(task, call.finalize, opts.onFinalized);
   return task;
+}
+
+/**
+ * A forced abort skips the stop hooks: finalize when the task finishes too (it runs once). A
+ * function of its own, so the hook (held for the whole call) keeps the finalizer and the
+ * listener, not the builder's options and arrays.
+ */
+function finalizeWhenFinished(
+  task: PipelineTask,
+  finalize: FinalizeProcessor,
+  onFinalized: ((report: Finalize) => void) | undefined,
+): void {
+  task.onFinished(async (reason) => {
+    const report = await finalize.finalize(reason);
+    onFinalized?.(report);
+  });
 }
 
 /** The turn windows of `t` (a server config's `turns` also carries its barge-in settings). */
