@@ -109,6 +109,8 @@ export class ProcessorRuntime implements Link, FrameTarget {
   #stopped = false;
   #aborted = false;
   #metrics: MetricsTracker | undefined;
+  /** Set at Start when this processor reports metrics; the tracker is made on first use. */
+  #metricsStart: StartParams | undefined;
   /** Pushes of this processor in progress (its code is on the stack: no re-entry). */
   #pushing = 0;
 
@@ -240,27 +242,44 @@ export class ProcessorRuntime implements Link, FrameTarget {
 
   /** Metrics helper. */
   startTtfb(): void {
-    this.#metrics?.startTtfb();
+    this.#tracker()?.startTtfb();
   }
   /** Metrics helper. */
   stopTtfb(model?: string): void {
-    this.#metrics?.stopTtfb(model);
+    this.#tracker()?.stopTtfb(model);
   }
   /** Metrics helper. */
   startProcessing(): void {
-    this.#metrics?.startProcessing();
+    this.#tracker()?.startProcessing();
   }
   /** Metrics helper. */
   stopProcessing(model?: string): void {
-    this.#metrics?.stopProcessing(model);
+    this.#tracker()?.stopProcessing(model);
   }
   /** Metrics helper. */
   reportLlmUsage(tokens: LlmTokenUsage, model?: string): void {
-    this.#metrics?.reportLlmUsage(tokens, model);
+    this.#tracker()?.reportLlmUsage(tokens, model);
   }
   /** Metrics helper. */
   reportTtsUsage(characters: number, model?: string): void {
-    this.#metrics?.reportTtsUsage(characters, model);
+    this.#tracker()?.reportTtsUsage(characters, model);
+  }
+
+  /**
+   * The metrics tracker, made on the first report: an idle call, or a processor that never
+   * reports, holds none (about 0.2 KB each with its options and emitter).
+   */
+  #tracker(): MetricsTracker | undefined {
+    if (this.#metrics !== undefined || this.#metricsStart === undefined) return this.#metrics;
+    const s = this.#setup;
+    return this.#metrics = new MetricsTracker({
+      processor: this.name,
+      enableMetrics: s.enableMetrics,
+      enableUsageMetrics: s.enableUsageMetrics,
+      reportOnlyInitialTtfb: this.#metricsStart.reportOnlyInitialTtfb,
+      clock: s.clock,
+      emit: (f) => this.push(f, "downstream"),
+    });
   }
 
   // ------------------------------------------------------------------ loop
@@ -452,14 +471,8 @@ export class ProcessorRuntime implements Link, FrameTarget {
   async #onStart(params: StartParams): Promise<void> {
     const s = this.#setup;
     if ((s.enableMetrics || s.enableUsageMetrics) && this.#p.canGenerateMetrics()) {
-      this.#metrics = new MetricsTracker({
-        processor: this.name,
-        enableMetrics: s.enableMetrics,
-        enableUsageMetrics: s.enableUsageMetrics,
-        reportOnlyInitialTtfb: params.reportOnlyInitialTtfb,
-        clock: s.clock,
-        emit: (f) => this.push(f, "downstream"),
-      });
+      this.#metricsStart = params;
+      this.#metrics = undefined;
     }
     try {
       const r = this.#p.start(s, params, this);
