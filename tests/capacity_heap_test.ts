@@ -83,8 +83,8 @@ Deno.test({
   sanitizeResources: false,
   sanitizeOps: false,
   fn: async () => {
-    // Calls 40 to 100 on a fresh server (the first ones pay one-time costs); about 16 KB on the
-    // development VM, so the bound catches a regression of a third, not the noise of a busy box.
+    // Calls 40 to 100 on a fresh server (the first ones pay one-time costs); about 17 KB on the
+    // development VM, so the bound catches a regression of 40%, not the noise of a busy box.
     const r = await measureIdleHeap(40, 100, {
       dir: "./.tmp/capacity_heap_bound",
       snapshots: false,
