@@ -157,7 +157,8 @@ const TASKS_PER_CALL = {
   suspended_while_idle_are: "none (heap snapshot of idle calls; tests/capacity_heap_test.ts " +
     "checks it)",
   timers_idle:
-    "measured per point (idle.timers_per_session): call limit + task idle watch; pacing " +
+    "measured per point (idle.timers_per_session): none per call; the call limit and the " +
+    "task idle watch are deadlines on one isolate-wide timer (core/deadlines.ts); pacing " +
     "while audio plays is one shared 10 ms playout clock per isolate, not a timer per call",
   not_counted: "Deno's own per-WebSocket read loop in ext/websocket",
 };

@@ -40,6 +40,12 @@ export const YIELD_EVERY = 64;
 const RESOLVED: Promise<void> = Promise.resolve();
 
 /**
+ * The inbox of every processor that has not queued a frame yet: always empty, never pushed to
+ * (a push replaces it with a queue of the processor's own), so reading and clearing it is safe.
+ */
+const NO_QUEUE = new FrameQueue(2);
+
+/**
  * Parked loops with a frame waiting, resumed in arrival order by one microtask: the same turn a
  * microtask per loop would give, without a bound callback per loop.
  */
@@ -97,8 +103,13 @@ export class ProcessorRuntime implements Link, FrameTarget {
   readonly #p: FrameProcessor;
   readonly #setup: ProcessorSetup;
   readonly #capacity: number;
-  readonly #sys = new FrameQueue(2);
-  readonly #normal = new FrameQueue(2);
+  /**
+   * The two inboxes start as the shared {@link NO_QUEUE} and become queues of their own on the
+   * first frame that has to wait (most frames are handed to a parked loop and never queue): an
+   * idle call's processors hold no queue objects (10 of about 80 bytes each per call).
+   */
+  #sys: FrameQueue = NO_QUEUE;
+  #normal: FrameQueue = NO_QUEUE;
   /** True while the loop is not running and waits for a frame (or has not started). */
   #parked = false;
   #started = false;
@@ -109,6 +120,8 @@ export class ProcessorRuntime implements Link, FrameTarget {
   #stopped = false;
   #aborted = false;
   #metrics: MetricsTracker | undefined;
+  /** Set at Start when this processor reports metrics; the tracker is made on first use. */
+  #metricsStart: StartParams | undefined;
   /** Pushes of this processor in progress (its code is on the stack: no re-entry). */
   #pushing = 0;
 
@@ -154,8 +167,13 @@ export class ProcessorRuntime implements Link, FrameTarget {
       }
       return;
     }
-    if (classOf(frame) === "system") this.#sys.push(frame, direction);
-    else this.#normal.push(frame, direction);
+    if (classOf(frame) === "system") {
+      if (this.#sys === NO_QUEUE) this.#sys = new FrameQueue(2);
+      this.#sys.push(frame, direction);
+    } else {
+      if (this.#normal === NO_QUEUE) this.#normal = new FrameQueue(2);
+      this.#normal.push(frame, direction);
+    }
     if (this.#parked) {
       this.#parked = false;
       wake(this);
@@ -240,27 +258,44 @@ export class ProcessorRuntime implements Link, FrameTarget {
 
   /** Metrics helper. */
   startTtfb(): void {
-    this.#metrics?.startTtfb();
+    this.#tracker()?.startTtfb();
   }
   /** Metrics helper. */
   stopTtfb(model?: string): void {
-    this.#metrics?.stopTtfb(model);
+    this.#tracker()?.stopTtfb(model);
   }
   /** Metrics helper. */
   startProcessing(): void {
-    this.#metrics?.startProcessing();
+    this.#tracker()?.startProcessing();
   }
   /** Metrics helper. */
   stopProcessing(model?: string): void {
-    this.#metrics?.stopProcessing(model);
+    this.#tracker()?.stopProcessing(model);
   }
   /** Metrics helper. */
   reportLlmUsage(tokens: LlmTokenUsage, model?: string): void {
-    this.#metrics?.reportLlmUsage(tokens, model);
+    this.#tracker()?.reportLlmUsage(tokens, model);
   }
   /** Metrics helper. */
   reportTtsUsage(characters: number, model?: string): void {
-    this.#metrics?.reportTtsUsage(characters, model);
+    this.#tracker()?.reportTtsUsage(characters, model);
+  }
+
+  /**
+   * The metrics tracker, made on the first report: an idle call, or a processor that never
+   * reports, holds none (about 0.2 KB each with its options and emitter).
+   */
+  #tracker(): MetricsTracker | undefined {
+    if (this.#metrics !== undefined || this.#metricsStart === undefined) return this.#metrics;
+    const s = this.#setup;
+    return this.#metrics = new MetricsTracker({
+      processor: this.name,
+      enableMetrics: s.enableMetrics,
+      enableUsageMetrics: s.enableUsageMetrics,
+      reportOnlyInitialTtfb: this.#metricsStart.reportOnlyInitialTtfb,
+      clock: s.clock,
+      emit: (f) => this.push(f, "downstream"),
+    });
   }
 
   // ------------------------------------------------------------------ loop
@@ -336,11 +371,12 @@ export class ProcessorRuntime implements Link, FrameTarget {
    * and hands it over; or parks when both queues are empty.
    */
   #drain(first: Frame | undefined, firstDir: Direction): Wait | typeof PARKED | typeof ENDED {
-    const sys = this.#sys;
-    const normal = this.#normal;
     const p = this.#p;
     for (let burst = 0; burst < YIELD_EVERY; burst++) {
       if (this.#aborted) return ENDED;
+      // Read each time: a frame pushed back to this processor meanwhile may have made a queue.
+      const sys = this.#sys;
+      const normal = this.#normal;
       let frame: Frame;
       let dir: Direction;
       if (first !== undefined) {
@@ -452,14 +488,8 @@ export class ProcessorRuntime implements Link, FrameTarget {
   async #onStart(params: StartParams): Promise<void> {
     const s = this.#setup;
     if ((s.enableMetrics || s.enableUsageMetrics) && this.#p.canGenerateMetrics()) {
-      this.#metrics = new MetricsTracker({
-        processor: this.name,
-        enableMetrics: s.enableMetrics,
-        enableUsageMetrics: s.enableUsageMetrics,
-        reportOnlyInitialTtfb: params.reportOnlyInitialTtfb,
-        clock: s.clock,
-        emit: (f) => this.push(f, "downstream"),
-      });
+      this.#metricsStart = params;
+      this.#metrics = undefined;
     }
     try {
       const r = this.#p.start(s, params, this);

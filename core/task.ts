@@ -24,6 +24,7 @@ import {
   type StopReason,
   stopReasonOf,
 } from "./frames.ts";
+import { cancelDeadline, type Deadline, scheduleDeadline } from "./deadlines.ts";
 import { consoleLogger, type Logger } from "./log.ts";
 import { composeObservers, type Observer } from "./observers.ts";
 import { wirePipeline, type Wiring } from "./pipeline.ts";
@@ -100,8 +101,6 @@ interface KindHook {
   fn: TaskHook<[Frame]>;
 }
 
-const NEVER_FULL = { isFull: () => false, waitWritable: () => Promise.resolve() };
-
 const NO_HOOKS: readonly never[] = Object.freeze([]);
 
 const DEFAULT_IDLE_KINDS: ReadonlySet<FrameKind> = new Set(DEFAULT_TASK_PARAMS.idleTimeoutFrames);
@@ -141,7 +140,8 @@ export class PipelineTask {
   #finish!: (r: StopReason) => void;
   readonly #done: Promise<StopReason>;
   #heartbeatTimer: ReturnType<typeof setInterval> | undefined;
-  #idleTimer: ReturnType<typeof setTimeout> | undefined;
+  /** The idle watch: an isolate-wide deadline, not a runtime timer per call. */
+  #idleTimer: Deadline | undefined;
   #cancelTimer: ReturnType<typeof setTimeout> | undefined;
   #lastHeartbeatNs = 0;
   #heartbeatWarned = false;
@@ -292,16 +292,8 @@ export class PipelineTask {
       logger: this.#log,
       tracer: this.#tracer,
     };
-    const source: FrameTarget = {
-      name: "PipelineTask#source",
-      enqueue: (f, d) => this.#atSource(f, d),
-      ...NEVER_FULL,
-    };
-    const sink: FrameTarget = {
-      name: "PipelineTask#sink",
-      enqueue: (f, d) => this.#atSink(f, d),
-      ...NEVER_FULL,
-    };
+    const source = new PipelineTask.#End(this, false);
+    const sink = new PipelineTask.#End(this, true);
     const wiring = wirePipeline(this.#root, source, sink, setup, this.#p.channelCapacity);
     this.#wiring = wiring;
     for (const rt of wiring.runtimes) rt.start(this.#loopEnded);
@@ -327,6 +319,27 @@ export class PipelineTask {
   }
 
   // ------------------------------------------------------------------ ends of the pipeline
+
+  /**
+   * The task's source or sink as a frame target: two fields and prototype methods, no closures
+   * (declared inside the class so that it may call the task's private handlers).
+   */
+  static readonly #End = class TaskEnd implements FrameTarget {
+    constructor(readonly task: PipelineTask, readonly sink: boolean) {}
+    get name(): string {
+      return this.sink ? "PipelineTask#sink" : "PipelineTask#source";
+    }
+    enqueue(frame: Frame, dir: Direction): void {
+      if (this.sink) this.task.#atSink(frame, dir);
+      else this.task.#atSource(frame, dir);
+    }
+    isFull(): boolean {
+      return false;
+    }
+    waitWritable(): Promise<void> {
+      return Promise.resolve();
+    }
+  };
 
   #inject(frame: Frame): void {
     const head = this.#wiring!.head;
@@ -435,7 +448,7 @@ export class PipelineTask {
   }
 
   #armIdle(ms: number): void {
-    this.#idleTimer = setTimeout(() => {
+    this.#idleTimer = scheduleDeadline(ms, () => {
       this.#idleTimer = undefined;
       if (this.#finished) return;
       const timeout = this.#p.idleTimeoutMs!;
@@ -448,12 +461,12 @@ export class PipelineTask {
         this.#lastActivityNs = this.clock();
         this.#armIdle(timeout);
       }
-    }, ms);
+    });
   }
 
   #stopTimers(): void {
     clearInterval(this.#heartbeatTimer);
-    clearTimeout(this.#idleTimer);
+    cancelDeadline(this.#idleTimer);
     this.#heartbeatTimer = this.#idleTimer = undefined;
     if (this.#cancelTimer !== undefined) clearTimeout(this.#cancelTimer);
   }

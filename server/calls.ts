@@ -25,6 +25,7 @@ import type { TranscriptLine } from "../core/processors/finalize.ts";
 import { EchoCancelProcessor } from "../core/processors/echo_cancel.ts";
 import type { AgentBrain, Finalize, MediaTransport } from "../core/seams.ts";
 import type { PipelineTask } from "../core/task.ts";
+import { cancelDeadline, scheduleDeadline } from "../core/deadlines.ts";
 import { settlesWithin } from "../core/wait.ts";
 import type { RealtimeFactory } from "../providers/registry.ts";
 import type { ServiceFactory, ServiceKind } from "../providers/service_registry.ts";
@@ -261,13 +262,14 @@ export class CallManager {
         if (fatal) onFailed(`The call failed: ${message}`);
       });
     }
-    const limit = setTimeout(
-      () => task.cancel("call too long"),
+    // An isolate-wide deadline: a runtime timer would hold about 0.4 KB for the whole call.
+    const limit = scheduleDeadline(
       this.#cfg.limits.maxCallSeconds * 1000,
+      () => task.cancel("call too long"),
     );
     const startedAt = performance.now();
     const ended = (stop: StopReason | undefined) => {
-      clearTimeout(limit);
+      cancelDeadline(limit);
       this.#tasks.delete(run.runId);
       const echoErleDb = echoOf(task)?.erleDb;
       this.#ended(log, run, transport, {

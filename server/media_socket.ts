@@ -11,7 +11,11 @@ import { errorMessage } from "../core/errors.ts";
 import type { Logger } from "../core/log.ts";
 import { type CarrierName, createSerializer } from "../telephony/serializers/mod.ts";
 import { socketFromWebSocket, WsMediaTransport } from "../telephony/ws_transport.ts";
-import { carrierTransfer, type CarrierTransferOptions } from "../telephony/carrier_transfer.ts";
+import {
+  carrierTransfer,
+  type CarrierTransferFn,
+  type CarrierTransferOptions,
+} from "../telephony/carrier_transfer.ts";
 import type { CallManager, CallTicket, EnvGet } from "./calls.ts";
 import type { AgentServerConfig } from "./config.ts";
 import { jsonError, type RouteContext } from "./router.ts";
@@ -41,6 +45,8 @@ export interface MediaSocketContext {
 /** Media sockets upgraded but not yet past their start message (counted and capped). */
 interface MediaGate {
   pending: number;
+  /** One transfer function per carrier, shared by its calls (it keeps nothing of a call). */
+  transfers: Map<CarrierName, CarrierTransferFn>;
 }
 
 /** The media-socket route handler; one per server, as it counts the sockets awaiting a start. */
@@ -48,7 +54,7 @@ export function mediaSocketHandler(
   ctx: MediaSocketContext,
   refuse: RefusalLog,
 ): (req: Request, c: RouteContext) => Promise<Response> {
-  const gate: MediaGate = { pending: 0 };
+  const gate: MediaGate = { pending: 0, transfers: new Map() };
   return (req, c) => mediaSocket({ ...ctx, refuse, gate }, req, c);
 }
 
@@ -97,7 +103,7 @@ async function mediaSocket(ctx: Ctx, req: Request, c: RouteContext): Promise<Res
     logger: ctx.logger,
     maxMessageAudioMs: limits.maxMessageAudioMs,
     maxAudioBurstMs: limits.mediaBurstMs,
-    transfer: carrierTransfer(carrier, ctx.env, ctx.carrierApi),
+    transfer: transferFor(ctx, carrier),
   });
   // Accepted before any drain: its call may still start once one began (and the drain waits).
   const ticket = ctx.calls.admit();
@@ -171,6 +177,16 @@ async function runMediaCall(
   }
   // Not awaited: this function's frame would stay suspended for the whole call.
   ctx.calls.run(transport, run, {}, ticket).catch((err) => endedEarly(ctx, err));
+}
+
+/** The carrier's transfer function, made once per server and carrier. */
+function transferFor(ctx: Ctx, carrier: CarrierName): CarrierTransferFn {
+  let fn = ctx.gate.transfers.get(carrier);
+  if (fn === undefined) {
+    fn = carrierTransfer(carrier, ctx.env, ctx.carrierApi);
+    ctx.gate.transfers.set(carrier, fn);
+  }
+  return fn;
 }
 
 function endedEarly(ctx: Ctx, err: unknown): void {

@@ -81,6 +81,9 @@ export function jsonError(
   return json(status, { error }, headers);
 }
 
+/** The origin a request's pathname is matched under (the patterns constrain the path only). */
+const ORIGIN = "http://route.invalid";
+
 /** Compile a route table into a `Deno.serve` handler. */
 export function router(
   routes: readonly Route[],
@@ -97,7 +100,10 @@ export function router(
     }
     let allowed: string[] = [];
     for (const r of compiled) {
-      const m = r.pattern.exec({ pathname: url.pathname });
+      // A whole URL and a base: Deno caches match inputs given without a base in an isolate-wide
+      // LRU keyed by the input, and a `{pathname}` object is a new key every time (each media
+      // socket's request left about 0.6 KB there until 4,096 entries).
+      const m = r.pattern.exec(`${ORIGIN}${url.pathname}`, ORIGIN);
       if (m === null) continue;
       if (r.method !== req.method && !(r.method === "GET" && req.method === "HEAD")) {
         allowed.push(r.method);

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { spawnServer, writeBenchConfig } from "../bench/capacity_child.ts";
-import { diffTallies, tallyHeap } from "../bench/capacity_heap.ts";
+import { diffTallies, measureIdleHeap, tallyHeap } from "../bench/capacity_heap.ts";
 import { closeCalls, type LoadCall, openCalls } from "../bench/capacity_load.ts";
 
 /** A hand-made snapshot: two Foo objects, one closure, and a Generator suspended in `run`. */
@@ -74,5 +74,24 @@ Deno.test({
       await closeCalls(calls);
       await child.stop();
     }
+  },
+});
+
+Deno.test({
+  name: "capacity heap: an idle carrier call costs less than 24 KB of V8 heap",
+  // A server child and 100 calls: a few seconds.
+  sanitizeResources: false,
+  sanitizeOps: false,
+  fn: async () => {
+    // Calls 40 to 100 on a fresh server (the first ones pay one-time costs); about 17 KB on the
+    // development VM, so the bound catches a regression of 40%, not the noise of a busy box.
+    const r = await measureIdleHeap(40, 100, {
+      dir: "./.tmp/capacity_heap_bound",
+      snapshots: false,
+    });
+    const kb = (r.heap_used_bytes_per_call / 1024).toFixed(1);
+    assert.ok(r.heap_used_bytes_per_call < 24 * 1024, `heap per idle call: ${kb} KB`);
+    // A measurement that does not see the calls at all (no GC, calls not started) is no pass.
+    assert.ok(r.heap_used_bytes_per_call > 4 * 1024, `heap per idle call: ${kb} KB`);
   },
 });
