@@ -36,6 +36,8 @@ export interface MediaSocketContext {
   env: EnvGet;
   /** How carrier calls are transferred over REST (tests point it at a fake API). */
   carrierApi?: CarrierTransferOptions;
+  /** The server's public origin as the carrier reached it (where Plivo fetches a transfer). */
+  dialOrigin?: (req: Request, remote: string | undefined) => string;
 }
 
 /** Media sockets upgraded but not yet past their start message (counted and capped). */
@@ -97,7 +99,10 @@ async function mediaSocket(ctx: Ctx, req: Request, c: RouteContext): Promise<Res
     logger: ctx.logger,
     maxMessageAudioMs: limits.maxMessageAudioMs,
     maxAudioBurstMs: limits.mediaBurstMs,
-    transfer: carrierTransfer(carrier, ctx.env, ctx.carrierApi),
+    transfer: carrierTransfer(carrier, ctx.env, {
+      ...ctx.carrierApi,
+      ...(ctx.dialOrigin !== undefined ? { dialOrigin: ctx.dialOrigin(req, c.remote) } : {}),
+    }),
   });
   // Accepted before any drain: its call may still start once one began (and the drain waits).
   const ticket = ctx.calls.admit();
