@@ -43,13 +43,9 @@ export function transferDialHandler(
     const callUuid = body === undefined
       ? undefined
       : formParams(body).find(([k]) => k === "CallUUID")?.[1];
-    const why = !checked.ok
-      ? checked.reason
-      : callUuid !== undefined && callUuid !== callId
-      ? "the request is about another call"
-      : undefined;
-    if (why !== undefined || !checked.ok) {
-      refuse("transfer_url", "transfer document refused", { carrier, reason: why });
+    if (!checked.ok || (callUuid !== undefined && callUuid !== callId)) {
+      const reason = checked.ok ? "the request is about another call" : checked.reason;
+      refuse("transfer_url", "transfer document refused", { carrier, reason });
       return jsonError(403, "bad transfer URL");
     }
     return new Response(plivoDialXml(checked.target), {

@@ -95,14 +95,15 @@ async function plivoServer(apiBase: string) {
   const r = await parseConfigText(JSON.stringify(config), "json", ".");
   if (!r.ok) throw new Error(JSON.stringify(r.problems));
   const vars: Record<string, string> = { PLIVO_AUTH_ID: AUTH_ID, PLIVO_AUTH_TOKEN: AUTH_TOKEN };
+  const logger = memoryLogger();
   const app = await createAgentServer({
     config: r.config,
     env: (n) => vars[n],
-    logger: memoryLogger(),
+    logger,
     carrierApi: { baseUrl: apiBase },
   });
   const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, app.handler);
-  return { app, server, base: `http://127.0.0.1:${server.addr.port}`, config: r.config };
+  return { app, server, logger, base: `http://127.0.0.1:${server.addr.port}`, config: r.config };
 }
 
 Deno.test("server Plivo call: transfer_call moves the caller's leg to a signed <Dial> document", async () => {
@@ -164,6 +165,10 @@ Deno.test("server Plivo call: transfer_call moves the caller's leg to a signed <
     const other = await plivoPost(base, good, AUTH_TOKEN, { ...params, CallUUID: "uuid-2" });
     assert.equal(other.status, 403, "a request about another call");
     await other.body?.cancel();
+    // Logged (rate-limited: the first refusal of the interval) without the secret.
+    const refused = s.logger.records.filter((l) => l.message === "transfer document refused");
+    assert.equal(refused[0]?.fields?.reason, "transfer URL signature mismatch");
+    assert.doesNotMatch(JSON.stringify(s.logger.records), new RegExp(AUTH_TOKEN));
   } finally {
     await app.calls.drain(1000);
     await server.shutdown();
