@@ -236,9 +236,10 @@ export class TransportOutput extends FrameProcessor {
         case "TtsAudio":
           return this.#enqueue(frame.audio);
         case "OutputDtmf":
-          if (this.#t.sendDtmf === undefined) {
-            // No key command on this leg (a carrier WebSocket, WebRTC): the keys go in-band,
-            // as tones paced like speech, after the audio queued before them.
+          if (this.#t.sendDtmf === undefined || this.#t.canSendDtmf?.() === false) {
+            // No key command on this leg (a carrier WebSocket, WebRTC, a SIP peer without
+            // telephone-events): the keys go in-band, as tones paced like speech, after the
+            // audio queued before them.
             const rate = this.#t.carrierRate();
             const pcm = dtmfTones(frame.keys, { sampleRate: rate, toneMs: 100, gapMs: 100 });
             return this.#enqueue({ pcm, sampleRate: rate, numChannels: 1 }, true);
