@@ -25,7 +25,7 @@ import { TransportInput, TransportOutput } from "../core/processors/transport.ts
 import { type Direction, type Frame, makeFrame, Pipeline, PipelineTask } from "../mod.ts";
 import { until } from "./_core_helpers.ts";
 import { FakeLeg } from "./_fake_leg.ts";
-import { HELLO_BYE_GRAPH } from "./_graph_fixture.ts";
+import { AMD_GRAPH, HELLO_BYE_GRAPH } from "./_graph_fixture.ts";
 import { mixHiss, RATE, silence, voiceMaker } from "./_voice_audio.ts";
 
 const { soxBeep, speak } = voiceMaker(
@@ -207,19 +207,6 @@ Deno.test("amd with words: none come, and the audio decides once the wait is ove
   ]);
 });
 
-const GRAPH = `
-version: 1
-start: dial
-nodes:
-  - id: dial
-    prompt: Wait for the callee.
-    transitions:
-      - { name: answered_by_machine, description: A machine answered., target: voicemail }
-      - { name: answered_by_human, description: A person answered., target: talk }
-  - { id: voicemail, prompt: Leave the message., terminal: true }
-  - { id: talk, prompt: Talk., terminal: true }
-`;
-
 /** A scripted transcriber: once it has heard `atMs` of audio, the caller's words go down. */
 class ScriptedStt extends FrameProcessor {
   #heardMs = 0;
@@ -240,7 +227,7 @@ class ScriptedStt extends FrameProcessor {
 Deno.test("amd in a call with a transcriber: a short 'leave a message' moves the graph to voicemail", async () => {
   const c = await makeCase("machine", true, ["Leave a message."], ["en-gb", 180], 400);
   const leg = new FakeLeg();
-  const parsed = parseGraphSpec(GRAPH);
+  const parsed = parseGraphSpec(JSON.stringify(AMD_GRAPH));
   assert.ok(parsed.ok, JSON.stringify(parsed));
   const brain = new GraphBrain(parsed.spec);
   const stt = new ScriptedStt(c.words[0].text, c.words[0].atMs);

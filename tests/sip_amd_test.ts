@@ -12,6 +12,7 @@ import { memoryLogger } from "../core/log.ts";
 import { createAgentServer } from "../server/app.ts";
 import { parseConfigText } from "../server/config.ts";
 import { until } from "./_core_helpers.ts";
+import { AMD_GRAPH } from "./_graph_fixture.ts";
 import {
   echoSipTrunkConfig,
   freeEvenPortBase,
@@ -26,37 +27,11 @@ import { mixHiss, RATE, silence, voiceMaker } from "./_voice_audio.ts";
 const dir = await Deno.makeTempDir({ dir: "/tmp", prefix: "flowcat-sip-amd-" });
 const { soxBeep, speak } = voiceMaker(dir);
 
-const GRAPH = {
-  version: 1,
-  start: "dial",
-  nodes: [
-    {
-      id: "dial",
-      prompt: "Wait for the callee.",
-      transitions: [
-        { name: "answered_by_machine", description: "A machine answered.", target: "voicemail" },
-        { name: "answered_by_human", description: "A person answered.", target: "talk" },
-      ],
-    },
-    {
-      id: "voicemail",
-      prompt: "Leave the message.",
-      transitions: [{ name: "done", description: "Left.", target: "bye" }],
-    },
-    {
-      id: "talk",
-      prompt: "Talk.",
-      transitions: [{ name: "done", description: "Done.", target: "bye" }],
-    },
-    { id: "bye", prompt: "Bye.", terminal: true },
-  ],
-};
-
 /** Places a SIP call to sipp playing `pcm`; the graph's moves, from the call's transcript. */
 async function placedCallHearing(pcm: Int16Array): Promise<string[]> {
   const sipPort = freeUdpPort();
   const sippPort = freeUdpPort();
-  const config = echoSipTrunkConfig(GRAPH, sipPort) as {
+  const config = echoSipTrunkConfig(AMD_GRAPH, sipPort) as {
     telephony: { sip: Record<string, unknown> } & Record<string, unknown>;
   } & Record<string, unknown>;
   config.telephony.sip.server = `sip:127.0.0.1:${sippPort}`;
