@@ -15,8 +15,7 @@
  */
 
 import { EnergyVad } from "./audio/vad_energy.ts";
-import type { AmdOptions } from "./audio/amd.ts";
-import { AmdProcessor, VoicemailGate } from "./processors/amd.ts";
+import { type AnsweringMachineSetup, placeAnsweringMachine } from "./processors/amd.ts";
 import type { FinalizeSources, TranscriptLine, TranscriptListener } from "./processors/finalize.ts";
 import { AssistantContextAggregator } from "./processors/assistant_context.ts";
 import { createLlmContext, UserContextAggregator } from "./processors/context.ts";
@@ -110,6 +109,7 @@ export function buildS2sTask(opts: S2sTaskOptions): PipelineTask & { parts: S2sP
     call,
     opts,
     24000,
+    { after: realtime, byDefault: false },
   );
   return Object.assign(task, { parts: { input, realtime, ...call } });
 }
@@ -144,7 +144,7 @@ export interface CallBase {
    * brain's `answered_by_machine`/`answered_by_human` moves, and, unless `waitForBeep` is false,
    * the bot's audio held from a machine decision until the beep (docs/call-control.md).
    */
-  answeringMachine?: { detect?: Omit<AmdOptions, "sampleRate">; waitForBeep?: boolean };
+  answeringMachine?: AnsweringMachineSetup;
   /**
    * Cancel the bot's echo in the caller's audio, before anything listens to it (default false):
    * for telephone legs, where a speakerphone returns the bot's voice; browsers cancel their own.
@@ -247,22 +247,30 @@ function echoStage(call: CallParts): FrameProcessor[] {
   return call.echoCancel === undefined ? [] : [call.echoCancel];
 }
 
-/** `head`, then the recorder, output and finalize, as one task that finalizes once. */
+/**
+ * `head`, then the recorder, output and finalize, as one task that finalizes once. `words`: the
+ * processor the caller's transcripts come out of, and whether answering-machine detection hears
+ * them unless told otherwise.
+ */
 function assemble(
   name: string,
   head: FrameProcessor[],
   call: CallParts,
   opts: CallBase,
   outRate: number,
+  words: { after: FrameProcessor; byDefault: boolean },
 ): PipelineTask {
   const processors = [...head];
-  const amd = opts.answeringMachine;
-  // Right after the input (and the echo canceller, when there is one): the detector hears the
-  // callee, not the bot's own echo, before anything else touches the audio.
-  const afterInput = 1 + (call.echoCancel === undefined ? 0 : 1);
-  if (amd !== undefined) processors.splice(afterInput, 0, new AmdProcessor(amd.detect));
-  // Before the recorder: the recording has the message where the callee heard it.
-  if (amd !== undefined && amd.waitForBeep !== false) processors.push(new VoicemailGate());
+  if (opts.answeringMachine !== undefined) {
+    // Right after the input (and the echo canceller, when there is one): the detector hears the
+    // callee, not the bot's own echo, before anything else touches the audio. Its gate goes
+    // before the recorder: the recording has the message where the callee heard it.
+    placeAnsweringMachine(processors, opts.answeringMachine, {
+      input: 1 + (call.echoCancel === undefined ? 0 : 1),
+      words: words.after,
+      wordsByDefault: words.byDefault,
+    });
+  }
   if (call.recorder) processors.push(call.recorder);
   processors.push(call.output, call.finalize);
   const task = new PipelineTask(new Pipeline(processors, name), {
@@ -432,7 +440,10 @@ export function buildCascadedTask(
   const head: FrameProcessor[] = [input, ...echoStage(call), vad, stt, user];
   if (opts.greeting) head.push(new GreetingProcessor(opts.greeting, context));
   head.push(llm, assistant, call.brain, tts);
-  const task = assemble(`cascaded-${opts.runId}`, head, call, opts, opts.tts.sampleRate());
+  const task = assemble(`cascaded-${opts.runId}`, head, call, opts, opts.tts.sampleRate(), {
+    after: stt,
+    byDefault: true,
+  });
   return Object.assign(task, {
     parts: { input, vad, stt, user, llm, assistant, tts, context, ...call },
   });

@@ -121,7 +121,7 @@ export type AnsweringMachineEvent =
   | {
     type: "decision";
     verdict: "human" | "machine";
-    reason: "beep" | "long_greeting" | "short_greeting" | "silence";
+    reason: "beep" | "long_greeting" | "short_greeting" | "silence" | "transcript";
     atMs: number;
     /** Length of the callee's first utterance, ms. */
     greetingMs: number;

@@ -56,6 +56,11 @@ export interface MediaTransport {
   /** Send key presses to the far end (RFC 4733 on SIP); optional. */
   sendDtmf?(keys: readonly KeypadEntry[]): Promise<void>;
   /**
+   * Whether `sendDtmf` can press keys on this call (a SIP peer that agreed to RFC 4733
+   * telephone-events); optional, yes when absent. When no, the output sends the keys in-band.
+   */
+  canSendDtmf?(): boolean;
+  /**
    * Hand the call to `target` (a SIP URI, or a number the leg knows how to reach); optional.
    * Resolves once the far end took the call over or failed to; the pipeline ends the call on
    * success.

@@ -422,7 +422,14 @@ export class CallManager {
   #answeringMachine(run: RunRecord): Pick<CallBase, "answeringMachine"> {
     const amd = this.#cfg.telephony.answeringMachine;
     const placed = run.origin === "outbound" || (run.origin === "sip" && run.to !== undefined);
-    return amd.enabled && placed ? { answeringMachine: { waitForBeep: amd.waitForBeep } } : {};
+    if (!amd.enabled || !placed) return {};
+    const transcript = amd.useTranscript;
+    return {
+      answeringMachine: {
+        waitForBeep: amd.waitForBeep,
+        ...(transcript !== undefined ? { transcript } : {}),
+      },
+    };
   }
 
   #greeting(brain: AgentBrain): string | undefined {

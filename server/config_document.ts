@@ -185,6 +185,8 @@ export interface AnsweringMachineDocument {
   enabled: boolean;
   /** Whether the bot's audio waits for the beep after a machine decision (default true). */
   wait_for_beep: boolean;
+  /** Whether the callee's first transcript counts too (default: cascaded yes, s2s no). */
+  use_transcript?: boolean;
 }
 
 /** `recording`: per-call WAV and transcript files. */

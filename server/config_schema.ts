@@ -252,6 +252,7 @@ const carrierName = oneOfNames("carrier", () => CARRIER_NAMES);
 const answeringMachineSchema = z.strictObject({
   enabled: z.boolean().default(false),
   wait_for_beep: z.boolean().default(true),
+  use_transcript: z.boolean().optional(),
 });
 
 const telephonySchema = z.strictObject({

@@ -173,7 +173,7 @@ export interface TelephonyConfig {
    * Answering-machine detection on outbound calls; when on, `waitForBeep` holds the bot's audio
    * after a machine decision until the beep.
    */
-  answeringMachine: { enabled: boolean; waitForBeep: boolean };
+  answeringMachine: { enabled: boolean; waitForBeep: boolean; useTranscript?: boolean };
 }
 
 /** Call recordings and transcripts. */
@@ -382,6 +382,9 @@ export function toServerConfig(
     answeringMachine: {
       enabled: t.answering_machine.enabled,
       waitForBeep: t.answering_machine.wait_for_beep,
+      ...(t.answering_machine.use_transcript !== undefined
+        ? { useTranscript: t.answering_machine.use_transcript }
+        : {}),
     },
   };
   if (t.public_url !== undefined) telephony.publicUrl = t.public_url.replace(/\/+$/, "");

@@ -40,6 +40,8 @@ export interface MediaSocketContext {
   env: EnvGet;
   /** How carrier calls are transferred over REST (tests point it at a fake API). */
   carrierApi?: CarrierTransferOptions;
+  /** The server's public origin as the carrier reached it (where Plivo fetches a transfer). */
+  dialOrigin?: (req: Request, remote: string | undefined) => string;
 }
 
 /** Media sockets upgraded but not yet past their start message (counted and capped). */
@@ -103,7 +105,14 @@ async function mediaSocket(ctx: Ctx, req: Request, c: RouteContext): Promise<Res
     logger: ctx.logger,
     maxMessageAudioMs: limits.maxMessageAudioMs,
     maxAudioBurstMs: limits.mediaBurstMs,
-    transfer: transferFor(ctx, carrier),
+    // Only Plivo's transfer names this server's public origin (its <Dial> document URL),
+    // which depends on the request; the other carriers' functions are shared.
+    transfer: carrier === "plivo" && ctx.dialOrigin !== undefined
+      ? carrierTransfer(carrier, ctx.env, {
+        ...ctx.carrierApi,
+        dialOrigin: ctx.dialOrigin(req, c.remote),
+      })
+      : transferFor(ctx, carrier),
   });
   // Accepted before any drain: its call may still start once one began (and the drain waits).
   const ticket = ctx.calls.admit();

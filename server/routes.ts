@@ -3,15 +3,16 @@
  * (server/route_guards.ts) make the access checks before a handler runs; handlers are thin:
  * they check the request's content and hand the call to the {@link CallManager}.
  *
- * | method | path                             | guards                           | handler       |
- * | ------ | -------------------------------- | -------------------------------- | ------------- |
- * | GET    | /, /app.js, /style.css           | playgroundHost                   | file          |
- * | GET    | /healthz                         |                                  | health        |
- * | GET    | /metrics                         | metricsAccess                    | metrics       |
- * | POST   | /webrtc/offer                    | playgroundOrigin, clientRate     | webrtcOffer   |
- * | POST   | /telephony/answer/:carrier/:run? | enabledCarrier, carrierSignature | carrierAnswer |
- * | GET    | /telephony/ws/:carrier/:run      | enabledCarrier, websocketUpgrade | mediaSocket   |
- * | POST   | /calls                           | bearerToken                      | originate     |
+ * | method | path                               | guards                           | handler       |
+ * | ------ | ---------------------------------- | -------------------------------- | ------------- |
+ * | GET    | /, /app.js, /style.css             | playgroundHost                   | file          |
+ * | GET    | /healthz                           |                                  | health        |
+ * | GET    | /metrics                           | metricsAccess                    | metrics       |
+ * | POST   | /webrtc/offer                      | playgroundOrigin, clientRate     | webrtcOffer   |
+ * | POST   | /telephony/answer/:carrier/:run?   | enabledCarrier, carrierSignature | carrierAnswer |
+ * | GET    | /telephony/ws/:carrier/:run        | enabledCarrier, websocketUpgrade | mediaSocket   |
+ * | POST   | /telephony/transfer/:carrier/:call | enabledCarrier, carrierSignature | transferDial  |
+ * | POST   | /calls                             | bearerToken                      | originate     |
  *
  * What each guard checks and answers: server/route_guards.ts. The media socket's call token
  * (query or start message) is checked by its handler (server/media_socket.ts), since Twilio
@@ -41,6 +42,8 @@ import type { CallManager, EnvGet } from "./calls.ts";
 import type { AgentServerConfig } from "./config.ts";
 import type { OutboundDialer } from "./outbound.ts";
 import { mediaSocketHandler } from "./media_socket.ts";
+import { transferDialHandler } from "./transfer_route.ts";
+import { TRANSFER_DIAL_PATH } from "../telephony/transfer_dial.ts";
 import { metricsResponse, scrapeRefusal } from "./metrics_route.ts";
 import { forwardedOrigin, peerKey } from "./forwarded.ts";
 import { type Guard, json, jsonError, type Route, type RouteContext } from "./router.ts";
@@ -130,7 +133,16 @@ export function agentRoutes(ctx: ServerContext): Route[] {
       method: "GET",
       path: "/telephony/ws/:carrier/:run",
       guards: [carrier, websocketUpgrade],
-      handler: mediaSocketHandler(ctx, refused),
+      handler: mediaSocketHandler(
+        { ...ctx, dialOrigin: (req, remote) => publicOrigin(ctx, req, remote) },
+        refused,
+      ),
+    },
+    {
+      method: "POST",
+      path: `${TRANSFER_DIAL_PATH}/:carrier/:call`,
+      guards: [carrier, signed],
+      handler: transferDialHandler(ctx, refused),
     },
     { method: "POST", path: "/calls", guards: [api], handler: (r, c) => originate(ctx, r, c) },
   ];

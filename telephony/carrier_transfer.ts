@@ -8,6 +8,9 @@
  *   with `{ "to": target }`.
  * - Vonage: `PUT /v1/calls/{uuid}` with `{ action: "transfer", destination: { type: "ncco",
  *   ncco: [connect] } }`, authorised by an RS256 JWT signed with the application's private key.
+ * - Plivo: `POST /v1/Account/{auth_id}/Call/{call_uuid}/` with `{ legs: "aleg", aleg_url,
+ *   aleg_method: "POST" }`; Plivo then fetches `aleg_url`, a signed URL on the agent server
+ *   (`dialOrigin`) that answers the `<Dial>` document (telephony/transfer_dial.ts).
  *
  * Any other carrier answers `refused: true`. Credentials come from the environment variables in
  * {@link TRANSFER_ENV}; no message ever contains one.
@@ -20,7 +23,7 @@
  * ```
  *
  * Permissions: `--allow-net=<carrier API host>:443` (`api.twilio.com`, the SignalWire space,
- * `api.telnyx.com`, `api.nexmo.com`) and `--allow-env` for the variables.
+ * `api.telnyx.com`, `api.nexmo.com`, `api.plivo.com`) and `--allow-env` for the variables.
  * @module
  */
 
@@ -29,6 +32,7 @@ import { errorMessage } from "../core/errors.ts";
 import { apiOrigin, basicAuth, carrierError, jsonObject, scrub } from "./_carrier_http.ts";
 import type { CarrierName } from "./serializers/mod.ts";
 import { vonageJwt } from "./_vonage_jwt.ts";
+import { parseTransferTarget, transferDialUrl, type TransferTarget } from "./transfer_dial.ts";
 
 /** Transfers the carrier call `callId` to `target` (a number, or a `sip:`/`tel:` URI). */
 export type CarrierTransferFn = (callId: string, target: string) => Promise<TransferOutcome>;
@@ -41,6 +45,12 @@ export interface CarrierTransferOptions {
   baseUrl?: string;
   /** Give up after this many milliseconds (default 15000). */
   timeoutMs?: number;
+  /**
+   * The agent server's public origin (`https://agent.example.com`), where a carrier whose
+   * transfer takes an answer URL (Plivo) fetches the `<Dial>` document; without it, Plivo calls
+   * refuse transfers.
+   */
+  dialOrigin?: string;
 }
 
 /** Carriers whose calls {@link carrierTransfer} can transfer. */
@@ -49,6 +59,7 @@ export const TRANSFER_CARRIERS: readonly CarrierName[] = [
   "signalwire",
   "telnyx",
   "vonage",
+  "plivo",
 ];
 
 /** Environment variables each carrier's transfer credentials are read from. */
@@ -62,12 +73,8 @@ export const TRANSFER_ENV: Readonly<Partial<Record<CarrierName, Record<string, s
     },
     telnyx: { secret: "TELNYX_API_KEY" },
     vonage: { user: "VONAGE_APPLICATION_ID", secret: "VONAGE_PRIVATE_KEY" },
+    plivo: { user: "PLIVO_AUTH_ID", secret: "PLIVO_AUTH_TOKEN" },
   });
-
-/** Why a carrier without a REST transfer refuses one (told to the model). */
-const NOT_SUPPORTED: Partial<Record<CarrierName, string>> = {
-  plivo: "Plivo transfers need an answer URL that serves the <Dial> document; not supported yet",
-};
 
 /** A request to send, and the secrets to keep out of any message about it. */
 interface Prepared {
@@ -76,19 +83,8 @@ interface Prepared {
   secrets: string[];
 }
 
-const NUMBER = /^\+?[0-9]{2,15}$/;
-const SIP_URI = /^sips?:[^\s<>"'&]+$/i;
-
-/** The target as a number (without `tel:` and separators) or a SIP URI; undefined if neither. */
-function parseTarget(target: string): { number: string } | { sip: string } | undefined {
-  const t = target.trim();
-  if (SIP_URI.test(t)) return { sip: t };
-  const n = t.replace(/^tel:/i, "").replace(/[\s().-]/g, "");
-  return NUMBER.test(n) ? { number: n } : undefined;
-}
-
 /** TwiML that dials the target and bridges the caller to it. */
-export function dialTwiml(target: { number: string } | { sip: string }): string {
+export function dialTwiml(target: TransferTarget): string {
   const noun = "sip" in target ? `<Sip>${target.sip}</Sip>` : `<Number>${target.number}</Number>`;
   return `<?xml version="1.0" encoding="UTF-8"?><Response><Dial>${noun}</Dial></Response>`;
 }
@@ -122,9 +118,10 @@ async function prepare(
   carrier: CarrierName,
   creds: Record<string, string>,
   callId: string,
-  target: { number: string } | { sip: string },
-  baseUrl: string | undefined,
+  target: TransferTarget,
+  opts: CarrierTransferOptions,
 ): Promise<Prepared> {
+  const baseUrl = opts.baseUrl;
   switch (carrier) {
     case "twilio":
       return twilioLike(
@@ -160,6 +157,8 @@ async function prepare(
         },
         secrets: [creds.secret],
       };
+    case "plivo":
+      return await plivoTransfer(creds, callId, target, opts);
     default: {
       // vonage: the endpoint takes numbers without the "+".
       const endpoint = "sip" in target
@@ -202,8 +201,11 @@ export function carrierTransfer(
   return async (callId, target) => {
     const names = TRANSFER_ENV[carrier];
     if (names === undefined) {
-      const why = NOT_SUPPORTED[carrier] ?? `${carrier} calls cannot be transferred from here`;
-      return { ok: false, refused: true, reason: why };
+      return {
+        ok: false,
+        refused: true,
+        reason: `${carrier} calls cannot be transferred from here`,
+      };
     }
     const creds: Record<string, string> = {};
     const missing: string[] = [];
@@ -219,7 +221,7 @@ export function carrierTransfer(
         reason: `transfers through ${carrier} need ${missing.join(", ")} in the environment`,
       };
     }
-    const parsed = parseTarget(target);
+    const parsed = parseTransferTarget(target);
     if (parsed === undefined) {
       return {
         ok: false,
@@ -229,11 +231,43 @@ export function carrierTransfer(
     }
     let req: Prepared;
     try {
-      req = await prepare(carrier, creds, callId, parsed, opts.baseUrl);
+      req = await prepare(carrier, creds, callId, parsed, opts);
     } catch (err) {
       return { ok: false, refused: true, reason: `${carrier}: ${errorMessage(err)}` };
     }
     return await send(carrier, req, opts);
+  };
+}
+
+/**
+ * Plivo's Call Transfer: the A leg (the caller) is sent to a new answer URL, the signed `<Dial>`
+ * document on the agent server, which Plivo fetches with a POST.
+ */
+async function plivoTransfer(
+  creds: Record<string, string>,
+  callId: string,
+  target: TransferTarget,
+  opts: CarrierTransferOptions,
+): Promise<Prepared> {
+  if (opts.dialOrigin === undefined) {
+    throw new Error("transfers need the agent server's public origin, which serves <Dial>");
+  }
+  const raw = "sip" in target ? target.sip : target.number;
+  const alegUrl = await transferDialUrl(opts.dialOrigin, "plivo", callId, raw, creds.secret);
+  return {
+    url: `${apiOrigin(opts.baseUrl, "https://api.plivo.com")}/v1/Account/${
+      encodeURIComponent(creds.user)
+    }/Call/${encodeURIComponent(callId)}/`,
+    init: {
+      method: "POST",
+      headers: {
+        authorization: basicAuth(creds.user, creds.secret),
+        "content-type": "application/json",
+        accept: "application/json",
+      },
+      body: JSON.stringify({ legs: "aleg", aleg_url: alegUrl, aleg_method: "POST" }),
+    },
+    secrets: [creds.secret],
   };
 }
 

@@ -14,6 +14,9 @@ import {
   PipelineTask,
 } from "../mod.ts";
 import { DtmfDetector } from "../core/audio/dtmf_detect.ts";
+import { EnergyVad } from "../core/audio/vad_energy.ts";
+import { DefaultTurnStrategy } from "../core/processors/turn.ts";
+import { VadProcessor } from "../core/processors/vad.ts";
 import { silentLogger } from "../core/log.ts";
 import { BrainProcessor } from "../core/processors/brain.ts";
 import { TransportInput, TransportOutput } from "../core/processors/transport.ts";
@@ -51,12 +54,25 @@ export function decodeKeys(pcm: Int16Array, rate = 8000): KeypadEntry[] {
   return keys;
 }
 
-/** Input -> model -> BrainProcessor(brain) -> output over `leg`; the test plays the model. */
-export function callControlRig(leg: MediaTransport, brain: AgentBrain = stayBrain) {
+/**
+ * Input -> model -> BrainProcessor(brain) -> output over `leg`; the test plays the model. With
+ * `bargeIn`, the energy VAD and the default turn strategy (with a 300 ms hold, as calls run) come
+ * after the input, so the caller's voice over the bot holds it and then interrupts it.
+ */
+export function callControlRig(
+  leg: MediaTransport,
+  brain: AgentBrain = stayBrain,
+  opts: { bargeIn?: boolean } = {},
+) {
   const model = new Recorder("model");
   const bp = new BrainProcessor(brain);
+  const vad = opts.bargeIn
+    ? [
+      new VadProcessor(new EnergyVad(), { turnStrategy: new DefaultTurnStrategy({ holdMs: 300 }) }),
+    ]
+    : [];
   const task = new PipelineTask(
-    new Pipeline([new TransportInput(leg), model, bp, new TransportOutput(leg)]),
+    new Pipeline([new TransportInput(leg), ...vad, model, bp, new TransportOutput(leg)]),
     { idleTimeoutMs: null, logger: silentLogger },
   );
   const results = () =>

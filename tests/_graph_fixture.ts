@@ -76,3 +76,30 @@ export function pinnedTransferGraph(target: string): Record<string, unknown> {
     }],
   };
 }
+
+/** A graph that waits at `dial` for the answering-machine decision: `voicemail` or `talk`. */
+export const AMD_GRAPH: Record<string, unknown> = {
+  version: 1,
+  start: "dial",
+  nodes: [
+    {
+      id: "dial",
+      prompt: "Wait for the callee.",
+      transitions: [
+        { name: "answered_by_machine", description: "A machine answered.", target: "voicemail" },
+        { name: "answered_by_human", description: "A person answered.", target: "talk" },
+      ],
+    },
+    {
+      id: "voicemail",
+      prompt: "Leave the message.",
+      transitions: [{ name: "done", description: "Left.", target: "bye" }],
+    },
+    {
+      id: "talk",
+      prompt: "Talk.",
+      transitions: [{ name: "done", description: "Done.", target: "bye" }],
+    },
+    { id: "bye", prompt: "Bye.", terminal: true },
+  ],
+};

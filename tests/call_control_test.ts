@@ -9,20 +9,18 @@ import assert from "node:assert/strict";
 import {
   dtmfToolKeys,
   type KeypadEntry,
-  type MediaSocket,
   type StopReason,
   TRANSFER_CALL_TOOL,
   type TransferOutcome,
   transferToolTarget,
-  type WsIn,
 } from "../mod.ts";
-import { ulawDecode } from "../core/audio/g711.ts";
 import { concatInt16 } from "../core/audio/pcm.ts";
 import { createSerializer } from "../telephony/serializers/mod.ts";
 import { WsMediaTransport } from "../telephony/ws_transport.ts";
 import { GraphBrain, parseGraphSpec } from "../core/agent/mod.ts";
 import { until } from "./_core_helpers.ts";
 import { FakeLeg } from "./_fake_leg.ts";
+import { MemorySocket, twilioSentPcm, twilioStart } from "./_memory_socket.ts";
 import { callControlRig, callsFrame, decodeKeys } from "./_call_control_rig.ts";
 
 Deno.test("send_dtmf and transfer_call arguments: keys and targets checked, errors for the model", () => {
@@ -123,50 +121,10 @@ Deno.test("send_dtmf on a leg without a key command goes in-band: our detector h
   assert.deepEqual(decodeKeys(pcm), ["4", "*", "7", "#"]);
 });
 
-/** A MediaSocket in memory: the test plays the carrier. */
-class MemorySocket implements MediaSocket {
-  readonly out: string[] = [];
-  #inbox: (WsIn | undefined)[] = [];
-  #wait: ((m: WsIn | undefined) => void) | undefined;
-  feed(m: WsIn | undefined): void {
-    const w = this.#wait;
-    this.#wait = undefined;
-    if (w) w(m);
-    else this.#inbox.push(m);
-  }
-  recv(): Promise<WsIn | undefined> {
-    if (this.#inbox.length > 0) return Promise.resolve(this.#inbox.shift());
-    return new Promise((r) => (this.#wait = r));
-  }
-  sendText(text: string): Promise<void> {
-    this.out.push(text);
-    return Promise.resolve();
-  }
-  sendBinary(): Promise<void> {
-    return Promise.resolve();
-  }
-  close(): Promise<void> {
-    this.feed(undefined);
-    return Promise.resolve();
-  }
-}
-
 Deno.test("send_dtmf on a Twilio media stream: mu-law tones in the media messages decode to the keys", async () => {
   const socket = new MemorySocket();
   const leg = new WsMediaTransport(socket, createSerializer("twilio"));
-  const text = (o: unknown) => socket.feed({ type: "text", data: JSON.stringify(o) });
-  text({ event: "connected", protocol: "Call", version: "1.0.0" });
-  text({
-    event: "start",
-    streamSid: "MZ1",
-    start: {
-      streamSid: "MZ1",
-      callSid: "CA1",
-      accountSid: "AC1",
-      tracks: ["inbound"],
-      mediaFormat: { encoding: "audio/x-mulaw", sampleRate: 8000, channels: 1 },
-    },
-  });
+  twilioStart(socket);
   const { task } = callControlRig(leg);
   const media = () => socket.out.filter((m) => m.includes('"media"'));
   task.onStarted(async () => {
@@ -174,15 +132,10 @@ Deno.test("send_dtmf on a Twilio media stream: mu-law tones in the media message
       callsFrame("send_dtmf", { keys: "305" }),
     );
     await until(() => media().length >= 30, 5000, "tones sent");
-    text({ event: "stop", streamSid: "MZ1", stop: { callSid: "CA1" } });
+    socket.text({ event: "stop", streamSid: "MZ1", stop: { callSid: "CA1" } });
   });
   await task.run();
-  const pcm = concatInt16(
-    media().map((m) => {
-      const b64 = JSON.parse(m).media.payload as string;
-      return ulawDecode(Uint8Array.from(atob(b64), (c) => c.charCodeAt(0)));
-    }),
-  );
+  const pcm = twilioSentPcm(socket.out);
   assert.deepEqual(decodeKeys(pcm), ["3", "0", "5"]);
 });
 

@@ -1,7 +1,8 @@
 /**
  * Carrier transfers over REST against local fakes of each carrier's API: a Twilio call driven
  * through the real agent server (answer webhook, media socket, echo model calling the graph's
- * pinned transfer_call), and the transfer client for SignalWire, Telnyx and Vonage directly:
+ * pinned transfer_call), and the transfer client for SignalWire, Telnyx and Vonage directly
+ * (Plivo: tests/plivo_transfer_test.ts):
  * request shape, auth header, target, and the failures the model is told.
  */
 import assert from "node:assert/strict";
@@ -209,7 +210,7 @@ Deno.test("carrier transfer failures are outcomes the model can be told, without
 
     const plivo = await carrierTransfer("plivo", () => "x")("u-1", TARGET);
     assert.equal(plivo.ok, false);
-    assert.match(plivo.ok ? "" : plivo.reason, /Plivo transfers need an answer URL/);
+    assert.match(plivo.ok ? "" : plivo.reason, /plivo: transfers need the agent server's public/);
 
     const noCreds = await carrierTransfer("telnyx", () => undefined)("c", TARGET);
     assert.match(noCreds.ok ? "" : noCreds.reason, /need TELNYX_API_KEY in the environment/);

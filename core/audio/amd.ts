@@ -12,6 +12,14 @@
  * - no voice at all for `initialSilenceMs` decides `machine` (`silence`: some voicemail systems
  *   open quietly, while a person says something on picking up).
  *
+ * When the call transcribes the callee (a model or STT), {@link AnsweringMachineDetector.transcript}
+ * hears the words too, and with `transcriptWaitMs` set the two decisions that go by the greeting's
+ * length wait that long for them. A voicemail phrase ("leave a message", "not available", "after
+ * the tone") or a monologue decides `machine` at once, even before the audio would; during the
+ * wait, a person's phrase ("who is this?", "how can I help") decides `human`, and words that say
+ * neither confirm the audio's choice (reason `transcript` whenever the words decided). A short
+ * greeting whose words came already, and said neither, is decided without waiting.
+ *
  * Gaps shorter than `endSilenceMs` (between words, at a comma) do not end an utterance. After a
  * `machine` decision the detector keeps listening and reports once when a message can be left:
  * at the end of the beep, or after `noBeepSilenceMs` of silence when the greeting ends without
@@ -32,6 +40,7 @@
 
 import { FlowcatError } from "../errors.ts";
 import type { AnsweringMachineEvent } from "../frames.ts";
+import { judgeGreetingText } from "./amd_transcript.ts";
 import { BeepDetector } from "./beep_detect.ts";
 
 /** Options of an {@link AnsweringMachineDetector}. */
@@ -48,7 +57,15 @@ export interface AmdOptions {
   initialSilenceMs?: number;
   /** After a machine greeting, silence this long without a beep means "speak now", ms (3000). */
   noBeepSilenceMs?: number;
+  /**
+   * The callee's words will come ({@link AnsweringMachineDetector.transcript}): a decision by the
+   * greeting's length waits this long for them, ms. Unset (the default): the audio decides alone.
+   */
+  transcriptWaitMs?: number;
 }
+
+/** How long a decision by the greeting's length waits for the words, when a transcript comes. */
+export const DEFAULT_TRANSCRIPT_WAIT_MS = 2000;
 
 /** Why the detector decided as it did. */
 export type AmdReason = Extract<AnsweringMachineEvent, { type: "decision" }>["reason"];
@@ -68,6 +85,13 @@ export class AnsweringMachineDetector {
   readonly #endSilence: number;
   readonly #initialSilence: number;
   readonly #noBeepSilence: number;
+  /** Blocks a length decision waits for the words; 0: no transcript comes. */
+  readonly #transcriptWait: number;
+  /** The decision the audio would make, waiting for the words; and the callee's words so far. */
+  #lean: { verdict: "human" | "machine"; reason: AmdReason; block: number } | undefined;
+  #words = "";
+  /** Block at which the last words came (-1: none yet). */
+  #wordsBlock = -1;
   #energy = 0;
   #fill = 0;
   #blocks = 0;
@@ -93,6 +117,9 @@ export class AnsweringMachineDetector {
     this.#endSilence = blocks("endSilenceMs", opts.endSilenceMs, 800);
     this.#initialSilence = blocks("initialSilenceMs", opts.initialSilenceMs, 3500);
     this.#noBeepSilence = blocks("noBeepSilenceMs", opts.noBeepSilenceMs, 3000);
+    this.#transcriptWait = opts.transcriptWaitMs === undefined
+      ? 0
+      : blocks("transcriptWaitMs", opts.transcriptWaitMs, 0);
   }
 
   /** The decision, once made. */
@@ -121,6 +148,23 @@ export class AnsweringMachineDetector {
       (out ??= []).push({ type: "ready", reason: "beep", atMs: at });
     }
     return out ?? NONE;
+  }
+
+  /**
+   * The callee's words, as the call's transcription hears them (each final piece, in order).
+   * Returns the decision they settle, if any (see the module doc).
+   */
+  transcript(text: string): readonly AmdEvent[] {
+    if (this.#verdict !== undefined) return NONE;
+    this.#words = `${this.#words} ${text}`;
+    this.#wordsBlock = this.#blocks;
+    const says = judgeGreetingText(this.#words);
+    const at = this.#blocks * BLOCK_MS;
+    if (says === "machine") return [this.#decide("machine", "transcript", at)];
+    const lean = this.#lean;
+    if (lean === undefined) return NONE;
+    if (says === "human") return [this.#decide("human", "transcript", at)];
+    return [this.#decide(lean.verdict, lean.reason, at)];
   }
 
   /** Nothing more to report: a human, or a machine whose greeting is over. */
@@ -157,12 +201,33 @@ export class AnsweringMachineDetector {
     if (this.#speechStart < 0) {
       return index + 1 >= this.#initialSilence ? this.#decide("machine", "silence", at) : undefined;
     }
+    const lean = this.#lean;
+    if (lean !== undefined) {
+      // No words came in time: the audio decides alone.
+      return index - lean.block >= this.#transcriptWait
+        ? this.#decide(lean.verdict, lean.reason, at)
+        : undefined;
+    }
     if (index - this.#speechStart + 1 > this.#maxHuman && voiced) {
-      return this.#decide("machine", "long_greeting", at);
+      return this.#byLength("machine", "long_greeting", index, at);
     }
     if (index - this.#lastVoiced >= this.#endSilence) {
-      return this.#decide("human", "short_greeting", at);
+      return this.#byLength("human", "short_greeting", index, at);
     }
+    return undefined;
+  }
+
+  /** A decision by the greeting's length: now, or once the words come (or do not, in time). */
+  #byLength(
+    verdict: "human" | "machine",
+    reason: AmdReason,
+    index: number,
+    at: number,
+  ): AmdEvent | undefined {
+    // Words that came after the speech ended (and said neither) leave nothing to wait for.
+    const heard = reason === "short_greeting" && this.#wordsBlock > this.#lastVoiced;
+    if (this.#transcriptWait === 0 || heard) return this.#decide(verdict, reason, at);
+    this.#lean = { verdict, reason, block: index };
     return undefined;
   }
 }

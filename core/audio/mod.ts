@@ -74,7 +74,14 @@ export {
 } from "./dtmf_rfc4733.ts";
 export { DtmfDetector, type DtmfDetectorOptions } from "./dtmf_detect.ts";
 export { type Beep, BeepDetector, type BeepDetectorOptions } from "./beep_detect.ts";
-export { type AmdEvent, type AmdOptions, type AmdReason, AnsweringMachineDetector } from "./amd.ts";
+export {
+  type AmdEvent,
+  type AmdOptions,
+  type AmdReason,
+  AnsweringMachineDetector,
+  DEFAULT_TRANSCRIPT_WAIT_MS,
+} from "./amd.ts";
+export { judgeGreetingText, MONOLOGUE_WORDS } from "./amd_transcript.ts";
 export { type DtmfToneOptions, dtmfTones } from "./dtmf_tone.ts";
 export {
   VadStateMachine,

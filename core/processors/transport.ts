@@ -12,7 +12,8 @@
  *   piece finishes playing, and an Interruption sends BotInterrupted with where playout stopped,
  *   so the transcript and the context keep only what the caller heard. BotAudioHold pauses the
  *   bot's audio for a while (a possible barge-in, core/processors/turn.ts); playout resumes where
- *   it stopped unless an Interruption comes first.
+ *   it stopped unless an Interruption comes first. In-band keypad tones (OutputDtmf on a leg
+ *   without a key command) are neither held nor dropped: the model was told the keys went out.
  * @module
  */
 
@@ -188,6 +189,11 @@ export class TransportOutput extends FrameProcessor {
   readonly #ledger = new PlayoutLedger();
   #drained: (() => void) | undefined;
   readonly #sentListeners: SentAudioListener[] = [];
+  /** Queued chunks of in-band keypad tones, and how many are queued (0: no lookups needed). */
+  readonly #toneChunks = new WeakSet<AudioFrame>();
+  #tonesQueued = 0;
+  /** When the far end will have played the last tone chunk sent (performance.now() ms). */
+  #toneUntil = -Infinity;
 
   /** Sink for `transport`. */
   constructor(
@@ -230,12 +236,13 @@ export class TransportOutput extends FrameProcessor {
         case "TtsAudio":
           return this.#enqueue(frame.audio);
         case "OutputDtmf":
-          if (this.#t.sendDtmf === undefined) {
-            // No key command on this leg (a carrier WebSocket, WebRTC): the keys go in-band,
-            // as tones paced like speech, after the audio queued before them.
+          if (this.#t.sendDtmf === undefined || this.#t.canSendDtmf?.() === false) {
+            // No key command on this leg (a carrier WebSocket, WebRTC, a SIP peer without
+            // telephone-events): the keys go in-band, as tones paced like speech, after the
+            // audio queued before them.
             const rate = this.#t.carrierRate();
             const pcm = dtmfTones(frame.keys, { sampleRate: rate, toneMs: 100, gapMs: 100 });
-            return this.#enqueue({ pcm, sampleRate: rate, numChannels: 1 });
+            return this.#enqueue({ pcm, sampleRate: rate, numChannels: 1 }, true);
           }
           this.#t.sendDtmf(frame.keys).catch((err) =>
             link.pushError(`send dtmf failed: ${errorMessage(err)}`)
@@ -260,17 +267,31 @@ export class TransportOutput extends FrameProcessor {
 
   /**
    * Barge-in: drop queued audio and clear the far end; tell upstream what had played of the
-   * bot's words and where it stopped.
+   * bot's words and where it stopped. Keypad tones stay queued, and while the far end still
+   * holds one nothing is cleared (what it holds is at most the lead): a key cut short could be
+   * missed, or heard twice.
    */
   override async onInterruption(): Promise<void> {
-    const { spoken, cut } = this.#ledger.cut(this.#playedMs(performance.now()));
+    const now = performance.now();
+    const { spoken, cut } = this.#ledger.cut(this.#playedMs(now));
+    const kept = this.#tonesQueued > 0 ? this.#queue.filter((c) => this.#toneChunks.has(c)) : [];
     // Chunks of bot audio nobody will hear: counted (frames dropped, reason barge_in).
-    const droppedFrames = this.#queue.length;
-    this.#queue = [];
+    const droppedFrames = this.#queue.length - kept.length;
+    this.#queue = kept;
     this.#holdUntil = 0;
-    this.#nextAt = -Infinity; // the clear drops what the far end had buffered: a new timeline
-    this.#sentMs = 0;
+    const clear = this.#toneUntil <= now;
+    // The clear drops what the far end had buffered: a new timeline. Without one, what it still
+    // holds opens the new timeline.
+    const heldMs = clear ? 0 : Math.max(0, this.#nextAt - now);
+    if (clear) this.#nextAt = -Infinity;
+    this.#sentMs = heldMs;
+    let keptMs = 0;
+    for (const c of kept) keptMs += (c.pcm.length * 1000) / c.sampleRate;
+    this.#ledger.audio(heldMs + keptMs);
     this.#stopPlaying();
+    // The clear is sent before any kept tone, which it would drop otherwise.
+    const cleared = clear ? this.#t.sendClear() : undefined;
+    if (kept.length > 0) this.#play(now);
     const link = this.#link;
     if (link !== undefined) {
       this.#pushSpoken(spoken, link);
@@ -279,7 +300,7 @@ export class TransportOutput extends FrameProcessor {
         "upstream",
       );
     }
-    await this.#t.sendClear();
+    await cleared;
   }
 
   /**
@@ -292,6 +313,7 @@ export class TransportOutput extends FrameProcessor {
       await new Promise<void>((resolve) => (this.#drained = resolve));
     }
     this.#queue = [];
+    this.#tonesQueued = 0;
     this.#stopPlaying();
     await this.#t.close?.();
   }
@@ -306,10 +328,12 @@ export class TransportOutput extends FrameProcessor {
     this.#t.transfer(target).then(done, (err) => done({ ok: false, reason: errorMessage(err) }));
   }
 
-  #enqueue(audio: AudioFrame): void {
+  /** Queues `audio` in chunks; `tone`: keypad tones, which no hold or barge-in stops. */
+  #enqueue(audio: AudioFrame, tone = false): void {
     const n = Math.round((audio.sampleRate * this.#chunkMs) / 1000);
     const pcm = audio.pcm;
     this.#ledger.audio((pcm.length * 1000) / audio.sampleRate);
+    const first = this.#queue.length;
     // A frame of one chunk or less is its own chunk; longer ones are cut into views of their PCM
     // (no copy).
     if (pcm.length <= n) {
@@ -323,18 +347,32 @@ export class TransportOutput extends FrameProcessor {
         });
       }
     }
+    if (tone) {
+      for (let i = first; i < this.#queue.length; i++) this.#toneChunks.add(this.#queue[i]);
+      this.#tonesQueued += this.#queue.length - first;
+    }
     const now = performance.now();
     if (!this.#playing) {
-      this.#playing = true;
-      // Audio that is late by less than `catchUpMs` keeps the timeline (the chunks after it go
-      // out on schedule, not behind it); after a longer gap playout starts afresh from now.
-      if (this.#nextAt < now - this.#catchUpMs) this.#nextAt = now;
-      if (this.#service(now)) joinPlayoutClock(this.#service);
+      this.#play(now);
     } else {
       // Within the lead a chunk goes out as it arrives, not at the clock's next tick (up to
       // 10 ms later); the clock only serves what the lead held back.
       this.#service(now);
     }
+  }
+
+  /** Starts playing what is queued, on the playout clock while the lead holds some back. */
+  #play(now: number): void {
+    this.#playing = true;
+    // Audio that is late by less than `catchUpMs` keeps the timeline (the chunks after it go
+    // out on schedule, not behind it); after a longer gap playout starts afresh from now.
+    if (this.#nextAt < now - this.#catchUpMs) this.#nextAt = now;
+    if (this.#service(now)) joinPlayoutClock(this.#service);
+  }
+
+  /** True when `chunk` is a queued keypad tone (no lookup unless tones are queued). */
+  #isTone(chunk: AudioFrame): boolean {
+    return this.#tonesQueued > 0 && this.#toneChunks.has(chunk);
   }
 
   /** One handler for every chunk's send (no closure per chunk). */
@@ -345,8 +383,10 @@ export class TransportOutput extends FrameProcessor {
   /** Send every chunk now due; false (off the clock) once the far end has played them all. */
   #service = (now: number): boolean => {
     const link = this.#link;
-    if (now < this.#holdUntil) {
-      // Held: nothing goes out, and the far end's timeline waits rather than racing ahead.
+    // Held: nothing but keypad tones goes out (a tone cut in two could be heard as two presses).
+    const held = now < this.#holdUntil;
+    if (held && (this.#queue.length === 0 || !this.#isTone(this.#queue[0]))) {
+      // The far end's timeline waits rather than racing ahead.
       this.#nextAt = Math.max(this.#nextAt, now);
       if (this.#ledger.active) this.#reportPlayed(now);
       return true;
@@ -355,7 +395,12 @@ export class TransportOutput extends FrameProcessor {
     // behind its timeline for good; a lag past `catchUpMs` is given up (the timeline moves).
     if (this.#nextAt < now - this.#catchUpMs) this.#nextAt = now - this.#catchUpMs;
     while (this.#queue.length > 0 && this.#nextAt - now < this.#leadMs) {
+      if (held && !this.#isTone(this.#queue[0])) break;
       const chunk = this.#queue.shift()!;
+      if (this.#isTone(chunk)) {
+        this.#tonesQueued--;
+        this.#toneUntil = this.#nextAt + (chunk.pcm.length * 1000) / chunk.sampleRate;
+      }
       if (!this.#speaking) {
         this.#speaking = true;
         this.#sent = 0;
@@ -371,7 +416,7 @@ export class TransportOutput extends FrameProcessor {
       this.#sentMs += ms;
     }
     if (this.#ledger.active) this.#reportPlayed(now);
-    if (this.#queue.length > 0 || now < this.#nextAt) return true;
+    if (this.#queue.length > 0 || now < this.#nextAt || held) return true;
     this.#playing = false;
     this.#stopSpeaking();
     this.#drained?.();

@@ -125,6 +125,11 @@ export class SipMediaTransport implements MediaTransport {
     return this.#rtp.sendDtmf(keys, opts);
   }
 
+  /** Whether the peer agreed to telephone-events; without them the keys go in-band. */
+  canSendDtmf(): boolean {
+    return this.#rtp.media?.telephoneEventPt !== undefined;
+  }
+
   /** Cold transfer by REFER (the pipeline's TransferCall); refused when the leg has none. */
   transfer(target: string): Promise<TransferOutcome> {
     if (this.#transfer === undefined) {
