@@ -1,0 +1,158 @@
+/** Cloud Text-to-Speech client against local fakes of text:synthesize and the token endpoint. */
+
+import assert from "node:assert/strict";
+import { FlowcatError } from "../core/errors.ts";
+import type { Frame } from "../core/frames.ts";
+import { clearGoogleTokenCache } from "../providers/google/auth.ts";
+import { asSsml, createGoogleTts } from "../providers/google/tts.ts";
+import type { ServiceOptions } from "../providers/service_options.ts";
+import { googleError } from "./fakes/gemini_generate_fake.ts";
+import { GoogleOAuthFake } from "./fakes/google_oauth_fake.ts";
+import { GoogleTtsFake } from "./fakes/google_tts_fake.ts";
+import { until } from "./_core_helpers.ts";
+
+async function withFakes(
+  fn: (api: GoogleTtsFake, oauth: GoogleOAuthFake, opts: ServiceOptions) => Promise<void>,
+): Promise<void> {
+  clearGoogleTokenCache();
+  const oauth = await new GoogleOAuthFake().start();
+  const api = await new GoogleTtsFake((t) => oauth.accepts(t)).start();
+  try {
+    const key = await oauth.account();
+    await fn(api, oauth, { provider: "google", apiKey: key.json, baseUrl: api.url });
+  } finally {
+    clearGoogleTokenCache();
+    await api.close();
+    await oauth.close();
+  }
+}
+
+async function collect(it: AsyncIterable<Frame>): Promise<Frame[]> {
+  const out: Frame[] = [];
+  for await (const f of it) out.push(f);
+  return out;
+}
+
+async function rejects(p: Promise<unknown>): Promise<FlowcatError> {
+  try {
+    await p;
+  } catch (err) {
+    assert.ok(err instanceof FlowcatError, `expected FlowcatError, got ${err}`);
+    return err;
+  }
+  assert.fail("expected a rejection");
+}
+
+for (const rate of [8000, 16000, 24000]) {
+  Deno.test(`google tts: LINEAR16 at ${rate} Hz, WAV header stripped, 100 ms frames`, async () => {
+    await withFakes(async (api, _oauth, opts) => {
+      const tts = createGoogleTts({ ...opts, options: { sample_rate: rate } });
+      assert.equal(tts.sampleRate(), rate);
+      const frames = await collect(tts.runTts("Hello there."));
+      assert.deepEqual(
+        [frames[0].kind, frames.at(-2)?.kind, frames.at(-1)?.kind],
+        ["TtsStarted", "Metrics", "TtsStopped"],
+      );
+      const audio = frames.flatMap((f) => f.kind === "TtsAudio" ? [f.audio] : []);
+      assert.equal(audio.length, 3, "250 ms in 100 ms frames");
+      assert.ok(audio.every((a) => a.sampleRate === rate));
+      const samples = audio.reduce((n, a) => n + a.pcm.length, 0);
+      assert.equal(samples, rate / 4, "exactly the samples, no header bytes");
+      // The first samples are the tone's, not a RIFF header read as audio.
+      assert.equal(audio[0].pcm[0], 0);
+      assert.equal(audio[0].pcm[1], Math.round(8000 * Math.sin(1 / 5)));
+      assert.deepEqual(api.bodies[0], {
+        input: { text: "Hello there." },
+        voice: { languageCode: "en-US", name: "en-US-Chirp3-HD-Charon" },
+        audioConfig: { audioEncoding: "LINEAR16", sampleRateHertz: rate },
+      });
+    });
+  });
+}
+
+Deno.test("google tts: voice, language, SSML, speaking rate and pitch reach the request", async () => {
+  await withFakes(async (api, _oauth, opts) => {
+    const tts = createGoogleTts({
+      ...opts,
+      voice: "de-DE-Neural2-B",
+      options: { ssml: true, speaking_rate: 1.2, pitch: -2 },
+    });
+    await collect(tts.runTts("Hallo <break time='200ms'/> Welt"));
+    assert.deepEqual(api.bodies[0], {
+      input: { ssml: "<speak>Hallo <break time='200ms'/> Welt</speak>" },
+      voice: { languageCode: "de-DE", name: "de-DE-Neural2-B" },
+      audioConfig: {
+        audioEncoding: "LINEAR16",
+        sampleRateHertz: 24000,
+        speakingRate: 1.2,
+        pitch: -2,
+      },
+    });
+  });
+  assert.equal(asSsml("<speak>x</speak>"), "<speak>x</speak>");
+});
+
+Deno.test("google tts: a revoked token is an auth error", async () => {
+  await withFakes(async (_api, oauth, opts) => {
+    const tts = createGoogleTts(opts);
+    await collect(tts.runTts("one"));
+    oauth.revokeAll();
+    const err = await rejects(collect(tts.runTts("two")));
+    assert.equal(err.kind, "auth");
+    assert.match(err.message, /^google: HTTP 401: .*UNAUTHENTICATED/);
+  });
+});
+
+Deno.test("google tts: quota is retried then reported; a 503 is retried", async () => {
+  await withFakes(async (api, _oauth, opts) => {
+    const quota = { status: 429, body: googleError(429, "RESOURCE_EXHAUSTED", "Quota exceeded") };
+    api.replies.push(quota, quota, quota);
+    const err = await rejects(collect(createGoogleTts(opts).runTts("hi")));
+    assert.match(err.message, /^google: HTTP 429: .*RESOURCE_EXHAUSTED.*\(3 attempts\)/);
+    api.replies.push({ status: 503, body: googleError(503, "UNAVAILABLE", "try again") });
+    const frames = await collect(createGoogleTts(opts).runTts("hi"));
+    assert.ok(frames.some((f) => f.kind === "TtsAudio"));
+  });
+});
+
+Deno.test("google tts: aborting a slow synthesis ends at once and drops the request", async () => {
+  await withFakes(async (api, _oauth, opts) => {
+    api.replies.push({ delayMs: 5000 });
+    const ac = new AbortController();
+    const seen: string[] = [];
+    const started = performance.now();
+    for await (const f of createGoogleTts(opts).runTts("slow", ac.signal)) {
+      seen.push(f.kind);
+      setTimeout(() => ac.abort(), 100);
+    }
+    assert.ok(performance.now() - started < 3000);
+    assert.deepEqual(seen, ["TtsStarted"]);
+    await until(() => api.aborted === 1, 2000, "the fake sees the request dropped");
+  });
+});
+
+Deno.test("google tts: missing key and bad options are one config line each", () => {
+  const key =
+    '{"type":"service_account","client_email":"a@b","private_key":"-----BEGIN PRIVATE KEY-----"}';
+  const cases: [ServiceOptions, RegExp][] = [
+    [
+      { provider: "google" },
+      /^google: no service-account key \(set GOOGLE_APPLICATION_CREDENTIALS\)$/,
+    ],
+    [
+      { provider: "google", apiKey: key, options: { sample_rate: 44100 } },
+      /sample_rate must be 8000, 16000, 24000/,
+    ],
+    [
+      { provider: "google", apiKey: key, options: { speaking_rate: 9 } },
+      /speaking_rate must be a number from 0.25 to 2/,
+    ],
+  ];
+  for (const [opts, want] of cases) {
+    assert.throws(() => createGoogleTts(opts), (e: unknown) => {
+      assert.ok(e instanceof FlowcatError && e.kind === "config");
+      assert.match(e.message, want);
+      return true;
+    });
+  }
+});
