@@ -3,34 +3,14 @@
 import assert from "node:assert/strict";
 import { FlowcatError } from "../core/errors.ts";
 import {
-  clearGoogleTokenCache,
   CLOUD_PLATFORM_SCOPE,
   googleAccessToken,
   parseServiceAccount,
 } from "../providers/google/auth.ts";
-import { GoogleOAuthFake, makeServiceAccountKey } from "./fakes/google_oauth_fake.ts";
+import { makeServiceAccountKey } from "./fakes/google_oauth_fake.ts";
+import { rejects, withOAuth } from "./_google_helpers.ts";
 
-async function withToken(fn: (fake: GoogleOAuthFake, keyJson: string) => Promise<void>) {
-  clearGoogleTokenCache();
-  const fake = await new GoogleOAuthFake().start();
-  try {
-    const account = await fake.account();
-    await fn(fake, account.json);
-  } finally {
-    clearGoogleTokenCache();
-    await fake.close();
-  }
-}
-
-async function rejects(p: Promise<unknown>): Promise<FlowcatError> {
-  try {
-    await p;
-  } catch (err) {
-    assert.ok(err instanceof FlowcatError, `expected FlowcatError, got ${err}`);
-    return err;
-  }
-  assert.fail("expected a rejection");
-}
+const withToken = withOAuth;
 
 Deno.test("google auth: signed JWT is verified by the endpoint; the token is cached", async () => {
   await withToken(async (fake, json) => {

@@ -6,10 +6,10 @@
 import assert from "node:assert/strict";
 import { FlowcatError } from "../core/errors.ts";
 import type { SttService } from "../core/seams.ts";
-import { clearGoogleTokenCache } from "../providers/google/auth.ts";
 import { createGoogleStt, GOOGLE_STT_PATH } from "../providers/google/speech.ts";
 import type { ServiceOptions } from "../providers/service_options.ts";
-import { GoogleOAuthFake } from "./fakes/google_oauth_fake.ts";
+import type { GoogleOAuthFake } from "./fakes/google_oauth_fake.ts";
+import { withOAuth } from "./_google_helpers.ts";
 import { GOOGLE_SPEECH_PROTO, GrpcRecognizeFake } from "./fakes/grpc_recognize_fake.ts";
 import {
   feedUntil,
@@ -24,27 +24,24 @@ import { until } from "./_core_helpers.ts";
 async function withFakes(
   fn: (fake: GrpcRecognizeFake, oauth: GoogleOAuthFake, opts: ServiceOptions) => Promise<void>,
 ): Promise<void> {
-  clearGoogleTokenCache();
-  const oauth = await new GoogleOAuthFake().start();
-  const fake = await new GrpcRecognizeFake({
-    proto: GOOGLE_SPEECH_PROTO,
-    pkg: "google.cloud.speech.v1",
-    path: GOOGLE_STT_PATH,
-    bearer: (t) => oauth.accepts(t),
-  }).start();
-  try {
-    const key = await oauth.account();
-    await fn(fake, oauth, {
-      provider: "google",
-      apiKey: key.json,
-      baseUrl: fake.url,
-      options: { retry_interval_ms: 0 },
-    });
-  } finally {
-    clearGoogleTokenCache();
-    fake.close();
-    await oauth.close();
-  }
+  await withOAuth(async (oauth, keyJson) => {
+    const fake = await new GrpcRecognizeFake({
+      proto: GOOGLE_SPEECH_PROTO,
+      pkg: "google.cloud.speech.v1",
+      path: GOOGLE_STT_PATH,
+      bearer: (t) => oauth.accepts(t),
+    }).start();
+    try {
+      await fn(fake, oauth, {
+        provider: "google",
+        apiKey: keyJson,
+        baseUrl: fake.url,
+        options: { retry_interval_ms: 0 },
+      });
+    } finally {
+      fake.close();
+    }
+  });
 }
 
 async function started(opts: ServiceOptions): Promise<SttService> {

@@ -2,45 +2,25 @@
 
 import assert from "node:assert/strict";
 import { FlowcatError } from "../core/errors.ts";
-import type { Frame } from "../core/frames.ts";
-import { clearGoogleTokenCache } from "../providers/google/auth.ts";
 import { asSsml, createGoogleTts } from "../providers/google/tts.ts";
 import type { ServiceOptions } from "../providers/service_options.ts";
 import { googleError } from "./fakes/gemini_generate_fake.ts";
-import { GoogleOAuthFake } from "./fakes/google_oauth_fake.ts";
+import type { GoogleOAuthFake } from "./fakes/google_oauth_fake.ts";
 import { GoogleTtsFake } from "./fakes/google_tts_fake.ts";
+import { collect, rejects, withOAuth } from "./_google_helpers.ts";
 import { until } from "./_core_helpers.ts";
 
 async function withFakes(
   fn: (api: GoogleTtsFake, oauth: GoogleOAuthFake, opts: ServiceOptions) => Promise<void>,
 ): Promise<void> {
-  clearGoogleTokenCache();
-  const oauth = await new GoogleOAuthFake().start();
-  const api = await new GoogleTtsFake((t) => oauth.accepts(t)).start();
-  try {
-    const key = await oauth.account();
-    await fn(api, oauth, { provider: "google", apiKey: key.json, baseUrl: api.url });
-  } finally {
-    clearGoogleTokenCache();
-    await api.close();
-    await oauth.close();
-  }
-}
-
-async function collect(it: AsyncIterable<Frame>): Promise<Frame[]> {
-  const out: Frame[] = [];
-  for await (const f of it) out.push(f);
-  return out;
-}
-
-async function rejects(p: Promise<unknown>): Promise<FlowcatError> {
-  try {
-    await p;
-  } catch (err) {
-    assert.ok(err instanceof FlowcatError, `expected FlowcatError, got ${err}`);
-    return err;
-  }
-  assert.fail("expected a rejection");
+  await withOAuth(async (oauth, keyJson) => {
+    const api = await new GoogleTtsFake((t) => oauth.accepts(t)).start();
+    try {
+      await fn(api, oauth, { provider: "google", apiKey: keyJson, baseUrl: api.url });
+    } finally {
+      await api.close();
+    }
+  });
 }
 
 for (const rate of [8000, 16000, 24000]) {

@@ -5,8 +5,7 @@
 
 import assert from "node:assert/strict";
 import { FlowcatError } from "../core/errors.ts";
-import type { Frame, LlmContext } from "../core/frames.ts";
-import { clearGoogleTokenCache } from "../providers/google/auth.ts";
+import type { LlmContext } from "../core/frames.ts";
 import {
   createVertexLlm,
   VERTEX_DEFAULT_MODEL,
@@ -14,41 +13,23 @@ import {
 } from "../providers/google/vertex.ts";
 import type { ServiceOptions } from "../providers/service_options.ts";
 import { GeminiGenerateFake, geminiStream, googleError } from "./fakes/gemini_generate_fake.ts";
-import { GoogleOAuthFake } from "./fakes/google_oauth_fake.ts";
+import type { GoogleOAuthFake } from "./fakes/google_oauth_fake.ts";
+import { collect, rejects, withOAuth } from "./_google_helpers.ts";
 import { until } from "./_core_helpers.ts";
 
 const HELLO: LlmContext = { messages: [{ role: "user", content: "Hello" }], tools: [] };
 
-async function collect(it: AsyncIterable<Frame>): Promise<Frame[]> {
-  const out: Frame[] = [];
-  for await (const f of it) out.push(f);
-  return out;
-}
-
-async function rejects(p: Promise<unknown>): Promise<FlowcatError> {
-  try {
-    await p;
-  } catch (err) {
-    assert.ok(err instanceof FlowcatError, `expected FlowcatError, got ${err}`);
-    return err;
-  }
-  assert.fail("expected a rejection");
-}
-
 async function withFakes(
   fn: (api: GeminiGenerateFake, oauth: GoogleOAuthFake, opts: ServiceOptions) => Promise<void>,
 ): Promise<void> {
-  clearGoogleTokenCache();
-  const oauth = await new GoogleOAuthFake().start();
-  const api = await new GeminiGenerateFake({ acceptToken: (t) => oauth.accepts(t) }).start();
-  try {
-    const key = await oauth.account();
-    await fn(api, oauth, { provider: "vertex", apiKey: key.json, baseUrl: api.url });
-  } finally {
-    clearGoogleTokenCache();
-    await api.close();
-    await oauth.close();
-  }
+  await withOAuth(async (oauth, keyJson) => {
+    const api = await new GeminiGenerateFake({ acceptToken: (t) => oauth.accepts(t) }).start();
+    try {
+      await fn(api, oauth, { provider: "vertex", apiKey: keyJson, baseUrl: api.url });
+    } finally {
+      await api.close();
+    }
+  });
 }
 
 Deno.test("vertex: project/location path, OAuth bearer, Gemini stream parsed", async () => {

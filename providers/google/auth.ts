@@ -183,6 +183,42 @@ export async function googleAccessToken(
   return got.token;
 }
 
+/** The service account a client was given and the bearer headers of its requests. */
+export interface GoogleCredential {
+  /** The parsed key. */
+  account: ServiceAccount;
+  /** `{authorization: "Bearer <token>"}` with a valid token. */
+  headers(signal?: AbortSignal): Promise<Record<string, string>>;
+}
+
+/**
+ * The credential of a Google client from its options: `apiKey` is the key file's JSON text
+ * (missing: a one-line `config` error naming {@link GOOGLE_CREDENTIALS_ENV}).
+ */
+export function googleCredential(
+  opts: { provider: string; apiKey?: string; timeoutMs?: number; fetch?: typeof fetch },
+): GoogleCredential {
+  if (!opts.apiKey) {
+    throw new FlowcatError(
+      "config",
+      `${opts.provider}: no service-account key (set ${GOOGLE_CREDENTIALS_ENV})`,
+    );
+  }
+  const account = parseServiceAccount(opts.provider, opts.apiKey);
+  const http: AccessTokenOptions = {};
+  if (opts.timeoutMs !== undefined) http.timeoutMs = opts.timeoutMs;
+  if (opts.fetch) http.fetch = opts.fetch;
+  return {
+    account,
+    headers: async (signal) => ({
+      authorization: `Bearer ${await googleAccessToken(account, {
+        ...http,
+        ...(signal ? { signal } : {}),
+      })}`,
+    }),
+  };
+}
+
 /** Forget every cached token (tests; a rotated key). */
 export function clearGoogleTokenCache(): void {
   cache.clear();

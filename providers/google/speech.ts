@@ -34,7 +34,7 @@ import { grpcError, grpcTarget } from "../grpc.ts";
 import { GrpcStreamingStt, type RecognizedText, type RecognizeWire } from "../grpc_stt.ts";
 import { ProtoWriter, readMessage } from "../protobuf.ts";
 import type { ServiceOptions } from "../service_options.ts";
-import { GOOGLE_CREDENTIALS_ENV, googleAccessToken, parseServiceAccount } from "./auth.ts";
+import { googleCredential } from "./auth.ts";
 
 export type { ServiceOptions } from "../service_options.ts";
 
@@ -116,13 +116,7 @@ function flag(o: Record<string, unknown>, key: string, dflt: boolean, provider: 
 /** Make a Google Cloud Speech streaming client: `apiKey` is the service-account key's JSON. */
 export function createGoogleStt(opts: ServiceOptions): SttService {
   const p = opts.provider;
-  if (!opts.apiKey) {
-    throw new FlowcatError(
-      "config",
-      `${p}: no service-account key (set ${GOOGLE_CREDENTIALS_ENV})`,
-    );
-  }
-  const account = parseServiceAccount(p, opts.apiKey);
+  const credential = googleCredential(opts);
   const o = opts.options ?? {};
   const phrases = o.phrases ?? [];
   if (!Array.isArray(phrases) || phrases.some((x) => typeof x !== "string")) {
@@ -138,7 +132,6 @@ export function createGoogleStt(opts: ServiceOptions): SttService {
     phrases: phrases as string[],
   };
   const config = googleConfigRequest(settings);
-  const http = { timeoutMs: opts.timeoutMs, ...(opts.fetch ? { fetch: opts.fetch } : {}) };
   const wire: RecognizeWire = {
     target: grpcTarget(opts.baseUrl || GOOGLE_STT_DEFAULT_URL),
     path: GOOGLE_STT_PATH,
@@ -146,9 +139,7 @@ export function createGoogleStt(opts: ServiceOptions): SttService {
     configRequest: () => config,
     audioRequest: googleAudioRequest,
     parseResponse: (m) => parseGoogleResponse(p, m),
-    metadata: async (signal) => ({
-      authorization: `Bearer ${await googleAccessToken(account, { ...http, signal })}`,
-    }),
+    metadata: credential.headers,
   };
   return new GrpcStreamingStt(opts, wire);
 }

@@ -33,12 +33,7 @@ import { decodeWav } from "../../core/audio/wav.ts";
 import { providerFetch } from "../http.ts";
 import type { ServiceOptions } from "../service_options.ts";
 import { ttsUsageFrame } from "../tts/_shared.ts";
-import {
-  GOOGLE_CREDENTIALS_ENV,
-  googleAccessToken,
-  parseServiceAccount,
-  type ServiceAccount,
-} from "./auth.ts";
+import { type GoogleCredential, googleCredential } from "./auth.ts";
 
 export type { ServiceOptions } from "../service_options.ts";
 
@@ -75,7 +70,7 @@ function numberIn(
 export class GoogleTts implements TtsService {
   readonly #provider: string;
   readonly #url: string;
-  readonly #account: ServiceAccount;
+  readonly #credential: GoogleCredential;
   readonly #voice: { languageCode: string; name: string };
   readonly #audioConfig: Record<string, unknown>;
   readonly #rate: number;
@@ -85,15 +80,9 @@ export class GoogleTts implements TtsService {
   /** A client; bad options throw a one-line `config` error. */
   constructor(opts: ServiceOptions) {
     const p = opts.provider;
-    if (!opts.apiKey) {
-      throw new FlowcatError(
-        "config",
-        `${p}: no service-account key (set ${GOOGLE_CREDENTIALS_ENV})`,
-      );
-    }
+    this.#credential = googleCredential(opts);
     this.#opts = opts;
     this.#provider = p;
-    this.#account = parseServiceAccount(p, opts.apiKey);
     this.#url = `${
       (opts.baseUrl || GOOGLE_TTS_DEFAULT_URL).replace(/\/+$/, "")
     }/v1/text:synthesize`;
@@ -169,10 +158,10 @@ export class GoogleTts implements TtsService {
     };
     let audioContent: unknown;
     try {
-      const token = await googleAccessToken(this.#account, { ...http, signal });
+      const auth = await this.#credential.headers(signal);
       const res = await providerFetch(this.#provider, this.#url, {
         method: "POST",
-        headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
+        headers: { "content-type": "application/json", ...auth },
         body: JSON.stringify(this.requestBody(text)),
       }, { ...http, signal });
       audioContent = (await res.json() as { audioContent?: unknown }).audioContent;

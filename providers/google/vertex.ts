@@ -32,7 +32,7 @@ import { FlowcatError } from "../../core/errors.ts";
 import type { LlmService } from "../../core/seams.ts";
 import { GeminiLlm } from "../llm/gemini.ts";
 import type { ServiceOptions } from "../service_options.ts";
-import { GOOGLE_CREDENTIALS_ENV, googleAccessToken, parseServiceAccount } from "./auth.ts";
+import { googleCredential } from "./auth.ts";
 
 export type { ServiceOptions } from "../service_options.ts";
 
@@ -58,13 +58,8 @@ export function vertexUrl(base: string, project: string, location: string, model
 /** Make a Vertex AI Gemini client: `apiKey` is the service-account key file's JSON text. */
 export function createVertexLlm(opts: ServiceOptions): LlmService {
   const p = opts.provider;
-  if (!opts.apiKey) {
-    throw new FlowcatError(
-      "config",
-      `${p}: no service-account key (set ${GOOGLE_CREDENTIALS_ENV})`,
-    );
-  }
-  const account = parseServiceAccount(p, opts.apiKey);
+  const credential = googleCredential(opts);
+  const account = credential.account;
   const o = opts.options ?? {};
   const project = typeof o.project === "string" && o.project ? o.project : account.projectId;
   if (!project) {
@@ -77,12 +72,6 @@ export function createVertexLlm(opts: ServiceOptions): LlmService {
     "",
   );
   const url = vertexUrl(base, project, location, model);
-  const http = { timeoutMs: opts.timeoutMs, ...(opts.fetch ? { fetch: opts.fetch } : {}) };
   const { apiKey: _key, ...rest } = opts;
-  return new GeminiLlm({ ...rest, model }, {
-    url,
-    headers: async (signal) => ({
-      authorization: `Bearer ${await googleAccessToken(account, { ...http, signal })}`,
-    }),
-  });
+  return new GeminiLlm({ ...rest, model }, { url, headers: credential.headers });
 }
