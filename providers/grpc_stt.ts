@@ -6,14 +6,15 @@
  * auth metadata); this client runs the streams.
  *
  * A stream is opened at `start` (a token that cannot be had fails there; a refusal by the
- * server arrives as the stream's status, on the next `runStt`) and again whenever audio
- * arrives with none open. It is half-closed, which makes the server send its final results and
- * end the stream, when the VAD says the user stopped speaking and when the input is muted (no
- * audio flows then, and the services end streams that idle); so each stream carries about one
- * utterance, well inside the services' stream-length limits. A stream that fails (auth, quota,
- * server error, dropped connection) makes the next `runStt` throw its FlowcatError once; the
- * call after reopens, at most once per `retry_interval_ms` (default 1000), dropping audio
- * meanwhile.
+ * server arrives as the stream's status, on the next `runStt`). It is half-closed, which makes
+ * the server send its final results and end the stream, when the VAD says the user stopped
+ * speaking (the next stream is opened at once) and when the input is muted (no audio flows
+ * then, and the services end streams that idle; the next audio opens one). So each stream
+ * carries about one utterance, well inside the services' stream-length limits. Audio arriving
+ * while a stream opens is held (up to 1 s) and sent after its config. A stream that fails
+ * (auth, quota, server error, dropped connection) makes the next `runStt` throw its
+ * FlowcatError once; later audio reopens, at most once per `retry_interval_ms` (default 1000),
+ * and is dropped meanwhile.
  *
  * @example
  * ```ts
@@ -34,6 +35,9 @@ import { int16ToBytes } from "../core/audio/pcm.ts";
 import { Resampler } from "../core/audio/resample.ts";
 import { type GrpcBidiCall, GrpcChannel, grpcCodeOf, type GrpcTarget } from "./grpc.ts";
 import type { ServiceOptions } from "./service_options.ts";
+
+/** Audio requests held while a stream opens: 1 s of 20 ms frames. */
+const HELD_MAX = 50;
 
 /** One recognition result, decoded from a provider's response. */
 export interface RecognizedText {
@@ -59,6 +63,8 @@ export interface RecognizeWire {
   parseResponse(message: Uint8Array): RecognizedText[];
   /** Request metadata (auth) for a new stream. */
   metadata(signal: AbortSignal): Promise<Record<string, string>>;
+  /** The server refused that metadata (UNAUTHENTICATED, PERMISSION_DENIED). */
+  refused?(): void;
 }
 
 /** A streaming-recognize client; one instance per call. */
@@ -72,6 +78,8 @@ export class GrpcStreamingStt implements SttService {
   #channel: GrpcChannel | undefined;
   #call: GrpcBidiCall | undefined;
   #opening: Promise<GrpcBidiCall> | undefined;
+  /** Audio requests made while a stream opens, sent once it is open. */
+  #held: Uint8Array[] = [];
   #queue: Frame[] = [];
   #error: FlowcatError | undefined;
   #failedAt = -Infinity;
@@ -119,9 +127,15 @@ export class GrpcStreamingStt implements SttService {
     if (muted) this.#halfClose();
   }
 
-  /** The user stopped speaking: end the stream so the service finalizes what it heard. */
+  /**
+   * The user stopped speaking: end the stream so the service finalizes what it heard, and open
+   * the next one now, so the caller's next words have a stream waiting.
+   */
   speechStopped(): Promise<Frame[]> {
     this.#halfClose();
+    if (!this.#muted && this.#channel !== undefined && this.#mayOpen()) {
+      this.#open().catch(() => {});
+    }
     return Promise.resolve([]);
   }
 
@@ -146,15 +160,24 @@ export class GrpcStreamingStt implements SttService {
     }
     const pcm = this.#resampler.process(audio.pcm);
     if (pcm.length === 0 || this.#channel === undefined) return;
+    // Copy: the request is queued in the HTTP/2 stream, and the caller may reuse its buffer.
+    const request = this.#wire.audioRequest(int16ToBytes(pcm).slice());
     if (this.#call !== undefined) {
-      // Copy: the request is queued in the HTTP/2 stream, and the caller may reuse its buffer.
-      this.#call.write(this.#wire.audioRequest(int16ToBytes(pcm).slice()));
+      this.#call.write(request);
       return;
     }
-    // No stream: open one unless one is opening or a failure is too recent. Audio until it is
-    // open is dropped: the first words of a turn are what the pre-roll of the VAD is for.
-    if (this.#opening || performance.now() - this.#failedAt < this.#retryMs) return;
-    this.#open().catch(() => {});
+    // No stream: hold the audio for the one opening (or about to), unless a failure is too
+    // recent; then it is dropped, as there is no stream to take it.
+    if (this.#opening === undefined) {
+      if (!this.#mayOpen()) return;
+      this.#open().catch(() => {});
+    }
+    this.#held.push(request);
+    if (this.#held.length > HELD_MAX) this.#held.shift();
+  }
+
+  #mayOpen(): boolean {
+    return this.#opening === undefined && performance.now() - this.#failedAt >= this.#retryMs;
   }
 
   #open(): Promise<GrpcBidiCall> {
@@ -164,6 +187,7 @@ export class GrpcStreamingStt implements SttService {
         metadata = await this.#wire.metadata(this.#stopped.signal);
       } catch (err) {
         this.#failedAt = performance.now();
+        this.#held = [];
         throw err;
       }
       if (this.#stopped.signal.aborted || this.#channel === undefined) {
@@ -171,6 +195,8 @@ export class GrpcStreamingStt implements SttService {
       }
       const call = this.#channel.bidi(this.#wire.path, metadata);
       call.write(this.#wire.configRequest());
+      for (const request of this.#held) call.write(request);
+      this.#held = [];
       this.#call = call;
       return call;
     })();
@@ -203,6 +229,7 @@ export class GrpcStreamingStt implements SttService {
       // Google ends a stream at its length limit with OUT_OF_RANGE: reopen on the next audio.
       if (grpcCodeOf(e) === 11) return;
       this.#failedAt = performance.now();
+      if (e.kind === "auth") this.#wire.refused?.();
       this.#log.warn(`${this.#provider}: stream failed`, { kind: e.kind });
       this.#error ??= e;
       return;

@@ -57,6 +57,8 @@ Deno.test("google stt: config first, 16 kHz audio, interim then final on speech 
       const interim = await feedUntil(stt, (f) => f.length > 0);
       assert.deepEqual(transcripts(interim), ["InterimTranscription:hello"]);
       await stt.speechStopped!();
+      // The next stream opens at once, before any more audio.
+      await until(() => fake.streams.length === 2, 2000, "a second stream");
       const final = await feedUntil(stt, (f) => f.some((x) => x.kind === "Transcription"));
       const t = final.find((x) => x.kind === "Transcription");
       assert.ok(t?.kind === "Transcription");
@@ -78,8 +80,7 @@ Deno.test("google stt: config first, 16 kHz audio, interim then final on speech 
       assert.ok(s.halfClosed, "speechStopped half-closes the stream");
       // 8 kHz in, 16 kHz out: twice the bytes per frame of input.
       assert.equal(s.audioBytes % 640, 0);
-      // The audio after speechStopped opened a second stream on the same token.
-      await until(() => fake.streams.length === 2, 2000, "a second stream");
+      // The second stream carries the same token.
       assert.equal(fake.streams[1].metadata.authorization, s.metadata.authorization);
     } finally {
       await stt.stop!();
@@ -87,14 +88,20 @@ Deno.test("google stt: config first, 16 kHz audio, interim then final on speech 
   });
 });
 
-Deno.test("google stt: a revoked token is UNAUTHENTICATED, an auth error", async () => {
-  await withFakes(async (_fake, oauth, opts) => {
+Deno.test("google stt: a revoked token is UNAUTHENTICATED; the next stream gets a new one", async () => {
+  await withFakes(async (fake, oauth, opts) => {
     const stt = await started(opts);
     try {
+      await feedUntil(stt, (f) => f.length > 0);
       oauth.revokeAll();
+      await stt.speechStopped!(); // the next stream opens with the revoked token
       const err = await feedUntilError(stt);
       assert.equal(err.kind, "auth");
       assert.match(err.message, /^google: gRPC UNAUTHENTICATED: /);
+      // The first stream's final may come first; then the third stream transcribes.
+      await feedUntil(stt, (f) => transcripts(f).includes("InterimTranscription:hello"));
+      assert.equal(oauth.grants.length, 2);
+      assert.equal(fake.streams.length, 3);
     } finally {
       await stt.stop!();
     }

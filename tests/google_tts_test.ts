@@ -72,7 +72,7 @@ Deno.test("google tts: voice, language, SSML, speaking rate and pitch reach the 
   assert.equal(asSsml("<speak>x</speak>"), "<speak>x</speak>");
 });
 
-Deno.test("google tts: a revoked token is an auth error", async () => {
+Deno.test("google tts: a revoked token is an auth error; the next line gets a new token", async () => {
   await withFakes(async (_api, oauth, opts) => {
     const tts = createGoogleTts(opts);
     await collect(tts.runTts("one"));
@@ -80,6 +80,9 @@ Deno.test("google tts: a revoked token is an auth error", async () => {
     const err = await rejects(collect(tts.runTts("two")));
     assert.equal(err.kind, "auth");
     assert.match(err.message, /^google: HTTP 401: .*UNAUTHENTICATED/);
+    const frames = await collect(tts.runTts("three"));
+    assert.ok(frames.some((f) => f.kind === "TtsAudio"));
+    assert.equal(oauth.grants.length, 2);
   });
 });
 

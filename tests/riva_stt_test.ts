@@ -205,7 +205,9 @@ Deno.test("riva: muting half-closes; stop cancels the stream in flight", async (
     await stt.runStt(frame20ms());
     assert.equal(fake.streams.length, 1, "muted audio opens nothing");
     stt.setMuted(false);
-    await feedUntil(stt, () => fake.streams[1]?.audioBytes > 0);
+    // The first frame after unmuting opens a stream and is held for it, not lost.
+    await stt.runStt(frame20ms());
+    await until(() => fake.streams[1]?.audioBytes === 640, 2000, "the held frame at the fake");
     await stt.stop!();
     await until(() => fake.streams[1].cancelled, 2000, "stop cancels");
     assert.equal(fake.streams.length, 2);

@@ -73,7 +73,7 @@ Deno.test("vertex: options.project and options.location override the key and the
   assert.equal(vertexLocation("https://aiplatform.googleapis.com"), "global");
 });
 
-Deno.test("vertex: a revoked token is an auth error", async () => {
+Deno.test("vertex: a revoked token is an auth error; the next turn gets a new token", async () => {
   await withFakes(async (_api, oauth, opts) => {
     const llm = createVertexLlm(opts);
     await collect(llm.runLlm(HELLO));
@@ -81,6 +81,9 @@ Deno.test("vertex: a revoked token is an auth error", async () => {
     const err = await rejects(collect(llm.runLlm(HELLO)));
     assert.equal(err.kind, "auth");
     assert.match(err.message, /^vertex: HTTP 401: .*UNAUTHENTICATED/);
+    const frames = await collect(llm.runLlm(HELLO));
+    assert.equal(frames.at(-1)?.kind, "LlmResponseEnd");
+    assert.equal(oauth.grants.length, 2);
   });
 });
 

@@ -170,7 +170,7 @@ export async function googleAccessToken(
 ): Promise<string> {
   const scope = opts.scope ?? CLOUD_PLATFORM_SCOPE;
   const now = opts.now ?? Date.now;
-  const id = `${account.tokenUri} ${account.clientEmail} ${account.privateKeyId ?? ""} ${scope}`;
+  const id = cacheId(account, scope);
   const hit = cache.get(id);
   if (hit && now() < hit.refreshAt) return hit.token;
   let pending = inflight.get(id);
@@ -183,12 +183,26 @@ export async function googleAccessToken(
   return got.token;
 }
 
+function cacheId(account: ServiceAccount, scope: string): string {
+  return `${account.tokenUri} ${account.clientEmail} ${account.privateKeyId ?? ""} ${scope}`;
+}
+
+/**
+ * Forget the cached token of `account` (an API refused it: revoked, or the key was rotated),
+ * so the next request fetches a new one.
+ */
+export function dropGoogleToken(account: ServiceAccount, scope = CLOUD_PLATFORM_SCOPE): void {
+  cache.delete(cacheId(account, scope));
+}
+
 /** The service account a client was given and the bearer headers of its requests. */
 export interface GoogleCredential {
   /** The parsed key. */
   account: ServiceAccount;
   /** `{authorization: "Bearer <token>"}` with a valid token. */
   headers(signal?: AbortSignal): Promise<Record<string, string>>;
+  /** The API refused the token: the next {@link GoogleCredential.headers} gets a new one. */
+  refused(): void;
 }
 
 /**
@@ -210,6 +224,7 @@ export function googleCredential(
   if (opts.fetch) http.fetch = opts.fetch;
   return {
     account,
+    refused: () => dropGoogleToken(account),
     headers: async (signal) => ({
       authorization: `Bearer ${await googleAccessToken(account, {
         ...http,

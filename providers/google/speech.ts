@@ -140,6 +140,7 @@ export function createGoogleStt(opts: ServiceOptions): SttService {
     audioRequest: googleAudioRequest,
     parseResponse: (m) => parseGoogleResponse(p, m),
     metadata: credential.headers,
+    refused: credential.refused,
   };
   return new GrpcStreamingStt(opts, wire);
 }

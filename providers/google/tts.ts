@@ -167,6 +167,7 @@ export class GoogleTts implements TtsService {
       audioContent = (await res.json() as { audioContent?: unknown }).audioContent;
     } catch (err) {
       if (signal?.aborted) return undefined;
+      if (err instanceof FlowcatError && err.kind === "auth") this.#credential.refused();
       if (err instanceof FlowcatError) throw err;
       throw new FlowcatError("protocol", `${this.#provider}: unreadable answer (${err})`);
     }

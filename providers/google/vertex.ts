@@ -73,5 +73,9 @@ export function createVertexLlm(opts: ServiceOptions): LlmService {
   );
   const url = vertexUrl(base, project, location, model);
   const { apiKey: _key, ...rest } = opts;
-  return new GeminiLlm({ ...rest, model }, { url, headers: credential.headers });
+  return new GeminiLlm({ ...rest, model }, {
+    url,
+    headers: credential.headers,
+    refused: credential.refused,
+  });
 }

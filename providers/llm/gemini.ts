@@ -241,6 +241,8 @@ export interface GeminiEndpoint {
   url: string;
   /** The auth headers of one request (e.g. a fresh OAuth bearer). */
   headers(signal?: AbortSignal): Promise<Record<string, string>>;
+  /** The service refused those headers (HTTP 401/403). */
+  refused?(): void;
 }
 
 /** Gemini generateContent language-model client (see the module doc). */
@@ -365,6 +367,7 @@ export class GeminiLlm implements LlmService {
       return await providerFetch(this.#provider, this.#url, init, { ...this.#http, signal });
     } catch (err) {
       if (!(err instanceof FlowcatError)) throw err;
+      if (err.kind === "auth") this.#endpoint?.refused?.();
       const badKey = err.kind === "protocol" &&
         /API key not valid|API_KEY_INVALID/.test(err.message);
       const message = this.#apiKey
