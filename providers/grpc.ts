@@ -52,9 +52,9 @@ export function grpcTarget(url: string, caPem?: string): GrpcTarget {
     throw new FlowcatError("config", `gRPC URL must be http:// or https:// (got ${u.protocol})`);
   }
   const tls = u.protocol === "https:";
-  const host = u.hostname.includes(":") ? `[${u.hostname}]` : u.hostname;
+  // An IPv6 hostname keeps its brackets in a URL, as `host:port` wants it.
   const port = u.port || (tls ? "443" : "80");
-  return { address: `${host}:${port}`, tls, ...(caPem !== undefined ? { caPem } : {}) };
+  return { address: `${u.hostname}:${port}`, tls, ...(caPem !== undefined ? { caPem } : {}) };
 }
 
 /** gRPC status code names, by number. */

@@ -218,7 +218,7 @@ export class GrpcStreamingStt implements SttService {
   async #read(call: GrpcBidiCall): Promise<void> {
     try {
       for await (const msg of call.responses) {
-        for (const r of this.#wire.parseResponse(msg)) this.#onResult(r);
+        this.#onResults(this.#wire.parseResponse(msg));
       }
     } catch (err) {
       if (this.#call === call) this.#call = undefined;
@@ -237,14 +237,29 @@ export class GrpcStreamingStt implements SttService {
     if (this.#call === call) this.#call = undefined;
   }
 
-  #onResult(r: RecognizedText): void {
-    const text = r.transcript.trim();
-    if (text === "") return;
+  /**
+   * One response's results: each final one a Transcription; the interim ones, which are
+   * consecutive pieces of the audio still open (a steadier piece first), one
+   * InterimTranscription of them joined.
+   */
+  #onResults(results: RecognizedText[]): void {
     const language = this.#language ? { language: this.#language } : {};
-    this.#queue.push(
-      r.isFinal
-        ? makeFrame("Transcription", { text, userId: "user", final: true, ...language })
-        : makeFrame("InterimTranscription", { text, userId: "user", ...language }),
-    );
+    let interim = "";
+    for (const r of results) {
+      if (!r.isFinal) {
+        interim += r.transcript;
+        continue;
+      }
+      const text = r.transcript.trim();
+      if (text) {
+        this.#queue.push(
+          makeFrame("Transcription", { text, userId: "user", final: true, ...language }),
+        );
+      }
+    }
+    const text = interim.trim().replace(/\s+/g, " ");
+    if (text) {
+      this.#queue.push(makeFrame("InterimTranscription", { text, userId: "user", ...language }));
+    }
   }
 }

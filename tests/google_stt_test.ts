@@ -108,6 +108,34 @@ Deno.test("google stt: a revoked token is UNAUTHENTICATED; the next stream gets 
   });
 });
 
+Deno.test("google stt: interim pieces of one response are one interim; finals stand alone", async () => {
+  await withFakes(async (fake, _oauth, opts) => {
+    // Google's own example (cloud_speech.proto, StreamingRecognizeResponse).
+    fake.plans.push({
+      kind: "script",
+      responses: [
+        [{ transcript: "to be", isFinal: false }, { transcript: " or not to be", isFinal: false }],
+        [
+          { transcript: "to be or not to be", isFinal: true },
+          { transcript: " that is", isFinal: false },
+          { transcript: " the question", isFinal: false },
+        ],
+      ],
+    });
+    const stt = await started(opts);
+    try {
+      const frames = await feedUntil(stt, (f) => f.length >= 3);
+      assert.deepEqual(transcripts(frames), [
+        "InterimTranscription:to be or not to be",
+        "Transcription:to be or not to be",
+        "InterimTranscription:that is the question",
+      ]);
+    } finally {
+      await stt.stop!();
+    }
+  });
+});
+
 Deno.test("google stt: quota (RESOURCE_EXHAUSTED) is said once, then a new stream works", async () => {
   await withFakes(async (fake, _oauth, opts) => {
     fake.plans.push({ kind: "fail", code: 8, details: "Quota exceeded" });

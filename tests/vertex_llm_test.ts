@@ -135,7 +135,35 @@ Deno.test("vertex: aborting mid-stream ends the iterator and drops the connectio
   });
 });
 
-Deno.test("vertex: no key, or a key without a project, is one config line", () => {
+Deno.test("vertex: no key, no project or a region on the global host is one config line", () => {
+  const key = JSON.stringify({
+    type: "service_account",
+    client_email: "a@b",
+    private_key: "-----BEGIN PRIVATE KEY-----",
+  });
+  // Project given, global location: nothing to refuse.
+  createVertexLlm({ provider: "vertex", apiKey: key, options: { project: "p" } });
+  assert.throws(() => createVertexLlm({ provider: "vertex", apiKey: key }), (e: unknown) => {
+    assert.ok(e instanceof FlowcatError && e.kind === "config");
+    assert.equal(e.message, "vertex: no project (set options.project; the key names none)");
+    return true;
+  });
+  assert.throws(
+    () =>
+      createVertexLlm({
+        provider: "vertex",
+        apiKey: key,
+        options: { project: "p", location: "europe-west4" },
+      }),
+    (e: unknown) => {
+      assert.ok(e instanceof FlowcatError && e.kind === "config");
+      assert.equal(
+        e.message,
+        "vertex: location europe-west4 is served at https://europe-west4-aiplatform.googleapis.com (set url)",
+      );
+      return true;
+    },
+  );
   assert.throws(() => createVertexLlm({ provider: "vertex" }), (e: unknown) => {
     assert.ok(e instanceof FlowcatError && e.kind === "config");
     assert.equal(e.message, "vertex: no service-account key (set GOOGLE_APPLICATION_CREDENTIALS)");

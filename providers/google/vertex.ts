@@ -10,8 +10,9 @@
  * and the credential.
  *
  * The location defaults to `global` (host `aiplatform.googleapis.com`); a `url` of
- * `https://<region>-aiplatform.googleapis.com` picks that region, and `options.location` names
- * it outright. The project is `options.project`, else the key's `project_id`.
+ * `https://<region>-aiplatform.googleapis.com` picks that region (`options.location` may name it
+ * outright, but the global host serves only `global`). The project is `options.project`, else
+ * the key's `project_id`.
  *
  * @example
  * ```ts
@@ -67,6 +68,14 @@ export function createVertexLlm(opts: ServiceOptions): LlmService {
   }
   const base = opts.baseUrl || VERTEX_DEFAULT_BASE_URL;
   const location = typeof o.location === "string" && o.location ? o.location : vertexLocation(base);
+  // The global host serves only the global location; a region has its own host, which the
+  // permissions grant only when the config names it.
+  if (location !== "global" && new URL(base).hostname === "aiplatform.googleapis.com") {
+    throw new FlowcatError(
+      "config",
+      `${p}: location ${location} is served at https://${location}-aiplatform.googleapis.com (set url)`,
+    );
+  }
   const model = (opts.model || VERTEX_DEFAULT_MODEL).replace(
     /^(models|publishers\/google\/models)\//,
     "",

@@ -66,6 +66,8 @@ message SpeechRecognitionAlternative { string transcript = 1; float confidence =
 /** What to do with the next stream. */
 export type StreamPlan =
   | { kind: "transcribe"; interim?: string; final: string }
+  /** Send these responses (each a list of results) once 100 ms of audio has arrived. */
+  | { kind: "script"; responses: { transcript: string; isFinal: boolean }[][] }
   /** End with this status once the first audio arrives (RESOURCE_EXHAUSTED, INTERNAL...). */
   | { kind: "fail"; code: number; details: string }
   /** Call {@link GrpcRecognizeFake.onDrop} once the first audio arrives (cut the TCP path). */
@@ -234,6 +236,13 @@ export class GrpcRecognizeFake {
           })).finish(),
         ));
         call.end();
+        return;
+      }
+      if (plan.kind === "script") {
+        if (!interimSent && seen.audioBytes >= 3200) {
+          interimSent = true;
+          for (const r of plan.responses) call.write(this.#encode(r));
+        }
         return;
       }
       if (!interimSent && plan.interim && seen.audioBytes >= 3200) {
