@@ -54,7 +54,19 @@ export function requiredEnv(config: AgentServerConfig): EnvRequirement[] {
   for (const kind of KINDS) {
     const p = config.providers[kind];
     const info = p === undefined ? undefined : providersOfKind(kind)[p.name];
-    if (p === undefined || info?.needsKey !== true) continue;
+    if (p === undefined || info === undefined) continue;
+    if (!info.needsKey) {
+      // A local provider pointed at an https:// URL (a proxy, NVIDIA's hosted Riva) may want
+      // its key: the server sends it when set.
+      if (p.url?.startsWith("https://")) {
+        add({
+          name: credentialEnv(kind, p.name),
+          why: `key of the ${p.name} ${kind} provider, sent when set`,
+          required: false,
+        });
+      }
+      continue;
+    }
     add({
       name: credentialEnv(kind, p.name),
       why: info.keyIsFile

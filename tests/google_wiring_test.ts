@@ -80,10 +80,30 @@ providers:
   assert.ok(net.includes("oauth2.googleapis.com:443"));
   assert.ok(net.includes("127.0.0.1:50051"), "riva's local server");
   assert.equal(net.includes("aiplatform.googleapis.com:443"), false);
-  // Riva is local: no variable is required.
+  // Riva is local: no variable is required, and none is read for it.
   assert.deepEqual(
     requiredEnv(c).filter((e) => e.required).map((e) => e.name),
     ["GOOGLE_APPLICATION_CREDENTIALS"],
+  );
+  assert.equal(requiredEnv(c).some((e) => e.name === "RIVA_API_KEY"), false);
+});
+
+Deno.test("riva wiring: at an https:// URL (NVIDIA's hosted endpoint) its key is granted, optional", async () => {
+  const c = await config(`agent: { graph: graph.yaml }
+pipeline: cascaded
+providers:
+  stt: { name: riva, url: "https://grpc.nvcf.nvidia.com", options: { function_id: fn-1 } }
+  llm: { name: vertex }
+  tts: { name: espeak }
+`);
+  const riva = requiredEnv(c).find((e) => e.name === "RIVA_API_KEY");
+  assert.equal(riva?.required, false);
+  const flags = permissionFlags(c, { configPath: "agent.yaml" });
+  assert.ok(flag(flags, "--allow-env").includes("RIVA_API_KEY"));
+  assert.ok(flag(flags, "--allow-net").includes("grpc.nvcf.nvidia.com:443"));
+  assert.deepEqual(
+    checkEnv(c, (n) => n === "GOOGLE_APPLICATION_CREDENTIALS" ? "/k.json" : undefined),
+    [],
   );
 });
 
