@@ -1,7 +1,7 @@
 /**
  * The protocol-buffers wire format, by hand, for the few messages the gRPC providers send and
- * read (protobuf.dev/programming-guides/encoding): varints (wire type 0), 32-bit floats (5) and
- * length-delimited strings, bytes and sub-messages (2). Field numbers live with each provider's
+ * read (protobuf.dev/programming-guides/encoding): varints (wire type 0), doubles (1), floats (5)
+ * and length-delimited strings, bytes and sub-messages (2). Field numbers live with each provider's
  * wire module, next to the `.proto` file they come from. Proto3 rules: a field at its default
  * (0, false, "") is not written; unknown fields are skipped when read.
  *
@@ -63,6 +63,16 @@ export class ProtoWriter {
     this.#key(no, 5);
     const b = new Uint8Array(4);
     new DataView(b.buffer).setFloat32(0, value, true);
+    this.#parts.push(...b);
+    return this;
+  }
+
+  /** A double field (skipped at 0). */
+  double(no: number, value: number | undefined): this {
+    if (!value) return this;
+    this.#key(no, 1);
+    const b = new Uint8Array(8);
+    new DataView(b.buffer).setFloat64(0, value, true);
     this.#parts.push(...b);
     return this;
   }

@@ -7,6 +7,7 @@ import type { ServiceOptions } from "../providers/service_options.ts";
 import { googleError } from "./fakes/gemini_generate_fake.ts";
 import type { GoogleOAuthFake } from "./fakes/google_oauth_fake.ts";
 import { GoogleTtsFake } from "./fakes/google_tts_fake.ts";
+import { GoogleTtsStreamFake } from "./fakes/google_tts_stream_fake.ts";
 import { collect, rejects, withOAuth } from "./_google_helpers.ts";
 import { until } from "./_core_helpers.ts";
 
@@ -137,5 +138,104 @@ Deno.test("google tts: missing key and bad options are one config line each", ()
       assert.match(e.message, want);
       return true;
     });
+  }
+});
+
+async function withStream(
+  fn: (fake: GoogleTtsStreamFake, oauth: GoogleOAuthFake, opts: ServiceOptions) => Promise<void>,
+): Promise<void> {
+  await withOAuth(async (oauth, keyJson) => {
+    const fake = await new GoogleTtsStreamFake((t) => oauth.accepts(t)).start();
+    const opts: ServiceOptions = {
+      provider: "google",
+      apiKey: keyJson,
+      baseUrl: fake.url,
+      options: { streaming: true },
+    };
+    try {
+      await fn(fake, oauth, opts);
+    } finally {
+      fake.close();
+    }
+  });
+}
+
+Deno.test("google tts streaming: PCM pieces across odd byte splits, config and text on the wire", async () => {
+  await withStream(async (fake, _oauth, opts) => {
+    const tts = createGoogleTts({
+      ...opts,
+      options: { ...opts.options, sample_rate: 16000, speaking_rate: 1.25 },
+    });
+    try {
+      const frames = await collect(tts.runTts("Hello there."));
+      assert.equal(frames[0].kind, "TtsStarted");
+      assert.deepEqual(frames.slice(-2).map((f) => f.kind), ["Metrics", "TtsStopped"]);
+      const audio = frames.flatMap((f) => f.kind === "TtsAudio" ? [f.audio] : []);
+      assert.ok(audio.length > 1, "audio in several pieces, as it came");
+      const pcm = audio.flatMap((a) => [...a.pcm]);
+      assert.equal(pcm.length, 16000 / 4, "every sample, none split or lost");
+      const expected = Int16Array.from(
+        { length: pcm.length },
+        (_, i) => Math.round(8000 * Math.sin(i / 5)),
+      );
+      assert.deepEqual(pcm, [...expected]);
+      assert.ok(audio.every((a) => a.sampleRate === 16000));
+      assert.deepEqual(fake.calls[0].config, {
+        voice: { language_code: "en-US", name: "en-US-Chirp3-HD-Charon" },
+        streaming_audio_config: {
+          audio_encoding: 7,
+          sample_rate_hertz: 16000,
+          speaking_rate: 1.25,
+        },
+      });
+      assert.deepEqual(fake.calls[0].texts, ["Hello there."]);
+      // A second line reuses the connection and the token.
+      await collect(tts.runTts("Again."));
+      assert.equal(fake.calls.length, 2);
+    } finally {
+      await tts.stop();
+    }
+  });
+});
+
+Deno.test("google tts streaming: refused token, server error, and abort mid-stream", async () => {
+  await withStream(async (fake, oauth, opts) => {
+    const tts = createGoogleTts(opts);
+    try {
+      await collect(tts.runTts("one"));
+      oauth.revokeAll();
+      const auth = await rejects(collect(tts.runTts("two")));
+      assert.equal(auth.kind, "auth");
+      assert.match(auth.message, /^google: gRPC UNAUTHENTICATED/);
+      await collect(tts.runTts("three")); // a new token
+      fake.plans.push({ kind: "fail", code: 8, details: "Quota exceeded" });
+      const quota = await rejects(collect(tts.runTts("four")));
+      assert.equal(quota.message, "google: gRPC RESOURCE_EXHAUSTED: Quota exceeded");
+      fake.plans.push({ kind: "hang" });
+      const ac = new AbortController();
+      const seen: string[] = [];
+      setTimeout(() => ac.abort(), 200);
+      for await (const f of tts.runTts("five", ac.signal)) seen.push(f.kind);
+      assert.deepEqual(seen, ["TtsStarted"]);
+      await until(() => fake.calls.at(-1)!.cancelled, 2000, "the fake sees the cancel");
+    } finally {
+      await tts.stop();
+    }
+  });
+});
+
+Deno.test("google tts streaming: SSML or pitch with streaming is a config error", () => {
+  const key =
+    '{"type":"service_account","client_email":"a@b","private_key":"-----BEGIN PRIVATE KEY-----"}';
+  for (const extra of [{ ssml: true }, { pitch: 2 }]) {
+    assert.throws(
+      () =>
+        createGoogleTts({
+          provider: "google",
+          apiKey: key,
+          options: { streaming: true, ...extra },
+        }),
+      /streaming synthesis takes neither ssml nor pitch/,
+    );
   }
 });

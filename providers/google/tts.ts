@@ -12,7 +12,9 @@
  * Options: `voice` (default `en-US-Chirp3-HD-Charon`; its first two dash-separated parts are
  * the language unless `language` is set), and in `options`: `sample_rate` (8000, 16000 or 24000;
  * default 24000), `speaking_rate` (0.25-2), `pitch` (semitones, -20..20), `ssml` (true: the
- * text is SSML, wrapped in `<speak>` when it is not already; not every voice takes SSML).
+ * text is SSML, wrapped in `<speak>` when it is not already; not every voice takes SSML),
+ * `streaming` (true: gRPC StreamingSynthesize, see tts_stream.ts; Chirp 3 HD voices only, no
+ * SSML or pitch; audio starts while the rest of the sentence is synthesized).
  *
  * @example
  * ```ts
@@ -33,6 +35,8 @@ import { decodeWav } from "../../core/audio/wav.ts";
 import { providerFetch } from "../http.ts";
 import type { ServiceOptions } from "../service_options.ts";
 import { ttsUsageFrame } from "../tts/_shared.ts";
+import { GrpcChannel, grpcTarget } from "../grpc.ts";
+import { streamingSynthesis } from "./tts_stream.ts";
 import { type GoogleCredential, googleCredential } from "./auth.ts";
 
 export type { ServiceOptions } from "../service_options.ts";
@@ -70,12 +74,17 @@ function numberIn(
 export class GoogleTts implements TtsService {
   readonly #provider: string;
   readonly #url: string;
+  readonly #baseUrl: string;
   readonly #credential: GoogleCredential;
   readonly #voice: { languageCode: string; name: string };
   readonly #audioConfig: Record<string, unknown>;
   readonly #rate: number;
   readonly #ssml: boolean;
   readonly #opts: ServiceOptions;
+  readonly #streaming: boolean;
+  readonly #speakingRate: number | undefined;
+  /** The gRPC connection of streaming synthesis, opened on first use. */
+  #channel: GrpcChannel | undefined;
 
   /** A client; bad options throw a one-line `config` error. */
   constructor(opts: ServiceOptions) {
@@ -83,9 +92,8 @@ export class GoogleTts implements TtsService {
     this.#credential = googleCredential(opts);
     this.#opts = opts;
     this.#provider = p;
-    this.#url = `${
-      (opts.baseUrl || GOOGLE_TTS_DEFAULT_URL).replace(/\/+$/, "")
-    }/v1/text:synthesize`;
+    this.#baseUrl = (opts.baseUrl || GOOGLE_TTS_DEFAULT_URL).replace(/\/+$/, "");
+    this.#url = `${this.#baseUrl}/v1/text:synthesize`;
     const name = opts.voice || GOOGLE_TTS_DEFAULT_VOICE;
     const languageCode = opts.language || name.split("-").slice(0, 2).join("-");
     this.#voice = { languageCode, name };
@@ -104,6 +112,14 @@ export class GoogleTts implements TtsService {
       throw new FlowcatError("config", `${p}: options.ssml must be true or false`);
     }
     this.#ssml = o.ssml === true;
+    if (o.streaming !== undefined && typeof o.streaming !== "boolean") {
+      throw new FlowcatError("config", `${p}: options.streaming must be true or false`);
+    }
+    this.#streaming = o.streaming === true;
+    if (this.#streaming && (this.#ssml || pitch !== undefined)) {
+      throw new FlowcatError("config", `${p}: streaming synthesis takes neither ssml nor pitch`);
+    }
+    this.#speakingRate = speakingRate;
   }
 
   /** Provider name, as configured. */
@@ -118,6 +134,13 @@ export class GoogleTts implements TtsService {
 
   /** Nothing to open: every utterance is one HTTPS request. */
   async start(_params: StartParams): Promise<void> {}
+
+  /** Close the streaming connection, if one was opened. Idempotent. */
+  stop(): Promise<void> {
+    this.#channel?.close();
+    this.#channel = undefined;
+    return Promise.resolve();
+  }
 
   /** The request body for `text`. */
   requestBody(text: string): Record<string, unknown> {
@@ -136,7 +159,13 @@ export class GoogleTts implements TtsService {
     if (signal?.aborted) return;
     const contextId = crypto.randomUUID();
     yield makeFrame("TtsStarted", { contextId });
-    if (text.trim() !== "") {
+    if (text.trim() !== "" && this.#streaming) {
+      for await (const pcm of this.#stream(text, signal)) {
+        yield ttsAudio({ pcm, sampleRate: this.#rate, numChannels: 1 }, contextId);
+      }
+      if (signal?.aborted) return;
+      yield ttsUsageFrame(this.#provider, this.#voice.name, text.length);
+    } else if (text.trim() !== "") {
       const pcm = await this.#synthesize(text, signal);
       if (pcm === undefined) return;
       const step = (this.#rate * CHUNK_MS) / 1000;
@@ -148,6 +177,27 @@ export class GoogleTts implements TtsService {
       yield ttsUsageFrame(this.#provider, this.#voice.name, text.length);
     }
     yield makeFrame("TtsStopped", { contextId });
+  }
+
+  /** Samples of `text` from StreamingSynthesize, as they come; nothing once aborted. */
+  async *#stream(text: string, signal?: AbortSignal): AsyncGenerator<Int16Array> {
+    try {
+      const auth = await this.#credential.headers(signal);
+      this.#channel ??= new GrpcChannel(this.#provider, grpcTarget(this.#baseUrl));
+      yield* streamingSynthesis(
+        this.#channel,
+        auth,
+        this.#voice,
+        this.#rate,
+        this.#speakingRate,
+        text,
+        signal,
+      );
+    } catch (err) {
+      if (signal?.aborted) return;
+      if (err instanceof FlowcatError && err.kind === "auth") this.#credential.refused();
+      throw err;
+    }
   }
 
   /** The samples for `text`, or undefined when aborted. */
