@@ -40,6 +40,15 @@ export interface ProviderInfo {
   hosts: readonly string[];
   /** False for local, credential-free providers. */
   needsKey: boolean;
+  /** The variable holding the credential; `<NAME>_API_KEY` when absent. */
+  keyEnv?: string;
+  /**
+   * True when {@link keyEnv} names a file whose text is the credential (a service-account key):
+   * the server reads it at start, and `--allow-read` grants that one path.
+   */
+  keyIsFile?: boolean;
+  /** Hosts dialled for credentials (an OAuth token endpoint), kept when `url` replaces the API's. */
+  authHosts?: readonly string[];
   /** One-line description for `--help` and docs. */
   description: string;
 }

@@ -104,3 +104,17 @@ export function providersOfKind(kind: ProviderKind): Readonly<Record<string, Pro
 export function providerKeyEnv(name: string): string {
   return `${name.toUpperCase().replace(/[^A-Z0-9]/g, "_")}_API_KEY`;
 }
+
+/**
+ * The variable the server reads a configured provider's credential from: the provider's own
+ * (`GOOGLE_APPLICATION_CREDENTIALS` for the Google Cloud ones), else {@link providerKeyEnv}.
+ *
+ * @example
+ * ```ts
+ * credentialEnv("llm", "vertex"); // "GOOGLE_APPLICATION_CREDENTIALS"
+ * credentialEnv("llm", "groq"); // "GROQ_API_KEY"
+ * ```
+ */
+export function credentialEnv(kind: ProviderKind, name: string): string {
+  return providersOfKind(kind)[name]?.keyEnv ?? providerKeyEnv(name);
+}

@@ -68,6 +68,10 @@ const piper: Loader<"tts"> = () => import("./tts/piper_http.ts").then((m) => m.c
 const elevenlabs: Loader<"tts"> = () =>
   import("./tts/elevenlabs.ts").then((m) => m.createElevenLabsTts);
 const cartesia: Loader<"tts"> = () => import("./tts/cartesia.ts").then((m) => m.createCartesiaTts);
+const googleStt: Loader<"stt"> = () => import("./google/speech.ts").then((m) => m.createGoogleStt);
+const googleTts: Loader<"tts"> = () => import("./google/tts.ts").then((m) => m.createGoogleTts);
+const vertex: Loader<"llm"> = () => import("./google/vertex.ts").then((m) => m.createVertexLlm);
+const riva: Loader<"stt"> = () => import("./nvidia/riva.ts").then((m) => m.createRivaStt);
 const espeak: Loader<"tts"> = () =>
   import("./tts/espeak.ts").then((m) => (o: ServiceOptions) => {
     const rate = o.options?.sample_rate;
@@ -94,9 +98,19 @@ type Row<K extends ServiceKind> = [
     voice?: string;
     local?: boolean;
     options?: Record<string, unknown>;
+    /** Credential variable, token hosts and file-ness, for providers not keyed by an API key. */
+    credential?: Pick<ServiceProviderInfo, "keyEnv" | "keyIsFile" | "authHosts">;
     description: string;
   },
 ];
+
+// Google Cloud authenticates with a service-account key file, exchanged for OAuth tokens at
+// oauth2.googleapis.com (providers/google/auth.ts).
+const googleCloud = {
+  keyEnv: "GOOGLE_APPLICATION_CREDENTIALS",
+  keyIsFile: true,
+  authHosts: ["oauth2.googleapis.com:443"],
+};
 
 function table<K extends ServiceKind>(
   kind: K,
@@ -111,13 +125,17 @@ function table<K extends ServiceKind>(
       kind,
       family,
       wired: load !== "not wired",
-      hosts: host ? [host.includes(":") ? host : `${host}:443`] : [],
+      hosts: [
+        ...(host ? [host.includes(":") ? host : `${host}:443`] : []),
+        ...(i.credential?.authHosts ?? []),
+      ],
       needsKey: i.local !== true,
       description: i.description,
       ...(i.baseUrl ? { baseUrl: i.baseUrl } : {}),
       ...(i.model ? { defaultModel: i.model } : {}),
       ...(i.voice ? { defaultVoice: i.voice } : {}),
       ...(i.options ? { options: i.options } : {}),
+      ...i.credential,
       load: load === "not wired" ? notWired<K>(name) : load,
     };
   }
@@ -174,11 +192,20 @@ export const STT_PROVIDERS = table("stt", {
   }],
   azure: ["azure", "not wired", { description: "Azure Speech" }],
   aws: ["aws", "not wired", { description: "Amazon Transcribe streaming" }],
-  google: ["google", "not wired", { description: "Google Cloud Speech (gRPC)" }],
+  google: ["google-stt", googleStt, {
+    baseUrl: "https://speech.googleapis.com",
+    model: "latest_long",
+    credential: googleCloud,
+    description: "Google Cloud Speech-to-Text v1 StreamingRecognize (gRPC)",
+  }],
   speechmatics: ["speechmatics", "not wired", { description: "Speechmatics realtime" }],
   gladia: ["gladia", "not wired", { description: "Gladia live" }],
   soniox: ["soniox", "not wired", { description: "Soniox streaming" }],
-  riva: ["riva", "not wired", { description: "NVIDIA Riva (gRPC)" }],
+  riva: ["riva", riva, {
+    baseUrl: "http://127.0.0.1:50051",
+    local: true,
+    description: "local: NVIDIA Riva ASR StreamingRecognize (gRPC)",
+  }],
   cartesia: ["cartesia-stt", "not wired", { description: "Cartesia ink" }],
   elevenlabs: ["elevenlabs-stt", "not wired", { description: "ElevenLabs Scribe" }],
 });
@@ -249,7 +276,12 @@ export const LLM_PROVIDERS = table("llm", {
   }],
   azure: ["azure-openai", "not wired", { description: "Azure OpenAI (deployment URLs)" }],
   bedrock: ["bedrock", "not wired", { description: "AWS Bedrock (SigV4)" }],
-  vertex: ["vertex", "not wired", { description: "Google Vertex AI (OAuth)" }],
+  vertex: ["vertex", vertex, {
+    baseUrl: "https://aiplatform.googleapis.com",
+    model: "gemini-2.5-flash",
+    credential: googleCloud,
+    description: "Google Vertex AI Gemini (service account)",
+  }],
 });
 
 // ---------------------------------------------------------------- text to speech
@@ -312,7 +344,12 @@ export const TTS_PROVIDERS = table("tts", {
   deepgram: ["deepgram-tts", "not wired", { description: "Deepgram Aura" }],
   azure: ["azure", "not wired", { description: "Azure Speech" }],
   aws: ["aws", "not wired", { description: "Amazon Polly" }],
-  google: ["google", "not wired", { description: "Google Cloud TTS" }],
+  google: ["google-tts", googleTts, {
+    baseUrl: "https://texttospeech.googleapis.com",
+    voice: "en-US-Chirp3-HD-Charon",
+    credential: googleCloud,
+    description: "Google Cloud Text-to-Speech (LINEAR16)",
+  }],
   playht: ["playht", "not wired", { description: "PlayHT" }],
   rime: ["rime", "not wired", { description: "Rime" }],
   lmnt: ["lmnt", "not wired", { description: "LMNT" }],

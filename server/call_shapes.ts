@@ -11,6 +11,7 @@ import { buildCascadedTask, buildS2sTask, type CallBase } from "../core/builders
 import { errorMessage, FlowcatError } from "../core/errors.ts";
 import type { Logger } from "../core/log.ts";
 import type { PipelineTask } from "../core/task.ts";
+import type { ProviderInfo } from "../providers/provider_types.ts";
 import {
   providerKeyEnv,
   REALTIME_PROVIDERS,
@@ -63,16 +64,28 @@ export function loadCallShape(opts: LoadShapeOptions): Promise<CallShape> {
   return opts.config.pipeline === "cascaded" ? loadCascaded(opts) : loadS2s(opts);
 }
 
-function readKey(env: EnvGet, provider: string, kind: string): string {
-  const name = providerKeyEnv(provider);
+function readKey(env: EnvGet, provider: string, kind: string, info?: ProviderInfo): string {
+  const name = info?.keyEnv ?? providerKeyEnv(provider);
   const key = env(name);
   if (key === undefined || key === "") {
+    const what = info?.keyIsFile ? "key file" : "key";
     throw new FlowcatError(
       "config",
-      `${name} is not set (the key for ${kind} provider ${provider})`,
+      `${name} is not set (the ${what} for ${kind} provider ${provider})`,
     );
   }
-  return key;
+  if (!info?.keyIsFile) return key;
+  // The variable names a file (a service-account key): its text is the credential.
+  try {
+    return Deno.readTextFileSync(key);
+  } catch (e) {
+    const why = e instanceof Deno.errors.NotFound
+      ? "no such file"
+      : e instanceof Deno.errors.NotCapable || e instanceof Deno.errors.PermissionDenied
+      ? `no read permission; run with --allow-read=${key}`
+      : errorMessage(e);
+    throw new FlowcatError("config", `${name}: cannot read ${key} (${why})`);
+  }
 }
 
 async function loadS2s(opts: LoadShapeOptions): Promise<CallShape> {
@@ -170,7 +183,7 @@ async function loadService<K extends ServiceKind>(
   if (voice !== undefined) so.voice = voice;
   if (p.language !== undefined) so.language = p.language;
   // A local provider behind an operator's proxy may still want a key: pass it when set.
-  if (info.needsKey) so.apiKey = readKey(opts.env, p.name, kind);
+  if (info.needsKey) so.apiKey = readKey(opts.env, p.name, kind, info);
   else {
     const key = opts.env(providerKeyEnv(p.name));
     if (key) so.apiKey = key;

@@ -5,7 +5,7 @@
  * @module
  */
 
-import { providerKeyEnv, type ProviderKind, providersOfKind } from "../providers/registry.ts";
+import { credentialEnv, type ProviderKind, providersOfKind } from "../providers/registry.ts";
 import { REALTIME_ENV_NAMES } from "../providers/realtime/env.ts";
 import type { Problem } from "../core/agent/problems.ts";
 import type { AgentServerConfig } from "./config_types.ts";
@@ -53,10 +53,25 @@ export function requiredEnv(config: AgentServerConfig): EnvRequirement[] {
   };
   for (const kind of KINDS) {
     const p = config.providers[kind];
-    if (p === undefined || providersOfKind(kind)[p.name]?.needsKey !== true) continue;
+    const info = p === undefined ? undefined : providersOfKind(kind)[p.name];
+    if (p === undefined || info === undefined) continue;
+    if (!info.needsKey) {
+      // A local provider pointed at an https:// URL (a proxy, NVIDIA's hosted Riva) may want
+      // its key: the server sends it when set.
+      if (p.url?.startsWith("https://")) {
+        add({
+          name: credentialEnv(kind, p.name),
+          why: `key of the ${p.name} ${kind} provider, sent when set`,
+          required: false,
+        });
+      }
+      continue;
+    }
     add({
-      name: providerKeyEnv(p.name),
-      why: `API key of the ${p.name} ${kind} provider`,
+      name: credentialEnv(kind, p.name),
+      why: info.keyIsFile
+        ? `key file of the ${p.name} ${kind} provider`
+        : `API key of the ${p.name} ${kind} provider`,
       required: true,
       path: `providers.${kind}.name`,
     });

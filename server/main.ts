@@ -21,7 +21,7 @@ import { createAgentServer } from "./app.ts";
 import { checkEnv, formatConfigProblems, loadConfig } from "./config.ts";
 import type { AgentServerConfig, TlsFiles } from "./config.ts";
 import { readTlsFiles, type TlsPem } from "./tls.ts";
-import { permissionCommand, type PermissionOptions } from "./permissions.ts";
+import { credentialFileReads, permissionCommand, type PermissionOptions } from "./permissions.ts";
 import {
   hostInterfaces,
   playgroundPeerWarning,
@@ -189,6 +189,7 @@ export function serverPermissionOptions(
     ...(a.workers !== undefined && a.workers > 1 ? { workers: a.workers } : {}),
     extraRead: [
       ...implementationReads(config),
+      ...credentialFileReads(config, env),
       ...(tls ? [tls.certFile, tls.keyFile] : []),
       ...(a.workers !== undefined && a.workers > 1 ? WORKER_READS : []),
     ],

@@ -76,11 +76,12 @@ function providerHosts(config: AgentServerConfig): string[] {
     const p = config.providers[kind];
     if (p === undefined) continue;
     // An endpoint override replaces the registry's hosts: the provider dials only that URL.
+    const info = providersOfKind(kind)[p.name];
     if (p.url !== undefined) {
-      out.push(urlHostPort(p.url));
+      // Credentials still come from where they come from (an OAuth token endpoint).
+      out.push(urlHostPort(p.url), ...(info?.authHosts ?? []));
       continue;
     }
-    const info = providersOfKind(kind)[p.name];
     out.push(...(info?.hosts ?? []));
     // A local server (whisper.cpp, Ollama, Piper...) is dialled at its default http URL,
     // which the registry does not list as a host.
@@ -105,6 +106,26 @@ function sipHosts(config: AgentServerConfig): string[] {
   // Replies to an allowed peer (an SBC, a PBX, a trunk's signalling block) go to it: IPv4
   // addresses and blocks, which --allow-net takes as written.
   out.push(...sip.inbound.allow);
+  return out;
+}
+
+/**
+ * The credential files the configured providers read at start (a service-account key named by
+ * `GOOGLE_APPLICATION_CREDENTIALS`), as `env` has them; unset ones are left out (the server then
+ * stops with a line naming the variable).
+ */
+export function credentialFileReads(
+  config: AgentServerConfig,
+  env: (name: string) => string | undefined,
+): string[] {
+  const out: string[] = [];
+  for (const kind of ["realtime", "stt", "llm", "tts"] as ProviderKind[]) {
+    const p = config.providers[kind];
+    const info = p === undefined ? undefined : providersOfKind(kind)[p.name];
+    if (!info?.keyIsFile || info.keyEnv === undefined) continue;
+    const path = env(info.keyEnv);
+    if (path) out.push(path);
+  }
   return out;
 }
 

@@ -151,7 +151,7 @@ function join(base: string, path: string): string {
 
 function serviceTarget(kind: "stt" | "llm" | "tts", p: ProviderConfig): ProbeTarget {
   const info = serviceProviders(kind)[p.name];
-  const keyEnv = providerKeyEnv(p.name);
+  const keyEnv = info?.keyEnv ?? providerKeyEnv(p.name);
   const base: ProbeTarget = {
     service: kind,
     provider: p.name,
@@ -166,6 +166,19 @@ function serviceTarget(kind: "stt" | "llm" | "tts", p: ProviderConfig): ProbeTar
   const start = START_HINTS[`${kind}/${p.name}`];
   if (start !== undefined) base.start = start;
   if (info.family === "espeak") return { ...base, url: "(in process)", inProcess: true };
+  // gRPC over plaintext HTTP/2 is not something fetch speaks: Riva is not probed.
+  if (info.family === "riva") return { ...base, url: shownUrl(p.url ?? info.baseUrl!) };
+  if (info.keyIsFile) {
+    // The credential is a key file exchanged for OAuth tokens, not a header: only whether the
+    // API's host answers at all is told (Google's front end answers 404 at the root).
+    const url = httpOrigin(p.url ?? info.baseUrl!);
+    return {
+      ...base,
+      url: shownUrl(url),
+      expect: "reachable",
+      request: { url, headers: () => ({}) },
+    };
+  }
   const auth = FAMILY_AUTH[info.family] ?? bearer;
   const root = p.url ?? info.baseUrl;
   let url: string;
@@ -279,7 +292,7 @@ export async function probe(t: ProbeTarget, opts: ProbeOptions): Promise<ProbeRe
     return { target: t, ok: false, reason: "not wired in Flowcat yet", problem: "config" };
   }
   if (t.inProcess || t.request === undefined) {
-    return { target: t, ok: true, reason: "in process" };
+    return { target: t, ok: true, reason: t.inProcess ? "in process" : "not probed (gRPC)" };
   }
   let key: string | undefined;
   if (t.keyEnv !== undefined) {

@@ -232,6 +232,19 @@ export function needsThoughtSignatures(model: string): boolean {
 type UsageMetadata = Partial<Record<UsageField, number>>;
 type UsageField = `${"prompt" | "candidates" | "total" | "cachedContent" | "thoughts"}TokenCount`;
 
+/**
+ * Where a Gemini-wire client posts and how it authenticates, for services that speak the same
+ * generateContent wire behind another URL and credential (Vertex AI).
+ */
+export interface GeminiEndpoint {
+  /** The full `...:streamGenerateContent?alt=sse` URL. */
+  url: string;
+  /** The auth headers of one request (e.g. a fresh OAuth bearer). */
+  headers(signal?: AbortSignal): Promise<Record<string, string>>;
+  /** The service refused those headers (HTTP 401/403). */
+  refused?(): void;
+}
+
 /** Gemini generateContent language-model client (see the module doc). */
 export class GeminiLlm implements LlmService {
   readonly #provider: string;
@@ -241,17 +254,19 @@ export class GeminiLlm implements LlmService {
   readonly #options: Record<string, unknown>;
   readonly #http: ProviderFetchOptions;
   readonly #log: Logger;
+  readonly #endpoint: GeminiEndpoint | undefined;
   readonly #calls = new Map<string, CallMemo>();
   #callSeq = 0;
   #tools: ToolDecl[] = [];
 
-  /** Build a client from service options (see {@link createGeminiLlm}). */
-  constructor(opts: ServiceOptions) {
+  /** Build a client from service options (see {@link createGeminiLlm}); `endpoint` replaces URL and key. */
+  constructor(opts: ServiceOptions, endpoint?: GeminiEndpoint) {
+    this.#endpoint = endpoint;
     this.#provider = opts.provider;
     const base = (opts.baseUrl || GEMINI_DEFAULT_BASE_URL).replace(/\/+$/, "");
     this.#model = (opts.model || GEMINI_DEFAULT_MODEL).replace(/^models\//, "");
     const path = `/v1beta/models/${encodeURIComponent(this.#model)}:streamGenerateContent`;
-    this.#url = `${base}${path}?alt=sse`;
+    this.#url = endpoint?.url ?? `${base}${path}?alt=sse`;
     this.#apiKey = opts.apiKey || undefined;
     this.#options = opts.options ?? {};
     this.#http = { timeoutMs: opts.timeoutMs, fetch: opts.fetch ?? fetch };
@@ -345,12 +360,14 @@ export class GeminiLlm implements LlmService {
 
   async #post(body: string, signal: AbortSignal | undefined): Promise<Response> {
     const headers: Record<string, string> = { "content-type": "application/json" };
-    if (this.#apiKey) headers["x-goog-api-key"] = this.#apiKey;
+    if (this.#endpoint) Object.assign(headers, await this.#endpoint.headers(signal));
+    else if (this.#apiKey) headers["x-goog-api-key"] = this.#apiKey;
     const init = { method: "POST", headers, body };
     try {
       return await providerFetch(this.#provider, this.#url, init, { ...this.#http, signal });
     } catch (err) {
       if (!(err instanceof FlowcatError)) throw err;
+      if (err.kind === "auth") this.#endpoint?.refused?.();
       const badKey = err.kind === "protocol" &&
         /API key not valid|API_KEY_INVALID/.test(err.message);
       const message = this.#apiKey

@@ -108,6 +108,15 @@ export function geminiStream(s: StreamScript): Record<string, unknown>[] {
 }
 
 const PATH = /^\/v1beta\/models\/([^/:]+):streamGenerateContent$/;
+// Vertex AI serves the same wire under a project and location, with an OAuth bearer.
+const VERTEX_PATH =
+  /^\/v1\/projects\/([^/]+)\/locations\/([^/]+)\/publishers\/google\/models\/([^/:]+):streamGenerateContent$/;
+
+/** Vertex AI mode: the path and credential Vertex wants instead of the Gemini API's. */
+export interface VertexMode {
+  /** Checks a bearer token (as the token fake issued it). */
+  acceptToken(token: string): boolean;
+}
 
 /** The fake server. Public fields are knobs a test may change at any time. */
 export class GeminiGenerateFake {
@@ -121,6 +130,12 @@ export class GeminiGenerateFake {
   readonly #open = new Set<() => void>();
   readonly #abort = new AbortController();
   #server: Deno.HttpServer<Deno.NetAddr> | undefined;
+  readonly #vertex: VertexMode | undefined;
+
+  /** A Gemini API fake, or a Vertex AI one when `vertex` is given. */
+  constructor(vertex?: VertexMode) {
+    this.#vertex = vertex;
+  }
 
   /** Listen on an ephemeral 127.0.0.1 port. */
   start(): Promise<this> {
@@ -155,11 +170,24 @@ export class GeminiGenerateFake {
       body = JSON.parse(await req.text());
     } catch { /* recorded as undefined */ }
     this.requests.push({ method: req.method, url, headers: req.headers, body });
-    const path = PATH.exec(url.pathname);
+    const vertexPath = this.#vertex ? VERTEX_PATH.exec(url.pathname) : null;
+    const path = this.#vertex
+      ? (vertexPath && [vertexPath[0], vertexPath[3]])
+      : PATH.exec(url.pathname);
     if (req.method !== "POST" || !path) {
       return json(404, googleError(404, "NOT_FOUND", "Not found"));
     }
-    const key = req.headers.get("x-goog-api-key") ?? url.searchParams.get("key");
+    if (this.#vertex) {
+      const bearer = /^Bearer (.+)$/.exec(req.headers.get("authorization") ?? "")?.[1];
+      if (!bearer || !this.#vertex.acceptToken(bearer)) {
+        return json(
+          401,
+          googleError(401, "UNAUTHENTICATED", "Request had invalid authentication credentials."),
+        );
+      }
+    }
+    const key = this.#vertex ? this.apiKey : req.headers.get("x-goog-api-key") ??
+      url.searchParams.get("key");
     if (!key) {
       return json(
         403,
