@@ -16,7 +16,8 @@
 
 import { EnergyVad } from "./audio/vad_energy.ts";
 import { type AnsweringMachineSetup, placeAnsweringMachine } from "./processors/amd.ts";
-import type { FinalizeSources, TranscriptLine, TranscriptListener } from "./processors/finalize.ts";
+import type { TranscriptListener } from "./processors/finalize.ts";
+import { CallSources, finalizeWhenFinished } from "./call_sources.ts";
 import { AssistantContextAggregator } from "./processors/assistant_context.ts";
 import { createLlmContext, UserContextAggregator } from "./processors/context.ts";
 import { GreetingProcessor } from "./processors/greeting.ts";
@@ -193,55 +194,6 @@ function callParts(
   return { transcript, brain: brainProc, recorder, output, echoCancel, finalize };
 }
 
-/**
- * What a built call's finalize reads: methods over the call's parts rather than a closure per
- * source (five closures and their object, about 0.35 KB, held for the whole call).
- */
-class CallSources implements FinalizeSources {
-  readonly session: SessionSource;
-  readonly runId: number;
-  readonly token: string;
-  readonly logger: Logger | undefined;
-  readonly #brain: AgentBrain;
-  readonly #brainProc: BrainProcessor;
-  readonly #transcript: CallTranscript;
-  readonly #recorder: RecorderProcessor | undefined;
-
-  constructor(
-    opts: CallBase,
-    readonly usage: () => Record<string, unknown>,
-    brainProc: BrainProcessor,
-    transcript: CallTranscript,
-    recorder: RecorderProcessor | undefined,
-  ) {
-    this.session = opts.session;
-    this.runId = opts.runId;
-    this.token = opts.token;
-    this.logger = opts.logger;
-    this.#brain = opts.brain;
-    this.#brainProc = brainProc;
-    this.#transcript = transcript;
-    this.#recorder = recorder;
-  }
-
-  collectedVars(): Record<string, unknown> {
-    return this.#brain.collectedVars();
-  }
-
-  disposition(): string | undefined {
-    return this.#brainProc.disposition;
-  }
-
-  get recording(): (() => Uint8Array | undefined) | undefined {
-    const recorder = this.#recorder;
-    return recorder === undefined ? undefined : () => recorder.wav();
-  }
-
-  transcript(): readonly TranscriptLine[] {
-    return this.#transcript.lines;
-  }
-}
-
 /** What goes right after the input, before anything listens to the caller: the echo canceller. */
 function echoStage(call: CallParts): FrameProcessor[] {
   return call.echoCancel === undefined ? [] : [call.echoCancel];
@@ -281,22 +233,6 @@ function assemble(
   });
   finalizeWhenFinished(task, call.finalize, opts.onFinalized);
   return task;
-}
-
-/**
- * A forced abort skips the stop hooks: finalize when the task finishes too (it runs once). A
- * function of its own, so the hook (held for the whole call) keeps the finalizer and the
- * listener, not the builder's options and arrays.
- */
-function finalizeWhenFinished(
-  task: PipelineTask,
-  finalize: FinalizeProcessor,
-  onFinalized: ((report: Finalize) => void) | undefined,
-): void {
-  task.onFinished(async (reason) => {
-    const report = await finalize.finalize(reason);
-    onFinalized?.(report);
-  });
 }
 
 /** The turn windows of `t` (a server config's `turns` also carries its barge-in settings). */
