@@ -1,4 +1,8 @@
-/** Tests of the Cartesia WebSocket text-to-speech client (providers/tts/cartesia.ts). */
+/**
+ * Tests of the Cartesia WebSocket text-to-speech client (providers/tts/cartesia.ts).
+ * What every TTS client shares (blank text, auth, retries, aborts, dropped connections) is
+ * checked by tests/tts_conformance_test.ts; this file keeps what is particular to this client.
+ */
 
 import assert from "node:assert/strict";
 import {
@@ -210,26 +214,6 @@ Deno.test("cartesia: a server error names the provider and leaves the socket usa
   );
 });
 
-Deno.test("cartesia: a wrong key is refused at the handshake as an auth error", async () => {
-  const secret = "sk_car_wrong_secret";
-  await withClient(
-    new CartesiaFake(),
-    async (tts, fake) => {
-      for (const attempt of [() => tts.start(START), () => collect(tts.runTts("Hello."))]) {
-        await assert.rejects(attempt(), (err: unknown) => {
-          assert.ok(err instanceof FlowcatError);
-          assert.equal(err.kind, "auth");
-          assert.match(err.message, /^cartesia: .*401/);
-          assert.ok(!err.message.includes(secret));
-          return true;
-        });
-      }
-      assert.deepEqual(fake.refused, [401, 401]);
-    },
-    { apiKey: secret },
-  );
-});
-
 Deno.test("cartesia: aborting mid-stream sends cancel for the context and ends the iterator", async () => {
   await withClient(
     new CartesiaFake({ mode: "stall", audio: [rampBytes(50)] }),
@@ -250,23 +234,6 @@ Deno.test("cartesia: aborting mid-stream sends cancel for the context and ends t
       fake.audio = [rampBytes(6)];
       assert.deepEqual(audioBytes(await collect(tts.runTts("Next."))), rampBytes(6));
       assert.equal(fake.connections.length, 1);
-    },
-  );
-});
-
-Deno.test("cartesia: a socket dropped mid-stream fails the utterance; the next one redials", async () => {
-  await withClient(
-    new CartesiaFake({ mode: "drop", audio: [rampBytes(10)] }),
-    async (tts, fake) => {
-      await assert.rejects(collect(tts.runTts("Hello.")), (err: unknown) => {
-        assert.ok(err instanceof FlowcatError);
-        assert.equal(err.kind, "closed");
-        assert.match(err.message, /^cartesia: socket closed/);
-        return true;
-      });
-      fake.mode = "normal";
-      assert.deepEqual(audioBytes(await collect(tts.runTts("Again."))), rampBytes(10));
-      assert.equal(fake.connections.length, 2);
     },
   );
 });

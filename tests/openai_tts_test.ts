@@ -1,4 +1,8 @@
-/** Tests of the OpenAI-compatible speech client (providers/tts/openai_tts.ts) against a fake. */
+/**
+ * Tests of the OpenAI-compatible speech client (providers/tts/openai_tts.ts) against a fake.
+ * What every TTS client shares (blank text, auth, retries, aborts, dropped connections) is
+ * checked by tests/tts_conformance_test.ts; this file keeps what is particular to this client.
+ */
 
 import assert from "node:assert/strict";
 import { createOpenAITts, OPENAI_TTS_PRESETS } from "../providers/tts/openai_tts.ts";
@@ -148,38 +152,6 @@ Deno.test("openai tts: PcmAssembler carries an odd byte across pushes", () => {
   assert.deepEqual(a.push(new Uint8Array([0x02, 0x03])), new Int16Array([0x0201]));
   assert.deepEqual(a.push(new Uint8Array([0xff])), new Int16Array([-253]));
 });
-
-Deno.test("openai tts: blank text gives TtsStarted, TtsStopped and no request", () =>
-  withFake(async (fake) => {
-    const tts = createOpenAITts({ provider: "openai", baseUrl: fake.baseUrl });
-    const frames = await collect(tts.runTts("  \n\t "));
-    assert.deepEqual(frames.map((f) => f.kind), ["TtsStarted", "TtsStopped"]);
-    assert.equal(fake.requests.length, 0);
-  }));
-
-Deno.test("openai tts: 401 is an auth error naming the provider, never the key", () =>
-  withFake(async (fake) => {
-    fake.apiKey = "sk-the-right-key";
-    const key = "sk-wrong-secret-key-abcdef";
-    const tts = createOpenAITts({ provider: "openai", apiKey: key, baseUrl: fake.baseUrl });
-    const err = await collect(tts.runTts("Hello")).then(() => undefined, (e) => e);
-    assert.ok(err instanceof FlowcatError, String(err));
-    assert.equal(err.kind, "auth");
-    assert.match(err.message, /^openai: HTTP 401/);
-    assert.ok(!err.message.includes(key));
-    assert.equal(fake.requests.length, 1, "a 401 is not retried");
-  }));
-
-Deno.test("openai tts: 500 is retried, then the audio comes through", () =>
-  withFake(async (fake) => {
-    fake.replies.push({ status: 500, headers: { "retry-after": "0" } });
-    fake.replies.push({ chunks: [int16ToBytes(tone).slice()] });
-    const tts = createOpenAITts({ provider: "openai", apiKey: "k", baseUrl: fake.baseUrl });
-    const frames = await collect(tts.runTts("Again"));
-    assert.equal(fake.requests.length, 2);
-    assert.deepEqual(audioOf(frames), tone);
-    assert.equal(frames.at(-1)!.kind, "TtsStopped");
-  }));
 
 Deno.test("openai tts: 500 on every attempt ends in a protocol error after the retries", () =>
   withFake(async (fake) => {

@@ -1,4 +1,8 @@
-/** Tests of the Piper HTTP text-to-speech client (providers/tts/piper_http.ts) against a fake. */
+/**
+ * Tests of the Piper HTTP text-to-speech client (providers/tts/piper_http.ts) against a fake.
+ * What every TTS client shares (blank text, auth, retries, aborts, dropped connections) is
+ * checked by tests/tts_conformance_test.ts; this file keeps what is particular to this client.
+ */
 
 import assert from "node:assert/strict";
 import { createPiperTts } from "../providers/tts/piper_http.ts";
@@ -150,23 +154,6 @@ Deno.test("piper: options.sample_rate picks the output rate (downsampled from 22
         assert.ok(f.audio.pcm.length <= 1600);
       }
     }
-  }));
-
-Deno.test("piper: blank text gives TtsStarted, TtsStopped and no request", () =>
-  withFake({}, async (fake) => {
-    const tts = createPiperTts({ provider: "piper", baseUrl: fake.baseUrl });
-    const frames = await collect(tts.runTts(" \n "));
-    assert.deepEqual(frames.map((f) => f.kind), ["TtsStarted", "TtsStopped"]);
-    assert.equal(fake.requests.length, 0);
-  }));
-
-Deno.test("piper: a 500 is retried, then the audio comes through", () =>
-  withFake({}, async (fake) => {
-    fake.failures.push(500);
-    const tts = createPiperTts({ provider: "piper", baseUrl: fake.baseUrl });
-    const frames = await collect(tts.runTts("Retry"));
-    assert.equal(fake.requests.length, 2);
-    assert.deepEqual(audioOf(frames), fake.lastPcm);
   }));
 
 Deno.test("piper: 401 from a proxy is an auth error naming the provider, not the key", () =>

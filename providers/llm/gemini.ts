@@ -311,12 +311,18 @@ export class GeminiLlm implements LlmService {
     yield makeFrame("LlmResponseStart", {});
     const calls: FunctionCall[] = [];
     let usage: UsageMetadata | undefined;
+    // Google ends every reply with a candidate's finishReason (or a promptFeedback block): a
+    // stream that closes without one was cut, and its text must not pass for a whole answer.
+    let finished = false;
     for await (const ev of readSse(res.body, signal)) {
       const chunk = this.#parse(ev.data);
       if (chunk.error) throw this.#streamError(chunk.error);
       if (chunk.usageMetadata) usage = chunk.usageMetadata as UsageMetadata;
       const blocked = (chunk.promptFeedback as { blockReason?: string } | undefined)?.blockReason;
-      if (blocked) this.#log.warn(`${this.#provider}: prompt blocked`, { reason: blocked });
+      if (blocked) {
+        finished = true;
+        this.#log.warn(`${this.#provider}: prompt blocked`, { reason: blocked });
+      }
       const candidate = (chunk.candidates as Record<string, unknown>[] | undefined)?.[0];
       const parts = (candidate?.content as { parts?: GeminiPart[] } | undefined)?.parts ?? [];
       for (const part of parts) {
@@ -327,11 +333,18 @@ export class GeminiLlm implements LlmService {
         if (part.functionCall) calls.push(this.#toCall(part));
       }
       const finish = candidate?.finishReason;
+      if (typeof finish === "string") finished = true;
       if (typeof finish === "string" && finish !== "STOP" && finish !== "MAX_TOKENS") {
         this.#log.warn(`${this.#provider}: reply ended early`, { finishReason: finish });
       }
     }
     if (signal?.aborted) return;
+    if (!finished) {
+      throw new FlowcatError(
+        "closed",
+        `${this.#provider}: the reply stream ended before it finished`,
+      );
+    }
     if (calls.length > 0) yield makeFrame("FunctionCallsStarted", { calls });
     const tokens = usage && usageTokens(usage);
     if (tokens) {

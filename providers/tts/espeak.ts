@@ -38,6 +38,7 @@ import {
 import type { TtsService } from "../../core/seams.ts";
 import { decodeWav } from "../../core/audio/wav.ts";
 import { Resampler } from "../../core/audio/resample.ts";
+import { ttsUsageFrame } from "./_shared.ts";
 
 /** eSpeak NG's native output rate (it has no other without MBROLA or Klatt, both left out). */
 export const ESPEAK_SAMPLE_RATE = 22050;
@@ -321,7 +322,7 @@ export class EspeakTts implements TtsService {
   }
 
   /**
-   * TtsStarted, TtsAudio chunks, TtsStopped. Synthesis goes sentence by sentence; `signal` is
+   * TtsStarted, TtsAudio chunks, a `tts_usage` Metrics frame, TtsStopped. Synthesis goes sentence by sentence; `signal` is
    * checked before each sentence and each chunk, and an abort ends the stream at once (no
    * TtsStopped: the interruption owns the cleanup). Over-long text throws before TtsStarted.
    */
@@ -343,6 +344,11 @@ export class EspeakTts implements TtsService {
         const part = pcm.slice(at, Math.min(at + chunk, pcm.length));
         yield ttsAudio({ pcm: part, sampleRate: this.#rate, numChannels: 1 }, contextId);
       }
+    }
+    // Characters are what hosted engines bill by; reported the same way, so usage dashboards
+    // read one metric whatever the engine.
+    if (text.trim() !== "") {
+      yield ttsUsageFrame("espeak", this.#opts.voice ?? ESPEAK_DEFAULT_VOICE, text.length);
     }
     yield makeFrame("TtsStopped", { contextId });
   }

@@ -25,7 +25,9 @@ export type CartesiaFakeMode =
   /** The first chunk only, then nothing until a cancel (cancellation tests). */
   | "stall"
   /** The first chunk, then the socket is closed (1011). */
-  | "drop";
+  | "drop"
+  /** An `error` response with status 429 (too many concurrent requests). */
+  | "rate_limit";
 
 /** Options of {@link CartesiaFake}. */
 export interface CartesiaFakeOptions {
@@ -152,12 +154,13 @@ export class CartesiaFake {
     const contextId = msg.context_id;
     if (msg.cancel === true || typeof msg.transcript !== "string") return;
     const base = { context_id: contextId, status_code: 206 };
-    if (this.mode === "error") {
+    if (this.mode === "error" || this.mode === "rate_limit") {
+      const limited = this.mode === "rate_limit";
       socket.send(JSON.stringify({
         type: "error",
         done: true,
-        error: this.errorMessage,
-        status_code: 400,
+        error: limited ? "Too many concurrent requests" : this.errorMessage,
+        status_code: limited ? 429 : 400,
         context_id: contextId,
       }));
       return;

@@ -25,7 +25,9 @@ export type ElevenLabsFakeMode =
   /** Answer the text with an error message, then close 1008. */
   | "error"
   /** Send the first chunk only and wait (cancellation tests). */
-  | "stall";
+  | "stall"
+  /** Send the first chunk, then close the socket abnormally (1011). */
+  | "drop";
 
 /** Options of {@link ElevenLabsFake}. */
 export interface ElevenLabsFakeOptions {
@@ -56,6 +58,8 @@ export class ElevenLabsFake {
   /** Every accepted connection, and the handshakes refused (status codes). */
   readonly connections: ElevenLabsConnection[] = [];
   readonly refused: number[] = [];
+  /** Refuse the next handshakes with this HTTP status (429: too many concurrent requests). */
+  refuseWith: number | undefined;
   #server: Deno.HttpServer<Deno.NetAddr> | undefined;
   readonly #sockets: WebSocket[] = [];
   readonly #closed: Promise<void>[] = [];
@@ -108,6 +112,13 @@ export class ElevenLabsFake {
     if (req.headers.get("upgrade")?.toLowerCase() !== "websocket") {
       return new Response("WebSocket only", { status: 400 });
     }
+    if (this.refuseWith !== undefined) {
+      this.refused.push(this.refuseWith);
+      return Response.json(
+        { detail: { status: "too_many_concurrent_requests", message: "Too many requests" } },
+        { status: this.refuseWith },
+      );
+    }
     if (req.headers.get("xi-api-key") !== this.key) {
       this.refused.push(401);
       return Response.json(
@@ -158,7 +169,7 @@ export class ElevenLabsFake {
       socket.close(1008, this.errorMessage);
       return;
     }
-    const chunks = this.mode === "stall" ? this.audio.slice(0, 1) : this.audio;
+    const chunks = this.mode === "normal" ? this.audio : this.audio.slice(0, 1);
     for (const bytes of chunks) {
       socket.send(JSON.stringify({
         audio: bytes.toBase64(),
@@ -167,5 +178,6 @@ export class ElevenLabsFake {
         alignment: { charStartTimesMs: [0], charDurationsMs: [10], chars: ["H"] },
       }));
     }
+    if (this.mode === "drop") socket.close(1011, "internal error");
   }
 }

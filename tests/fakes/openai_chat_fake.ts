@@ -126,6 +126,8 @@ export class OpenAIChatFake {
   readonly requests: RecordedRequest[] = [];
   /** Streams the client dropped before the fake finished them. */
   dropped = 0;
+  /** The Bearer key the fake accepts; another gets OpenAI's 401. Unset: no check. */
+  apiKey: string | undefined;
 
   readonly #server: Deno.HttpServer<Deno.NetAddr>;
   readonly #replies: FakeReply[] = [];
@@ -182,6 +184,18 @@ export class OpenAIChatFake {
       headers: Object.fromEntries(req.headers),
       body,
     });
+    const given = req.headers.get("authorization")?.replace(/^Bearer /, "") ?? "";
+    if (this.apiKey !== undefined && given !== this.apiKey) {
+      // OpenAI shows only the key's ends in a 401.
+      const shown = given.length > 8 ? `${given.slice(0, 3)}****${given.slice(-4)}` : "****";
+      const error = {
+        message: `Incorrect API key provided: ${shown}.`,
+        type: "invalid_request_error",
+        param: null,
+        code: "invalid_api_key",
+      };
+      return Response.json({ error }, { status: 401 });
+    }
     const reply = this.#replies.shift() ??
       errorReply(500, "fake: no reply scripted", "server_error");
     if (reply.kind === "json") {

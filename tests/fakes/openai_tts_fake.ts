@@ -39,8 +39,9 @@ export interface SpeechRequestSeen {
 export type SpeechReply =
   /** An error answer with an OpenAI-style error body. */
   | { status: number; message?: string; headers?: Record<string, string> }
-  /** Audio streamed in exactly these chunks, `delayMs` apart (default 0). */
-  | { chunks: Uint8Array[]; delayMs?: number; contentType?: string };
+  /** Audio streamed in exactly these chunks, `delayMs` apart (default 0); `cut`: the connection
+   * is then cut instead of the body ending. */
+  | { chunks: Uint8Array[]; delayMs?: number; contentType?: string; cut?: boolean };
 
 /** The fake server. */
 export class OpenAITtsFake {
@@ -121,13 +122,13 @@ export class OpenAITtsFake {
         reply.headers,
       );
     }
-    return new Response(this.#stream(reply.chunks, reply.delayMs ?? 0), {
+    return new Response(this.#stream(reply.chunks, reply.delayMs ?? 0, reply.cut === true), {
       headers: { "content-type": reply.contentType ?? "audio/pcm" },
     });
   }
 
   /** The chunks as a body stream, paced by `delayMs`; notes a client that cancels early. */
-  #stream(chunks: Uint8Array[], delayMs: number): ReadableStream<Uint8Array> {
+  #stream(chunks: Uint8Array[], delayMs: number, cut: boolean): ReadableStream<Uint8Array> {
     let next = 0;
     let timer: ReturnType<typeof setTimeout> | undefined;
     return new ReadableStream<Uint8Array>({
@@ -142,7 +143,8 @@ export class OpenAITtsFake {
           });
         }
         if (next >= chunks.length) {
-          ctl.close();
+          if (cut) ctl.error(new Error("connection cut by the fake"));
+          else ctl.close();
           return;
         }
         ctl.enqueue(chunks[next++]);

@@ -63,6 +63,11 @@ export class PiperFake {
   readonly failures: number[] = [];
   /** Hold each WAV body this long (ms) after the headers. */
   delayMs = 0;
+  /**
+   * Send the first half of the next WAV answers, then: hold the rest until the client leaves
+   * ("stall") or cut the connection ("cut"). Undefined: the whole WAV.
+   */
+  partial: "stall" | "cut" | undefined;
   /** Raw bytes to answer instead of a WAV (a broken server). */
   rawAnswer: Uint8Array | undefined;
   /** How many held answers the client abandoned before they were sent. */
@@ -131,7 +136,11 @@ export class PiperFake {
       amplitude: 8000,
     });
     const wav = encodeWav(this.lastPcm, this.sampleRate);
-    const answer = this.delayMs > 0 ? this.#held(wav) : wav.buffer as ArrayBuffer;
+    const answer = this.partial
+      ? this.#partial(wav, this.partial)
+      : this.delayMs > 0
+      ? this.#held(wav)
+      : wav.buffer as ArrayBuffer;
     return new Response(answer, { headers: { "content-type": "audio/wav" } });
   }
 
@@ -176,6 +185,17 @@ export class PiperFake {
         this.#timers.delete(timer!);
         this.clientsGone++;
       },
+    });
+  }
+
+  /** The first half of `wav`, then a hold until the client leaves, or a cut connection. */
+  #partial(wav: Uint8Array, how: "stall" | "cut"): ReadableStream<Uint8Array> {
+    return new ReadableStream<Uint8Array>({
+      start: (ctl) => {
+        ctl.enqueue(wav.slice(0, wav.length >> 1));
+        if (how === "cut") ctl.error(new Error("connection cut by the fake"));
+      },
+      cancel: () => void this.clientsGone++,
     });
   }
 }

@@ -1,0 +1,67 @@
+/**
+ * Every speech-to-text protocol family through the conformance suite
+ * (tests/_stt_conformance.ts), each against its local fake: Deepgram streaming (WebSocket) and
+ * the Whisper-style batch family (OpenAI dialect). Clients are made by the registry's loaders.
+ */
+
+import { STT_PROVIDERS } from "../providers/service_registry.ts";
+import { sttConformance, type SttRig } from "./_stt_conformance.ts";
+import { DeepgramFake } from "./fakes/deepgram_fake.ts";
+import { WhisperHttpFake } from "./fakes/whisper_http_fake.ts";
+
+// ---------------------------------------------------------------- Deepgram live (WebSocket)
+
+sttConformance({
+  provider: "deepgram",
+  create: await STT_PROVIDERS.deepgram.load(),
+  rig(): Promise<SttRig> {
+    const key = "dg-conformance-good-key";
+    const fake = new DeepgramFake({ apiKey: key });
+    fake.start();
+    // Results go to the connection the client has after any drop the test caused.
+    let connection = 1;
+    return Promise.resolve({
+      options: { apiKey: key, baseUrl: fake.url, options: { reconnect_delay_ms: 10 } },
+      wrongKey: "dg-conformance-wrong-key",
+      say(text) {
+        fake.waitForConnection(connection).then(
+          () => fake.sendResult({ transcript: text, isFinal: true, speechFinal: true }),
+          () => {}, // refused (wrong key): nothing to say
+        );
+      },
+      fail() {
+        connection++;
+        void fake.dropConnection();
+      },
+      audioBytes: () => fake.audioBytes(),
+      close: () => fake.close(),
+    });
+  },
+});
+
+// ---------------------------------------------------------------- Whisper-style batch (OpenAI)
+
+sttConformance({
+  provider: "openai",
+  create: await STT_PROVIDERS.openai.load(),
+  async rig(): Promise<SttRig> {
+    const key = "sk-conformance-good-key";
+    const fake = new WhisperHttpFake({ apiKey: key });
+    await fake.start();
+    return {
+      options: { apiKey: key, baseUrl: `${fake.url}/v1` },
+      wrongKey: "sk-conformance-wrong-key",
+      say(text) {
+        fake.defaultText = text;
+      },
+      fail() {
+        fake.reply({
+          status: 503,
+          body: { error: { message: "overloaded", type: "server_error" } },
+        });
+      },
+      audioBytes: () => fake.requests.reduce((n, r) => n + (r.wav?.samples ?? 0) * 2, 0),
+      close: () => fake.close(),
+    };
+  },
+});

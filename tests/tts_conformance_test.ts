@@ -1,0 +1,137 @@
+/**
+ * Every text-to-speech provider client through the conformance suite (tests/_tts_conformance.ts),
+ * each against its local fake. Clients are made by the registry's loaders, as the server makes
+ * them.
+ */
+
+import { TTS_PROVIDERS } from "../providers/service_registry.ts";
+import type { ServiceFactory } from "../providers/service_registry.ts";
+import { ttsConformance, type TtsRig, type TtsScenario } from "./_tts_conformance.ts";
+import { OpenAITtsFake, type SpeechReply } from "./fakes/openai_tts_fake.ts";
+import { PiperFake } from "./fakes/piper_fake.ts";
+import { ElevenLabsFake } from "./fakes/elevenlabs_fake.ts";
+import { CartesiaFake } from "./fakes/cartesia_fake.ts";
+
+const factory = async (name: string): Promise<ServiceFactory<"tts">> =>
+  await TTS_PROVIDERS[name].load();
+
+/** 100 ms of a quiet ramp at `rate`, as little-endian PCM bytes, in `parts` chunks. */
+function pcmChunks(rate: number, parts: number): Uint8Array[] {
+  const bytes = new Uint8Array((rate / 10) * 2);
+  for (let i = 0; i < bytes.length; i += 2) bytes[i] = i & 0x7f;
+  const size = Math.ceil(bytes.length / parts);
+  return Array.from({ length: parts }, (_, i) => bytes.slice(i * size, (i + 1) * size));
+}
+
+// ---------------------------------------------------------------- OpenAI-compatible speech
+
+ttsConformance({
+  provider: "openai",
+  create: await factory("openai"),
+  sampleRates: [24000],
+  retries: true,
+  async rig(): Promise<TtsRig> {
+    const fake = new OpenAITtsFake();
+    fake.apiKey = "sk-conformance-good-key";
+    fake.defaultReply = { chunks: pcmChunks(24000, 3) };
+    await fake.start();
+    const replies: Record<TtsScenario, SpeechReply[]> = {
+      audio: [],
+      stall: [{ chunks: pcmChunks(24000, 2), delayMs: 60_000 }],
+      rate_limit: [{ status: 429, message: "Rate limit reached", headers: { "retry-after": "0" } }],
+      server_error: [{ status: 500, message: "The server had an error" }],
+      drop: [{ chunks: pcmChunks(24000, 2), cut: true }],
+    };
+    return {
+      options: { apiKey: fake.apiKey, baseUrl: fake.baseUrl },
+      wrongKey: "sk-conformance-wrong-key",
+      next: (s) => fake.replies.splice(0, fake.replies.length, ...replies[s]),
+      utterances: () => fake.requests.length,
+      close: () => fake.close(),
+    };
+  },
+});
+
+// ---------------------------------------------------------------- Piper HTTP server (local)
+
+ttsConformance({
+  provider: "piper",
+  create: await factory("piper"),
+  sampleRates: [22050, 16000, 8000],
+  retries: true,
+  skip: {
+    auth: "a local Piper server takes no key",
+    rate_limit: "a local Piper server has no rate limit",
+  },
+  async rig(): Promise<TtsRig> {
+    const fake = new PiperFake({ api: "synthesize" });
+    await fake.start();
+    return {
+      options: { baseUrl: fake.baseUrl },
+      wrongKey: "",
+      next(s) {
+        fake.partial = s === "stall" ? "stall" : s === "drop" ? "cut" : undefined;
+        if (s === "server_error") fake.failures.push(500);
+      },
+      utterances: () => fake.requests.length,
+      close: () => fake.close(),
+    };
+  },
+});
+
+// ---------------------------------------------------------------- ElevenLabs stream-input
+
+ttsConformance({
+  provider: "elevenlabs",
+  create: await factory("elevenlabs"),
+  sampleRates: [16000, 8000, 24000],
+  async rig(): Promise<TtsRig> {
+    const fake = new ElevenLabsFake({ audio: pcmChunks(16000, 3) });
+    await fake.start();
+    return {
+      options: { apiKey: fake.key, baseUrl: fake.url },
+      wrongKey: "wrong-eleven-key",
+      next(s) {
+        fake.refuseWith = s === "rate_limit" ? 429 : undefined;
+        fake.mode = s === "stall"
+          ? "stall"
+          : s === "drop"
+          ? "drop"
+          : s === "server_error"
+          ? "error"
+          : "normal";
+      },
+      utterances: () => fake.connections.length + fake.refused.length,
+      close: () => fake.close(),
+    };
+  },
+});
+
+// ---------------------------------------------------------------- Cartesia WebSocket
+
+ttsConformance({
+  provider: "cartesia",
+  create: await factory("cartesia"),
+  sampleRates: [24000, 16000, 8000],
+  async rig(): Promise<TtsRig> {
+    const fake = new CartesiaFake({ audio: pcmChunks(24000, 3) });
+    await fake.start();
+    return {
+      options: { apiKey: fake.key, baseUrl: fake.url },
+      wrongKey: "wrong-cartesia-key",
+      next(s) {
+        fake.mode = s === "audio" ? "normal" : s === "server_error" ? "error" : s;
+      },
+      utterances: () => fake.messages.filter((m) => typeof m.transcript === "string").length,
+      close: () => fake.close(),
+    };
+  },
+});
+
+// ---------------------------------------------------------------- eSpeak NG (in process)
+
+ttsConformance({
+  provider: "espeak",
+  create: await factory("espeak"),
+  sampleRates: [22050, 16000, 8000],
+});
