@@ -165,8 +165,9 @@ Deno.test("transcribe: a wrong secret or region is refused at start as an auth e
 
 Deno.test("transcribe: temporary credentials presign their session token", async () => {
   const credentials = { ...FAKE_AWS_CREDENTIALS, sessionToken: "IQoJb3JpZ2luEXAMPLE/+=" };
-  await withClient({}, async (_stt, fake) => {
+  await withClient({}, (_stt, fake) => {
     assert.equal(fake.upgrades[0].query["X-Amz-Security-Token"], credentials.sessionToken);
+    return Promise.resolve();
   }, { credentials });
 });
 
