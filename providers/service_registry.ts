@@ -12,8 +12,20 @@
 
 import { FlowcatError } from "../core/errors.ts";
 import type { LlmService, SttService, TtsService } from "../core/seams.ts";
-import type { ProviderInfo } from "./provider_types.ts";
+import type { EnvReader, ProviderEnvVar, ProviderInfo } from "./provider_types.ts";
 import type { ServiceOptions } from "./service_options.ts";
+import {
+  AWS_DEFAULT_REGION,
+  AWS_ENV,
+  awsHostsFor,
+  type AwsService,
+  BEDROCK,
+  BEDROCK_DEFAULT_MODEL,
+  POLLY,
+  POLLY_DEFAULT_ENGINE,
+  POLLY_DEFAULT_VOICE,
+  TRANSCRIBE,
+} from "./aws/defaults.ts";
 
 /** A cascaded provider kind. */
 export type ServiceKind = "stt" | "llm" | "tts";
@@ -68,6 +80,10 @@ const piper: Loader<"tts"> = () => import("./tts/piper_http.ts").then((m) => m.c
 const elevenlabs: Loader<"tts"> = () =>
   import("./tts/elevenlabs.ts").then((m) => m.createElevenLabsTts);
 const cartesia: Loader<"tts"> = () => import("./tts/cartesia.ts").then((m) => m.createCartesiaTts);
+const transcribe: Loader<"stt"> = () =>
+  import("./aws/transcribe.ts").then((m) => m.createTranscribeStt);
+const bedrock: Loader<"llm"> = () => import("./aws/bedrock.ts").then((m) => m.createBedrockLlm);
+const polly: Loader<"tts"> = () => import("./aws/polly.ts").then((m) => m.createPollyTts);
 const espeak: Loader<"tts"> = () =>
   import("./tts/espeak.ts").then((m) => (o: ServiceOptions) => {
     const rate = o.options?.sample_rate;
@@ -95,6 +111,10 @@ type Row<K extends ServiceKind> = [
     local?: boolean;
     options?: Record<string, unknown>;
     description: string;
+    /** Variables read instead of `<NAME>_API_KEY`. */
+    env?: readonly ProviderEnvVar[];
+    /** Hosts that depend on the options and environment (a region). */
+    hostsFor?: (options: Readonly<Record<string, unknown>>, env: EnvReader) => string[];
   },
 ];
 
@@ -118,10 +138,17 @@ function table<K extends ServiceKind>(
       ...(i.model ? { defaultModel: i.model } : {}),
       ...(i.voice ? { defaultVoice: i.voice } : {}),
       ...(i.options ? { options: i.options } : {}),
+      ...(i.env ? { env: i.env } : {}),
+      ...(i.hostsFor ? { hostsFor: i.hostsFor } : {}),
       load: load === "not wired" ? notWired<K>(name) : load,
     };
   }
   return Object.freeze(out);
+}
+
+/** The row facts of an AWS service: its default region's host, the AWS variables, hosts per region. */
+function aws(service: AwsService) {
+  return { host: service.host(AWS_DEFAULT_REGION), env: AWS_ENV, hostsFor: awsHostsFor(service) };
 }
 
 // Rows of the three tables look alike on purpose: each is data (a provider's family, loader and
@@ -173,7 +200,10 @@ export const STT_PROVIDERS = table("stt", {
     description: "AssemblyAI streaming",
   }],
   azure: ["azure", "not wired", { description: "Azure Speech" }],
-  aws: ["aws", "not wired", { description: "Amazon Transcribe streaming" }],
+  aws: ["aws", transcribe, {
+    ...aws(TRANSCRIBE),
+    description: "Amazon Transcribe streaming (WebSocket, SigV4)",
+  }],
   google: ["google", "not wired", { description: "Google Cloud Speech (gRPC)" }],
   speechmatics: ["speechmatics", "not wired", { description: "Speechmatics realtime" }],
   gladia: ["gladia", "not wired", { description: "Gladia live" }],
@@ -248,7 +278,11 @@ export const LLM_PROVIDERS = table("llm", {
     description: "Google Gemini generateContent",
   }],
   azure: ["azure-openai", "not wired", { description: "Azure OpenAI (deployment URLs)" }],
-  bedrock: ["bedrock", "not wired", { description: "AWS Bedrock (SigV4)" }],
+  bedrock: ["bedrock", bedrock, {
+    ...aws(BEDROCK),
+    model: BEDROCK_DEFAULT_MODEL,
+    description: "Amazon Bedrock ConverseStream (SigV4)",
+  }],
   vertex: ["vertex", "not wired", { description: "Google Vertex AI (OAuth)" }],
 });
 
@@ -311,7 +345,12 @@ export const TTS_PROVIDERS = table("tts", {
   }],
   deepgram: ["deepgram-tts", "not wired", { description: "Deepgram Aura" }],
   azure: ["azure", "not wired", { description: "Azure Speech" }],
-  aws: ["aws", "not wired", { description: "Amazon Polly" }],
+  aws: ["aws", polly, {
+    ...aws(POLLY),
+    model: POLLY_DEFAULT_ENGINE,
+    voice: POLLY_DEFAULT_VOICE,
+    description: "Amazon Polly (PCM, SigV4)",
+  }],
   google: ["google", "not wired", { description: "Google Cloud TTS" }],
   playht: ["playht", "not wired", { description: "PlayHT" }],
   rime: ["rime", "not wired", { description: "Rime" }],

@@ -53,7 +53,20 @@ export function requiredEnv(config: AgentServerConfig): EnvRequirement[] {
   };
   for (const kind of KINDS) {
     const p = config.providers[kind];
-    if (p === undefined || providersOfKind(kind)[p.name]?.needsKey !== true) continue;
+    const info = p === undefined ? undefined : providersOfKind(kind)[p.name];
+    if (p === undefined || info?.needsKey !== true) continue;
+    // Cloud credentials in several variables (AWS) instead of one key.
+    if (info.env !== undefined) {
+      for (const v of info.env) {
+        add({
+          name: v.name,
+          why: `${v.why} (${p.name} ${kind} provider)`,
+          required: v.required,
+          ...(v.required ? { path: `providers.${kind}.name` } : {}),
+        });
+      }
+      continue;
+    }
     add({
       name: providerKeyEnv(p.name),
       why: `API key of the ${p.name} ${kind} provider`,

@@ -3,9 +3,10 @@
  * exactly the permissions its config needs, computed here as `--print-permissions` prints
  * them. This launcher itself may read files (the config may live anywhere), list the network
  * interfaces (the playground's WebRTC peers are this host's addresses) and run `deno`; it
- * opens no socket and reads two environment variables, `SENTRY_DSN` (an error-reporting server
- * to grant) and `SIGNALWIRE_SPACE_URL` (SignalWire's API host); the server gets the whole
- * environment, as the shell had it.
+ * opens no socket and reads three environment variables, `SENTRY_DSN` (an error-reporting
+ * server to grant), `SIGNALWIRE_SPACE_URL` (SignalWire's API host) and `AWS_REGION` (the region
+ * of AWS providers whose config names none); the server gets the whole environment, as the
+ * shell had it.
  *
  * ```sh
  * deno task start --config my-agent.yaml --port 8000
@@ -30,7 +31,7 @@ export async function launchArgs(args: string[]): Promise<string[] | number> {
   return ["run", "--no-prompt", ...permissionFlags(config, opts), SERVER_ENTRY, ...args];
 }
 
-/** A variable the launcher may read (`SENTRY_DSN`, `SIGNALWIRE_SPACE_URL`); others read as unset. */
+/** A variable the launcher may read (see the module doc); others read as unset. */
 function readEnv(name: string): string | undefined {
   try {
     return Deno.env.get(name);

@@ -184,6 +184,7 @@ export function serverPermissionOptions(
   const dsn = dsnNetHost(config, env);
   return {
     configPath: a.config,
+    env,
     host,
     port: a.port ?? config.server.port,
     ...(a.workers !== undefined && a.workers > 1 ? { workers: a.workers } : {}),

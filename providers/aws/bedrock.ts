@@ -11,7 +11,7 @@
  *
  * @example
  * ```ts
- * import { createBedrockLlm } from "./bedrock.ts";
+ * import { createBedrockLlm } from "@flowcat/flowcat/llm/bedrock";
  * declare const id: string, secret: string;
  * const llm = createBedrockLlm({
  *   provider: "bedrock",

@@ -15,7 +15,7 @@
  *
  * @example
  * ```ts
- * import { createPollyTts } from "./polly.ts";
+ * import { createPollyTts } from "@flowcat/flowcat/tts/aws";
  * declare const id: string, secret: string;
  * const tts = createPollyTts({
  *   provider: "aws",

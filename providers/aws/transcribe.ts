@@ -16,8 +16,8 @@
  *
  * @example
  * ```ts
- * import { createTranscribeStt } from "./transcribe.ts";
- * import type { AudioFrame, StartParams } from "../../core/frames.ts";
+ * import { createTranscribeStt } from "@flowcat/flowcat/stt/aws";
+ * import type { AudioFrame, StartParams } from "@flowcat/flowcat";
  * declare const id: string, secret: string, params: StartParams, audio: AudioFrame;
  * const stt = createTranscribeStt({
  *   provider: "aws",
