@@ -278,6 +278,15 @@ Deno.test("bedrock: missing credentials or a bad region are config errors at con
       }),
     /not a region name/,
   );
+  assert.throws(
+    () =>
+      createBedrockLlm({
+        provider: "bedrock",
+        credentials: awsEnv(FAKE_AWS_CREDENTIALS, "us-east-1"),
+        options: { max_tokens: 0 },
+      }),
+    /options.max_tokens must be a positive integer/,
+  );
   const llm = createBedrockLlm({
     provider: "bedrock",
     credentials: awsEnv(FAKE_AWS_CREDENTIALS, "ap-southeast-2"),

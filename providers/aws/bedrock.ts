@@ -38,6 +38,7 @@ import {
 import { type Logger, silentLogger } from "../../core/log.ts";
 import type { LlmService } from "../../core/seams.ts";
 import type { ServiceOptions } from "../service_options.ts";
+import { positiveOption } from "../tts/_shared.ts";
 import {
   converseMessages,
   converseTools,
@@ -86,10 +87,7 @@ export class BedrockLlm implements LlmService {
     this.#options = opts.options ?? {};
     this.#opts = opts;
     this.#log = opts.logger ?? silentLogger;
-    const max = this.#options.max_tokens;
-    if (max !== undefined && (!Number.isInteger(max) || (max as number) < 1)) {
-      throw new FlowcatError("config", `${this.#provider}: options.max_tokens must be >= 1`);
-    }
+    positiveOption(this.#provider, this.#options, "max_tokens", true);
   }
 
   /** The provider's name as configured. */
