@@ -241,6 +241,7 @@ Deno.test("bedrock: a stream that ends early or inside a message is a closed err
     fake.reply({ pieces: [whole[0], whole[1].subarray(0, 10)] });
     const torn = await rejectsWith(collect(createBedrockLlm(opts).runLlm(HELLO)));
     assert.equal(torn.kind, "closed");
+    assert.equal(torn.message, "bedrock: stream ended inside a message");
   });
 });
 
@@ -295,4 +296,14 @@ Deno.test("bedrock: missing credentials or a bad region are config errors at con
     llm.url().href,
     "https://bedrock-runtime.ap-southeast-2.amazonaws.com/model/amazon.nova-lite-v1%3A0/converse-stream",
   );
+});
+
+Deno.test("bedrock: a connection dropped mid-stream is an error, not a short answer", async () => {
+  await withFake(async (fake, opts) => {
+    fake.reply({ pieces: converseStream({ text: ["half"] }).slice(0, 2), reset: true });
+    const err = await collect(createBedrockLlm(opts).runLlm(HELLO)).catch((e) => e);
+    assert.ok(err instanceof FlowcatError, String(err));
+    assert.equal(err.kind, "closed");
+    assert.match(err.message, /^bedrock: stream broke: /);
+  });
 });

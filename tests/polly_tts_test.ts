@@ -76,6 +76,11 @@ Deno.test("polly: SSML is sent as ssml, given a <speak> root when it has none", 
     const tts = createPollyTts({ ...opts, options: { text_type: "ssml" } });
     await collect(tts.runTts('Hi <break time="300ms"/> there'));
     await collect(tts.runTts("<speak>Already whole.</speak>"));
+    const withLanguage = createPollyTts({ ...opts, language: "en-IN" });
+    await collect(withLanguage.runTts("Namaste"));
+    assert.equal(fake.requests[2].body.LanguageCode, "en-IN");
+    await collect(createPollyTts({ ...opts, language: "en" }).runTts("Hi"));
+    assert.equal(fake.requests[3].body.LanguageCode, undefined, "a bare language is not sent");
     assert.equal(fake.requests[0].body.Text, '<speak>Hi <break time="300ms"/> there</speak>');
     assert.equal(fake.requests[0].body.TextType, "ssml");
     assert.equal(fake.requests[1].body.Text, "<speak>Already whole.</speak>");
@@ -140,4 +145,18 @@ Deno.test("polly: bad options are config errors", () => {
   );
   assert.throws(() => createPollyTts({ ...base, options: { engine: "turbo" } }), /options.engine/);
   assert.throws(() => createPollyTts({ ...base, options: { text_type: "html" } }), /text_type/);
+});
+
+Deno.test("polly: a connection dropped mid-body fails the utterance as closed", async () => {
+  await withFake(async (fake, opts) => {
+    fake.reply({ pieces: [ramp(200)], reset: true });
+    const seen: string[] = [];
+    const err = await (async () => {
+      for await (const f of createPollyTts(opts).runTts("hello")) seen.push(f.kind);
+    })().catch((e) => e);
+    assert.ok(err instanceof FlowcatError, String(err));
+    assert.equal(err.kind, "closed");
+    assert.match(err.message, /^aws: audio stream broke/);
+    assert.ok(!seen.includes("TtsStopped"));
+  });
 });

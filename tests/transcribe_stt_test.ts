@@ -232,4 +232,8 @@ Deno.test("transcribe: bad options are config errors", () => {
     /partial_results_stability/,
   );
   assert.throws(() => new TranscribeStt({ provider: "aws" }), /missing AWS credentials/);
+  assert.throws(
+    () => new TranscribeStt({ ...base, language: "en" }),
+    /language "en" is not a Transcribe language code/,
+  );
 });

@@ -143,7 +143,7 @@ export class BedrockLlm implements LlmService {
     const calls: FunctionCall[] = [];
     let usage: ConverseUsage | undefined;
     let stopped = false;
-    for await (const msg of readEventStream(res.body, signal)) {
+    for await (const msg of readEventStream(res.body, signal, this.#provider)) {
       const err = eventStreamError(this.#provider, msg);
       if (err) throw err;
       const type = headerString(msg, ":event-type");

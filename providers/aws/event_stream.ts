@@ -22,6 +22,7 @@
  */
 
 import { FlowcatError } from "../../core/errors.ts";
+import { networkCause } from "../http.ts";
 
 /** One header value, typed as on the wire. */
 export type EventHeaderValue =
@@ -264,11 +265,13 @@ export class EventStreamDecoder {
 
 /**
  * Messages of an HTTP response body. Stops (cancelling the body) when the consumer breaks out
- * or `signal` aborts; a body that ends inside a message is a `closed` FlowcatError.
+ * or `signal` aborts; a body that breaks off (a dropped connection) or ends inside a message is
+ * a `closed` FlowcatError whose message starts with `label` (the provider's name).
  */
 export async function* readEventStream(
   body: ReadableStream<Uint8Array>,
   signal?: AbortSignal,
+  label = "event stream",
 ): AsyncGenerator<EventMessage> {
   const reader = body.getReader();
   const onAbort = () => reader.cancel().catch(() => {});
@@ -277,13 +280,22 @@ export async function* readEventStream(
   try {
     while (true) {
       if (signal?.aborted) return;
-      const { value, done } = await reader.read();
+      let chunk: ReadableStreamReadResult<Uint8Array>;
+      try {
+        chunk = await reader.read();
+      } catch (err) {
+        if (signal?.aborted) return;
+        throw new FlowcatError("closed", `${label}: stream broke: ${networkCause(err)}`, {
+          cause: err,
+        });
+      }
+      const { value, done } = chunk;
       if (done) break;
       for (const m of decoder.push(value)) yield m;
     }
     if (signal?.aborted) return;
     if (decoder.pending > 0) {
-      throw new FlowcatError("closed", "event stream ended inside a message");
+      throw new FlowcatError("closed", `${label}: stream ended inside a message`);
     }
   } finally {
     signal?.removeEventListener("abort", onAbort);

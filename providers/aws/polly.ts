@@ -87,7 +87,10 @@ export class PollyTts implements TtsService {
       throw new FlowcatError("config", `${p}: options.text_type must be text or ssml`);
     }
     this.#ssml = textType === "ssml";
-    this.#language = opts.language;
+    // Polly takes a full code (en-US) and only for bilingual voices; the voice decides otherwise.
+    this.#language = opts.language && /^[a-z]{2,3}-[A-Z]{2}$/.test(opts.language)
+      ? opts.language
+      : undefined;
     this.#opts = opts;
   }
 

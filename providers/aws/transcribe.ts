@@ -93,8 +93,15 @@ export class TranscribeStt implements SttService {
         `${p}: options.partial_results_stability must be low, medium or high`,
       );
     }
+    const language = opts.language || TRANSCRIBE_DEFAULT_LANGUAGE;
+    if (!/^[a-z]{2,3}-[A-Z]{2}$/.test(language)) {
+      throw new FlowcatError(
+        "config",
+        `${p}: language "${language}" is not a Transcribe language code (en-US, en-GB, es-US...)`,
+      );
+    }
     this.#params = {
-      languageCode: opts.language || TRANSCRIBE_DEFAULT_LANGUAGE,
+      languageCode: language,
       sampleRate: rate,
       ...(typeof o.vocabulary_name === "string" ? { vocabularyName: o.vocabulary_name } : {}),
       ...(stability ? { stability: stability as TranscribeParams["stability"] } : {}),

@@ -40,6 +40,8 @@ export type AwsReply =
     gapMs?: number;
     /** Keep the body open after the last piece. */
     hold?: boolean;
+    /** After the last piece, break the connection instead of ending the body (a drop). */
+    reset?: boolean;
     contentType?: string;
   };
 
@@ -158,7 +160,13 @@ export class AwsHttpFake {
   /** Listen on 127.0.0.1 (ephemeral port). */
   start(): this {
     this.#server = Deno.serve(
-      { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+      {
+        hostname: "127.0.0.1",
+        port: 0,
+        onListen: () => {},
+        // A body broken on purpose (`reset`) is no server fault to print.
+        onError: () => new Response(null, { status: 500 }),
+      },
       (req) => this.#handle(req),
     );
     return this;
@@ -217,7 +225,17 @@ export class AwsHttpFake {
       onDone: () => this.#streams.delete(stream.stop),
     });
     this.#streams.add(stream.stop);
-    return new Response(stream.body, {
+    // An errored body makes the server abort the response mid-way, as a dropped socket looks.
+    const out = reply.reset
+      ? stream.body.pipeThrough(
+        new TransformStream({
+          flush() {
+            throw new Error("connection reset by the test");
+          },
+        }),
+      )
+      : stream.body;
+    return new Response(out, {
       headers: {
         "content-type": reply.contentType ??
           (bedrock ? "application/vnd.amazon.eventstream" : "audio/pcm"),
