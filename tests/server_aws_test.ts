@@ -15,6 +15,7 @@ import { permissionFlags } from "../server/permissions.ts";
 import { serverPermissionOptions } from "../server/main.ts";
 import { probe, probeTargets } from "../server/probes.ts";
 import { until } from "./_core_helpers.ts";
+import { startTaskArgs } from "./_server_child.ts";
 import { parse } from "./_server_config_helpers.ts";
 import { twilioCall } from "./_twilio_client.ts";
 import { AwsHttpFake, converseStream } from "./fakes/aws_http_fake.ts";
@@ -161,4 +162,27 @@ Deno.test("server aws: --check checks the AWS variables without calling the sign
     assert.notEqual(t.notWired, true);
   }
   assert.equal(fetched, 0);
+});
+
+Deno.test("server aws: deno task start --print-permissions reads AWS_REGION for the example", async () => {
+  const out = await new Deno.Command("deno", {
+    args: [...startTaskArgs(), "--config", "examples/cascaded_aws.yaml", "--print-permissions"],
+    env: { NO_COLOR: "1", AWS_REGION: "eu-west-1" },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const text = new TextDecoder().decode(out.stdout);
+  assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+  const net = /--allow-net=(\S+)/.exec(text)![1].split(",");
+  for (
+    const h of [
+      "transcribestreaming.eu-west-1.amazonaws.com:8443",
+      "bedrock-runtime.eu-west-1.amazonaws.com:443",
+      "polly.eu-west-1.amazonaws.com:443",
+    ]
+  ) {
+    assert.ok(net.includes(h), `${h} in ${net}`);
+  }
+  assert.ok(!text.includes("us-east-1"), "no host of the default region");
+  assert.match(text, /--allow-env=[^ ]*AWS_SECRET_ACCESS_KEY/);
 });
