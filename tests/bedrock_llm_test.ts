@@ -75,6 +75,7 @@ Deno.test("bedrock: streams text, signs for the region, sends Converse's body, r
     assert.equal(req.refused, undefined, "the fake accepted the signature");
     assert.equal(req.path, "/model/amazon.nova-lite-v1%3A0/converse-stream");
     assert.match(req.headers.get("authorization")!, /\/eu-west-1\/bedrock\/aws4_request/);
+    assert.match(req.headers.get("authorization")!, /SignedHeaders=[^,]*x-amz-content-sha256/);
     assert.deepEqual(req.body, {
       messages: [{ role: "user", content: [{ text: "Hi" }] }],
       system: [{ text: "Be brief." }],

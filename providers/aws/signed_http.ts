@@ -63,6 +63,8 @@ export async function signedPost(
       service: opts.service.signingName,
       date: (opts.now ?? (() => new Date()))(),
     },
+    // The AWS SDKs send and sign the body's hash too (x-amz-content-sha256); so does this.
+    { signBody: true },
   );
   // `host` is set by fetch itself from the URL, which is what was signed.
   const sent = [...headers.slice(1), ...signed.headers];

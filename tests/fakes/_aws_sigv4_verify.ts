@@ -56,11 +56,16 @@ export async function verifySignedRequest(
       return { code: "UnrecognizedClientException", message: "The security token is invalid." };
     }
   }
+  const bodyHash = await sha256Hex(body);
+  const claimed = req.headers.get("x-amz-content-sha256");
+  if (claimed !== null && claimed !== bodyHash) {
+    return { code: "XAmzContentSHA256Mismatch", message: "The body does not match its hash." };
+  }
   const url = new URL(req.url);
   const headers = names.map((n) => [n, req.headers.get(n) ?? ""] as [string, string]);
   return await compare(
     { method: req.method, path: url.pathname, query: [...url.searchParams], headers },
-    await sha256Hex(body),
+    bodyHash,
     date,
     signature,
     expect,
