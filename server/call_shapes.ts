@@ -190,10 +190,10 @@ async function loadService<K extends ServiceKind>(
   const voice = p.voice ?? info.defaultVoice;
   if (voice !== undefined) so.voice = voice;
   if (p.language !== undefined) so.language = p.language;
-  // A local provider behind an operator's proxy may still want a key: pass it when set.
   if (info.env !== undefined) so.credentials = readCredentials(opts.env, info, kind);
   else if (info.needsKey) so.apiKey = readKey(opts.env, p.name, kind);
   else {
+    // A local provider behind an operator's proxy may still want a key: pass it when set.
     const key = opts.env(providerKeyEnv(p.name));
     if (key) so.apiKey = key;
   }
