@@ -74,18 +74,18 @@ for (const rate of [8000, 16000]) {
       assert.equal(up.query["sample-rate"], String(rate));
       assert.equal(up.query["X-Amz-Expires"], "300");
       assert.match(up.query["X-Amz-Credential"], /^AKIDEXAMPLE\/\d{8}\/eu-west-1\/transcribe\//);
-      // 8 kHz call audio, resampled to the stream's rate.
-      for (let i = 0; i < 5; i++) await stt.runStt(frame20ms(8000));
-      await until(() => fake.current!.audio.length === 5, 2000, "five AudioEvents");
-      const bytes = fake.current!.audio.reduce((n, a) => n + a.length, 0);
-      const expected = (rate / 50) * 2 * 5;
-      assert.ok(Math.abs(bytes - expected) <= 64, `${bytes} bytes for ${expected}`);
+      // 8 kHz call audio, resampled to the stream's rate, sent in 50 ms AudioEvents.
+      for (let i = 0; i < 10; i++) await stt.runStt(frame20ms(8000));
+      const chunk = (rate / 20) * 2;
+      const sent = () => fake.current!.audio.reduce((n, a) => n + a.length, 0);
+      // Every third 20 ms frame completes a 50 ms chunk: three AudioEvents, 20 ms still held.
+      await until(() => sent() >= chunk * 3, 2000, "three chunks of audio");
+      const sizes = fake.current!.audio.map((a) => a.length);
+      assert.equal(sizes.length, 3, `${sizes}`);
+      assert.ok(sizes.every((n) => n >= chunk && n < chunk + (rate / 50) * 2), `${sizes}`);
       if (rate === 8000) {
-        assert.deepEqual(
-          new Int16Array(fake.current!.audio[0].slice().buffer),
-          frame20ms(8000).pcm,
-          "8 kHz passes through unchanged",
-        );
+        const got = new Int16Array(fake.current!.audio[0].slice().buffer);
+        assert.deepEqual(got.subarray(0, 160), frame20ms(8000).pcm, "8 kHz passes unchanged");
       }
     });
   });
@@ -110,12 +110,12 @@ Deno.test("transcribe: partial results are interim, a final result is a Transcri
 Deno.test("transcribe: muted audio is sent as silence of the same length", async () => {
   await withClient({ options: { sample_rate: 8000 } }, async (stt, fake) => {
     stt.setMuted(true);
-    await stt.runStt(frame20ms(8000));
+    for (let i = 0; i < 3; i++) await stt.runStt(frame20ms(8000));
     stt.setMuted(false);
-    await stt.runStt(frame20ms(8000));
+    for (let i = 0; i < 3; i++) await stt.runStt(frame20ms(8000));
     await until(() => fake.current!.audio.length === 2, 2000, "two AudioEvents");
     const [muted, live] = fake.current!.audio;
-    assert.equal(muted.length, 320);
+    assert.equal(muted.length, 960);
     assert.ok(muted.every((b) => b === 0));
     assert.ok(live.some((b) => b !== 0));
   });
@@ -133,6 +133,7 @@ Deno.test("transcribe: stop sends the empty AudioEvent that ends the stream", as
     await stt.runStt(frame20ms(8000));
     await stt.stop();
     await until(() => fake.current?.ended === true, 2000, "end of stream");
+    assert.equal(fake.current!.audio.length, 1, "the held 20 ms went out before the end");
     await stt.stop();
   } finally {
     await fake.close();
@@ -194,7 +195,11 @@ Deno.test("transcribe: a dropped socket is reopened with a new presigned URL", a
     fake.sendResults([{ text: "after the drop", partial: false }]);
     const got = await frames(stt, 1);
     assert.equal((got[0] as { text: string }).text, "after the drop");
-    await until(() => fake.current!.audio.length > 0, 2000, "audio on the new stream");
+    for (let i = 0; i < 100 && fake.current!.audio.length === 0; i++) {
+      await stt.runStt(frame20ms(8000));
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    assert.ok(fake.current!.audio.length > 0, "audio on the new stream");
   });
 });
 

@@ -1,8 +1,8 @@
 /**
  * Amazon Transcribe streaming speech-to-text over WebSocket (wire: transcribe_wire.ts).
  *
- * Audio is resampled to `options.sample_rate` (8000 or 16000, default 16000) and sent as
- * event-stream `AudioEvent` messages; `TranscriptEvent` results arriving between `runStt` calls
+ * Audio is resampled to `options.sample_rate` (8000 or 16000, default 16000) and sent in
+ * 50 ms event-stream `AudioEvent` messages; `TranscriptEvent` results arriving between `runStt` calls
  * are queued and returned by the next call: a partial result as InterimTranscription, a final
  * one as Transcription. While muted, silence of the same length is sent instead of the audio:
  * Transcribe ends a stream that gets no audio for 15 s. `stop()` sends the empty AudioEvent
@@ -57,6 +57,12 @@ export type { ServiceOptions } from "../service_options.ts";
 type State = "idle" | "open" | "reconnecting" | "failed" | "stopped";
 
 const STABILITY = ["low", "medium", "high"];
+/**
+ * Audio per AudioEvent, ms. "Latency depends on the size of your audio chunks": AWS advises 50 to
+ * 200 ms for PCM (docs.aws.amazon.com/transcribe/latest/dg/streaming.html, "Best practices");
+ * the shortest adds the least delay.
+ */
+const CHUNK_MS = 50;
 
 /** Amazon Transcribe streaming client; one per call. */
 export class TranscribeStt implements SttService {
@@ -74,6 +80,9 @@ export class TranscribeStt implements SttService {
   #failedAt = 0;
   #muted = false;
   #resampler: Resampler | undefined;
+  /** Audio held until a chunk of {@link CHUNK_MS} is complete. */
+  #pending: Uint8Array[] = [];
+  #pendingBytes = 0;
   readonly #stopped = new AbortController();
 
   /** Make a client; nothing is dialled until {@link TranscribeStt.start}. */
@@ -154,6 +163,7 @@ export class TranscribeStt implements SttService {
     const ws = this.#ws;
     if (ws?.readyState === WebSocket.OPEN) {
       try {
+        this.#flush(ws);
         ws.send(audioEvent(new Uint8Array(0)));
       } catch { /* closing anyway */ }
     }
@@ -262,7 +272,24 @@ export class TranscribeStt implements SttService {
     const pcm = this.#resampler.process(audio.pcm);
     if (pcm.length === 0) return;
     const bytes = this.#muted ? new Uint8Array(pcm.length * 2) : int16ToBytes(pcm);
-    ws.send(audioEvent(bytes));
+    // Copy: `bytes` may view the resampler's or the caller's buffer.
+    this.#pending.push(bytes.slice());
+    this.#pendingBytes += bytes.length;
+    if (this.#pendingBytes >= (this.#params.sampleRate * 2 * CHUNK_MS) / 1000) this.#flush(ws);
+  }
+
+  /** Send the held audio as one AudioEvent. */
+  #flush(ws: WebSocket): void {
+    if (this.#pendingBytes === 0) return;
+    const chunk = new Uint8Array(this.#pendingBytes);
+    let at = 0;
+    for (const part of this.#pending) {
+      chunk.set(part, at);
+      at += part.length;
+    }
+    this.#pending = [];
+    this.#pendingBytes = 0;
+    ws.send(audioEvent(chunk));
   }
 }
 
