@@ -7,7 +7,7 @@
 
 import assert from "node:assert/strict";
 import { FlowcatError } from "../core/errors.ts";
-import { silentLogger } from "../core/log.ts";
+import { memoryLogger, silentLogger } from "../core/log.ts";
 import { rms, sine } from "../core/audio/pcm.ts";
 import { createAgentServer } from "../server/app.ts";
 import { checkEnv, requiredEnv } from "../server/config_env.ts";
@@ -79,6 +79,57 @@ Deno.test("server aws: a call runs Transcribe, Bedrock and Polly, every request 
     await report;
     const fin = app.sessions.get(run.runId)!.finalize!;
     assert.equal(fin.usage.endedBy, "end: caller hung up");
+  } finally {
+    await call.close();
+    await app.calls.drain(1000);
+    await app.close();
+    await stt.close();
+    await llm.close();
+    await tts.close();
+  }
+});
+
+Deno.test("server aws: Bedrock throttled past its retries: the caller hears the fallback, it is logged", async () => {
+  const stt = new TranscribeFake().start();
+  const llm = new AwsHttpFake().start();
+  const tts = new AwsHttpFake().start();
+  for (let i = 0; i < 3; i++) tts.reply({ pieces: [speech()] });
+  for (let i = 0; i < 3; i++) {
+    llm.reply({
+      status: 429,
+      code: "ThrottlingException",
+      message: "Too many requests",
+      retryAfter: "0",
+    });
+  }
+  const config = await cascadedConfig(
+    `  stt: { name: aws, url: "${stt.url}", options: { sample_rate: 8000 } }
+  llm: { name: bedrock, url: "${llm.url}" }
+  tts: { name: aws, url: "${tts.url}", options: { sample_rate: 8000 } }`,
+  );
+  const logger = memoryLogger();
+  const app = await createAgentServer({ config, env: (n) => llm.env[n], logger });
+  const run = await app.sessions.createRun("carrier", { carrier: "twilio" });
+  let report: Promise<unknown> | undefined;
+  const call = await twilioCall((t) => (report = app.calls.run(t, run)), run.token);
+  try {
+    await until(() => call.media().length > 20, 5000, "greeting audio");
+    await until(() => stt.connections.length === 1, 5000, "the Transcribe stream");
+    await call.speak(sine({ freq: 300, sampleRate: 8000, samples: 8000, amplitude: 9000 }));
+    stt.sendResults([{ text: "Are you there?", partial: false }]);
+    await call.speak(new Int16Array(8000));
+    await until(() => llm.requests.length === 3, 8000, "three signed attempts");
+    assert.ok(llm.requests.every((r) => r.refused === undefined));
+    await until(() => tts.requests.length === 2, 8000, "the fallback line spoken");
+    const fallback = String(tts.requests[1].body.Text);
+    assert.ok(fallback.length > 10 && fallback !== "Hi there.", fallback);
+    const failed = logger.records.find((r) => r.message === "provider failed");
+    assert.ok(failed !== undefined, "the failure is logged");
+    assert.equal(failed.fields?.service, "llm");
+    assert.equal(failed.fields?.provider, "bedrock");
+    assert.equal(failed.fields?.status, 429);
+    await call.hangup();
+    await report;
   } finally {
     await call.close();
     await app.calls.drain(1000);
