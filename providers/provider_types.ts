@@ -30,6 +30,19 @@ export interface RealtimeProviderOptions {
 /** Makes one realtime client per call. */
 export type RealtimeFactory = (opts: RealtimeProviderOptions) => RealtimeLlm;
 
+/** An environment variable a provider reads in place of `<NAME>_API_KEY`. */
+export interface ProviderEnvVar {
+  /** Variable name, e.g. `AWS_ACCESS_KEY_ID`. */
+  name: string;
+  /** True when the provider cannot work without it. */
+  required: boolean;
+  /** What it holds, for messages and docs. */
+  why: string;
+}
+
+/** Reads an environment variable; `undefined` when unset or not readable. */
+export type EnvReader = (name: string) => string | undefined;
+
 /** A registered provider. */
 export interface ProviderInfo {
   /** Name the config selects the provider by. */
@@ -51,4 +64,14 @@ export interface ProviderInfo {
   authHosts?: readonly string[];
   /** One-line description for `--help` and docs. */
   description: string;
+  /**
+   * Variables the provider reads instead of `<NAME>_API_KEY` (cloud credentials, a region);
+   * their values reach the client as `credentials`. Absent: the one key variable.
+   */
+  env?: readonly ProviderEnvVar[];
+  /**
+   * The hosts dialled for the config's provider options and the environment, when they depend
+   * on them (a region); `hosts` then lists the default's.
+   */
+  hostsFor?(options: Readonly<Record<string, unknown>>, env: EnvReader): string[];
 }

@@ -39,6 +39,8 @@ export type {
 export type { ServiceOptions } from "./service_options.ts";
 
 export type {
+  EnvReader,
+  ProviderEnvVar,
   ProviderInfo,
   ProviderKind,
   RealtimeFactory,

@@ -19,6 +19,11 @@ export interface ServiceOptions {
   provider: string;
   /** Credential from the operator's environment; never logged, never put in an error. */
   apiKey?: string;
+  /**
+   * Values of the variables a provider declares in place of one key (AWS credentials and
+   * region), by variable name; only those that are set. Never logged.
+   */
+  credentials?: Readonly<Record<string, string>>;
   /** API root, e.g. `https://api.openai.com/v1` (each family has its default). */
   baseUrl?: string;
   /** Model id (each provider has its default). */

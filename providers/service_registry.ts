@@ -12,8 +12,20 @@
 
 import { FlowcatError } from "../core/errors.ts";
 import type { LlmService, SttService, TtsService } from "../core/seams.ts";
-import type { ProviderInfo } from "./provider_types.ts";
+import type { EnvReader, ProviderEnvVar, ProviderInfo } from "./provider_types.ts";
 import type { ServiceOptions } from "./service_options.ts";
+import {
+  AWS_DEFAULT_REGION,
+  AWS_ENV,
+  awsHostsFor,
+  type AwsService,
+  BEDROCK,
+  BEDROCK_DEFAULT_MODEL,
+  POLLY,
+  POLLY_DEFAULT_ENGINE,
+  POLLY_DEFAULT_VOICE,
+  TRANSCRIBE,
+} from "./aws/defaults.ts";
 
 /** A cascaded provider kind. */
 export type ServiceKind = "stt" | "llm" | "tts";
@@ -72,6 +84,10 @@ const googleStt: Loader<"stt"> = () => import("./google/speech.ts").then((m) => 
 const googleTts: Loader<"tts"> = () => import("./google/tts.ts").then((m) => m.createGoogleTts);
 const vertex: Loader<"llm"> = () => import("./google/vertex.ts").then((m) => m.createVertexLlm);
 const riva: Loader<"stt"> = () => import("./nvidia/riva.ts").then((m) => m.createRivaStt);
+const transcribe: Loader<"stt"> = () =>
+  import("./aws/transcribe.ts").then((m) => m.createTranscribeStt);
+const bedrock: Loader<"llm"> = () => import("./aws/bedrock.ts").then((m) => m.createBedrockLlm);
+const polly: Loader<"tts"> = () => import("./aws/polly.ts").then((m) => m.createPollyTts);
 const espeak: Loader<"tts"> = () =>
   import("./tts/espeak.ts").then((m) => (o: ServiceOptions) => {
     const rate = o.options?.sample_rate;
@@ -101,6 +117,10 @@ type Row<K extends ServiceKind> = [
     /** Credential variable, token hosts and file-ness, for providers not keyed by an API key. */
     credential?: Pick<ServiceProviderInfo, "keyEnv" | "keyIsFile" | "authHosts">;
     description: string;
+    /** Variables read instead of `<NAME>_API_KEY`. */
+    env?: readonly ProviderEnvVar[];
+    /** Hosts that depend on the options and environment (a region). */
+    hostsFor?: (options: Readonly<Record<string, unknown>>, env: EnvReader) => string[];
   },
 ];
 
@@ -136,10 +156,17 @@ function table<K extends ServiceKind>(
       ...(i.voice ? { defaultVoice: i.voice } : {}),
       ...(i.options ? { options: i.options } : {}),
       ...i.credential,
+      ...(i.env ? { env: i.env } : {}),
+      ...(i.hostsFor ? { hostsFor: i.hostsFor } : {}),
       load: load === "not wired" ? notWired<K>(name) : load,
     };
   }
   return Object.freeze(out);
+}
+
+/** The row facts of an AWS service: its default region's host, the AWS variables, hosts per region. */
+function aws(service: AwsService) {
+  return { host: service.host(AWS_DEFAULT_REGION), env: AWS_ENV, hostsFor: awsHostsFor(service) };
 }
 
 // Rows of the three tables look alike on purpose: each is data (a provider's family, loader and
@@ -191,7 +218,10 @@ export const STT_PROVIDERS = table("stt", {
     description: "AssemblyAI streaming",
   }],
   azure: ["azure", "not wired", { description: "Azure Speech" }],
-  aws: ["aws", "not wired", { description: "Amazon Transcribe streaming" }],
+  aws: ["aws", transcribe, {
+    ...aws(TRANSCRIBE),
+    description: "Amazon Transcribe streaming (WebSocket, SigV4)",
+  }],
   google: ["google-stt", googleStt, {
     baseUrl: "https://speech.googleapis.com",
     model: "latest_long",
@@ -275,7 +305,11 @@ export const LLM_PROVIDERS = table("llm", {
     description: "Google Gemini generateContent",
   }],
   azure: ["azure-openai", "not wired", { description: "Azure OpenAI (deployment URLs)" }],
-  bedrock: ["bedrock", "not wired", { description: "AWS Bedrock (SigV4)" }],
+  bedrock: ["bedrock", bedrock, {
+    ...aws(BEDROCK),
+    model: BEDROCK_DEFAULT_MODEL,
+    description: "Amazon Bedrock ConverseStream (SigV4)",
+  }],
   vertex: ["vertex", vertex, {
     baseUrl: "https://aiplatform.googleapis.com",
     model: "gemini-2.5-flash",
@@ -343,7 +377,12 @@ export const TTS_PROVIDERS = table("tts", {
   }],
   deepgram: ["deepgram-tts", "not wired", { description: "Deepgram Aura" }],
   azure: ["azure", "not wired", { description: "Azure Speech" }],
-  aws: ["aws", "not wired", { description: "Amazon Polly" }],
+  aws: ["aws", polly, {
+    ...aws(POLLY),
+    model: POLLY_DEFAULT_ENGINE,
+    voice: POLLY_DEFAULT_VOICE,
+    description: "Amazon Polly (PCM, SigV4)",
+  }],
   google: ["google-tts", googleTts, {
     baseUrl: "https://texttospeech.googleapis.com",
     voice: "en-US-Chirp3-HD-Charon",

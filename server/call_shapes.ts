@@ -20,6 +20,7 @@ import {
 } from "../providers/registry.ts";
 import { realtimeEnvSettings } from "../providers/realtime/env.ts";
 import type { ServiceOptions } from "../providers/service_options.ts";
+import type { ProviderEnvVar } from "../providers/provider_types.ts";
 import {
   type ServiceFactory,
   type ServiceKind,
@@ -86,6 +87,26 @@ function readKey(env: EnvGet, provider: string, kind: string, info?: ProviderInf
       : errorMessage(e);
     throw new FlowcatError("config", `${name}: cannot read ${key} (${why})`);
   }
+}
+
+/** The values of a provider's declared variables that are set; a required one unset throws. */
+function readCredentials(
+  env: EnvGet,
+  info: { name: string; env?: readonly ProviderEnvVar[] },
+  kind: string,
+): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const v of info.env ?? []) {
+    const value = env(v.name);
+    if (value !== undefined && value !== "") out[v.name] = value;
+    else if (v.required) {
+      throw new FlowcatError(
+        "config",
+        `${v.name} is not set (${v.why}, for ${kind} provider ${info.name})`,
+      );
+    }
+  }
+  return out;
 }
 
 async function loadS2s(opts: LoadShapeOptions): Promise<CallShape> {
@@ -182,9 +203,10 @@ async function loadService<K extends ServiceKind>(
   const voice = p.voice ?? info.defaultVoice;
   if (voice !== undefined) so.voice = voice;
   if (p.language !== undefined) so.language = p.language;
-  // A local provider behind an operator's proxy may still want a key: pass it when set.
-  if (info.needsKey) so.apiKey = readKey(opts.env, p.name, kind, info);
+  if (info.env !== undefined) so.credentials = readCredentials(opts.env, info, kind);
+  else if (info.needsKey) so.apiKey = readKey(opts.env, p.name, kind, info);
   else {
+    // A local provider behind an operator's proxy may still want a key: pass it when set.
     const key = opts.env(providerKeyEnv(p.name));
     if (key) so.apiKey = key;
   }

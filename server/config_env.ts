@@ -67,6 +67,18 @@ export function requiredEnv(config: AgentServerConfig): EnvRequirement[] {
       }
       continue;
     }
+    // Cloud credentials in several variables (AWS) instead of one key.
+    if (info.env !== undefined) {
+      for (const v of info.env) {
+        add({
+          name: v.name,
+          why: `${v.why} (${p.name} ${kind} provider)`,
+          required: v.required,
+          ...(v.required ? { path: `providers.${kind}.name` } : {}),
+        });
+      }
+      continue;
+    }
     add({
       name: credentialEnv(kind, p.name),
       why: info.keyIsFile

@@ -3,9 +3,10 @@
  * exactly the permissions its config needs, computed here as `--print-permissions` prints
  * them. This launcher itself may read files (the config may live anywhere), list the network
  * interfaces (the playground's WebRTC peers are this host's addresses) and run `deno`; it
- * opens no socket and reads three environment variables, `SENTRY_DSN` (an error-reporting server
- * to grant), `SIGNALWIRE_SPACE_URL` (SignalWire's API host) and `GOOGLE_APPLICATION_CREDENTIALS`
- * (the Google Cloud key file to grant reading); the server gets the whole environment, as the
+ * opens no socket and reads four environment variables, `SENTRY_DSN` (an error-reporting server
+ * to grant), `SIGNALWIRE_SPACE_URL` (SignalWire's API host), `GOOGLE_APPLICATION_CREDENTIALS`
+ * (the Google Cloud key file to grant reading) and `AWS_REGION` (the region of AWS providers
+ * whose config names none); the server gets the whole environment, as the
  * shell had it.
  *
  * ```sh

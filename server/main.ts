@@ -79,7 +79,8 @@ Options:
                          endpoint tells), print a table, exit 1 when any failed
   -h, --help             this text
 
-Environment: <PROVIDER>_API_KEY for the configured provider (e.g. GEMINI_API_KEY),
+Environment: <PROVIDER>_API_KEY for the configured provider (e.g. GEMINI_API_KEY; AWS
+providers read AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION),
 FLOWCAT_LOG (debug|info|warn|error), FLOWCAT_LOG_FORMAT (text|json), FLOWCAT_VOICE,
 FLOWCAT_VAD_*, OTEL_DENO=true (OpenTelemetry traces; OTEL_EXPORTER_OTLP_* as Deno reads them),
 SENTRY_DSN (error reports).
@@ -184,6 +185,7 @@ export function serverPermissionOptions(
   const dsn = dsnNetHost(config, env);
   return {
     configPath: a.config,
+    env,
     host,
     port: a.port ?? config.server.port,
     ...(a.workers !== undefined && a.workers > 1 ? { workers: a.workers } : {}),

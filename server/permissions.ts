@@ -15,6 +15,7 @@
  */
 
 import { type ProviderKind, providersOfKind } from "../providers/registry.ts";
+import type { EnvReader, ProviderInfo } from "../providers/provider_types.ts";
 import { parseUri } from "../telephony/sip/uri.ts";
 import { sipTlsReads } from "./sip_tls.ts";
 import { sipBindGrants } from "./sip_bind_grants.ts";
@@ -55,6 +56,11 @@ export interface PermissionOptions {
   extraWrite?: readonly string[];
   extraEnv?: readonly string[];
   extraSys?: readonly string[];
+  /**
+   * Reads the variables that decide a provider's hosts (`AWS_REGION`); unset when absent, so
+   * the config and the defaults decide.
+   */
+  env?: EnvReader;
 }
 
 /** `host` in `--allow-net` form: IPv6 addresses in brackets. */
@@ -70,7 +76,7 @@ export function urlHostPort(url: string): string {
   return `${netHost(u.hostname)}:${port}`;
 }
 
-function providerHosts(config: AgentServerConfig): string[] {
+function providerHosts(config: AgentServerConfig, env: EnvReader): string[] {
   const out: string[] = [];
   for (const kind of ["realtime", "stt", "llm", "tts"] as ProviderKind[]) {
     const p = config.providers[kind];
@@ -82,13 +88,28 @@ function providerHosts(config: AgentServerConfig): string[] {
       out.push(urlHostPort(p.url), ...(info?.authHosts ?? []));
       continue;
     }
-    out.push(...(info?.hosts ?? []));
+    out.push(...(info === undefined ? [] : hostsOf(info, p.options ?? {}, env)));
     // A local server (whisper.cpp, Ollama, Piper...) is dialled at its default http URL,
     // which the registry does not list as a host.
     const base = (info as { baseUrl?: string } | undefined)?.baseUrl;
     if (info?.hosts.length === 0 && base !== undefined) out.push(urlHostPort(base));
   }
   return out;
+}
+
+/** A provider's hosts for its options (a region); its default hosts when they cannot be told. */
+function hostsOf(
+  info: ProviderInfo,
+  options: Readonly<Record<string, unknown>>,
+  env: EnvReader,
+): readonly string[] {
+  if (info.hostsFor === undefined) return info.hosts;
+  try {
+    return info.hostsFor(options, env);
+  } catch {
+    // A bad option (a region that is no region) stops the server at start with its own error.
+    return info.hosts;
+  }
 }
 
 function sipHosts(config: AgentServerConfig): string[] {
@@ -142,7 +163,7 @@ export function netGrants(config: AgentServerConfig, opts: PermissionOptions): s
     if (hop === 0 || workers === "any") all.push(GUARD_HOP_HOST);
     else for (let i = 0; i < workers; i++) all.push(`${GUARD_HOP_HOST}:${hop + i}`);
   }
-  all.push(...providerHosts(config));
+  all.push(...providerHosts(config, opts.env ?? (() => undefined)));
   if (config.agent.kind === "remote") all.push(urlHostPort(config.agent.url));
   all.push(...sipHosts(config));
   for (const m of config.tools.mcp) if (m.transport === "http") all.push(urlHostPort(m.url));

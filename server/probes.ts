@@ -39,6 +39,11 @@ export interface ProbeTarget {
   keyEnv?: string;
   /** True when the provider cannot work without its key. */
   keyRequired: boolean;
+  /**
+   * Variables a request-signing cloud API needs (AWS): checked to be set; the API itself is
+   * not called, since a probe would have to sign its request.
+   */
+  credentialEnv?: string[];
   /** `ok`: only 2xx passes; `reachable`: any answer but 401/403 and 5xx passes. */
   expect: "ok" | "reachable";
   /** Model the config asks for, checked against the server's list when it lists models. */
@@ -179,6 +184,14 @@ function serviceTarget(kind: "stt" | "llm" | "tts", p: ProviderConfig): ProbeTar
       request: { url, headers: () => ({}) },
     };
   }
+  if (info.env !== undefined) {
+    const { keyEnv: _, ...rest } = base;
+    return {
+      ...rest,
+      url: p.url === undefined ? "(SigV4-signed API)" : shownUrl(p.url),
+      credentialEnv: info.env.filter((v) => v.required).map((v) => v.name),
+    };
+  }
   const auth = FAMILY_AUTH[info.family] ?? bearer;
   const root = p.url ?? info.baseUrl;
   let url: string;
@@ -290,6 +303,19 @@ export function listsModel(body: unknown, model: string): boolean | undefined {
 export async function probe(t: ProbeTarget, opts: ProbeOptions): Promise<ProbeResult> {
   if (t.notWired) {
     return { target: t, ok: false, reason: "not wired in Flowcat yet", problem: "config" };
+  }
+  if (t.credentialEnv !== undefined) {
+    const missing = t.credentialEnv.filter((n) => {
+      try {
+        return !opts.env(n);
+      } catch {
+        return true;
+      }
+    });
+    if (missing.length > 0) {
+      return { target: t, ok: false, reason: `${missing.join(", ")} not set`, problem: "key" };
+    }
+    return { target: t, ok: true, reason: "credentials set (signed API, not called)" };
   }
   if (t.inProcess || t.request === undefined) {
     return { target: t, ok: true, reason: t.inProcess ? "in process" : "not probed (gRPC)" };

@@ -23,8 +23,11 @@ export interface PacedStream {
   stop(): void;
 }
 
-/** `pieces` as a paced response body (see the module doc). */
-export function pacedStream(pieces: readonly string[], opts: PacedStreamOptions = {}): PacedStream {
+/** `pieces` (text as UTF-8, or bytes) as a paced response body (see the module doc). */
+export function pacedStream(
+  pieces: readonly (string | Uint8Array)[],
+  opts: PacedStreamOptions = {},
+): PacedStream {
   const enc = new TextEncoder();
   const queue = [...pieces];
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -49,7 +52,7 @@ export function pacedStream(pieces: readonly string[], opts: PacedStreamOptions 
       if (!opts.hold) stop();
       return;
     }
-    ctl.enqueue(enc.encode(piece));
+    ctl.enqueue(typeof piece === "string" ? enc.encode(piece) : piece);
     timer = setTimeout(pump, opts.gapMs ?? 0);
   };
   const body = new ReadableStream<Uint8Array>({
