@@ -1,3 +1,4 @@
+// Over 400 lines: three tables of one row per provider (data, read by docs/providers.md and its test).
 /**
  * The cascaded providers (speech-to-text, language model, text-to-speech) by name, as the
  * agent server's config names them. Most are thin wrappers (W) over a few protocol families
