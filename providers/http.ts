@@ -30,6 +30,11 @@ export interface ProviderFetchOptions {
   signal?: AbortSignal;
   /** The fetch to use (tests; default the global one). */
   fetch?: typeof fetch;
+  /**
+   * Whether a non-2xx answer outside 408/429/5xx is worth another attempt too (AWS names
+   * throttling in a header and may send it with status 400).
+   */
+  retryable?: (res: Response) => boolean;
 }
 
 // 529: Anthropic's "overloaded".
@@ -86,7 +91,8 @@ export async function providerFetch(
       clearTimeout(deadline);
     }
     if (res.ok) return res;
-    if (RETRY_STATUS.has(res.status) && attempt < retries && replayable(init)) {
+    const again = RETRY_STATUS.has(res.status) || opts.retryable?.(res) === true;
+    if (again && attempt < retries && replayable(init)) {
       const wait = retryAfterMs(res.headers.get("retry-after")) ?? delay;
       await res.body?.cancel().catch(() => {});
       await sleep(Math.min(wait, 10_000), opts.signal);

@@ -39,8 +39,10 @@ export type LlmScenario =
 export interface LlmRig {
   /** Options that point the client at the fake with the key it accepts. */
   options: Omit<ServiceOptions, "provider">;
-  /** The key the fake refuses. */
+  /** The key the fake refuses (the secret an error must never hold). */
   wrongKey: string;
+  /** Options carrying {@link wrongKey}; default `{ apiKey: wrongKey }` (AWS: credentials). */
+  wrongOptions?: Partial<ServiceOptions>;
   /** Script how the fake answers the next request(s). */
   next(scenario: LlmScenario): void;
   /** Requests the fake has received. */
@@ -190,7 +192,11 @@ export function llmConformance(t: LlmTarget): void {
 
   Deno.test(name("a wrong key is an auth error naming the provider, not the key"), async () => {
     const rig = await t.rig();
-    const llm = t.create({ provider: t.provider, ...rig.options, apiKey: rig.wrongKey });
+    const llm = t.create({
+      provider: t.provider,
+      ...rig.options,
+      ...(rig.wrongOptions ?? { apiKey: rig.wrongKey }),
+    });
     try {
       rig.next("text");
       const err = await failure(() => collectFrames(llm.runLlm(HELLO)));

@@ -38,8 +38,10 @@ export type TtsScenario =
 export interface TtsRig {
   /** Options that point the client at the fake with the key it accepts. */
   options: Omit<ServiceOptions, "provider">;
-  /** The key the fake refuses. */
+  /** The key the fake refuses (the secret an error must never hold). */
   wrongKey: string;
+  /** Options carrying {@link wrongKey}; default `{ apiKey: wrongKey }` (AWS: credentials). */
+  wrongOptions?: Partial<ServiceOptions>;
   /** Script how the fake answers from the next utterance on (default "audio"). */
   next(scenario: TtsScenario): void;
   /** Utterances (requests or generation messages) the fake has received. */
@@ -208,7 +210,11 @@ export function ttsConformance(t: TtsTarget): void {
   if (!t.skip?.auth) {
     Deno.test(name("a wrong key is an auth error naming the provider, not the key"), async () => {
       const rig = await t.rig!();
-      const tts = t.create({ provider: t.provider, ...rig.options, apiKey: rig.wrongKey });
+      const tts = t.create({
+        provider: t.provider,
+        ...rig.options,
+        ...(rig.wrongOptions ?? { apiKey: rig.wrongKey }),
+      });
       try {
         const err = await failure(async () => {
           await tts.start(startParams(tts.sampleRate()));

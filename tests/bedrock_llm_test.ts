@@ -3,6 +3,7 @@
  * checked by the fake with its own copy of the secret, event-stream answers): text streaming,
  * usage, a tool call round trip, temporary credentials, refused signatures, throttling and
  * server errors, exceptions and cuts mid-stream, cancellation.
+ * What every LLM client shares is checked by tests/llm_conformance_test.ts.
  */
 
 import assert from "node:assert/strict";
@@ -10,7 +11,6 @@ import { FlowcatError } from "../core/errors.ts";
 import type { Frame, LlmContext } from "../core/frames.ts";
 import { createBedrockLlm } from "../providers/aws/bedrock.ts";
 import type { ServiceOptions } from "../providers/service_options.ts";
-import { until } from "./_core_helpers.ts";
 import {
   awsEnv,
   AwsHttpFake,
@@ -166,21 +166,6 @@ Deno.test("bedrock: temporary credentials sign their session token", async () =>
   }, { credentials });
 });
 
-Deno.test("bedrock: a wrong secret is refused by the fake: an auth error without the secret", async () => {
-  await withFake(async (fake, opts) => {
-    const wrong = {
-      ...opts,
-      credentials: { ...fake.env, AWS_SECRET_ACCESS_KEY: "not-the-secret" },
-    };
-    const err = await rejectsWith(collect(createBedrockLlm(wrong).runLlm(HELLO)));
-    assert.equal(err.kind, "auth");
-    assert.match(err.message, /^bedrock: HTTP 403: .*signature we calculated does not match/);
-    assert.ok(!err.message.includes("not-the-secret"));
-    assert.equal(fake.requests[0].refused?.code, "InvalidSignatureException");
-    assert.equal(fake.requests.length, 1, "a 403 is not retried");
-  });
-});
-
 Deno.test("bedrock: throttling is retried, then given up with the status", async () => {
   await withFake(async (fake, opts) => {
     fake.reply({
@@ -243,24 +228,6 @@ Deno.test("bedrock: a stream that ends early or inside a message is a closed err
     const torn = await rejectsWith(collect(createBedrockLlm(opts).runLlm(HELLO)));
     assert.equal(torn.kind, "closed");
     assert.equal(torn.message, "bedrock: stream ended inside a message");
-  });
-});
-
-Deno.test("bedrock: aborting mid-stream ends the iterator and drops the connection", async () => {
-  await withFake(async (fake, opts) => {
-    fake.reply({ pieces: converseStream({ text: ["first", "never"] }).slice(0, 2), hold: true });
-    const ac = new AbortController();
-    const seen: string[] = [];
-    const started = performance.now();
-    await (async () => {
-      for await (const f of createBedrockLlm(opts).runLlm(HELLO, ac.signal)) {
-        seen.push(f.kind);
-        if (f.kind === "LlmText") ac.abort();
-      }
-    })().catch((err) => assert.equal((err as Error).name, "AbortError"));
-    assert.ok(performance.now() - started < 5000, "ends promptly");
-    assert.deepEqual(seen, ["LlmResponseStart", "LlmText"]);
-    await until(() => fake.cancelled === 1, 2000, "the fake sees the stream dropped");
   });
 });
 

@@ -17,6 +17,7 @@ import {
 } from "./fakes/openai_chat_fake.ts";
 import { anthropicError, AnthropicFake, anthropicStream } from "./fakes/anthropic_fake.ts";
 import { GeminiGenerateFake, geminiStream, googleError } from "./fakes/gemini_generate_fake.ts";
+import { AwsHttpFake, converseStream } from "./fakes/aws_http_fake.ts";
 
 type Message = Record<string, unknown>;
 const messagesOf = (body: Record<string, unknown> | undefined, field: string): Message[] =>
@@ -161,5 +162,55 @@ llmConformance({
       dropped: () => fake.cancelledStreams,
       close: () => fake.close(),
     };
+  },
+});
+
+// ---------------------------------------------------------------- Amazon Bedrock ConverseStream
+
+llmConformance({
+  provider: "bedrock",
+  create: await LLM_PROVIDERS.bedrock.load(),
+  rig(): Promise<LlmRig> {
+    const fake = new AwsHttpFake().start();
+    const wrongSecret = "wJalrXUtnFEMI/CONFORMANCE/WRONGSECRET";
+    const hello = { pieces: converseStream({ text: ["Hel", "lo"] }) };
+    const opening = converseStream({ text: ["Hel"], truncate: true });
+    type Reply = Parameters<AwsHttpFake["reply"]>[0];
+    const replies: Record<LlmScenario, Reply[]> = {
+      text: [hello],
+      tool: [
+        {
+          pieces: converseStream({
+            tools: [{ id: "tooluse_1", name: "get_weather", json: ['{"city":', '"Paris"}'] }],
+          }),
+        },
+        { pieces: converseStream({ text: ["Sunny."] }) },
+      ],
+      stall: [{ pieces: opening, hold: true }],
+      rate_limit: [
+        { status: 429, code: "ThrottlingException", message: "Too many requests" },
+        hello,
+      ],
+      server_error: [{ status: 500, code: "InternalServerException", message: "Internal" }, hello],
+      cut: [{ pieces: opening }],
+    };
+    return Promise.resolve({
+      options: { baseUrl: fake.url, credentials: fake.env },
+      wrongKey: wrongSecret,
+      wrongOptions: { credentials: { ...fake.env, AWS_SECRET_ACCESS_KEY: wrongSecret } },
+      next: (s) => replies[s].forEach((r) => fake.reply(r)),
+      requests: () => fake.requests.length,
+      lastToolResult: () => {
+        const blocks = messagesOf(fake.requests.at(-1)?.body, "messages")
+          .flatMap((m) => (m.content as Message[] | undefined) ?? []);
+        const result = blocks.findLast((b) => b.toolResult)?.toolResult as
+          | { content: { text?: string; json?: unknown }[] }
+          | undefined;
+        const first = result?.content[0];
+        return first === undefined ? undefined : first.text ?? JSON.stringify(first.json);
+      },
+      dropped: () => fake.cancelled,
+      close: () => fake.close(),
+    });
   },
 });

@@ -3,6 +3,7 @@
  * fake, raw PCM streamed back): the request body, 8 and 16 kHz, audio frames as the body
  * streams (odd byte splits included), SSML, refused signatures, throttling, Polly's 400s, a
  * body cut short, cancellation.
+ * What every TTS client shares is checked by tests/tts_conformance_test.ts.
  */
 
 import assert from "node:assert/strict";
@@ -10,7 +11,6 @@ import { FlowcatError } from "../core/errors.ts";
 import type { Frame } from "../core/frames.ts";
 import { createPollyTts } from "../providers/aws/polly.ts";
 import type { ServiceOptions } from "../providers/service_options.ts";
-import { until } from "./_core_helpers.ts";
 import { AwsHttpFake } from "./fakes/aws_http_fake.ts";
 
 async function collect(it: AsyncIterable<Frame>): Promise<Frame[]> {
@@ -117,20 +117,6 @@ Deno.test("polly: throttling is retried; a server error after retries fails the 
     const err = await collect(createPollyTts(opts).runTts("hi")).catch((e) => e);
     assert.ok(err instanceof FlowcatError);
     assert.match(err.message, /^aws: HTTP 500: .*down.*\(3 attempts\)/);
-  });
-});
-
-Deno.test("polly: aborting mid-stream stops at once and drops the body", async () => {
-  await withFake(async (fake, opts) => {
-    fake.reply({ pieces: [ramp(100)], hold: true });
-    const ac = new AbortController();
-    const seen: string[] = [];
-    for await (const f of createPollyTts(opts).runTts("a long answer", ac.signal)) {
-      seen.push(f.kind);
-      if (f.kind === "TtsAudio") ac.abort();
-    }
-    assert.deepEqual(seen, ["TtsStarted", "TtsAudio"]);
-    await until(() => fake.cancelled === 1, 2000, "the fake sees the body dropped");
   });
 });
 

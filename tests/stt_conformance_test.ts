@@ -8,6 +8,8 @@ import { STT_PROVIDERS } from "../providers/service_registry.ts";
 import { sttConformance, type SttRig } from "./_stt_conformance.ts";
 import { DeepgramFake } from "./fakes/deepgram_fake.ts";
 import { WhisperHttpFake } from "./fakes/whisper_http_fake.ts";
+import { TranscribeFake } from "./fakes/transcribe_fake.ts";
+import { awsEnv } from "./fakes/aws_http_fake.ts";
 
 // ---------------------------------------------------------------- Deepgram live (WebSocket)
 
@@ -63,5 +65,47 @@ sttConformance({
       audioBytes: () => fake.requests.reduce((n, r) => n + (r.wav?.samples ?? 0) * 2, 0),
       close: () => fake.close(),
     };
+  },
+});
+
+// ---------------------------------------------------------------- Amazon Transcribe streaming
+
+sttConformance({
+  provider: "aws",
+  create: await STT_PROVIDERS.aws.load(),
+  rig(): Promise<SttRig> {
+    const fake = new TranscribeFake().start();
+    const env = awsEnv(fake.credentials, fake.region);
+    const wrongSecret = "wJalrXUtnFEMI/CONFORMANCE/WRONGSECRET";
+    let connection = 1;
+    const bytes = (loud: boolean) =>
+      fake.connections.reduce(
+        (n, c) =>
+          n + c.audio.reduce((m, a) => {
+            if (!loud) return m + a.length;
+            return m + a.filter((b) => b !== 0).length;
+          }, 0),
+        0,
+      );
+    return Promise.resolve({
+      options: { baseUrl: fake.url, credentials: env, options: { reconnect_delay_ms: 10 } },
+      wrongKey: wrongSecret,
+      wrongOptions: { credentials: { ...env, AWS_SECRET_ACCESS_KEY: wrongSecret } },
+      say(text) {
+        const want = connection;
+        const send = () => {
+          if (fake.connections.length >= want) fake.sendResults([{ text, partial: false }]);
+          else setTimeout(send, 10);
+        };
+        send();
+      },
+      fail() {
+        connection++;
+        fake.drop();
+      },
+      audioBytes: () => bytes(false),
+      loudBytes: () => bytes(true),
+      close: () => fake.close(),
+    });
   },
 });

@@ -11,6 +11,7 @@ import { OpenAITtsFake, type SpeechReply } from "./fakes/openai_tts_fake.ts";
 import { PiperFake } from "./fakes/piper_fake.ts";
 import { ElevenLabsFake } from "./fakes/elevenlabs_fake.ts";
 import { CartesiaFake } from "./fakes/cartesia_fake.ts";
+import { AwsHttpFake } from "./fakes/aws_http_fake.ts";
 
 const factory = async (name: string): Promise<ServiceFactory<"tts">> =>
   await TTS_PROVIDERS[name].load();
@@ -125,6 +126,37 @@ ttsConformance({
       utterances: () => fake.messages.filter((m) => typeof m.transcript === "string").length,
       close: () => fake.close(),
     };
+  },
+});
+
+// ---------------------------------------------------------------- Amazon Polly (SigV4)
+
+ttsConformance({
+  provider: "aws",
+  create: await factory("aws"),
+  sampleRates: [16000, 8000],
+  retries: true,
+  rig(): Promise<TtsRig> {
+    const fake = new AwsHttpFake().start();
+    const wrongSecret = "wJalrXUtnFEMI/CONFORMANCE/WRONGSECRET";
+    const ramp = pcmChunks(16000, 2);
+    return Promise.resolve({
+      options: { baseUrl: fake.url, credentials: fake.env },
+      wrongKey: wrongSecret,
+      wrongOptions: { credentials: { ...fake.env, AWS_SECRET_ACCESS_KEY: wrongSecret } },
+      next(s) {
+        if (s === "stall") fake.reply({ pieces: ramp, hold: true });
+        if (s === "drop") fake.reply({ pieces: ramp, reset: true });
+        if (s === "rate_limit") {
+          fake.reply({ status: 400, code: "ThrottlingException", message: "Rate exceeded" });
+        }
+        if (s === "server_error") {
+          fake.reply({ status: 500, code: "ServiceFailureException", message: "Internal error" });
+        }
+      },
+      utterances: () => fake.requests.length,
+      close: () => fake.close(),
+    });
   },
 });
 

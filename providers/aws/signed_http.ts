@@ -1,7 +1,8 @@
 /**
  * What the AWS HTTP clients (Bedrock, Polly) share: a SigV4-signed JSON POST through the
- * common provider fetch (deadline, retries on 429/5xx, `auth` errors for 403), and the error an
- * event-stream `exception` or `error` message stands for.
+ * common provider fetch (deadline, retries on 429/5xx and on throttling codes sent with 400,
+ * `auth` errors for 403), and the error an event-stream `exception` or `error` message stands
+ * for.
  *
  * AWS REST-JSON errors carry the error code in the `x-amzn-ErrorType` header and
  * `{"message": ...}` in the body (smithy.io/2.0/aws/protocols/aws-restjson1-protocol.html,
@@ -73,10 +74,40 @@ export async function signedPost(
       method: "POST",
       headers: sent,
       body,
-    }, { timeoutMs: opts.timeoutMs, signal: opts.signal, fetch: opts.fetch });
+    }, {
+      timeoutMs: opts.timeoutMs,
+      signal: opts.signal,
+      fetch: opts.fetch,
+      retryable: isAwsThrottling,
+    });
   } catch (err) {
     throw withoutSecret(err, opts.access.credentials.secretAccessKey);
   }
+}
+
+// The throttling codes the AWS SDKs retry whatever the status (services send some as 400):
+// @smithy/service-error-classification THROTTLING_ERROR_CODES.
+const THROTTLING_CODES = new Set([
+  "BandwidthLimitExceeded",
+  "EC2ThrottledException",
+  "LimitExceededException",
+  "PriorRequestNotComplete",
+  "ProvisionedThroughputExceededException",
+  "RequestLimitExceeded",
+  "RequestThrottled",
+  "RequestThrottledException",
+  "SlowDown",
+  "ThrottledException",
+  "Throttling",
+  "ThrottlingException",
+  "TooManyRequestsException",
+  "TransactionInProgressException",
+]);
+
+/** Whether an AWS error answer names throttling (`x-amzn-ErrorType`, before any `:`). */
+export function isAwsThrottling(res: Response): boolean {
+  const type = res.headers.get("x-amzn-errortype")?.split(":")[0];
+  return type !== undefined && THROTTLING_CODES.has(type);
 }
 
 /** The error an `exception` / `error` message stands for; `undefined` for an event. */
