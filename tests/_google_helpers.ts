@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { FlowcatError } from "../core/errors.ts";
 import type { Frame } from "../core/frames.ts";
 import { clearGoogleTokenCache } from "../providers/google/auth.ts";
-import { GoogleOAuthFake } from "./fakes/google_oauth_fake.ts";
+import { GoogleOAuthFake, makeServiceAccountKey } from "./fakes/google_oauth_fake.ts";
 
 /** Every frame of `it`. */
 export async function collect(it: AsyncIterable<Frame>): Promise<Frame[]> {
@@ -40,4 +40,35 @@ export async function withOAuth(
     clearGoogleTokenCache();
     await oauth.close();
   }
+}
+
+/** A started token endpoint with a key it trusts and one it does not (conformance rigs). */
+export interface OAuthRig {
+  oauth: GoogleOAuthFake;
+  /** The trusted key file's JSON. */
+  keyJson: string;
+  /** A key file's JSON the endpoint does not know (a wrong credential). */
+  wrongJson: string;
+  /** A piece of the wrong key's private key: an error must never show it. */
+  wrongSecret: string;
+  close(): Promise<void>;
+}
+
+/** Start {@link OAuthRig}; its close stops the endpoint and empties the token cache. */
+export async function startOAuthRig(): Promise<OAuthRig> {
+  clearGoogleTokenCache();
+  const oauth = await new GoogleOAuthFake().start();
+  const keyJson = (await oauth.account()).json;
+  const wrongJson = (await makeServiceAccountKey(oauth.tokenUri, "flowcat-other")).json;
+  const wrongSecret = (JSON.parse(wrongJson).private_key as string).slice(40, 100);
+  return {
+    oauth,
+    keyJson,
+    wrongJson,
+    wrongSecret,
+    async close() {
+      clearGoogleTokenCache();
+      await oauth.close();
+    },
+  };
 }

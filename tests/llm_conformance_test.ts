@@ -18,6 +18,7 @@ import {
 import { anthropicError, AnthropicFake, anthropicStream } from "./fakes/anthropic_fake.ts";
 import { GeminiGenerateFake, geminiStream, googleError } from "./fakes/gemini_generate_fake.ts";
 import { AwsHttpFake, converseStream } from "./fakes/aws_http_fake.ts";
+import { startOAuthRig } from "./_google_helpers.ts";
 
 type Message = Record<string, unknown>;
 const messagesOf = (body: Record<string, unknown> | undefined, field: string): Message[] =>
@@ -119,49 +120,82 @@ llmConformance({
 
 // ---------------------------------------------------------------- Gemini generateContent
 
+/** A rig around a Gemini-wire fake (the Gemini API, or Vertex AI with OAuth). */
+function geminiRig(
+  fake: GeminiGenerateFake,
+  auth: Pick<LlmRig, "options" | "wrongKey" | "wrongOptions">,
+  close: () => Promise<void>,
+): LlmRig {
+  const hello = { chunks: geminiStream({ text: ["Hel", "lo"] }) };
+  // The first chunk only: no finishReason, no usage.
+  const opening = geminiStream({ text: ["Hel", "lo"] }).slice(0, 1);
+  const replies: Record<LlmScenario, Parameters<GeminiGenerateFake["reply"]>> = {
+    text: [hello],
+    tool: [
+      { chunks: geminiStream({ calls: [{ name: "get_weather", args: { city: "Paris" } }] }) },
+      { chunks: geminiStream({ text: ["Sunny."] }) },
+    ],
+    stall: [{ chunks: opening, hang: true }],
+    rate_limit: [
+      { status: 429, body: googleError(429, "RESOURCE_EXHAUSTED", "Quota exceeded") },
+      hello,
+    ],
+    server_error: [
+      { status: 503, body: googleError(503, "UNAVAILABLE", "The model is overloaded") },
+      hello,
+    ],
+    cut: [{ chunks: opening }],
+  };
+  return {
+    ...auth,
+    next: (s) => fake.reply(...replies[s]),
+    requests: () => fake.requests.length,
+    lastToolResult: () => {
+      const parts = messagesOf(fake.requests.at(-1)?.body, "contents")
+        .flatMap((c) => (c.parts as Message[] | undefined) ?? []);
+      const fr = parts.findLast((p) => p.functionResponse)?.functionResponse as
+        | { response: Record<string, unknown> }
+        | undefined;
+      if (!fr) return undefined;
+      const r = fr.response;
+      return typeof r.result === "string" ? r.result : JSON.stringify(r);
+    },
+    dropped: () => fake.cancelledStreams,
+    close,
+  };
+}
+
 llmConformance({
   provider: "gemini",
   create: await LLM_PROVIDERS.gemini.load(),
   async rig(): Promise<LlmRig> {
     const fake = await new GeminiGenerateFake().start();
-    const hello = { chunks: geminiStream({ text: ["Hel", "lo"] }) };
-    // The first chunk only: no finishReason, no usage.
-    const opening = geminiStream({ text: ["Hel", "lo"] }).slice(0, 1);
-    const replies: Record<LlmScenario, Parameters<GeminiGenerateFake["reply"]>> = {
-      text: [hello],
-      tool: [
-        { chunks: geminiStream({ calls: [{ name: "get_weather", args: { city: "Paris" } }] }) },
-        { chunks: geminiStream({ text: ["Sunny."] }) },
-      ],
-      stall: [{ chunks: opening, hang: true }],
-      rate_limit: [
-        { status: 429, body: googleError(429, "RESOURCE_EXHAUSTED", "Quota exceeded") },
-        hello,
-      ],
-      server_error: [
-        { status: 503, body: googleError(503, "UNAVAILABLE", "The model is overloaded") },
-        hello,
-      ],
-      cut: [{ chunks: opening }],
-    };
-    return {
+    const auth = {
       options: { apiKey: fake.apiKey, baseUrl: fake.url },
       wrongKey: "AIzaCONFORMANCE-wrong-key",
-      next: (s) => fake.reply(...replies[s]),
-      requests: () => fake.requests.length,
-      lastToolResult: () => {
-        const parts = messagesOf(fake.requests.at(-1)?.body, "contents")
-          .flatMap((c) => (c.parts as Message[] | undefined) ?? []);
-        const fr = parts.findLast((p) => p.functionResponse)?.functionResponse as
-          | { response: Record<string, unknown> }
-          | undefined;
-        if (!fr) return undefined;
-        const r = fr.response;
-        return typeof r.result === "string" ? r.result : JSON.stringify(r);
-      },
-      dropped: () => fake.cancelledStreams,
-      close: () => fake.close(),
     };
+    return geminiRig(fake, auth, () => fake.close());
+  },
+});
+
+// ---------------------------------------------------------------- Vertex AI (Gemini, OAuth)
+
+llmConformance({
+  provider: "vertex",
+  create: await LLM_PROVIDERS.vertex.load(),
+  async rig(): Promise<LlmRig> {
+    const oauth = await startOAuthRig();
+    const fake = await new GeminiGenerateFake({ acceptToken: (t) => oauth.oauth.accepts(t) })
+      .start();
+    const auth = {
+      options: { apiKey: oauth.keyJson, baseUrl: fake.url },
+      wrongKey: oauth.wrongSecret,
+      wrongOptions: { apiKey: oauth.wrongJson },
+    };
+    return geminiRig(fake, auth, async () => {
+      await fake.close();
+      await oauth.close();
+    });
   },
 });
 

@@ -10,6 +10,14 @@ import { DeepgramFake } from "./fakes/deepgram_fake.ts";
 import { WhisperHttpFake } from "./fakes/whisper_http_fake.ts";
 import { TranscribeFake } from "./fakes/transcribe_fake.ts";
 import { awsEnv } from "./fakes/aws_http_fake.ts";
+import {
+  GOOGLE_SPEECH_PROTO,
+  GrpcRecognizeFake,
+  RIVA_ASR_PROTO,
+} from "./fakes/grpc_recognize_fake.ts";
+import { GOOGLE_STT_PATH } from "../providers/google/speech.ts";
+import { RIVA_ASR_PATH } from "../providers/nvidia/riva.ts";
+import { startOAuthRig } from "./_google_helpers.ts";
 
 // ---------------------------------------------------------------- Deepgram live (WebSocket)
 
@@ -107,5 +115,64 @@ sttConformance({
       loudBytes: () => bytes(true),
       close: () => fake.close(),
     });
+  },
+});
+
+// ---------------------------------------------------------------- gRPC StreamingRecognize
+
+/** A rig around a gRPC recognizer fake (Google Cloud Speech or NVIDIA Riva). */
+function grpcRig(
+  fake: GrpcRecognizeFake,
+  auth: Pick<SttRig, "options" | "wrongKey" | "wrongOptions">,
+  close: () => Promise<void>,
+): SttRig {
+  return {
+    ...auth,
+    say: (text) => void fake.plans.push({ kind: "transcribe", final: text }),
+    // UNAVAILABLE, as a server going away ends a stream.
+    fail: () => void fake.plans.push({ kind: "fail", code: 14, details: "backend restarting" }),
+    audioBytes: () => fake.streams.reduce((n, s) => n + s.audioBytes, 0),
+    close,
+  };
+}
+
+sttConformance({
+  provider: "google",
+  create: await STT_PROVIDERS.google.load(),
+  async rig(): Promise<SttRig> {
+    const oauth = await startOAuthRig();
+    const fake = await new GrpcRecognizeFake({
+      proto: GOOGLE_SPEECH_PROTO,
+      pkg: "google.cloud.speech.v1",
+      path: GOOGLE_STT_PATH,
+      bearer: (t) => oauth.oauth.accepts(t),
+    }).start();
+    const auth = {
+      options: { apiKey: oauth.keyJson, baseUrl: fake.url, options: { retry_interval_ms: 0 } },
+      wrongKey: oauth.wrongSecret,
+      wrongOptions: { apiKey: oauth.wrongJson },
+    };
+    return grpcRig(fake, auth, async () => {
+      fake.close();
+      await oauth.close();
+    });
+  },
+});
+
+sttConformance({
+  provider: "riva",
+  create: await STT_PROVIDERS.riva.load(),
+  skip: { auth: "a local Riva server takes no key" },
+  async rig(): Promise<SttRig> {
+    const fake = await new GrpcRecognizeFake({
+      proto: RIVA_ASR_PROTO,
+      pkg: "nvidia.riva.asr",
+      path: RIVA_ASR_PATH,
+    }).start();
+    const auth = {
+      options: { baseUrl: fake.url, options: { retry_interval_ms: 0 } },
+      wrongKey: "",
+    };
+    return grpcRig(fake, auth, () => Promise.resolve(fake.close()));
   },
 });

@@ -12,6 +12,9 @@ import { PiperFake } from "./fakes/piper_fake.ts";
 import { ElevenLabsFake } from "./fakes/elevenlabs_fake.ts";
 import { CartesiaFake } from "./fakes/cartesia_fake.ts";
 import { AwsHttpFake } from "./fakes/aws_http_fake.ts";
+import { GoogleTtsFake } from "./fakes/google_tts_fake.ts";
+import { googleError } from "./fakes/gemini_generate_fake.ts";
+import { startOAuthRig } from "./_google_helpers.ts";
 
 const factory = async (name: string): Promise<ServiceFactory<"tts">> =>
   await TTS_PROVIDERS[name].load();
@@ -157,6 +160,42 @@ ttsConformance({
       utterances: () => fake.requests.length,
       close: () => fake.close(),
     });
+  },
+});
+
+// ---------------------------------------------------------------- Google Cloud TTS (REST)
+
+ttsConformance({
+  provider: "google",
+  create: await factory("google"),
+  sampleRates: [24000, 16000, 8000],
+  retries: true,
+  skip: { drop: "text:synthesize answers one JSON body; a cut one is a failed request" },
+  async rig(): Promise<TtsRig> {
+    const auth = await startOAuthRig();
+    const fake = await new GoogleTtsFake((t) => auth.oauth.accepts(t)).start();
+    return {
+      options: { apiKey: auth.keyJson, baseUrl: fake.url },
+      wrongKey: auth.wrongSecret,
+      wrongOptions: { apiKey: auth.wrongJson },
+      next(s) {
+        if (s === "stall") fake.replies.push({ delayMs: 60_000 });
+        if (s === "rate_limit") {
+          fake.replies.push({
+            status: 429,
+            body: googleError(429, "RESOURCE_EXHAUSTED", "Quota exceeded"),
+          });
+        }
+        if (s === "server_error") {
+          fake.replies.push({ status: 503, body: googleError(503, "UNAVAILABLE", "Try again") });
+        }
+      },
+      utterances: () => fake.bodies.length,
+      async close() {
+        await fake.close();
+        await auth.close();
+      },
+    };
   },
 });
 
