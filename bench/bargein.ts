@@ -26,7 +26,7 @@ import type { MediaTransport } from "../core/seams.ts";
 import type { DefaultTurnStrategy } from "../core/processors/turn.ts";
 import { silentLogger } from "../core/log.ts";
 import { DEFAULT_TURN_WINDOWS } from "../core/turn_end.ts";
-import { createEspeakTts } from "../providers/tts/espeak.ts";
+import { createEspeakTts } from "../providers/espeak/tts.ts";
 import { MemorySessionSource } from "../server/session_store.ts";
 import { RtpSession } from "../telephony/sip/rtp_session.ts";
 import type { NegotiatedMedia } from "../telephony/sip/sdp.ts";

@@ -25,7 +25,7 @@ import { encodeWav } from "../core/audio/wav.ts";
 import { silentLogger } from "../core/log.ts";
 import type { FramePushEvent, Observer } from "../core/observers.ts";
 import { DEFAULT_TURN_WINDOWS, type TurnWindows } from "../core/turn_end.ts";
-import { createEspeakTts } from "../providers/tts/espeak.ts";
+import { createEspeakTts } from "../providers/espeak/tts.ts";
 import { MemorySessionSource } from "../server/session_store.ts";
 import { createTwilioSerializer } from "../telephony/serializers/twilio.ts";
 import { socketFromWebSocket, WsMediaTransport } from "../telephony/ws_transport.ts";

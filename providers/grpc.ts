@@ -15,18 +15,19 @@
  * ```ts
  * import { GrpcChannel, grpcTarget } from "./grpc.ts";
  * declare const config: Uint8Array;
- * const ch = new GrpcChannel("riva", grpcTarget("http://127.0.0.1:50051"));
+ * const ch = await GrpcChannel.open("riva", grpcTarget("http://127.0.0.1:50051"));
  * const call = ch.bidi("/nvidia.riva.asr.RivaSpeechRecognition/StreamingRecognize", {});
  * call.write(config);
  * for await (const msg of call.responses) console.log(msg.length);
  * ch.close();
  * ```
  *
- * Permissions: `--allow-net` to the target's `host:port`.
+ * Permissions: none to import; a channel needs `--allow-net` to the target's `host:port` and
+ * the environment grpc-js reads as it loads (`GRPC_*`), or `--ignore-env`.
  * @module
  */
 
-import * as grpc from "@grpc/grpc-js";
+import type * as grpc from "npm:@grpc/grpc-js@1.14.7";
 import { Buffer } from "node:buffer";
 import { FlowcatError, type FlowcatErrorKind } from "../core/errors.ts";
 
@@ -120,18 +121,36 @@ export interface GrpcBidiCall {
 const toBuffer = (b: Uint8Array): Buffer => Buffer.from(b.buffer, b.byteOffset, b.byteLength);
 const fromBuffer = (b: Buffer): Uint8Array => new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
 
+type GrpcJs = typeof grpc;
+let grpcJs: Promise<GrpcJs> | undefined;
+
+/**
+ * grpc-js, loaded at the first channel: it reads `GRPC_*` variables as it loads, so importing
+ * this module (and the export paths over it) needs no permission; opening a channel needs the
+ * environment, or `--ignore-env`.
+ */
+function loadGrpc(): Promise<GrpcJs> {
+  return grpcJs ??= import("npm:@grpc/grpc-js@1.14.7");
+}
+
 /** One HTTP/2 connection to a gRPC server, shared by the calls made on it. */
 export class GrpcChannel {
   readonly #provider: string;
+  readonly #grpc: GrpcJs;
   readonly #client: grpc.Client;
 
-  /** A channel to `target`; it connects on the first call. */
-  constructor(provider: string, target: GrpcTarget) {
+  /** A channel to `target`, grpc-js loaded first; it connects on the first call. */
+  static async open(provider: string, target: GrpcTarget): Promise<GrpcChannel> {
+    return new GrpcChannel(provider, target, await loadGrpc());
+  }
+
+  private constructor(provider: string, target: GrpcTarget, grpcModule: GrpcJs) {
     this.#provider = provider;
+    this.#grpc = grpcModule;
     const creds = target.tls
-      ? grpc.credentials.createSsl(target.caPem ? Buffer.from(target.caPem) : null)
-      : grpc.credentials.createInsecure();
-    this.#client = new grpc.Client(target.address, creds, {
+      ? grpcModule.credentials.createSsl(target.caPem ? Buffer.from(target.caPem) : null)
+      : grpcModule.credentials.createInsecure();
+    this.#client = new grpcModule.Client(target.address, creds, {
       // Keep-alive pings find a dead connection during a quiet stretch of a call.
       "grpc.keepalive_time_ms": 30_000,
       "grpc.keepalive_timeout_ms": 10_000,
@@ -140,7 +159,7 @@ export class GrpcChannel {
 
   /** Start a bidirectional-streaming call of `path` (`/package.Service/Method`). */
   bidi(path: string, metadata: Record<string, string>): GrpcBidiCall {
-    const md = new grpc.Metadata();
+    const md = new this.#grpc.Metadata();
     for (const [k, v] of Object.entries(metadata)) md.set(k, v);
     const call = this.#client.makeBidiStreamRequest<Uint8Array, Uint8Array>(
       path,

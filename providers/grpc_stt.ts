@@ -104,7 +104,7 @@ export class GrpcStreamingStt implements SttService {
   /** Connect and open the first stream; a credential the server refuses throws here. */
   async start(_params: StartParams): Promise<void> {
     if (this.#channel !== undefined || this.#stopped.signal.aborted) return;
-    this.#channel = new GrpcChannel(this.#provider, this.#wire.target);
+    this.#channel = await GrpcChannel.open(this.#provider, this.#wire.target);
     await this.#open();
   }
 

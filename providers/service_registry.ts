@@ -69,18 +69,19 @@ type Loader<K extends ServiceKind> = () => Promise<ServiceFactory<K>>;
 // ---------------------------------------------------------------- families (D)
 
 const openaiChat: Loader<"llm"> = () =>
-  import("./llm/openai_chat.ts").then((m) => m.createOpenAIChatLlm);
+  import("./openai/chat.ts").then((m) => m.createOpenAIChatLlm);
 const anthropic: Loader<"llm"> = () =>
-  import("./llm/anthropic.ts").then((m) => m.createAnthropicLlm);
-const geminiLlm: Loader<"llm"> = () => import("./llm/gemini.ts").then((m) => m.createGeminiLlm);
+  import("./anthropic/llm.ts").then((m) => m.createAnthropicLlm);
+const geminiLlm: Loader<"llm"> = () =>
+  import("./google/gemini_llm.ts").then((m) => m.createGeminiLlm);
 const whisperHttp: Loader<"stt"> = () =>
-  import("./stt/whisper_http.ts").then((m) => m.createWhisperHttpStt);
-const deepgram: Loader<"stt"> = () => import("./stt/deepgram.ts").then((m) => m.createDeepgramStt);
-const openaiTts: Loader<"tts"> = () => import("./tts/openai_tts.ts").then((m) => m.createOpenAITts);
-const piper: Loader<"tts"> = () => import("./tts/piper_http.ts").then((m) => m.createPiperTts);
+  import("./openai/whisper_http.ts").then((m) => m.createWhisperHttpStt);
+const deepgram: Loader<"stt"> = () => import("./deepgram/stt.ts").then((m) => m.createDeepgramStt);
+const openaiTts: Loader<"tts"> = () => import("./openai/tts.ts").then((m) => m.createOpenAITts);
+const piper: Loader<"tts"> = () => import("./piper/tts.ts").then((m) => m.createPiperTts);
 const elevenlabs: Loader<"tts"> = () =>
-  import("./tts/elevenlabs.ts").then((m) => m.createElevenLabsTts);
-const cartesia: Loader<"tts"> = () => import("./tts/cartesia.ts").then((m) => m.createCartesiaTts);
+  import("./elevenlabs/tts.ts").then((m) => m.createElevenLabsTts);
+const cartesia: Loader<"tts"> = () => import("./cartesia/tts.ts").then((m) => m.createCartesiaTts);
 const googleStt: Loader<"stt"> = () => import("./google/speech.ts").then((m) => m.createGoogleStt);
 const googleTts: Loader<"tts"> = () => import("./google/tts.ts").then((m) => m.createGoogleTts);
 const vertex: Loader<"llm"> = () => import("./google/vertex.ts").then((m) => m.createVertexLlm);
@@ -90,7 +91,7 @@ const transcribe: Loader<"stt"> = () =>
 const bedrock: Loader<"llm"> = () => import("./aws/bedrock.ts").then((m) => m.createBedrockLlm);
 const polly: Loader<"tts"> = () => import("./aws/polly.ts").then((m) => m.createPollyTts);
 const espeak: Loader<"tts"> = () =>
-  import("./tts/espeak.ts").then((m) => (o: ServiceOptions) => {
+  import("./espeak/tts.ts").then((m) => (o: ServiceOptions) => {
     const rate = o.options?.sample_rate;
     return m.createEspeakTts({
       ...(o.voice ? { voice: o.voice } : {}),

@@ -87,7 +87,7 @@ export async function warmEngines(config: AgentServerConfig, logger: Logger): Pr
   const webrtc = config.playground.enabled;
   if (usesEspeak(config)) {
     await step("espeak", async () => {
-      const { espeakSynthesize } = await import("../providers/tts/espeak.ts");
+      const { espeakSynthesize } = await import("../providers/espeak/tts.ts");
       await espeakSynthesize(greetingText(config));
     });
   }

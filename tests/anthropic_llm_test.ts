@@ -12,7 +12,7 @@ import {
   anthropicMessages,
   CONVERSATION_START,
   createAnthropicLlm,
-} from "../providers/llm/anthropic.ts";
+} from "../providers/anthropic/llm.ts";
 import type { ServiceOptions } from "../providers/service_options.ts";
 import { anthropicError, AnthropicFake, anthropicStream } from "./fakes/anthropic_fake.ts";
 

@@ -1,5 +1,5 @@
 /**
- * Tests of the Cartesia WebSocket text-to-speech client (providers/tts/cartesia.ts).
+ * Tests of the Cartesia WebSocket text-to-speech client (providers/cartesia/tts.ts).
  * What every TTS client shares (blank text, auth, retries, aborts, dropped connections) is
  * checked by tests/tts_conformance_test.ts; this file keeps what is particular to this client.
  */
@@ -11,7 +11,7 @@ import {
   CARTESIA_DEFAULT_VOICE,
   CartesiaTts,
   createCartesiaTts,
-} from "../providers/tts/cartesia.ts";
+} from "../providers/cartesia/tts.ts";
 import { FlowcatError } from "../core/errors.ts";
 import type { Frame, FrameOf } from "../core/frames.ts";
 import type { ServiceOptions } from "../providers/service_options.ts";

@@ -88,7 +88,7 @@ Deno.test("compile argv: a gemini config grants its host and key and leaves echo
   assert.ok(flag(argv, "--allow-env").includes("GEMINI_API_KEY"));
   const mods = providerModules(cfg);
   assert.deepEqual(mods.needed, ["providers/realtime/gemini_live.ts"]);
-  for (const m of ["providers/realtime/echo.ts", "providers/tts/espeak.ts"]) {
+  for (const m of ["providers/realtime/echo.ts", "providers/espeak/tts.ts"]) {
     assert.ok(mods.leftOut.includes(m), m);
   }
   for (const m of [...mods.needed, ...mods.leftOut]) assert.ok((await Deno.stat(m)).isFile, m);
@@ -96,9 +96,9 @@ Deno.test("compile argv: a gemini config grants its host and key and leaves echo
 
 Deno.test("compile argv: echo keeps espeak; the cascaded example keeps its three families", async () => {
   const echo = providerModules(await config("examples/agent.yaml"));
-  assert.deepEqual(echo.needed, ["providers/realtime/echo.ts", "providers/tts/espeak.ts"]);
+  assert.deepEqual(echo.needed, ["providers/realtime/echo.ts", "providers/espeak/tts.ts"]);
   assert.ok(echo.leftOut.includes("providers/realtime/gemini_live.ts"));
-  assert.ok(echo.leftOut.includes("providers/llm/anthropic.ts"));
+  assert.ok(echo.leftOut.includes("providers/anthropic/llm.ts"));
   assert.ok(echo.leftOut.includes("server/mcp/toolbox.ts"), "no tools.mcp: no MCP client");
   const withMcp = await config("examples/agent.yaml");
   withMcp.tools.mcp.push({
@@ -118,24 +118,24 @@ Deno.test("compile argv: echo keeps espeak; the cascaded example keeps its three
 Deno.test("compile import map: left-out modules point at the stub, npm imports kept", () => {
   const map = compileImportMap(
     { yaml: "npm:yaml@^2.9.1" },
-    ["providers/llm/anthropic.ts"],
+    ["providers/anthropic/llm.ts"],
     "./left_out_provider.ts",
     "/repo",
   );
   assert.deepEqual(map.imports, {
     yaml: "npm:yaml@^2.9.1",
-    "file:///repo/providers/llm/anthropic.ts": "./left_out_provider.ts",
+    "file:///repo/providers/anthropic/llm.ts": "./left_out_provider.ts",
   });
 });
 
 Deno.test("compile listing: a left-out module still listed is a leak", () => {
   const listing = "├─┬ providers\n│ ├── realtime/echo.ts (29KB)\n│ └── tts/espeak.ts (28KB)\n";
   assert.deepEqual(embeddedLeaks(listing, ["providers/realtime/gemini_live.ts"]), []);
-  assert.deepEqual(embeddedLeaks(listing, ["providers/tts/espeak.ts"]), [
-    "providers/tts/espeak.ts",
+  assert.deepEqual(embeddedLeaks(listing, ["providers/espeak/tts.ts"]), [
+    "providers/espeak/tts.ts",
   ]);
-  assert.deepEqual(embeddedLeaks("│ ├── llm/* (115KB)\n", ["providers/llm/gemini.ts"]), [
-    "providers/llm/gemini.ts",
+  assert.deepEqual(embeddedLeaks("│ ├── llm/* (115KB)\n", ["providers/google/gemini_llm.ts"]), [
+    "providers/google/gemini_llm.ts",
   ]);
 });
 

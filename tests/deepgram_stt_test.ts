@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { FlowcatError } from "../core/errors.ts";
 import { audioFrame, type Frame, type StartParams } from "../core/frames.ts";
-import { createDeepgramStt, DeepgramStt } from "../providers/stt/deepgram.ts";
+import { createDeepgramStt, DeepgramStt } from "../providers/deepgram/stt.ts";
 import type { ServiceOptions } from "../providers/service_options.ts";
 import { DeepgramFake } from "./fakes/deepgram_fake.ts";
 import { sleep, until } from "./_core_helpers.ts";

@@ -1,5 +1,5 @@
 /**
- * Tests of the ElevenLabs stream-input text-to-speech client (providers/tts/elevenlabs.ts).
+ * Tests of the ElevenLabs stream-input text-to-speech client (providers/elevenlabs/tts.ts).
  * What every TTS client shares (blank text, auth, retries, aborts, dropped connections) is
  * checked by tests/tts_conformance_test.ts; this file keeps what is particular to this client.
  */
@@ -10,7 +10,7 @@ import {
   ELEVENLABS_DEFAULT_MODEL,
   ELEVENLABS_DEFAULT_VOICE,
   ElevenLabsTts,
-} from "../providers/tts/elevenlabs.ts";
+} from "../providers/elevenlabs/tts.ts";
 import { FlowcatError } from "../core/errors.ts";
 import type { Frame, FrameOf } from "../core/frames.ts";
 import { ElevenLabsFake } from "./fakes/elevenlabs_fake.ts";

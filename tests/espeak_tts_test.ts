@@ -1,5 +1,5 @@
 /**
- * Tests of the local eSpeak NG text-to-speech (providers/tts/espeak.ts).
+ * Tests of the local eSpeak NG text-to-speech (providers/espeak/tts.ts).
  * What every TTS client shares (blank text, auth, retries, aborts, dropped connections) is
  * checked by tests/tts_conformance_test.ts; this file keeps what is particular to this client.
  */
@@ -11,7 +11,7 @@ import {
   ESPEAK_SAMPLE_RATE,
   espeakSynthesize,
   splitForSpeech,
-} from "../providers/tts/espeak.ts";
+} from "../providers/espeak/tts.ts";
 import { FlowcatError } from "../core/errors.ts";
 import type { Frame } from "../core/frames.ts";
 

@@ -14,7 +14,7 @@ import {
   geminiSchema,
   geminiTools,
   SKIP_SIGNATURE,
-} from "../providers/llm/gemini.ts";
+} from "../providers/google/gemini_llm.ts";
 import type { ServiceOptions } from "../providers/service_options.ts";
 import { GeminiGenerateFake, geminiStream, googleError } from "./fakes/gemini_generate_fake.ts";
 

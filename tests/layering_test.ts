@@ -3,7 +3,7 @@
  * - `core/` (and `mod.ts`) imports nothing outside `core/`;
  * - `providers/`, `telephony/` and `transports/` import `core/` and their own folder only;
  * - inside `providers/`, one client module does not import another (shared pieces live in
- *   shared modules: `providers/http.ts`, `providers/tts/_shared.ts`, ...), bar the wrappers named
+ *   shared modules: `providers/http.ts`, `providers/tts_shared.ts`, ...), bar the wrappers named
  *   below with their reason;
  * - `server/`, `demo/`, `tools/` and `bench/` may import any layer;
  * - no file imports itself back through a circle, type-only imports and `import()` included.
@@ -37,11 +37,11 @@ const ALLOWED: Record<string, readonly string[]> = {
 const CLIENT_IMPORTS_ALLOWED: Record<string, string> = {
   "providers/realtime/openai_style.ts -> providers/realtime/openai_realtime.ts":
     "a wrapper is a line of config over its family's client",
-  "providers/realtime/echo.ts -> providers/tts/espeak.ts":
+  "providers/realtime/echo.ts -> providers/espeak/tts.ts":
     "the echo model speaks its greeting with the local TTS",
   "providers/realtime/gemini_live.ts -> providers/realtime/env.ts":
     "env.ts holds the realtime settings read from FLOWCAT_* variables, shared by the family",
-  "providers/google/vertex.ts -> providers/llm/gemini.ts":
+  "providers/google/vertex.ts -> providers/google/gemini_llm.ts":
     "Vertex AI serves the Gemini generateContent wire: the same client, another URL and credential",
 };
 

@@ -13,7 +13,7 @@ import {
   OpenAIChatLlm,
   parseChatCompletionStream,
   toOpenAIChatMessages,
-} from "../providers/llm/openai_chat.ts";
+} from "../providers/openai/chat.ts";
 import type { ServiceOptions } from "../providers/service_options.ts";
 import {
   deltaChunk,

@@ -1,12 +1,12 @@
 /**
- * Tests of the OpenAI-compatible speech client (providers/tts/openai_tts.ts) against a fake.
+ * Tests of the OpenAI-compatible speech client (providers/openai/tts.ts) against a fake.
  * What every TTS client shares (blank text, auth, retries, aborts, dropped connections) is
  * checked by tests/tts_conformance_test.ts; this file keeps what is particular to this client.
  */
 
 import assert from "node:assert/strict";
-import { createOpenAITts, OPENAI_TTS_PRESETS } from "../providers/tts/openai_tts.ts";
-import { PcmAssembler } from "../providers/tts/_shared.ts";
+import { createOpenAITts, OPENAI_TTS_PRESETS } from "../providers/openai/tts.ts";
+import { PcmAssembler } from "../providers/tts_shared.ts";
 import { FlowcatError } from "../core/errors.ts";
 import type { Frame } from "../core/frames.ts";
 import { int16ToBytes, sine } from "../core/audio/pcm.ts";

@@ -1,11 +1,11 @@
 /**
- * Tests of the Piper HTTP text-to-speech client (providers/tts/piper_http.ts) against a fake.
+ * Tests of the Piper HTTP text-to-speech client (providers/piper/tts.ts) against a fake.
  * What every TTS client shares (blank text, auth, retries, aborts, dropped connections) is
  * checked by tests/tts_conformance_test.ts; this file keeps what is particular to this client.
  */
 
 import assert from "node:assert/strict";
-import { createPiperTts } from "../providers/tts/piper_http.ts";
+import { createPiperTts } from "../providers/piper/tts.ts";
 import { FlowcatError } from "../core/errors.ts";
 import type { Frame } from "../core/frames.ts";
 import { PiperFake, type PiperFakeApi } from "./fakes/piper_fake.ts";

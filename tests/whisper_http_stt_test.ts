@@ -12,7 +12,7 @@ import {
   createWhisperHttpStt,
   WhisperHttpStt,
   whisperLanguage,
-} from "../providers/stt/whisper_http.ts";
+} from "../providers/openai/whisper_http.ts";
 import { WhisperHttpFake } from "./fakes/whisper_http_fake.ts";
 
 const KEY = "sk-test-secret-0123456789";

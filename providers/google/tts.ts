@@ -34,7 +34,7 @@ import type { TtsService } from "../../core/seams.ts";
 import { decodeWav } from "../../core/audio/wav.ts";
 import { providerFetch } from "../http.ts";
 import type { ServiceOptions } from "../service_options.ts";
-import { ttsUsageFrame } from "../tts/_shared.ts";
+import { ttsUsageFrame } from "../tts_shared.ts";
 import { GrpcChannel, grpcTarget } from "../grpc.ts";
 import { streamingSynthesis } from "./tts_stream.ts";
 import { type GoogleCredential, googleCredential } from "./auth.ts";
@@ -183,7 +183,7 @@ export class GoogleTts implements TtsService {
   async *#stream(text: string, signal?: AbortSignal): AsyncGenerator<Int16Array> {
     try {
       const auth = await this.#credential.headers(signal);
-      this.#channel ??= new GrpcChannel(this.#provider, grpcTarget(this.#baseUrl));
+      this.#channel ??= await GrpcChannel.open(this.#provider, grpcTarget(this.#baseUrl));
       yield* streamingSynthesis(
         this.#channel,
         auth,

@@ -31,7 +31,7 @@
 
 import { FlowcatError } from "../../core/errors.ts";
 import type { LlmService } from "../../core/seams.ts";
-import { GeminiLlm } from "../llm/gemini.ts";
+import { GeminiLlm } from "./gemini_llm.ts";
 import type { ServiceOptions } from "../service_options.ts";
 import { googleCredential } from "./auth.ts";
 

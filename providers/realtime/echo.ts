@@ -358,7 +358,7 @@ const spoken = new Map<string, AudioFrame>();
 async function espeakSpeak(text: string): Promise<AudioFrame> {
   const hit = spoken.get(text);
   if (hit !== undefined) return hit;
-  const { espeakSynthesize } = await import("../tts/espeak.ts");
+  const { espeakSynthesize } = await import("../espeak/tts.ts");
   const frame = await espeakSynthesize(text);
   spoken.set(text, frame);
   if (spoken.size > SPOKEN_CACHE) spoken.delete(spoken.keys().next().value!);

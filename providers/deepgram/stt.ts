@@ -49,9 +49,9 @@ import {
   deepgramTuning,
   parseDeepgramMessage,
   UtteranceJoiner,
-} from "./deepgram_wire.ts";
+} from "./stt_wire.ts";
 
-export { DEEPGRAM_DEFAULT_MODEL, DEEPGRAM_SAMPLE_RATE } from "./deepgram_wire.ts";
+export { DEEPGRAM_DEFAULT_MODEL, DEEPGRAM_SAMPLE_RATE } from "./stt_wire.ts";
 
 /** Audio held while a dropped socket is reopened: 2 s of 16 kHz 16-bit mono. */
 const BACKLOG_MAX_BYTES = DEEPGRAM_SAMPLE_RATE * 2 * 2;

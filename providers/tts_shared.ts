@@ -4,9 +4,9 @@
  * @module
  */
 
-import { FlowcatError } from "../../core/errors.ts";
-import { type Frame, makeFrame } from "../../core/frames.ts";
-import { bytesToInt16 } from "../../core/audio/pcm.ts";
+import { FlowcatError } from "../core/errors.ts";
+import { type Frame, makeFrame } from "../core/frames.ts";
+import { bytesToInt16 } from "../core/audio/pcm.ts";
 
 /** Bytes of 16-bit little-endian PCM to whole samples, carrying an odd byte to the next push. */
 export class PcmAssembler {

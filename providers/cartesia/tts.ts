@@ -50,7 +50,7 @@ import {
   redact,
   wsRoot,
 } from "../ws_client.ts";
-import { PcmAssembler, ttsUsageFrame } from "./_shared.ts";
+import { PcmAssembler, ttsUsageFrame } from "../tts_shared.ts";
 
 /** Default API root. */
 export const CARTESIA_DEFAULT_BASE_URL = "wss://api.cartesia.ai";

@@ -51,7 +51,7 @@ import {
   redact,
   wsRoot,
 } from "../ws_client.ts";
-import { PcmAssembler, ttsUsageFrame } from "./_shared.ts";
+import { PcmAssembler, ttsUsageFrame } from "../tts_shared.ts";
 
 /** Default API root. */
 export const ELEVENLABS_DEFAULT_BASE_URL = "wss://api.elevenlabs.io";

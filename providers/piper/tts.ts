@@ -39,7 +39,7 @@ import { providerFetch } from "../http.ts";
 import type { ServiceOptions } from "../service_options.ts";
 
 export type { ServiceOptions } from "../service_options.ts";
-import { positiveOption, ttsUsageFrame } from "./_shared.ts";
+import { positiveOption, ttsUsageFrame } from "../tts_shared.ts";
 
 /** Where `python3 -m piper.http_server` listens by default. */
 export const PIPER_BASE_URL = "http://127.0.0.1:5000";
