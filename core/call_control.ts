@@ -15,7 +15,7 @@
 
 import { parseDtmfKeys } from "./audio/dtmf_keys.ts";
 import { errorMessage } from "./errors.ts";
-import type { KeypadEntry, ToolDecl } from "./frames.ts";
+import type { KeypadEntry, ToolDecl, TransferMode } from "./frames.ts";
 
 /** Name of the key-press tool. */
 export const SEND_DTMF = "send_dtmf";
@@ -55,6 +55,15 @@ export const TRANSFER_CALL_TOOL: ToolDecl = Object.freeze({
     type: "object",
     properties: {
       target: { type: "string", description: "Where to transfer: a SIP URI or phone number." },
+      mode: {
+        type: "string",
+        enum: ["cold", "warm"],
+        description: "cold (default): hand over at once; warm: brief the person first.",
+      },
+      briefing: {
+        type: "string",
+        description: "Warm transfer: what to tell the person before connecting the caller.",
+      },
     },
     required: ["target"],
   },
@@ -107,6 +116,28 @@ export function transferToolTarget(
     return { error: `target must be one of: ${spec.allowed.join(", ")}` };
   }
   return { target };
+}
+
+/** Longest briefing a warm transfer speaks, in characters. */
+export const MAX_BRIEFING_CHARS = 1000;
+
+/**
+ * The mode and briefing of a `transfer_call` call (cold unless `mode` is `warm`; a briefing
+ * only with warm), or the error to tell the model.
+ */
+export function transferToolMode(
+  args: Record<string, unknown>,
+): { mode: TransferMode; briefing?: string } | { error: string } {
+  const mode = args?.mode ?? "cold";
+  if (mode !== "cold" && mode !== "warm") return { error: 'mode must be "cold" or "warm"' };
+  const raw = args?.briefing;
+  if (raw === undefined || raw === null || raw === "") return { mode };
+  if (typeof raw !== "string") return { error: "briefing must be text" };
+  if (mode === "cold") return { error: 'a briefing needs mode "warm"' };
+  if (raw.length > MAX_BRIEFING_CHARS) {
+    return { error: `briefing must be at most ${MAX_BRIEFING_CHARS} characters` };
+  }
+  return raw.trim() === "" ? { mode } : { mode, briefing: raw.trim() };
 }
 
 /** The `enum` and `default` of the `target` parameter of a transfer tool declaration. */

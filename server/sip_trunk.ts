@@ -114,6 +114,10 @@ export async function startSipTrunk(opts: SipTrunkOptions): Promise<SipTrunk> {
     registration: { expires: sip.registerExpires },
     rtp: { latch: LATCH[sip.rtpSource], srtp: sip.srtp },
     unavailable: () => calls.draining,
+    transfer: {
+      bridgeFallback: sip.transfer.bridgeFallback,
+      dialTimeoutMs: sip.transfer.dialTimeoutSeconds * 1000,
+    },
     streamIdleMs: sip.streamIdleSeconds * 1000,
     ...(sip.keepalive.mode === "off" ? {} : {
       keepAlive: { mode: sip.keepalive.mode, intervalMs: sip.keepalive.intervalSeconds * 1000 },

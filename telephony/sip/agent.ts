@@ -44,6 +44,8 @@ import {
 } from "./config.ts";
 import { type AgentCore, ALLOWED_METHODS } from "./core.ts";
 import { dialogKeyOfRequest } from "./dialog.ts";
+import { type DialOptions, dialTarget } from "./dial.ts";
+import type { SipTransferPolicy } from "./transfer_flow.ts";
 import { DigestClient } from "./digest.ts";
 import { handleInDialog } from "./in_dialog.ts";
 import { acceptInvite, type SipInvite } from "./inbound.ts";
@@ -276,6 +278,16 @@ export class SipAgent implements AgentCore {
   /** Place a call to `toNumber` (E.164, From user = callerId). Resolves once answered. */
   call(toNumber: string, opts?: CallOptions): Promise<SipCall> {
     return placeCall(this, toNumber, opts);
+  }
+
+  /** Dial a transfer target (a SIP URI, or a number through the trunk): a second leg. */
+  dial(target: string, opts?: DialOptions): Promise<SipCall> {
+    return dialTarget(this, target, opts);
+  }
+
+  /** How calls transfer beyond REFER (the bridge fallback, warm transfers). */
+  get transferPolicy(): SipTransferPolicy | undefined {
+    return this.#opts.transfer;
   }
 
   // ------------------------------------------------------------ AgentCore

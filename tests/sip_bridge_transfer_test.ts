@@ -1,0 +1,268 @@
+/**
+ * Transfers where the agent dials the target itself, against real peers on loopback: a sipp
+ * caller refuses the REFER, so the agent calls baresip (or a sipp UAS) and bridges the two calls
+ * in process; a warm transfer briefs baresip before the bridge. The callers run with
+ * `-rtp_echo`, so what the target hears after the bridge is its own tone sent back by the
+ * caller: audio flowed target -> caller -> target through the bridge. The agent's own tone
+ * must never reach the target.
+ */
+
+import assert from "node:assert/strict";
+import { type AudioFrame, makeFrame, type StopReason } from "../mod.ts";
+import { endReason } from "../server/end_reason.ts";
+import type { SipAgentOptions, SipCall } from "../telephony/sip/mod.ts";
+import { hasBaresip, startBaresip } from "./_baresip.ts";
+import { callControlRig, callsFrame } from "./_call_control_rig.ts";
+import { until } from "./_core_helpers.ts";
+import { loopbackSipConfig, startLoopbackAgent } from "./_sip_peer.ts";
+import {
+  freeUdpPort,
+  hasSipp,
+  pcmuPcap,
+  runSipp,
+  sine8k,
+  sippArgs,
+  sippUasEchoArgs,
+} from "./_sipp.ts";
+import { toneWindowFlags, toneWindows } from "./_tone.ts";
+
+/** The target's tone (baresip's microphone). */
+const TARGET_HZ = 600;
+/** The agent's own voice in these calls: it must stop at the bridge. */
+const AGENT_HZ = 1000;
+/** The briefing the "model" speaks to the target in a warm transfer. */
+const BRIEFING_HZ = 1400;
+
+const skip = !hasSipp() || !hasBaresip();
+
+const startAgent = (opts: SipAgentOptions = {}) =>
+  startLoopbackAgent(
+    loopbackSipConfig({
+      server: `sip:127.0.0.1:${freeUdpPort()}`,
+      login: "alice",
+      password: "unused",
+      callerId: "+15550001111",
+    }),
+    opts,
+  );
+
+/** `seconds` of a tone as one OutputAudio frame (the model speaking) at 8 kHz. */
+function speech(hz: number, seconds: number) {
+  const audio: AudioFrame = { pcm: sine8k(8000 * seconds, hz), sampleRate: 8000, numChannels: 1 };
+  return makeFrame("OutputAudio", { audio });
+}
+
+/** The index of the first 20 ms window that carries `hz`, or -1. */
+const firstWindow = (pcm: Int16Array, hz: number) => toneWindowFlags(pcm, hz).indexOf(true);
+
+/** After the bridge, the agent's leg takes nothing more from the pipeline: a second of its tone. */
+async function agentKeepsTalking(call: SipCall): Promise<void> {
+  for (let i = 0; i < 50; i++) {
+    await call.transport.sendAudio({
+      pcm: sine8k(160, AGENT_HZ),
+      sampleRate: 8000,
+      numChannels: 1,
+    });
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+Deno.test({
+  name:
+    "REFER refused: the agent dials baresip, bridges, leaves the media path; its BYE ends the caller",
+  ignore: skip,
+  fn: async () => {
+    const { agent, logger } = await startAgent();
+    const target = startBaresip({
+      // baresip hangs up when its microphone file ends: 5 s after it answered.
+      tone: sine8k(8000 * 5, TARGET_HZ),
+      mediaenc: "none",
+      quitAfterSeconds: 15,
+    });
+    const sipp = runSipp(
+      sippArgs("uac_refer_refused_bridge.xml", agent.local.port, ["-rtp_echo"]),
+      undefined,
+      "25s",
+    );
+    let watchdog: ReturnType<typeof setTimeout> | undefined;
+    try {
+      await target.ready();
+      const invite = await agent.nextInbound();
+      assert.ok(invite !== undefined);
+      const call = await invite.answer();
+      // A transfer that went wrong leaves the call up: end it rather than hang the test.
+      watchdog = setTimeout(() => void call.hangup(), 20_000);
+      const { task, bp, results } = callControlRig(call.transport);
+      const targetUri = `sip:+15557654321@127.0.0.1:${target.sipPort}`;
+      task.onStarted(async () => {
+        // The agent is mid-sentence (3 s queued) when the transfer happens: none of what is
+        // still queued may reach the target.
+        await task.queueFrame(speech(AGENT_HZ, 3));
+        await new Promise((r) => setTimeout(r, 300));
+        await task.queueFrame(callsFrame("transfer_call", { target: targetUri }));
+      });
+      const stop: StopReason = await task.run();
+      assert.deepEqual(results(), [{ ok: true, transferred: targetUri, bridged: true }]);
+      assert.deepEqual(stop, { kind: "end", reason: "brain: transferred" });
+      assert.equal(endReason(stop, { disposition: bp.disposition }), "transferred");
+      assert.equal(call.endReason, undefined, "the bridge keeps the caller's call up");
+      assert.ok(call.transport.detached);
+      await agentKeepsTalking(call);
+
+      // baresip hangs up; the agent must then send the caller a BYE (sipp requires it).
+      assert.equal(await call.ended, "bridged target hung up");
+      target.kill(); // it stays up after the call: stop it, which writes out its recording
+      const bare = await target.done;
+      const res = await sipp.done;
+      assert.equal(res.code, 0, res.stdout.slice(-2000) + res.stderr.slice(-1000));
+
+      const heard = target.received();
+      const own = toneWindows(heard, TARGET_HZ);
+      // Its own tone came back through caller and bridge: at least 2 s of it.
+      assert.ok(
+        own >= 100,
+        `target heard its tone back in ${own} windows; ${bare.output.slice(-800)}`,
+      );
+      // Whatever the caller was sent before the bridge can echo back once, right at the start;
+      // after the bridge carried the target's tone, never the agent's.
+      const firstOwn = firstWindow(heard, TARGET_HZ);
+      const agentAfter = toneWindowFlags(heard.subarray(firstOwn * 160), AGENT_HZ)
+        .filter((on) => on).length;
+      assert.equal(agentAfter, 0, "the agent's voice reached the target after the bridge");
+      const ended = logger.records.find((r) => r.message === "sip bridge ended");
+      assert.equal(ended?.fields?.first, "target", JSON.stringify(ended));
+      assert.ok(Number(ended?.fields?.framesAToB) > 100 && Number(ended?.fields?.framesBToA) > 100);
+      assert.ok(logger.records.some((r) => r.message === "sip transfer falls back to a bridge"));
+    } finally {
+      clearTimeout(watchdog);
+      sipp.kill();
+      target.kill();
+      await Promise.all([sipp.done, target.done]);
+      target.cleanup();
+      await agent.close();
+    }
+  },
+});
+
+Deno.test({
+  name: "REFER refused: bridged to a PCMA target, the caller's BYE hangs the target up",
+  ignore: skip,
+  fn: async () => {
+    const { agent, logger } = await startAgent();
+    const dir = `${Deno.cwd()}/.tmp/sipp-bridge-${crypto.randomUUID()}`;
+    Deno.mkdirSync(dir, { recursive: true });
+    Deno.writeFileSync(`${dir}/bridge_tone.pcap`, pcmuPcap(sine8k(8000 * 1.5, TARGET_HZ)));
+    const targetPort = freeUdpPort();
+    const targetSipp = runSipp(sippUasEchoArgs("uas_bridge_target.xml", targetPort), dir, "20s");
+    const caller = runSipp(sippArgs("uac_refer_refused_bye.xml", agent.local.port), dir, "20s");
+    let watchdog: ReturnType<typeof setTimeout> | undefined;
+    try {
+      const invite = await agent.nextInbound();
+      assert.ok(invite !== undefined);
+      const call = await invite.answer();
+      // A transfer that went wrong leaves the call up: end it rather than hang the test.
+      watchdog = setTimeout(() => void call.hangup(), 20_000);
+      const { task, results } = callControlRig(call.transport);
+      const targetUri = `sip:desk@127.0.0.1:${targetPort}`;
+      task.onStarted(() => task.queueFrame(callsFrame("transfer_call", { target: targetUri })));
+      await task.run();
+      assert.deepEqual(results(), [{ ok: true, transferred: targetUri, bridged: true }]);
+      assert.equal(await call.ended, "remote hangup");
+      for (const [who, run] of [["caller", caller], ["target", targetSipp]] as const) {
+        const res = await run.done;
+        assert.equal(res.code, 0, `${who}: ${res.stdout.slice(-2000)}${res.stderr.slice(-500)}`);
+      }
+      const bridged = logger.records.find((r) => r.message === "sip calls bridged");
+      assert.deepEqual([bridged?.fields?.codec, bridged?.fields?.targetCodec], ["PCMU", "PCMA"]);
+      await until(() => logger.records.some((r) => r.message === "sip bridge ended"), 3000, "end");
+      const ended = logger.records.find((r) => r.message === "sip bridge ended")!;
+      assert.equal(ended.fields?.first, "caller");
+      // The caller's tone went to the target, and the target's echo of it came back.
+      assert.ok(Number(ended.fields?.framesAToB) > 50, JSON.stringify(ended.fields));
+      assert.ok(Number(ended.fields?.framesBToA) > 50, JSON.stringify(ended.fields));
+    } finally {
+      clearTimeout(watchdog);
+      caller.kill();
+      targetSipp.kill();
+      await Promise.all([caller.done, targetSipp.done]);
+      Deno.removeSync(dir, { recursive: true });
+      await agent.close();
+    }
+  },
+});
+
+Deno.test({
+  name: "warm transfer: the target hears the briefing while the caller holds, then the bridge",
+  ignore: skip,
+  fn: async () => {
+    const { agent, logger } = await startAgent({ transfer: { briefingQuietMs: 500 } });
+    const target = startBaresip({
+      tone: sine8k(8000 * 6, TARGET_HZ),
+      mediaenc: "none",
+      quitAfterSeconds: 15,
+    });
+    const sipp = runSipp(
+      sippArgs("uac_wait_bye.xml", agent.local.port, ["-rtp_echo"]),
+      undefined,
+      "25s",
+    );
+    let watchdog: ReturnType<typeof setTimeout> | undefined;
+    try {
+      await target.ready();
+      const invite = await agent.nextInbound();
+      assert.ok(invite !== undefined);
+      const call = await invite.answer();
+      // A transfer that went wrong leaves the call up: end it rather than hang the test.
+      watchdog = setTimeout(() => void call.hangup(), 20_000);
+      const { task, bp, results, model } = callControlRig(call.transport);
+      const targetUri = `sip:+15557654321@127.0.0.1:${target.sipPort}`;
+      const briefing = "Caller Ann asks about invoice 42.";
+      let heldVoice = -1;
+      task.onStarted(async () => {
+        await task.queueFrame(callsFrame("transfer_call", {
+          target: targetUri,
+          mode: "warm",
+          briefing,
+        }));
+        // The target answered: the brain asks the model to say the briefing; the test plays
+        // the model and speaks it (a tone the target must hear before the caller's audio).
+        await until(
+          () => model.frames.some((s) => s.frame.kind === "UpdateSettings"),
+          10_000,
+          "briefing asked for",
+        );
+        heldVoice = call.rtp.pacing!.voice;
+        model.link!.pushDown(speech(BRIEFING_HZ, 1));
+      });
+      const stop = await task.run();
+      assert.deepEqual(results(), [{ ok: true, transferred: targetUri, bridged: true }]);
+      assert.equal(endReason(stop, { disposition: bp.disposition }), "transferred");
+      const say = model.frames.find((s) => s.frame.kind === "UpdateSettings")!.frame;
+      assert.equal((say as { settings: { say?: string } }).settings.say, briefing);
+      // On hold the caller got silence: not one voice packet from the agent.
+      assert.equal(call.rtp.pacing!.voice, heldVoice, "the caller heard the agent while on hold");
+      await agentKeepsTalking(call);
+
+      assert.equal(await call.ended, "bridged target hung up");
+      target.kill();
+      await target.done;
+      const res = await sipp.done;
+      assert.equal(res.code, 0, res.stdout.slice(-2000) + res.stderr.slice(-1000));
+      const heard = target.received();
+      const brief = firstWindow(heard, BRIEFING_HZ);
+      const own = firstWindow(heard, TARGET_HZ);
+      assert.ok(toneWindows(heard, BRIEFING_HZ) >= 40, "the target heard the briefing");
+      assert.ok(brief >= 0 && own > brief, `briefing at ${brief}, bridged audio at ${own}`);
+      assert.ok(toneWindows(heard, TARGET_HZ) >= 100, "the bridge carried the target's tone back");
+      assert.equal(toneWindows(heard, AGENT_HZ), 0, "the agent's voice reached the target");
+      assert.ok(logger.records.some((r) => r.message === "sip warm transfer: briefing the target"));
+    } finally {
+      clearTimeout(watchdog);
+      sipp.kill();
+      target.kill();
+      await Promise.all([sipp.done, target.done]);
+      target.cleanup();
+      await agent.close();
+    }
+  },
+});
