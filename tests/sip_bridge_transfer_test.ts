@@ -108,6 +108,9 @@ Deno.test({
       assert.equal(call.endReason, undefined, "the bridge keeps the caller's call up");
       assert.ok(call.transport.detached);
       await agentKeepsTalking(call);
+      // A key pressed on the target goes to the caller as RFC 4733, comes back in its echo,
+      // and is relayed to the target again, which reports the event it received.
+      await target.press("7");
 
       // baresip hangs up; the agent must then send the caller a BYE (sipp requires it).
       assert.equal(await call.ended, "bridged target hung up");
@@ -132,6 +135,8 @@ Deno.test({
       const ended = logger.records.find((r) => r.message === "sip bridge ended");
       assert.equal(ended?.fields?.first, "target", JSON.stringify(ended));
       assert.ok(Number(ended?.fields?.framesAToB) > 100 && Number(ended?.fields?.framesBToA) > 100);
+      assert.deepEqual([ended?.fields?.keysBToA, ended?.fields?.keysAToB], [1, 1]);
+      assert.match(bare.output, /received event: '7' \(end=1\)/);
       assert.ok(logger.records.some((r) => r.message === "sip transfer falls back to a bridge"));
     } finally {
       clearTimeout(watchdog);
@@ -144,51 +149,141 @@ Deno.test({
   },
 });
 
-Deno.test({
-  name: "REFER refused: bridged to a PCMA target, the caller's BYE hangs the target up",
-  ignore: skip,
-  fn: async () => {
-    const { agent, logger } = await startAgent();
-    const dir = `${Deno.cwd()}/.tmp/sipp-bridge-${crypto.randomUUID()}`;
-    Deno.mkdirSync(dir, { recursive: true });
-    Deno.writeFileSync(`${dir}/bridge_tone.pcap`, pcmuPcap(sine8k(8000 * 1.5, TARGET_HZ)));
-    const targetPort = freeUdpPort();
-    const targetSipp = runSipp(sippUasEchoArgs("uas_bridge_target.xml", targetPort), dir, "20s");
-    const caller = runSipp(sippArgs("uac_refer_refused_bye.xml", agent.local.port), dir, "20s");
-    let watchdog: ReturnType<typeof setTimeout> | undefined;
-    try {
-      const invite = await agent.nextInbound();
-      assert.ok(invite !== undefined);
-      const call = await invite.answer();
-      // A transfer that went wrong leaves the call up: end it rather than hang the test.
-      watchdog = setTimeout(() => void call.hangup(), 20_000);
-      const { task, results } = callControlRig(call.transport);
-      const targetUri = `sip:desk@127.0.0.1:${targetPort}`;
-      task.onStarted(() => task.queueFrame(callsFrame("transfer_call", { target: targetUri })));
-      await task.run();
-      assert.deepEqual(results(), [{ ok: true, transferred: targetUri, bridged: true }]);
-      assert.equal(await call.ended, "remote hangup");
-      for (const [who, run] of [["caller", caller], ["target", targetSipp]] as const) {
+/** A call from a sipp caller to the agent, with a sipp UAS as the transfer target. */
+interface SippPair {
+  call: SipCall;
+  rig: ReturnType<typeof callControlRig>;
+  targetUri: string;
+  logger: Awaited<ReturnType<typeof startAgent>>["logger"];
+  /** Both sipps' exit codes must be 0 (each scenario ran through). */
+  bothPassed(): Promise<void>;
+}
+
+/**
+ * Run `body` on a call from sipp running `callerScenario` (it plays bridge_tone.pcap where the
+ * scenario says) to the agent, with a sipp UAS echoing RTP on `targetScenario` to transfer to.
+ */
+async function withSippPair(
+  callerScenario: string,
+  targetScenario: string,
+  body: (p: SippPair) => Promise<void>,
+  callerExtra: string[] = [],
+): Promise<void> {
+  const { agent, logger } = await startAgent({ transfer: { briefingWaitMs: 3000 } });
+  const dir = `${Deno.cwd()}/.tmp/sipp-bridge-${crypto.randomUUID()}`;
+  Deno.mkdirSync(dir, { recursive: true });
+  Deno.writeFileSync(`${dir}/bridge_tone.pcap`, pcmuPcap(sine8k(8000 * 1.5, TARGET_HZ)));
+  const targetPort = freeUdpPort();
+  const target = runSipp(sippUasEchoArgs(targetScenario, targetPort), dir, "20s");
+  const caller = runSipp(sippArgs(callerScenario, agent.local.port, callerExtra), dir, "20s");
+  let watchdog: ReturnType<typeof setTimeout> | undefined;
+  try {
+    const invite = await agent.nextInbound();
+    assert.ok(invite !== undefined);
+    const call = await invite.answer();
+    // A transfer that went wrong leaves the call up: end it rather than hang the test.
+    watchdog = setTimeout(() => void call.hangup(), 20_000);
+    const bothPassed = async () => {
+      for (const [who, run] of [["caller", caller], ["target", target]] as const) {
         const res = await run.done;
         assert.equal(res.code, 0, `${who}: ${res.stdout.slice(-2000)}${res.stderr.slice(-500)}`);
       }
-      const bridged = logger.records.find((r) => r.message === "sip calls bridged");
-      assert.deepEqual([bridged?.fields?.codec, bridged?.fields?.targetCodec], ["PCMU", "PCMA"]);
-      await until(() => logger.records.some((r) => r.message === "sip bridge ended"), 3000, "end");
-      const ended = logger.records.find((r) => r.message === "sip bridge ended")!;
-      assert.equal(ended.fields?.first, "caller");
-      // The caller's tone went to the target, and the target's echo of it came back.
-      assert.ok(Number(ended.fields?.framesAToB) > 50, JSON.stringify(ended.fields));
-      assert.ok(Number(ended.fields?.framesBToA) > 50, JSON.stringify(ended.fields));
-    } finally {
-      clearTimeout(watchdog);
-      caller.kill();
-      targetSipp.kill();
-      await Promise.all([caller.done, targetSipp.done]);
-      Deno.removeSync(dir, { recursive: true });
-      await agent.close();
-    }
-  },
+    };
+    const rig = callControlRig(call.transport);
+    await body({ call, rig, targetUri: `sip:desk@127.0.0.1:${targetPort}`, logger, bothPassed });
+  } finally {
+    clearTimeout(watchdog);
+    caller.kill();
+    target.kill();
+    await Promise.all([caller.done, target.done]);
+    Deno.removeSync(dir, { recursive: true });
+    await agent.close();
+  }
+}
+
+for (
+  const [callerScenario, what] of [
+    ["uac_refer_refused_bye.xml", "REFER refused (405)"],
+    ["uac_refer_failed_bye.xml", "the peer's transfer failed (NOTIFY 503)"],
+  ]
+) {
+  Deno.test({
+    name: `${what}: bridged to a PCMA target, the caller's BYE hangs the target up`,
+    ignore: skip,
+    fn: () =>
+      withSippPair(callerScenario, "uas_bridge_target.xml", async (p) => {
+        const { task, results } = p.rig;
+        task.onStarted(() => task.queueFrame(callsFrame("transfer_call", { target: p.targetUri })));
+        await task.run();
+        assert.deepEqual(results(), [{ ok: true, transferred: p.targetUri, bridged: true }]);
+        assert.equal(await p.call.ended, "remote hangup");
+        await p.bothPassed(); // the target's scenario requires the agent's BYE
+        const log = p.logger.records;
+        const bridged = log.find((r) => r.message === "sip calls bridged");
+        assert.deepEqual([bridged?.fields?.codec, bridged?.fields?.targetCodec], ["PCMU", "PCMA"]);
+        await until(() => log.some((r) => r.message === "sip bridge ended"), 3000, "bridge end");
+        const ended = log.find((r) => r.message === "sip bridge ended")!;
+        assert.equal(ended.fields?.first, "caller");
+        // The caller's tone went to the target, and the target's echo of it came back.
+        assert.ok(Number(ended.fields?.framesAToB) > 50, JSON.stringify(ended.fields));
+        assert.ok(Number(ended.fields?.framesBToA) > 50, JSON.stringify(ended.fields));
+      }),
+  });
+}
+
+Deno.test({
+  name: "REFER refused and the target busy: the model hears both, the call goes on",
+  ignore: skip,
+  fn: () =>
+    withSippPair("uac_refer_refused_bye.xml", "uas_busy.xml", async (p) => {
+      const { task, results, bp } = p.rig;
+      task.onStarted(() => task.queueFrame(callsFrame("transfer_call", { target: p.targetUri })));
+      const stop = await task.run(); // ends when the caller hangs up
+      assert.deepEqual(results(), [{
+        error: `transfer to ${p.targetUri} failed: the peer answered the REFER 405 Method ` +
+          `Not Allowed; calling it ourselves: call to ${p.targetUri} failed: 486 Busy Here`,
+        refused: true,
+        status: 405,
+      }]);
+      assert.equal(endReason(stop, { disposition: bp.disposition }), "caller_hung_up");
+      assert.equal(p.call.endReason, "remote hangup");
+      assert.ok(!p.call.transport.detached);
+      await p.bothPassed();
+    }),
+});
+
+Deno.test({
+  name: "warm transfer: the target hangs up during the briefing; the agent has the caller back",
+  ignore: skip,
+  fn: () =>
+    withSippPair("uac_wait_bye.xml", "uas_answer_bye.xml", async (p) => {
+      const { task, results, model } = p.rig;
+      const spoke = () => p.call.rtp.pacing!.voice;
+      let before = 0;
+      task.onStarted(async () => {
+        await task.queueFrame(callsFrame("transfer_call", {
+          target: p.targetUri,
+          mode: "warm",
+          briefing: "A caller for you.",
+        }));
+        await until(() => results().length === 1, 10_000, "transfer result");
+        // The agent speaks to the caller again, and hears it (sipp echoes what it gets).
+        before = spoke();
+        model.link!.pushDown(speech(AGENT_HZ, 0.5));
+        await until(() => spoke() >= before + 20, 3000, "the agent's voice to the caller");
+        const echoed = () => model.frames.filter((s) => s.frame.kind === "InputAudio").length;
+        const heard = echoed();
+        await until(() => echoed() > heard + 10, 3000, "the caller heard again");
+        await p.call.hangup();
+      });
+      await task.run();
+      assert.deepEqual(results(), [{
+        error: `transfer to ${p.targetUri} failed: the target hung up before the caller was ` +
+          "connected",
+      }]);
+      assert.ok(!p.call.transport.detached);
+      await p.bothPassed();
+    }, ["-rtp_echo"]),
 });
 
 Deno.test({
