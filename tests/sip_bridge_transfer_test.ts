@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import { type AudioFrame, makeFrame, type StopReason } from "../mod.ts";
 import { endReason } from "../server/end_reason.ts";
 import type { SipAgentOptions, SipCall } from "../telephony/sip/mod.ts";
-import { hasBaresip, startBaresip } from "./_baresip.ts";
+import { type Baresip, hasBaresip, startBaresip } from "./_baresip.ts";
 import { callControlRig, callsFrame } from "./_call_control_rig.ts";
 import { until } from "./_core_helpers.ts";
 import { loopbackSipConfig, startLoopbackAgent } from "./_sip_peer.ts";
@@ -67,86 +67,116 @@ async function agentKeepsTalking(call: SipCall): Promise<void> {
   }
 }
 
+/** A call from an echoing sipp caller to the agent, with baresip as the transfer target. */
+interface BaresipCall {
+  call: SipCall;
+  rig: ReturnType<typeof callControlRig>;
+  targetUri: string;
+  target: Baresip;
+  logger: Awaited<ReturnType<typeof startAgent>>["logger"];
+  /**
+   * Once bridged: baresip hangs up when its tone file ends, the agent must then hang up the
+   * caller (its scenario requires the BYE). Resolves with what baresip heard and printed.
+   */
+  targetHungUp(): Promise<{ heard: Int16Array; output: string }>;
+}
+
+/**
+ * Run `body` on a call from sipp running `callerScenario` with `-rtp_echo` to the agent, with
+ * baresip (auto-answer, sending `toneSeconds` of the target tone, then hanging up) to transfer to.
+ */
+async function withBaresipTarget(
+  callerScenario: string,
+  toneSeconds: number,
+  agentOpts: SipAgentOptions,
+  body: (c: BaresipCall) => Promise<void>,
+): Promise<void> {
+  const { agent, logger } = await startAgent(agentOpts);
+  const target = startBaresip({
+    tone: sine8k(8000 * toneSeconds, TARGET_HZ),
+    mediaenc: "none",
+    quitAfterSeconds: 15,
+  });
+  const sipp = runSipp(
+    sippArgs(callerScenario, agent.local.port, ["-rtp_echo"]),
+    undefined,
+    "25s",
+  );
+  let watchdog: ReturnType<typeof setTimeout> | undefined;
+  try {
+    await target.ready();
+    const invite = await agent.nextInbound();
+    assert.ok(invite !== undefined);
+    const call = await invite.answer();
+    // A transfer that went wrong leaves the call up: end it rather than hang the test.
+    watchdog = setTimeout(() => void call.hangup(), 20_000);
+    const targetHungUp = async () => {
+      assert.equal(await call.ended, "bridged target hung up");
+      // The bridge logs its end once the caller's BYE has been answered.
+      await until(() => logger.records.some((r) => r.message === "sip bridge ended"), 3000, "end");
+      target.kill(); // it stays up after the call: stop it, which writes out its recording
+      const { output } = await target.done;
+      const res = await sipp.done;
+      assert.equal(res.code, 0, res.stdout.slice(-2000) + res.stderr.slice(-1000));
+      return { heard: target.received(), output };
+    };
+    const rig = callControlRig(call.transport);
+    const targetUri = `sip:+15557654321@127.0.0.1:${target.sipPort}`;
+    await body({ call, rig, targetUri, target, logger, targetHungUp });
+  } finally {
+    clearTimeout(watchdog);
+    sipp.kill();
+    target.kill();
+    await Promise.all([sipp.done, target.done]);
+    target.cleanup();
+    await agent.close();
+  }
+}
+
 Deno.test({
   name:
     "REFER refused: the agent dials baresip, bridges, leaves the media path; its BYE ends the caller",
   ignore: skip,
-  fn: async () => {
-    const { agent, logger } = await startAgent();
-    const target = startBaresip({
-      // baresip hangs up when its microphone file ends: 5 s after it answered.
-      tone: sine8k(8000 * 5, TARGET_HZ),
-      mediaenc: "none",
-      quitAfterSeconds: 15,
-    });
-    const sipp = runSipp(
-      sippArgs("uac_refer_refused_bridge.xml", agent.local.port, ["-rtp_echo"]),
-      undefined,
-      "25s",
-    );
-    let watchdog: ReturnType<typeof setTimeout> | undefined;
-    try {
-      await target.ready();
-      const invite = await agent.nextInbound();
-      assert.ok(invite !== undefined);
-      const call = await invite.answer();
-      // A transfer that went wrong leaves the call up: end it rather than hang the test.
-      watchdog = setTimeout(() => void call.hangup(), 20_000);
-      const { task, bp, results } = callControlRig(call.transport);
-      const targetUri = `sip:+15557654321@127.0.0.1:${target.sipPort}`;
+  fn: () =>
+    // baresip hangs up when its microphone file ends: 5 s after it answered.
+    withBaresipTarget("uac_refer_refused_bridge.xml", 5, {}, async (c) => {
+      const { task, bp, results } = c.rig;
       task.onStarted(async () => {
         // The agent is mid-sentence (3 s queued) when the transfer happens: none of what is
         // still queued may reach the target.
         await task.queueFrame(speech(AGENT_HZ, 3));
         await new Promise((r) => setTimeout(r, 300));
-        await task.queueFrame(callsFrame("transfer_call", { target: targetUri }));
+        await task.queueFrame(callsFrame("transfer_call", { target: c.targetUri }));
       });
       const stop: StopReason = await task.run();
-      assert.deepEqual(results(), [{ ok: true, transferred: targetUri, bridged: true }]);
+      assert.deepEqual(results(), [{ ok: true, transferred: c.targetUri, bridged: true }]);
       assert.deepEqual(stop, { kind: "end", reason: "brain: transferred" });
       assert.equal(endReason(stop, { disposition: bp.disposition }), "transferred");
-      assert.equal(call.endReason, undefined, "the bridge keeps the caller's call up");
-      assert.ok(call.transport.detached);
-      await agentKeepsTalking(call);
+      assert.equal(c.call.endReason, undefined, "the bridge keeps the caller's call up");
+      assert.ok(c.call.transport.detached);
+      await agentKeepsTalking(c.call);
       // A key pressed on the target goes to the caller as RFC 4733, comes back in its echo,
       // and is relayed to the target again, which reports the event it received.
-      await target.press("7");
+      await c.target.press("7");
 
-      // baresip hangs up; the agent must then send the caller a BYE (sipp requires it).
-      assert.equal(await call.ended, "bridged target hung up");
-      target.kill(); // it stays up after the call: stop it, which writes out its recording
-      const bare = await target.done;
-      const res = await sipp.done;
-      assert.equal(res.code, 0, res.stdout.slice(-2000) + res.stderr.slice(-1000));
-
-      const heard = target.received();
+      const { heard, output } = await c.targetHungUp();
       const own = toneWindows(heard, TARGET_HZ);
       // Its own tone came back through caller and bridge: at least 2 s of it.
-      assert.ok(
-        own >= 100,
-        `target heard its tone back in ${own} windows; ${bare.output.slice(-800)}`,
-      );
+      assert.ok(own >= 100, `target heard its tone back in ${own} windows; ${output.slice(-800)}`);
       // Whatever the caller was sent before the bridge can echo back once, right at the start;
       // after the bridge carried the target's tone, never the agent's.
       const firstOwn = firstWindow(heard, TARGET_HZ);
       const agentAfter = toneWindowFlags(heard.subarray(firstOwn * 160), AGENT_HZ)
         .filter((on) => on).length;
       assert.equal(agentAfter, 0, "the agent's voice reached the target after the bridge");
-      const ended = logger.records.find((r) => r.message === "sip bridge ended");
+      const log = c.logger.records;
+      const ended = log.find((r) => r.message === "sip bridge ended");
       assert.equal(ended?.fields?.first, "target", JSON.stringify(ended));
       assert.ok(Number(ended?.fields?.framesAToB) > 100 && Number(ended?.fields?.framesBToA) > 100);
       assert.deepEqual([ended?.fields?.keysBToA, ended?.fields?.keysAToB], [1, 1]);
-      assert.match(bare.output, /received event: '7' \(end=1\)/);
-      assert.ok(logger.records.some((r) => r.message === "sip transfer falls back to a bridge"));
-    } finally {
-      clearTimeout(watchdog);
-      sipp.kill();
-      target.kill();
-      await Promise.all([sipp.done, target.done]);
-      target.cleanup();
-      await agent.close();
-    }
-  },
+      assert.match(output, /received event: '7' \(end=1\)/);
+      assert.ok(log.some((r) => r.message === "sip transfer falls back to a bridge"));
+    }),
 });
 
 /** A call from a sipp caller to the agent, with a sipp UAS as the transfer target. */
@@ -289,33 +319,14 @@ Deno.test({
 Deno.test({
   name: "warm transfer: the target hears the briefing while the caller holds, then the bridge",
   ignore: skip,
-  fn: async () => {
-    const { agent, logger } = await startAgent({ transfer: { briefingQuietMs: 500 } });
-    const target = startBaresip({
-      tone: sine8k(8000 * 6, TARGET_HZ),
-      mediaenc: "none",
-      quitAfterSeconds: 15,
-    });
-    const sipp = runSipp(
-      sippArgs("uac_wait_bye.xml", agent.local.port, ["-rtp_echo"]),
-      undefined,
-      "25s",
-    );
-    let watchdog: ReturnType<typeof setTimeout> | undefined;
-    try {
-      await target.ready();
-      const invite = await agent.nextInbound();
-      assert.ok(invite !== undefined);
-      const call = await invite.answer();
-      // A transfer that went wrong leaves the call up: end it rather than hang the test.
-      watchdog = setTimeout(() => void call.hangup(), 20_000);
-      const { task, bp, results, model } = callControlRig(call.transport);
-      const targetUri = `sip:+15557654321@127.0.0.1:${target.sipPort}`;
+  fn: () =>
+    withBaresipTarget("uac_wait_bye.xml", 6, { transfer: { briefingQuietMs: 500 } }, async (c) => {
+      const { task, bp, results, model } = c.rig;
       const briefing = "Caller Ann asks about invoice 42.";
       let heldVoice = -1;
       task.onStarted(async () => {
         await task.queueFrame(callsFrame("transfer_call", {
-          target: targetUri,
+          target: c.targetUri,
           mode: "warm",
           briefing,
         }));
@@ -326,38 +337,26 @@ Deno.test({
           10_000,
           "briefing asked for",
         );
-        heldVoice = call.rtp.pacing!.voice;
+        heldVoice = c.call.rtp.pacing!.voice;
         model.link!.pushDown(speech(BRIEFING_HZ, 1));
       });
       const stop = await task.run();
-      assert.deepEqual(results(), [{ ok: true, transferred: targetUri, bridged: true }]);
+      assert.deepEqual(results(), [{ ok: true, transferred: c.targetUri, bridged: true }]);
       assert.equal(endReason(stop, { disposition: bp.disposition }), "transferred");
       const say = model.frames.find((s) => s.frame.kind === "UpdateSettings")!.frame;
       assert.equal((say as { settings: { say?: string } }).settings.say, briefing);
       // On hold the caller got silence: not one voice packet from the agent.
-      assert.equal(call.rtp.pacing!.voice, heldVoice, "the caller heard the agent while on hold");
-      await agentKeepsTalking(call);
+      assert.equal(c.call.rtp.pacing!.voice, heldVoice, "the caller heard the agent on hold");
+      await agentKeepsTalking(c.call);
 
-      assert.equal(await call.ended, "bridged target hung up");
-      target.kill();
-      await target.done;
-      const res = await sipp.done;
-      assert.equal(res.code, 0, res.stdout.slice(-2000) + res.stderr.slice(-1000));
-      const heard = target.received();
+      const { heard } = await c.targetHungUp();
       const brief = firstWindow(heard, BRIEFING_HZ);
       const own = firstWindow(heard, TARGET_HZ);
       assert.ok(toneWindows(heard, BRIEFING_HZ) >= 40, "the target heard the briefing");
       assert.ok(brief >= 0 && own > brief, `briefing at ${brief}, bridged audio at ${own}`);
       assert.ok(toneWindows(heard, TARGET_HZ) >= 100, "the bridge carried the target's tone back");
       assert.equal(toneWindows(heard, AGENT_HZ), 0, "the agent's voice reached the target");
-      assert.ok(logger.records.some((r) => r.message === "sip warm transfer: briefing the target"));
-    } finally {
-      clearTimeout(watchdog);
-      sipp.kill();
-      target.kill();
-      await Promise.all([sipp.done, target.done]);
-      target.cleanup();
-      await agent.close();
-    }
-  },
+      const log = c.logger.records;
+      assert.ok(log.some((r) => r.message === "sip warm transfer: briefing the target"));
+    }),
 });

@@ -143,3 +143,28 @@ Deno.test("warm transfer without a briefing, failed, or on a leg without one", a
   const frame = makeFrame("TransferCall", { target: "x", mode: "warm", briefing: "b" });
   assert.equal(frame.mode, "warm");
 });
+
+Deno.test("warm transfer: speech still queued for the caller is dropped when the target answers", async () => {
+  const { leg, bridge } = warmLeg();
+  const { task, model } = callControlRig(leg);
+  let atAnswer = 0;
+  task.onStarted(async () => {
+    // 2 s of the agent's speech to the caller, and the transfer called while it plays.
+    const pcm = new Int16Array(16000).fill(1000);
+    await task.queueFrame(
+      makeFrame("OutputAudio", { audio: { pcm, sampleRate: 8000, numChannels: 1 } }),
+    );
+    await until(() => leg.sentMs() >= 200, 2000, "speech playing");
+    await task.queueFrame(callsFrame("transfer_call", WARM));
+    await until(() => model.frames.some((s) => s.frame.kind === "UpdateSettings"), 2000, "asked");
+    atAnswer = leg.sentMs();
+    await new Promise((r) => setTimeout(r, 300));
+    bridge();
+  });
+  await task.run();
+  // Nothing more of it went out once the target answered (the next voice is the briefing's).
+  assert.ok(atAnswer < 1000, `${atAnswer} ms sent before the answer`);
+  assert.equal(leg.sentMs(), atAnswer);
+  const kinds = model.frames.filter((s) => s.dir === "upstream").map((s) => s.frame.kind);
+  assert.ok(kinds.indexOf("BotInterrupted") < kinds.indexOf("UpdateSettings"), kinds.join());
+});

@@ -308,13 +308,21 @@ export class TransportOutput extends FrameProcessor {
       const what = warm ? "do a warm transfer" : "transfer calls";
       return done({ ok: false, refused: true, reason: `this call's leg cannot ${what}` });
     }
+    let consulting = Promise.resolve();
     const pending = warm
       ? t.warmTransfer!(target, {
         brief: frame.briefing !== undefined,
-        onConsulting: () => done({ ok: true, consulting: true }),
+        // What is still queued was for the caller, who now holds: dropped, as on a barge-in.
+        onConsulting: () =>
+          void (consulting = this.onInterruption().then(() =>
+            done({ ok: true, consulting: true })
+          )),
       })
       : t.transfer!(target);
-    pending.then(done, (err) => done({ ok: false, reason: errorMessage(err) }));
+    pending.then(
+      (outcome) => consulting.then(() => done(outcome)),
+      (err) => done({ ok: false, reason: errorMessage(err) }),
+    );
   }
 
   #enqueue(audio: AudioFrame): void {

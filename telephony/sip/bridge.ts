@@ -9,6 +9,7 @@
  */
 
 import { dtmfTones } from "../../core/audio/dtmf_tone.ts";
+import { errorMessage } from "../../core/errors.ts";
 import type { KeypadEntry } from "../../core/frames.ts";
 import type { Logger } from "../../core/log.ts";
 import type { SipCall } from "./call.ts";
@@ -51,7 +52,12 @@ export function bridgeCalls(a: SipCall, b: SipCall, log: Logger): CallBridge {
     b.ended.then((why) => ({ gone: b, other: a, why })),
   ]).then(async ({ gone, other, why }) => {
     const side = gone === a ? "caller" : "target";
-    await other.hangup(`bridged ${side} hung up`);
+    await other.hangup(`bridged ${side} hung up`).catch((err) =>
+      log.warn("sip bridge: hanging up the other leg failed", {
+        callId: other.callId,
+        err: errorMessage(err),
+      })
+    );
     log.info("sip bridge ended", { callId: a.callId, first: side, reason: why, ...stats });
   });
   return { stats, ended };

@@ -16,7 +16,7 @@
 import { errorMessage } from "../../core/errors.ts";
 import type { TransferOutcome } from "../../core/frames.ts";
 import type { WarmTransferOptions } from "../../core/seams.ts";
-import { bridgeCalls, type CallBridge } from "./bridge.ts";
+import { bridgeCalls } from "./bridge.ts";
 import type { CallHost, SipCall, TransferOptions } from "./call.ts";
 
 /** How a SIP agent's calls transfer beyond REFER. */
@@ -73,10 +73,9 @@ async function dialLeg(call: SipCall, host: CallHost, target: string): Promise<D
   }
 }
 
-/** Bridge `call` and `leg`, and say so. */
+/** Bridge `call` and `leg` (the bridge then lives until either hangs up), and say so. */
 function bridged(call: SipCall, leg: SipCall, host: CallHost): TransferOutcome {
-  const bridge: CallBridge = bridgeCalls(call, leg, host.log);
-  void bridge.ended;
+  bridgeCalls(call, leg, host.log);
   return { ok: true, status: 200, bridged: true };
 }
 
