@@ -7,8 +7,11 @@
  * `transferred` in the finalize report, the transcript and the `call ended` line.
  */
 import assert from "node:assert/strict";
+import { decodeWav } from "../core/audio/wav.ts";
+import { Resampler } from "../core/audio/resample.ts";
 import { until } from "./_core_helpers.ts";
-import { echoTransferServer, transferredRun } from "./_server_transfer.ts";
+import { toneWindows } from "./_tone.ts";
+import { artifact, echoTransferServer, transferredRun } from "./_server_transfer.ts";
 import {
   freeUdpPort,
   hasSipp,
@@ -26,9 +29,11 @@ Deno.test({
     const sipPort = freeUdpPort();
     const targetPort = freeUdpPort();
     const target = `sip:desk@127.0.0.1:${targetPort}`;
-    const { app, logs } = await echoTransferServer(target, sipPort);
     const dir = `${Deno.cwd()}/.tmp/sipp-server-bridge-${crypto.randomUUID()}`;
     Deno.mkdirSync(dir, { recursive: true });
+    const { app, logs } = await echoTransferServer(target, sipPort, {
+      recording: { enabled: true, dir },
+    });
     Deno.writeFileSync(`${dir}/bridge_tone.pcap`, pcmuPcap(sine8k(8000 * 1.5, 600)));
     const callee = runSipp(sippUasEchoArgs("uas_bridge_target.xml", targetPort), dir, "20s");
     const caller = runSipp(sippArgs("uac_refer_refused_server.xml", sipPort), dir, "20s");
@@ -38,8 +43,17 @@ Deno.test({
         const res = await sipp.done; // the target's scenario requires our BYE after the caller's
         assert.equal(res.code, 0, `${who}: ${res.stdout.slice(-1500)}${res.stderr.slice(-500)}`);
       }
-      const tool = await transferredRun(app, logs);
+      const tool = await transferredRun(app, logs, dir);
       assert.deepEqual(tool, { ok: true, transferred: target, bridged: true });
+      // The recording stopped at the transfer: none of the caller's tone, played into the
+      // bridge after it, and well short of the call's 3 s.
+      const wav = decodeWav(artifact(app, "run-1-recording.wav", dir));
+      const pcm8k = wav.sampleRate === 8000
+        ? wav.pcm
+        : new Resampler(wav.sampleRate, 8000).process(wav.pcm);
+      const seconds = wav.pcm.length / wav.sampleRate;
+      assert.ok(seconds > 0.2 && seconds < 2, `${seconds} s recorded`);
+      assert.equal(toneWindows(pcm8k, 600), 0);
       await until(() => logs.some((l) => l.message === "sip bridge ended"), 3000, "end");
       const bridge = logs.find((l) => l.message === "sip bridge ended")!;
       assert.equal(bridge.fields?.first, "caller");
