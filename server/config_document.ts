@@ -131,6 +131,8 @@ export interface SipTransferDocument {
   bridge_fallback: boolean;
   /** How long the target may ring, seconds (default 30). */
   dial_timeout_seconds: number;
+  /** WAV file a warm transfer's caller hears on hold (default silence). */
+  hold_audio_file?: string;
 }
 
 /** `telephony.sip`: a SIP trunk. */

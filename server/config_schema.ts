@@ -226,6 +226,7 @@ const sipMediaSchema = z.strictObject({
 const sipTransferSchema = z.strictObject({
   bridge_fallback: z.boolean().default(true),
   dial_timeout_seconds: z.int().min(5).max(300).default(30),
+  hold_audio_file: z.string().min(1, "must not be empty").optional(),
 });
 
 const sipSchema = z.strictObject({

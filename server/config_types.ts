@@ -143,7 +143,7 @@ export interface SipTrunkConfig {
   /** SIP over TLS: listening port and PEM files (resolved paths). */
   tls?: SipTlsFiles;
   /** Transfers beyond REFER: the bridge fallback, how long the target may ring (seconds). */
-  transfer: { bridgeFallback: boolean; dialTimeoutSeconds: number };
+  transfer: { bridgeFallback: boolean; dialTimeoutSeconds: number; holdAudioFile?: string };
 }
 
 /** `telephony.sip.tls` with its paths resolved. */
@@ -423,6 +423,9 @@ export function toServerConfig(
       transfer: {
         bridgeFallback: s.transfer.bridge_fallback,
         dialTimeoutSeconds: s.transfer.dial_timeout_seconds,
+        ...(s.transfer.hold_audio_file !== undefined
+          ? { holdAudioFile: resolveFrom(baseDir, s.transfer.hold_audio_file) }
+          : {}),
       },
     };
     if (s.password_env !== undefined) telephony.sip.passwordEnv = s.password_env;

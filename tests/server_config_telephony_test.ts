@@ -128,7 +128,7 @@ Deno.test("config: inbound auth, keep-alive, expiry and RTP source are read and 
     keepalive: { mode: options, interval_seconds: 15 }
     media: { srtp: required }
     tcp: true
-    transfer: { bridge_fallback: false, dial_timeout_seconds: 12 }
+    transfer: { bridge_fallback: false, dial_timeout_seconds: 12, hold_audio_file: hold.wav }
     inbound:
       filter: true
       refused: ignore
@@ -140,7 +140,14 @@ Deno.test("config: inbound auth, keep-alive, expiry and RTP source are read and 
   assert.deepEqual(sip.keepalive, { mode: "options", intervalSeconds: 15 });
   assert.equal(sip.srtp, "required");
   assert.equal(sip.tcp, true);
-  assert.deepEqual(sip.transfer, { bridgeFallback: false, dialTimeoutSeconds: 12 });
+  assert.deepEqual(sip.transfer, {
+    bridgeFallback: false,
+    dialTimeoutSeconds: 12,
+    holdAudioFile: "cfg/hold.wav",
+  });
+  // The hold audio is read at start: granted to read, and nothing else is.
+  const flags = permissionFlags(r.config, { configPath: "cfg/agent.yaml" });
+  assert.ok(flags.some((f) => f.startsWith("--allow-read=") && f.includes("cfg/hold.wav")));
   assert.deepEqual(sip.inbound, {
     allow: [],
     filter: true,

@@ -1,13 +1,14 @@
 /**
  * Warm transfers against real peers on loopback: the agent dials the target, the caller holds
- * in silence while the "model" (the test) speaks a briefing the target hears, then the two are
- * bridged. The caller (sipp with `-rtp_echo`, or baresip recording what it hears) never hears
+ * (in silence, or hearing the configured hold audio) while the "model" (the test) speaks a
+ * briefing the target hears, then the two are bridged. The caller (sipp with `-rtp_echo`, or baresip recording what it hears) never hears
  * the briefing; a target hanging up during it gives the caller back to the agent.
  */
 
 import assert from "node:assert/strict";
 import { endReason } from "../server/end_reason.ts";
-import { callsFrame } from "./_call_control_rig.ts";
+import { startBaresip } from "./_baresip.ts";
+import { callControlRig, callsFrame } from "./_call_control_rig.ts";
 import { until } from "./_core_helpers.ts";
 import {
   AGENT_HZ,
@@ -16,15 +17,16 @@ import {
   firstWindow,
   skip,
   speech,
+  startAgent,
   TARGET_HZ,
   withBaresipTarget,
   withSippPair,
 } from "./_sip_bridge_rig.ts";
-import { toneWindows } from "./_tone.ts";
-import { startBaresip } from "./_baresip.ts";
-import { callControlRig } from "./_call_control_rig.ts";
 import { freeUdpPort, runSipp, sine8k, sippUasEchoArgs } from "./_sipp.ts";
-import { startAgent } from "./_sip_bridge_rig.ts";
+import { toneWindows } from "./_tone.ts";
+
+/** The hold tone a caller hears while the target is briefed (silence unless configured). */
+const HOLD_HZ = 800;
 
 Deno.test({
   name:
@@ -109,10 +111,12 @@ Deno.test({
 });
 
 Deno.test({
-  name: "warm transfer, baresip calling: on hold it hears none of the briefing, then the target",
+  name:
+    "warm transfer, baresip calling: on hold it hears the hold tone, none of the briefing, then the target",
   ignore: skip,
   fn: async () => {
-    const { agent } = await startAgent({ transfer: { briefingQuietMs: 500 } });
+    const holdAudio = sine8k(8000, HOLD_HZ);
+    const { agent } = await startAgent({ transfer: { briefingQuietMs: 500, holdAudio } });
     const dir = `${Deno.cwd()}/.tmp/sipp-warm-${crypto.randomUUID()}`;
     Deno.mkdirSync(dir, { recursive: true });
     const targetPort = freeUdpPort();
@@ -155,6 +159,12 @@ Deno.test({
       // The target's echo of baresip's own tone came through the bridge (transcoded both ways).
       assert.ok(toneWindows(heard, TARGET_HZ) >= 50, `${toneWindows(heard, TARGET_HZ)} windows`);
       assert.equal(toneWindows(heard, BRIEFING_HZ), 0, "the caller heard the briefing");
+      // The hold tone played while the target was briefed (1.5 s or so), and stopped at the bridge.
+      const hold = toneWindows(heard, HOLD_HZ);
+      assert.ok(hold >= 25, `${hold} windows of the hold tone`);
+      const bridged = firstWindow(heard, TARGET_HZ);
+      assert.ok(firstWindow(heard, HOLD_HZ) < bridged, "hold audio before the bridged audio");
+      assert.equal(toneWindows(heard.subarray(bridged * 160), HOLD_HZ), 0, "hold audio after");
     } finally {
       target.kill();
       caller.kill();

@@ -7,7 +7,7 @@
  *   calls in process (telephony/sip/bridge.ts). A REFER that got no answer at all does not fall
  *   back: a peer that does not answer would not carry a bridged call either.
  * - **Warm:** the agent dials the target; once it answers, the caller is on hold (it hears
- *   silence and is not heard), the agent's voice goes to the target and the target's to the
+ *   silence, or the policy's hold audio, and is not heard), the agent's voice goes to the target and the target's to the
  *   agent, so the briefing is spoken by the call's own model or TTS. Once the briefing has
  *   played (the agent went quiet after speaking), the caller and the target are bridged.
  * @module
@@ -17,6 +17,7 @@ import { errorMessage } from "../../core/errors.ts";
 import type { TransferOutcome } from "../../core/frames.ts";
 import type { WarmTransferOptions } from "../../core/seams.ts";
 import { bridgeCalls } from "./bridge.ts";
+import { playOnHold } from "./hold_audio.ts";
 import type { CallHost, SipCall, TransferOptions } from "./call.ts";
 
 /** How a SIP agent's calls transfer beyond REFER. */
@@ -34,6 +35,8 @@ export interface SipTransferPolicy {
   briefingWaitMs?: number;
   /** Warm: bridge at the latest this long after the answer, ms (default 60000). */
   briefingMaxMs?: number;
+  /** Warm: what the caller hears on hold, 8 kHz mono PCM played in a loop (default silence). */
+  holdAudio?: Int16Array;
 }
 
 /** The defaults of {@link SipTransferPolicy}. */
@@ -43,6 +46,7 @@ export const SIP_TRANSFER_DEFAULTS: Readonly<Required<SipTransferPolicy>> = Obje
   briefingQuietMs: 700,
   briefingWaitMs: 10_000,
   briefingMaxMs: 60_000,
+  holdAudio: new Int16Array(0),
 });
 
 /** The second leg, once it answered, or why not. */
@@ -121,6 +125,7 @@ export async function warmTransfer(
     onDtmf: (key) => call.transport.pushDtmf(key),
   });
   call.transport.route(leg.rtp);
+  const stopHold = playOnHold(call.rtp, host.transferPolicy?.holdAudio ?? new Int16Array(0));
   host.log.info("sip warm transfer: briefing the target", {
     callId: call.callId,
     targetCallId: leg.callId,
@@ -128,6 +133,7 @@ export async function warmTransfer(
   const since = performance.now();
   opts.onConsulting();
   const after = await briefingPlayed(call, leg, host, since, opts.brief);
+  stopHold();
   if (after === "caller gone") {
     await leg.hangup();
     return { ok: false, reason: "the caller hung up during the transfer" };
