@@ -43,11 +43,11 @@ import {
   type SipSettings,
 } from "./config.ts";
 import { type AgentCore, ALLOWED_METHODS } from "./core.ts";
-import { dialogKeyOfRequest, dialogNextHop } from "./dialog.ts";
+import { dialogKeyOfRequest } from "./dialog.ts";
 import { type DialOptions, dialTarget } from "./dial.ts";
 import type { SipTransferPolicy } from "./transfer_flow.ts";
 import { DigestClient } from "./digest.ts";
-import { handleInDialog } from "./in_dialog.ts";
+import { fromCalledPeer, handleInDialog } from "./in_dialog.ts";
 import { acceptInvite, type SipInvite } from "./inbound.ts";
 import { InboundGate } from "./inbound_gate.ts";
 import { KeepAlive } from "./keepalive.ts";
@@ -353,7 +353,10 @@ export class SipAgent implements AgentCore {
     if (isKeepAlive(bytes)) return;
     const r = parseSipMessage(bytes);
     const request = r.ok ? (r.message.kind === "request" ? r.message : undefined) : r.request;
-    if (request !== undefined && !this.#fromCalledPeer(request, from)) {
+    // The source filter is for who may start things: a called peer's in-dialog requests pass.
+    const called = request !== undefined && tagOf(request, "To") !== undefined &&
+      fromCalledPeer(this.#calls.get(dialogKeyOfRequest(request)), from);
+    if (request !== undefined && !called) {
       const refused = this.#gate.screen(request, from, this.commonHeaders());
       if (refused !== undefined) {
         this.log.debug("sip request from a refused source", {
@@ -377,17 +380,6 @@ export class SipAgent implements AgentCore {
       return;
     }
     this.layer.receive(r.message, from);
-  }
-
-  /**
-   * An in-dialog request of a call the agent placed (a transfer target's BYE), from the host it
-   * called: the inbound source filter is for who may start things, not for our own calls.
-   */
-  #fromCalledPeer(req: SipRequest, from: UdpAddress): boolean {
-    if (tagOf(req, "To") === undefined) return false;
-    const call = this.#calls.get(dialogKeyOfRequest(req));
-    return call?.direction === "outbound" &&
-      dialogNextHop(call.dialog)?.hostname === from.hostname;
   }
 
   #onRequest(req: SipRequest, txn: ServerTransaction | undefined, _from: UdpAddress): void {
