@@ -99,7 +99,7 @@ export function transferToolTarget(
   args: Record<string, unknown>,
   decl?: ToolDecl,
 ): { target: string } | { error: string } {
-  const spec = targetSpec(decl);
+  const spec = paramSpec(decl, "target");
   let raw = args?.target;
   if ((raw === undefined || raw === null || raw === "") && typeof spec.default === "string") {
     raw = spec.default;
@@ -123,13 +123,20 @@ export const MAX_BRIEFING_CHARS = 1000;
 
 /**
  * The mode and briefing of a `transfer_call` call (cold unless `mode` is `warm`; a briefing
- * only with warm), or the error to tell the model.
+ * only with warm), or the error to tell the model. The declaration's `mode` `default` applies
+ * when the model names none, and its `enum` limits the modes, as for the target.
  */
 export function transferToolMode(
   args: Record<string, unknown>,
+  decl?: ToolDecl,
 ): { mode: TransferMode; briefing?: string } | { error: string } {
-  const mode = args?.mode ?? "cold";
+  const spec = paramSpec(decl, "mode");
+  let mode = args?.mode;
+  if (mode === undefined || mode === null || mode === "") mode = spec.default ?? "cold";
   if (mode !== "cold" && mode !== "warm") return { error: 'mode must be "cold" or "warm"' };
+  if (spec.allowed !== undefined && !spec.allowed.includes(mode)) {
+    return { error: `mode must be one of: ${spec.allowed.join(", ")}` };
+  }
   const raw = args?.briefing;
   if (raw === undefined || raw === null || raw === "") return { mode };
   if (typeof raw !== "string") return { error: "briefing must be text" };
@@ -140,14 +147,17 @@ export function transferToolMode(
   return raw.trim() === "" ? { mode } : { mode, briefing: raw.trim() };
 }
 
-/** The `enum` and `default` of the `target` parameter of a transfer tool declaration. */
-function targetSpec(decl: ToolDecl | undefined): { allowed?: string[]; default?: unknown } {
+/** The `enum` and `default` of parameter `name` of a transfer tool declaration. */
+function paramSpec(
+  decl: ToolDecl | undefined,
+  name: string,
+): { allowed?: string[]; default?: unknown } {
   const props = decl?.params?.properties;
-  const target = typeof props === "object" && props !== null
-    ? (props as Record<string, unknown>).target
+  const param = typeof props === "object" && props !== null
+    ? (props as Record<string, unknown>)[name]
     : undefined;
-  if (typeof target !== "object" || target === null) return {};
-  const t = target as { enum?: unknown; default?: unknown };
+  if (typeof param !== "object" || param === null) return {};
+  const t = param as { enum?: unknown; default?: unknown };
   const allowed = Array.isArray(t.enum)
     ? t.enum.filter((v): v is string => typeof v === "string")
     : undefined;

@@ -35,6 +35,23 @@ Deno.test("transfer_call mode and briefing: warm takes a briefing, cold does not
   });
   assert.ok("error" in transferToolMode({ mode: "warm", briefing: "x".repeat(1001) }));
   assert.ok("error" in transferToolMode({ mode: "warm", briefing: 42 }));
+  // A declaration's default and enum for the mode apply, as they do for the target.
+  const warmOnly = {
+    name: "transfer_call",
+    description: "",
+    params: {
+      type: "object",
+      properties: { mode: { type: "string", enum: ["warm"], default: "warm" } },
+    },
+  };
+  assert.deepEqual(transferToolMode({ briefing: "hi" }, warmOnly), {
+    mode: "warm",
+    briefing: "hi",
+  });
+  assert.deepEqual(transferToolMode({ mode: "cold" }, warmOnly), {
+    error: "mode must be one of: warm",
+  });
+  assert.deepEqual(transferToolMode({}, TRANSFER_CALL_TOOL), { mode: "cold" });
   const props = TRANSFER_CALL_TOOL.params.properties as Record<string, { enum?: string[] }>;
   assert.deepEqual(props.mode.enum, ["cold", "warm"]);
   assert.ok(props.briefing !== undefined);

@@ -266,7 +266,7 @@ export class BrainProcessor extends FrameProcessor {
     const decl = this.#brain.tools().find((t) => t.name === TRANSFER_CALL);
     const parsed = transferToolTarget(call.arguments, decl);
     if ("error" in parsed) return result(parsed);
-    const how = transferToolMode(call.arguments);
+    const how = transferToolMode(call.arguments, decl);
     if ("error" in how) return result(how);
     const outcome = await new Promise<TransferOutcome>((resolve) => {
       this.#transferDone = (o) => {
