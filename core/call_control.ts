@@ -15,7 +15,7 @@
 
 import { parseDtmfKeys } from "./audio/dtmf_keys.ts";
 import { errorMessage } from "./errors.ts";
-import type { KeypadEntry, ToolDecl } from "./frames.ts";
+import type { KeypadEntry, ToolDecl, TransferMode } from "./frames.ts";
 
 /** Name of the key-press tool. */
 export const SEND_DTMF = "send_dtmf";
@@ -55,6 +55,15 @@ export const TRANSFER_CALL_TOOL: ToolDecl = Object.freeze({
     type: "object",
     properties: {
       target: { type: "string", description: "Where to transfer: a SIP URI or phone number." },
+      mode: {
+        type: "string",
+        enum: ["cold", "warm"],
+        description: "cold (default): hand over at once; warm: brief the person first.",
+      },
+      briefing: {
+        type: "string",
+        description: "Warm transfer: what to tell the person before connecting the caller.",
+      },
     },
     required: ["target"],
   },
@@ -90,7 +99,7 @@ export function transferToolTarget(
   args: Record<string, unknown>,
   decl?: ToolDecl,
 ): { target: string } | { error: string } {
-  const spec = targetSpec(decl);
+  const spec = paramSpec(decl, "target");
   let raw = args?.target;
   if ((raw === undefined || raw === null || raw === "") && typeof spec.default === "string") {
     raw = spec.default;
@@ -109,14 +118,46 @@ export function transferToolTarget(
   return { target };
 }
 
-/** The `enum` and `default` of the `target` parameter of a transfer tool declaration. */
-function targetSpec(decl: ToolDecl | undefined): { allowed?: string[]; default?: unknown } {
+/** Longest briefing a warm transfer speaks, in characters. */
+export const MAX_BRIEFING_CHARS = 1000;
+
+/**
+ * The mode and briefing of a `transfer_call` call (cold unless `mode` is `warm`; a briefing
+ * only with warm), or the error to tell the model. The declaration's `mode` `default` applies
+ * when the model names none, and its `enum` limits the modes, as for the target.
+ */
+export function transferToolMode(
+  args: Record<string, unknown>,
+  decl?: ToolDecl,
+): { mode: TransferMode; briefing?: string } | { error: string } {
+  const spec = paramSpec(decl, "mode");
+  let mode = args?.mode;
+  if (mode === undefined || mode === null || mode === "") mode = spec.default ?? "cold";
+  if (mode !== "cold" && mode !== "warm") return { error: 'mode must be "cold" or "warm"' };
+  if (spec.allowed !== undefined && !spec.allowed.includes(mode)) {
+    return { error: `mode must be one of: ${spec.allowed.join(", ")}` };
+  }
+  const raw = args?.briefing;
+  if (raw === undefined || raw === null || raw === "") return { mode };
+  if (typeof raw !== "string") return { error: "briefing must be text" };
+  if (mode === "cold") return { error: 'a briefing needs mode "warm"' };
+  if (raw.length > MAX_BRIEFING_CHARS) {
+    return { error: `briefing must be at most ${MAX_BRIEFING_CHARS} characters` };
+  }
+  return raw.trim() === "" ? { mode } : { mode, briefing: raw.trim() };
+}
+
+/** The `enum` and `default` of parameter `name` of a transfer tool declaration. */
+function paramSpec(
+  decl: ToolDecl | undefined,
+  name: string,
+): { allowed?: string[]; default?: unknown } {
   const props = decl?.params?.properties;
-  const target = typeof props === "object" && props !== null
-    ? (props as Record<string, unknown>).target
+  const param = typeof props === "object" && props !== null
+    ? (props as Record<string, unknown>)[name]
     : undefined;
-  if (typeof target !== "object" || target === null) return {};
-  const t = target as { enum?: unknown; default?: unknown };
+  if (typeof param !== "object" || param === null) return {};
+  const t = param as { enum?: unknown; default?: unknown };
   const allowed = Array.isArray(t.enum)
     ? t.enum.filter((v): v is string => typeof v === "string")
     : undefined;

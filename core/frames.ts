@@ -109,8 +109,21 @@ export interface FunctionCall {
  * transfers), so another way could be tried.
  */
 export type TransferOutcome =
-  | { ok: true; status?: number }
+  | {
+    ok: true;
+    status?: number;
+    /**
+     * A warm transfer's first step: the target answered and hears the agent now (the caller is
+     * on hold); the briefing is spoken next, and a final outcome follows.
+     */
+    consulting?: boolean;
+    /** The agent dialled the target itself and relays the audio between the two legs. */
+    bridged?: boolean;
+  }
   | { ok: false; reason: string; status?: number; refused?: boolean };
+
+/** A cold transfer hands the caller over at once; a warm one briefs the target first. */
+export type TransferMode = "cold" | "warm";
 
 /**
  * What answering-machine detection heard on an outbound call: the `decision` (human or machine,
@@ -354,8 +367,11 @@ export type DataFrame =
    */
   | FrameWith<"LlmContext", { context: LlmContext; draft?: number }>
   | FrameWith<"OutputDtmf", { keys: KeypadEntry[] }>
-  /** Hand the call to `target` (a SIP URI or phone number); the output transport does it. */
-  | FrameWith<"TransferCall", { target: string }>;
+  /**
+   * Hand the call to `target` (a SIP URI or phone number); the output transport does it. `warm`:
+   * the agent first dials the target and speaks `briefing` to it (core/call_control.ts).
+   */
+  | FrameWith<"TransferCall", { target: string; mode?: TransferMode; briefing?: string }>;
 
 /** Control frames: ordered. */
 export type ControlFrame =

@@ -41,6 +41,17 @@ export type MediaIn =
   | { type: "dtmf"; key: KeypadEntry }
   | { type: "stop" };
 
+/** How a {@link MediaTransport.warmTransfer} goes. */
+export interface WarmTransferOptions {
+  /**
+   * The agent will speak a briefing to the target: the bridge waits until it has played out.
+   * False bridges as soon as the target answers.
+   */
+  brief: boolean;
+  /** The target answered: from now on the agent's audio goes to the target, not the caller. */
+  onConsulting(): void;
+}
+
 /** A call's media leg (carrier WebSocket, SIP/RTP, WebRTC). */
 export interface MediaTransport {
   /** Next inbound event; `undefined` once the leg is closed. */
@@ -66,6 +77,13 @@ export interface MediaTransport {
    * success.
    */
   transfer?(target: string): Promise<TransferOutcome>;
+  /**
+   * Warm transfer, optional: dial `target` on a second leg, put the caller on hold and let the
+   * agent speak to the target (`opts.onConsulting` fires when the target answers), then bridge
+   * the caller and the target. Resolves with the final outcome; the pipeline ends the call on
+   * success.
+   */
+  warmTransfer?(target: string, opts: WarmTransferOptions): Promise<TransferOutcome>;
   /**
    * Push mode, optional: from now on call `deliver` with each inbound event, and with `undefined`
    * once the leg is closed, instead of being read with {@link MediaTransport.recv}. A leg whose

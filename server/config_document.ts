@@ -125,6 +125,16 @@ export interface SipMediaDocument {
   srtp: "required" | "optional" | "off";
 }
 
+/** `telephony.sip.transfer`: what a transfer does beyond REFER. */
+export interface SipTransferDocument {
+  /** Dial the target and bridge the calls when the peer refuses REFER (default true). */
+  bridge_fallback: boolean;
+  /** How long the target may ring, seconds (default 30). */
+  dial_timeout_seconds: number;
+  /** WAV file a warm transfer's caller hears on hold (default silence). */
+  hold_audio_file?: string;
+}
+
 /** `telephony.sip`: a SIP trunk. */
 export interface SipTrunkDocument {
   /** Registrar or proxy SIP URI. */
@@ -163,6 +173,8 @@ export interface SipTrunkDocument {
   media: SipMediaDocument;
   /** SIP over TLS. */
   tls?: SipTlsDocument;
+  /** Transfers beyond REFER (bridge fallback, warm transfers). */
+  transfer: SipTransferDocument;
 }
 
 /** `telephony`: carriers, webhook secrets and the SIP trunk. */

@@ -222,6 +222,13 @@ const sipMediaSchema = z.strictObject({
   srtp: choice(["required", "optional", "off"]).default("off"),
 });
 
+/** `telephony.sip.transfer`: what a transfer does beyond REFER (docs/call-control.md). */
+const sipTransferSchema = z.strictObject({
+  bridge_fallback: z.boolean().default(true),
+  dial_timeout_seconds: z.int().min(5).max(300).default(30),
+  hold_audio_file: z.string().min(1, "must not be empty").optional(),
+});
+
 const sipSchema = z.strictObject({
   server: sipServer,
   register: z.boolean().default(true),
@@ -244,6 +251,7 @@ const sipSchema = z.strictObject({
   keepalive: keepaliveSchema.prefault({}),
   media: sipMediaSchema.prefault({}),
   tls: sipTlsSchema.optional(),
+  transfer: sipTransferSchema.prefault({}),
 });
 
 const carrierName = oneOfNames("carrier", () => CARRIER_NAMES);
@@ -408,6 +416,7 @@ export const KNOWN_KEYS: Readonly<Record<string, readonly string[]>> = Object.fr
   "telephony.sip.inbound.auth": Object.keys(inboundAuthSchema.shape),
   "telephony.sip.keepalive": Object.keys(keepaliveSchema.shape),
   "telephony.sip.media": Object.keys(sipMediaSchema.shape),
+  "telephony.sip.transfer": Object.keys(sipTransferSchema.shape),
   "telephony.sip.tls": ["port", "cert_file", "key_file", "ca_file"],
   recording: Object.keys(recordingSchema.shape),
   limits: Object.keys(limitsSchema.shape),

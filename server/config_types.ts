@@ -142,6 +142,8 @@ export interface SipTrunkConfig {
   srtp: "required" | "optional" | "off";
   /** SIP over TLS: listening port and PEM files (resolved paths). */
   tls?: SipTlsFiles;
+  /** Transfers beyond REFER: the bridge fallback, how long the target may ring (seconds). */
+  transfer: { bridgeFallback: boolean; dialTimeoutSeconds: number; holdAudioFile?: string };
 }
 
 /** `telephony.sip.tls` with its paths resolved. */
@@ -421,6 +423,13 @@ export function toServerConfig(
       inbound,
       keepalive: { mode: s.keepalive.mode, intervalSeconds: s.keepalive.interval_seconds },
       srtp: s.media.srtp,
+      transfer: {
+        bridgeFallback: s.transfer.bridge_fallback,
+        dialTimeoutSeconds: s.transfer.dial_timeout_seconds,
+        ...(s.transfer.hold_audio_file !== undefined
+          ? { holdAudioFile: resolveFrom(baseDir, s.transfer.hold_audio_file) }
+          : {}),
+      },
     };
     if (s.password_env !== undefined) telephony.sip.passwordEnv = s.password_env;
     if (s.public_ip !== undefined) telephony.sip.publicIp = s.public_ip;

@@ -199,6 +199,8 @@ export function permissionFlags(config: AgentServerConfig, opts: PermissionOptio
     read.push(config.agent.graphFile);
   }
   read.push(...sipTlsReads(config.telephony.sip?.tls));
+  const hold = config.telephony.sip?.transfer.holdAudioFile;
+  if (hold !== undefined) read.push(hold);
   flags.push(...list("--allow-read", [...read, ...(opts.extraRead ?? [])]));
   const write = config.recording.enabled ? [config.recording.dir] : [];
   flags.push(...list("--allow-write", [...write, ...(opts.extraWrite ?? [])]));

@@ -22,6 +22,7 @@ import { parseUri } from "../telephony/sip/uri.ts";
 import type { CallManager, EnvGet } from "./calls.ts";
 import type { SipTrunkConfig } from "./config.ts";
 import { readSipTlsFiles } from "./sip_tls.ts";
+import { readHoldAudio } from "./hold_audio.ts";
 import type { SipDialFn } from "./outbound.ts";
 import type { MemorySessionSource } from "./session_store.ts";
 
@@ -96,6 +97,8 @@ export async function startSipTrunk(opts: SipTrunkOptions): Promise<SipTrunk> {
     : (sip.passwordEnv === undefined ? "" : opts.env(sip.passwordEnv) ?? "");
   const inbound = inboundPolicy(sip, opts.env);
   const tls = sip.tls === undefined ? undefined : await readSipTlsFiles(sip.tls);
+  const holdFile = sip.transfer.holdAudioFile;
+  const holdAudio = holdFile === undefined ? undefined : await readHoldAudio(holdFile);
   const agent = await SipAgent.start({
     server: sip.server,
     login: sip.login,
@@ -114,6 +117,11 @@ export async function startSipTrunk(opts: SipTrunkOptions): Promise<SipTrunk> {
     registration: { expires: sip.registerExpires },
     rtp: { latch: LATCH[sip.rtpSource], srtp: sip.srtp },
     unavailable: () => calls.draining,
+    transfer: {
+      bridgeFallback: sip.transfer.bridgeFallback,
+      dialTimeoutMs: sip.transfer.dialTimeoutSeconds * 1000,
+      ...(holdAudio !== undefined ? { holdAudio } : {}),
+    },
     streamIdleMs: sip.streamIdleSeconds * 1000,
     ...(sip.keepalive.mode === "off" ? {} : {
       keepAlive: { mode: sip.keepalive.mode, intervalMs: sip.keepalive.intervalSeconds * 1000 },

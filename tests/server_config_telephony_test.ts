@@ -128,6 +128,7 @@ Deno.test("config: inbound auth, keep-alive, expiry and RTP source are read and 
     keepalive: { mode: options, interval_seconds: 15 }
     media: { srtp: required }
     tcp: true
+    transfer: { bridge_fallback: false, dial_timeout_seconds: 12, hold_audio_file: hold.wav }
     inbound:
       filter: true
       refused: ignore
@@ -139,6 +140,14 @@ Deno.test("config: inbound auth, keep-alive, expiry and RTP source are read and 
   assert.deepEqual(sip.keepalive, { mode: "options", intervalSeconds: 15 });
   assert.equal(sip.srtp, "required");
   assert.equal(sip.tcp, true);
+  assert.deepEqual(sip.transfer, {
+    bridgeFallback: false,
+    dialTimeoutSeconds: 12,
+    holdAudioFile: "cfg/hold.wav",
+  });
+  // The hold audio is read at start: granted to read, and nothing else is.
+  const flags = permissionFlags(r.config, { configPath: "cfg/agent.yaml" });
+  assert.ok(flags.some((f) => f.startsWith("--allow-read=") && f.includes("cfg/hold.wav")));
   assert.deepEqual(sip.inbound, {
     allow: [],
     filter: true,
@@ -160,6 +169,7 @@ Deno.test("config: inbound auth, keep-alive, expiry and RTP source are read and 
     rtp_source: symmetric
     keepalive: { mode: stun, interval_seconds: 1 }
     media: { srtp: dtls }
+    transfer: { bridge_fallback: maybe, dial_timeout_seconds: 1 }
     inbound:
       allow: [example.com, 10.0.0.0/33, "2001:db8::/32"]
       refused: drop
@@ -169,6 +179,8 @@ Deno.test("config: inbound auth, keep-alive, expiry and RTP source are read and 
   at(bad, "telephony.sip.keepalive.mode", "must be one of: crlf, options, off");
   at(bad, "telephony.sip.keepalive.interval_seconds", "at least 5");
   at(bad, "telephony.sip.media.srtp", "must be one of: required, optional, off");
+  at(bad, "telephony.sip.transfer.bridge_fallback", "expected true or false");
+  at(bad, "telephony.sip.transfer.dial_timeout_seconds", "at least 5");
   at(bad, "telephony.sip.inbound.allow[0]", "is not an IPv4 address or CIDR block");
   at(bad, "telephony.sip.inbound.allow[1]", "is not an IPv4 address or CIDR block");
   at(bad, "telephony.sip.inbound.allow[2]", "is not an IPv4 address or CIDR block");

@@ -190,6 +190,7 @@ observability:
       inbound: { allow: [], filter: false, refused: "reject" },
       keepalive: { mode: "crlf", intervalSeconds: 30 },
       srtp: "off",
+      transfer: { bridgeFallback: true, dialTimeoutSeconds: 30 },
     },
   });
   assert.deepEqual(c.recording, { enabled: true, dir: "/var/flowcat/rec" });

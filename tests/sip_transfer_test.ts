@@ -22,13 +22,17 @@ import { freeUdpPort, runSipp, sippArgs, sippUasEchoArgs } from "./_sipp.ts";
 
 const TARGET = "sip:desk@127.0.0.1:5099";
 
+// REFER alone: the bridge the agent falls back to is tested in sip_bridge_transfer_test.ts.
 const startAgent = (server = `sip:127.0.0.1:${freeUdpPort()}`) =>
-  startLoopbackAgent(loopbackSipConfig({
-    server,
-    login: "alice",
-    password: "unused",
-    callerId: "+15550001111",
-  }));
+  startLoopbackAgent(
+    loopbackSipConfig({
+      server,
+      login: "alice",
+      password: "unused",
+      callerId: "+15550001111",
+    }),
+    { transfer: { bridgeFallback: false } },
+  );
 
 Deno.test("REFER helpers: sipfrag status lines and Refer-To for numbers and URIs", () => {
   for (

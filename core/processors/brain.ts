@@ -14,7 +14,9 @@
  *   The call-control tools (core/call_control.ts) are answered here instead: `send_dtmf` sends
  *   OutputDtmf downstream; `transfer_call` sends TransferCall downstream and waits for the
  *   output transport's TransferResult: on success the call ends with disposition
- *   `transferred`, otherwise the model is told why and the call goes on.
+ *   `transferred`, otherwise the model is told why and the call goes on. A warm transfer's
+ *   first TransferResult (`consulting`: the target answered) makes the brain speak the
+ *   briefing, which the target hears; the final one follows once the legs are bridged.
  * - End: a goodbye TtsSpeak when the brain gave one, FunctionCallResult, then End upstream
  *   (the task drains the pipeline; the disposition is kept for finalize).
  *
@@ -37,6 +39,7 @@ import {
   SEND_DTMF,
   TRANSFER_CALL,
   TRANSFERRED,
+  transferToolMode,
   transferToolTarget,
 } from "../call_control.ts";
 import { errorMessage } from "../errors.ts";
@@ -86,8 +89,8 @@ export class BrainProcessor extends FrameProcessor {
   /** Transcript lines of decisions made while a reply was passing. */
   #held: (() => void)[] = [];
   #ended = false;
-  /** Resolves the transfer in flight with the output transport's TransferResult. */
-  #transferDone: ((outcome: TransferOutcome) => void) | undefined;
+  /** Takes the output transport's TransferResult of the transfer in flight; true once final. */
+  #transferDone: ((outcome: TransferOutcome) => boolean) | undefined;
   /** Disposition recorded by the brain's End, for finalize. */
   disposition: string | undefined;
   /** Every decided move, in order (for transcripts and tests). */
@@ -134,8 +137,7 @@ export class BrainProcessor extends FrameProcessor {
           break;
       }
     } else if (frame.kind === "TransferResult" && this.#transferDone !== undefined) {
-      this.#transferDone(frame.outcome);
-      this.#transferDone = undefined;
+      if (this.#transferDone(frame.outcome)) this.#transferDone = undefined;
     }
     link.push(frame, dir);
   }
@@ -264,9 +266,19 @@ export class BrainProcessor extends FrameProcessor {
     const decl = this.#brain.tools().find((t) => t.name === TRANSFER_CALL);
     const parsed = transferToolTarget(call.arguments, decl);
     if ("error" in parsed) return result(parsed);
+    const how = transferToolMode(call.arguments, decl);
+    if ("error" in how) return result(how);
     const outcome = await new Promise<TransferOutcome>((resolve) => {
-      this.#transferDone = resolve;
-      link.pushDown(makeFrame("TransferCall", { target: parsed.target }));
+      this.#transferDone = (o) => {
+        // A warm transfer's target answered: brief it; the final outcome comes later.
+        if (o.ok && o.consulting === true) {
+          if (how.briefing !== undefined) this.#brief(how.briefing, link);
+          return false;
+        }
+        resolve(o);
+        return true;
+      };
+      link.pushDown(makeFrame("TransferCall", { target: parsed.target, ...how }));
     });
     if (!outcome.ok) {
       return result({
@@ -277,7 +289,29 @@ export class BrainProcessor extends FrameProcessor {
     }
     this.#ended = true;
     this.disposition = TRANSFERRED;
-    result({ ok: true, transferred: parsed.target }, false);
+    result(
+      { ok: true, transferred: parsed.target, ...(outcome.bridged ? { bridged: true } : {}) },
+      false,
+    );
     link.push(makeFrame("End", { reason: `brain: ${TRANSFERRED}` }), "upstream");
+  }
+
+  /**
+   * Speak a warm transfer's briefing, now heard by the target: through the context aggregator
+   * (cascaded), or as the realtime model's next line (the node's prompt and tools kept).
+   */
+  #brief(text: string, link: Link): void {
+    this.#line((t) => t.addTool(TRANSFER_CALL, { briefing: text }));
+    if (this.#sayUpstream) {
+      link.push(makeFrame("TtsSpeak", { text, appendToContext: true }), "upstream");
+      return;
+    }
+    const settings = {
+      systemPrompt: this.#brain.systemPrompt(),
+      tools: this.#brain.tools(),
+      say: text,
+      nodeId: this.#brain.currentNodeId(),
+    };
+    link.push(makeFrame("UpdateSettings", { target: "llm", settings }), "upstream");
   }
 }

@@ -24,6 +24,7 @@ import {
   type AudioFrame,
   type Direction,
   type Frame,
+  type FrameOf,
   inputAudio,
   makeFrame,
   type StartParams,
@@ -249,7 +250,7 @@ export class TransportOutput extends FrameProcessor {
           );
           return;
         case "TransferCall":
-          return this.#transfer(frame.target, link);
+          return this.#transfer(frame, link);
         case "TtsText":
           if (frame.utteranceId === undefined) break;
           this.#ledger.text(frame.utteranceId, frame.text);
@@ -319,13 +320,31 @@ export class TransportOutput extends FrameProcessor {
   }
 
   /** Hand the call over; the outcome goes upstream as TransferResult either way. */
-  #transfer(target: string, link: Link): void {
+  #transfer(frame: FrameOf<"TransferCall">, link: Link): void {
+    const target = frame.target;
     const done = (outcome: TransferOutcome) =>
       link.push(makeFrame("TransferResult", { target, outcome }), "upstream");
-    if (this.#t.transfer === undefined) {
-      return done({ ok: false, refused: true, reason: "this call's leg cannot transfer calls" });
+    const t = this.#t;
+    const warm = frame.mode === "warm";
+    if (warm ? t.warmTransfer === undefined : t.transfer === undefined) {
+      const what = warm ? "do a warm transfer" : "transfer calls";
+      return done({ ok: false, refused: true, reason: `this call's leg cannot ${what}` });
     }
-    this.#t.transfer(target).then(done, (err) => done({ ok: false, reason: errorMessage(err) }));
+    let consulting = Promise.resolve();
+    const pending = warm
+      ? t.warmTransfer!(target, {
+        brief: frame.briefing !== undefined,
+        // What is still queued was for the caller, who now holds: dropped, as on a barge-in.
+        onConsulting: () =>
+          void (consulting = this.onInterruption().then(() =>
+            done({ ok: true, consulting: true })
+          )),
+      })
+      : t.transfer!(target);
+    pending.then(
+      (outcome) => consulting.then(() => done(outcome)),
+      (err) => done({ ok: false, reason: errorMessage(err) }),
+    );
   }
 
   /** Queues `audio` in chunks; `tone`: keypad tones, which no hold or barge-in stops. */

@@ -44,8 +44,10 @@ import {
 } from "./config.ts";
 import { type AgentCore, ALLOWED_METHODS } from "./core.ts";
 import { dialogKeyOfRequest } from "./dialog.ts";
+import { type DialOptions, dialTarget } from "./dial.ts";
+import type { SipTransferPolicy } from "./transfer_flow.ts";
 import { DigestClient } from "./digest.ts";
-import { handleInDialog } from "./in_dialog.ts";
+import { fromCalledPeer, handleInDialog } from "./in_dialog.ts";
 import { acceptInvite, type SipInvite } from "./inbound.ts";
 import { InboundGate } from "./inbound_gate.ts";
 import { KeepAlive } from "./keepalive.ts";
@@ -278,6 +280,16 @@ export class SipAgent implements AgentCore {
     return placeCall(this, toNumber, opts);
   }
 
+  /** Dial a transfer target (a SIP URI, or a number through the trunk): a second leg. */
+  dial(target: string, opts?: DialOptions): Promise<SipCall> {
+    return dialTarget(this, target, opts);
+  }
+
+  /** How calls transfer beyond REFER (the bridge fallback, warm transfers). */
+  get transferPolicy(): SipTransferPolicy | undefined {
+    return this.#opts.transfer;
+  }
+
   // ------------------------------------------------------------ AgentCore
 
   /** A Via for a new request: our advertised address, a fresh branch, rport. */
@@ -341,7 +353,10 @@ export class SipAgent implements AgentCore {
     if (isKeepAlive(bytes)) return;
     const r = parseSipMessage(bytes);
     const request = r.ok ? (r.message.kind === "request" ? r.message : undefined) : r.request;
-    if (request !== undefined) {
+    // The source filter is for who may start things: a called peer's in-dialog requests pass.
+    const called = request !== undefined && tagOf(request, "To") !== undefined &&
+      fromCalledPeer(this.#calls.get(dialogKeyOfRequest(request)), from);
+    if (request !== undefined && !called) {
       const refused = this.#gate.screen(request, from, this.commonHeaders());
       if (refused !== undefined) {
         this.log.debug("sip request from a refused source", {

@@ -10,6 +10,7 @@ import type { RegistrationOptions } from "./register.ts";
 import type { LatchMode } from "./rtp_source.ts";
 import type { SrtpPolicy } from "./sdes.ts";
 import type { TransactionCounters } from "./transaction.ts";
+import type { SipTransferPolicy } from "./transfer_flow.ts";
 import type { BaseTimers } from "./txn_timers.ts";
 
 /** Options of `SipAgent.start` beyond the {@link SipConfig}. */
@@ -52,6 +53,11 @@ export interface SipAgentOptions {
    * proxies and SBCs that health-check the agent route calls elsewhere.
    */
   unavailable?: () => boolean;
+  /**
+   * Transfers beyond REFER: the bridge when the peer refuses REFER (on by default), how long
+   * the target may ring, when a warm transfer's briefing counts as spoken.
+   */
+  transfer?: SipTransferPolicy;
 }
 
 /** Counters of an agent (transaction counters plus datagram-level ones). */

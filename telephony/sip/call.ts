@@ -2,7 +2,9 @@
  * An established SIP call (a confirmed or early-confirmed dialog with RTP media): its
  * {@link SipMediaTransport}, an `ended` promise that resolves with the reason when the dialog
  * ends (BYE from either side, a missing ACK, the agent closing), `hangup()` which sends BYE,
- * and `transfer()`, a cold transfer by REFER (telephony/sip/refer.ts).
+ * and `transfer()`, a cold transfer by REFER (telephony/sip/refer.ts). The pipeline's transfers
+ * (the transport's) add the agent's own second leg: a bridge when REFER fails, and warm
+ * transfers (telephony/sip/transfer_flow.ts).
  * @module
  */
 
@@ -12,7 +14,9 @@ import { buildInDialogRequest, type Dialog, dialogKey, dialogNextHop } from "./d
 import type { SipHeader, SipRequest } from "./message.ts";
 import { ReferProgress, referRefusal, referTargetProblem, referToUri } from "./refer.ts";
 import type { RtpSession } from "./rtp_session.ts";
-import type { RtpStats } from "./rtp_session_types.ts";
+import type { RtpHandlers, RtpStats } from "./rtp_session_types.ts";
+import type { DialOptions } from "./dial.ts";
+import { coldTransfer, type SipTransferPolicy, warmTransfer } from "./transfer_flow.ts";
 import type { NegotiatedMedia } from "./sdp.ts";
 import { SipMediaTransport } from "./sip_transport.ts";
 import type { TransactionLayer } from "./transaction.ts";
@@ -33,6 +37,10 @@ export interface CallHost {
   readonly byeWaitMs: number;
   /** Our Contact URI (`sip:login@ip:port`), for the REFER of a transfer. */
   contactUri(): string;
+  /** Place a call to a transfer target (a second leg); absent: no fallback, no warm transfer. */
+  dial?(target: string, opts: DialOptions): Promise<SipCall>;
+  /** How transfers beyond REFER go (defaults: telephony/sip/transfer_flow.ts). */
+  readonly transferPolicy?: SipTransferPolicy;
 }
 
 /** Options of {@link SipCall.transfer}. */
@@ -114,20 +122,23 @@ export class SipCall {
     this.ended = new Promise((resolve) => (this.#resolveEnded = resolve));
     this.#acked = new Promise((resolve) => (this.#ack = resolve));
     if (info.direction === "outbound") this.#ack();
-    this.transport = new SipMediaTransport(
-      dialog.callId,
-      rtp,
-      () => this.hangup(),
-      (target) => this.transfer(target),
-    );
+    this.transport = new SipMediaTransport(dialog.callId, rtp, () => this.hangup(), {
+      transfer: (target) => coldTransfer(this, host, target),
+      warmTransfer: (target, opts) => warmTransfer(this, host, target, opts),
+    });
   }
 
   /** Start RTP: inbound audio and keys flow into {@link transport}. */
   startMedia(): void {
-    this.#rtp.start(this.media, {
+    this.#rtp.start(this.media, this.agentMedia());
+  }
+
+  /** Handlers that feed inbound audio and keys to {@link transport} (the agent's pipeline). */
+  agentMedia(): RtpHandlers {
+    return {
       onAudio: (pcm) => this.transport.pushAudio(pcm),
       onDtmf: (key) => this.transport.pushDtmf(key),
-    });
+    };
   }
 
   /** The dialog state (tags, target, route set, CSeq). */

@@ -12,7 +12,9 @@ import { sessionDescription } from "./body.ts";
 import { buildResponse, cseqOf, type ResponseOptions } from "./build.ts";
 import type { SipCall } from "./call.ts";
 import { type AgentCore, dialogHeaders } from "./core.ts";
+import { dialogNextHop } from "./dialog.ts";
 import { getHeader, type SipRequest } from "./message.ts";
+import type { UdpAddress } from "./udp.ts";
 import { buildAnswer, buildOffer, formatSdp, nextSessionVersion, parseSdp } from "./sdp.ts";
 import type { ServerTransaction } from "./transaction.ts";
 
@@ -22,6 +24,14 @@ export function dtmfFromInfo(req: SipRequest): KeypadEntry | undefined {
   if (!type.startsWith("application/dtmf")) return undefined;
   const m = /signal\s*=\s*([0-9*#a-d])/i.exec(req.body) ?? /^\s*([0-9*#a-d])\s*$/i.exec(req.body);
   return m === null ? undefined : (m[1].toUpperCase() as KeypadEntry);
+}
+
+/**
+ * Whether an in-dialog request from `from` belongs to `call`, a call the agent placed, and comes
+ * from the host it called (a transfer target's BYE).
+ */
+export function fromCalledPeer(call: SipCall | undefined, from: UdpAddress): boolean {
+  return call?.direction === "outbound" && dialogNextHop(call.dialog)?.hostname === from.hostname;
 }
 
 /** Answer an in-dialog request for `call` (undefined: no such dialog, 481). */

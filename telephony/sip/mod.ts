@@ -206,7 +206,15 @@ export type {
 export type { RtcpStats } from "./rtcp_channel.ts";
 export { joinRtpClock, leaveRtpClock, RTP_TICK_MS, type RtpTick } from "./rtp_clock.ts";
 export { type PacerSink, type PacerStats, RtpPacer } from "./rtp_pacer.ts";
-export { SIP_CARRIER_RATE, SipMediaTransport } from "./sip_transport.ts";
+export { SIP_CARRIER_RATE, SipMediaTransport, type SipTransferHooks } from "./sip_transport.ts";
+export { bridgeCalls, type BridgeStats, type CallBridge } from "./bridge.ts";
+export { type DialOptions, dialTarget, inviteTargetOf } from "./dial.ts";
+export {
+  coldTransfer,
+  SIP_TRANSFER_DEFAULTS,
+  type SipTransferPolicy,
+  warmTransfer,
+} from "./transfer_flow.ts";
 export {
   type CallDirection,
   type CallEndReason,
@@ -224,7 +232,7 @@ export {
   sipfragStatus,
 } from "./refer.ts";
 export { type InviteState, SipInvite } from "./inbound.ts";
-export { buildCancel, type CallOptions } from "./outbound.ts";
+export { buildCancel, type CallOptions, type InviteTarget, placeInvite } from "./outbound.ts";
 export { dtmfFromInfo } from "./in_dialog.ts";
 export { SipAgent, type SipAgentCounters, type SipAgentOptions } from "./agent.ts";
 export { type InboundAuth, InboundGate, type InboundPolicy } from "./inbound_gate.ts";

@@ -14,7 +14,7 @@ import { type AgentCore, dialogHeaders } from "./core.ts";
 import { buildInDialogRequest, dialogAsUac, dialogNextHop } from "./dialog.ts";
 import { type DigestChallenge, selectChallenge } from "./digest.ts";
 import { getHeader, getHeaders, type SipHeader, type SipRequest } from "./message.ts";
-import { acceptAnswer, buildOffer, formatSdp, parseSdp } from "./sdp.ts";
+import { acceptAnswer, buildOffer, formatSdp, type G711Codec, parseSdp } from "./sdp.ts";
 import type { UdpAddress } from "./udp.ts";
 
 /** Options of {@link SipAgent.call}. */
@@ -42,6 +42,22 @@ export function buildCancel(invite: SipRequest): SipRequest {
   return buildRequest("CANCEL", invite.uri, headers);
 }
 
+/** Where an INVITE goes and who it is for. */
+export interface InviteTarget {
+  /** The Request-URI. */
+  ruri: string;
+  /** The To header's URI. */
+  toUri: string;
+  /** Where the INVITE is sent (the trunk, or the target's own host). */
+  dest: UdpAddress;
+  /** The trunk's credentials may answer a 401/407 (never sent to any other host). */
+  trunk: boolean;
+  /** How the call is named in errors (a number or a URI). */
+  label: string;
+  /** Codecs to offer in preference order; default PCMU then PCMA. */
+  codecs?: G711Codec[];
+}
+
 /** Place a call to `toNumber` (E.164) through the configured server. */
 export async function placeCall(
   core: AgentCore,
@@ -49,18 +65,38 @@ export async function placeCall(
   opts: CallOptions = {},
 ): Promise<SipCall> {
   assertE164(toNumber, "toNumber");
+  const server = core.settings.server;
+  return await placeInvite(core, {
+    ruri: `sip:${toNumber}@${server.hostPort}`,
+    toUri: `sip:${toNumber}@${server.host}`,
+    dest: serverAddress(server),
+    trunk: true,
+    label: toNumber,
+  }, opts);
+}
+
+/** Send an INVITE to `target` with our SDP offer; resolves with the call once answered. */
+export async function placeInvite(
+  core: AgentCore,
+  target: InviteTarget,
+  opts: CallOptions = {},
+): Promise<SipCall> {
   const callerId = assertE164(core.settings.callerId, "SipConfig.callerId");
   if (core.closing) throw new FlowcatError("closed", "SIP agent is closed");
   if (opts.signal?.aborted) throw new FlowcatError("closed", "call cancelled before it started");
   const server = core.settings.server;
-  const dest: UdpAddress = serverAddress(server);
+  const { ruri, dest, label: toNumber } = target;
   const rtp = core.openRtp();
   try {
-    const ruri = `sip:${toNumber}@${server.hostPort}`;
     const callId = newCallId(core.advertised);
     const from = `<sip:${callerId}@${server.host}>;tag=${newTag()}`;
-    const to = `<sip:${toNumber}@${server.host}>`;
-    const offer = buildOffer({ address: core.advertised, port: rtp.port, srtp: core.srtp });
+    const to = `<${target.toUri}>`;
+    const offer = buildOffer({
+      address: core.advertised,
+      port: rtp.port,
+      srtp: core.srtp,
+      ...(target.codecs !== undefined ? { codecs: target.codecs } : {}),
+    });
     const sdp = formatSdp(offer);
     let challenge: DigestChallenge | undefined;
     let fresh = false;
@@ -113,7 +149,7 @@ export async function placeCall(
         core.layer.sendStateless(ack.msg, ack.to);
         const answer = parseSdp(res.body);
         const media = answer.ok
-          ? acceptAnswer(answer.value, "sendrecv", undefined, {
+          ? acceptAnswer(answer.value, "sendrecv", target.codecs, {
             policy: core.srtp,
             offer,
           })
@@ -122,7 +158,7 @@ export async function placeCall(
           core,
           dialog,
           rtp,
-          media.ok ? media.value : { ...placeholderMedia(), remoteAddress: server.host },
+          media.ok ? media.value : { ...placeholderMedia(), remoteAddress: dest.hostname },
           { direction: "outbound", from, to },
         );
         call.sdpOrigin = {
@@ -141,6 +177,10 @@ export async function placeCall(
         core.log.info("sip call connected", { callId, codec: media.value.codec });
         return call;
       }
+      if ((res.status === 401 || res.status === 407) && !target.trunk) {
+        // The trunk's password is for the trunk: another host asking for it gets nothing.
+        throw new FlowcatError("auth", `call to ${toNumber}: ${res.status} (not our trunk)`);
+      }
       if (res.status === 401 || res.status === 407) {
         const ch = selectChallenge(res);
         if (!ch.ok || (fresh && !ch.value.stale)) {
@@ -152,7 +192,8 @@ export async function placeCall(
       }
       if (cancelWanted && res.status === 487) throw new FlowcatError("closed", "call cancelled");
       if (txn.timedOut) {
-        throw new FlowcatError("timeout", `call to ${toNumber}: no answer from ${server.hostPort}`);
+        const where = `${dest.hostname}:${dest.port}`;
+        throw new FlowcatError("timeout", `call to ${toNumber}: no answer from ${where}`);
       }
       throw new FlowcatError("other", `call to ${toNumber} failed: ${res.status} ${res.reason}`);
     }

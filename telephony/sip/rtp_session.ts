@@ -173,6 +173,11 @@ export class RtpSession {
     );
   }
 
+  /** Send inbound media to `handlers` from now on (a transfer's bridge or hold); started only. */
+  redirect(handlers: RtpHandlers): void {
+    if (this.#media !== undefined) this.#handlers = handlers;
+  }
+
   /** The packet as it goes on the wire: SRTP-protected when negotiated. */
   #wire(rtp: Uint8Array): Uint8Array {
     return this.#srtpOut === undefined ? rtp : this.#srtpOut.protect(rtp);

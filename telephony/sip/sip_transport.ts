@@ -3,6 +3,8 @@
  * RFC 4733 key presses from the {@link RtpSession}, then Stop when the dialog ends (BYE either
  * side). `sendAudio` takes any rate and resamples to 8 kHz; `sendClear` drops what is queued for
  * the 20 ms RTP clock (RTP cannot recall what was sent); `close()` hangs the call up (sends BYE).
+ * A transfer can route the agent's audio elsewhere (a warm transfer's target) or nowhere (the
+ * call is bridged to the target: the agent's frames stop, and `close()` no longer hangs up).
  *
  * @example
  * ```ts
@@ -19,7 +21,7 @@
 
 import { Resampler } from "../../core/audio/resample.ts";
 import type { AudioFrame, KeypadEntry, TransferOutcome } from "../../core/frames.ts";
-import type { MediaIn, MediaTransport } from "../../core/seams.ts";
+import type { MediaIn, MediaTransport, WarmTransferOptions } from "../../core/seams.ts";
 import { AsyncQueue } from "./async_queue.ts";
 import type { RtpSession } from "./rtp_session.ts";
 import type { DtmfSendOptions } from "./rtp_session_types.ts";
@@ -30,32 +32,63 @@ const MAX_QUEUED = 500;
 /** The telephony sample rate of every SIP leg. */
 export const SIP_CARRIER_RATE = 8000;
 
+/** What a leg's transfers run (the call's REFER, its dialled second leg). */
+export interface SipTransferHooks {
+  /** A cold transfer (REFER, or the bridge it falls back to). */
+  transfer(target: string): Promise<TransferOutcome>;
+  /** A warm transfer (second leg, briefing, bridge). */
+  warmTransfer?(target: string, opts: WarmTransferOptions): Promise<TransferOutcome>;
+}
+
 /** A SIP call's media leg. */
 export class SipMediaTransport implements MediaTransport {
   /** The call's SIP Call-ID (also the StreamStart callId). */
   readonly callId: string;
   readonly #rtp: RtpSession;
   readonly #hangup: () => Promise<void>;
-  readonly #transfer: ((target: string) => Promise<TransferOutcome>) | undefined;
+  readonly #hooks: SipTransferHooks | undefined;
   readonly #queue = new AsyncQueue<MediaIn>(MAX_QUEUED);
+  /** Where the agent's audio goes: the call's RTP, a transfer target's, or nowhere (bridged). */
+  #out: RtpSession | undefined;
+  #lastSentAt = -Infinity;
   #resampler: Resampler | undefined;
   #stopped = false;
 
   /**
-   * Wrap `rtp`; `hangup` is what {@link close} runs (send BYE, end the call), `transfer` what
-   * {@link transfer} runs (REFER).
+   * Wrap `rtp`; `hangup` is what {@link close} runs (send BYE, end the call), `hooks` what
+   * {@link transfer} and {@link warmTransfer} run.
    */
   constructor(
     callId: string,
     rtp: RtpSession,
     hangup: () => Promise<void>,
-    transfer?: (target: string) => Promise<TransferOutcome>,
+    hooks?: SipTransferHooks,
   ) {
     this.callId = callId;
     this.#rtp = rtp;
+    this.#out = rtp;
     this.#hangup = hangup;
-    this.#transfer = transfer;
+    this.#hooks = hooks;
     this.#queue.push({ type: "start", callId });
+  }
+
+  /**
+   * Send the agent's audio to `rtp` from now on (a warm transfer's target while it is briefed),
+   * or to nobody (`undefined`: the call is bridged and the agent has left the media path).
+   */
+  route(rtp: RtpSession | undefined): void {
+    this.#out?.clearOutbound();
+    this.#out = rtp;
+  }
+
+  /** True once the call was handed to a bridge: closing the leg no longer hangs up. */
+  get detached(): boolean {
+    return this.#out === undefined;
+  }
+
+  /** performance.now() of the last audio the agent sent (-Infinity: none yet). */
+  get lastSentAt(): number {
+    return this.#lastSentAt;
   }
 
   /** Inbound events dropped because nobody was reading. */
@@ -116,26 +149,40 @@ export class SipMediaTransport implements MediaTransport {
       }
       pcm = this.#resampler.process(pcm);
     }
-    this.#rtp.sendPcm8k(pcm);
+    const out = this.#out;
+    if (out === undefined) return Promise.resolve();
+    this.#lastSentAt = performance.now();
+    out.sendPcm8k(pcm);
     return Promise.resolve();
   }
 
   /** Send key presses as RFC 4733 events (the pipeline's OutputDtmf). */
   sendDtmf(keys: readonly KeypadEntry[], opts?: DtmfSendOptions): Promise<void> {
-    return this.#rtp.sendDtmf(keys, opts);
+    return this.#out === undefined ? Promise.resolve() : this.#out.sendDtmf(keys, opts);
   }
 
-  /** Whether the peer agreed to telephone-events; without them the keys go in-band. */
+  /**
+   * Whether the leg the agent's audio goes to agreed to telephone-events (during a warm
+   * transfer's briefing, the target's); without them the keys go in-band.
+   */
   canSendDtmf(): boolean {
-    return this.#rtp.media?.telephoneEventPt !== undefined;
+    return (this.#out ?? this.#rtp).media?.telephoneEventPt !== undefined;
   }
 
   /** Cold transfer by REFER (the pipeline's TransferCall); refused when the leg has none. */
   transfer(target: string): Promise<TransferOutcome> {
-    if (this.#transfer === undefined) {
+    if (this.#hooks === undefined) {
       return Promise.resolve({ ok: false, refused: true, reason: "this leg cannot transfer" });
     }
-    return this.#transfer(target);
+    return this.#hooks.transfer(target);
+  }
+
+  /** Warm transfer (a TransferCall with mode `warm`); refused when the leg has none. */
+  warmTransfer(target: string, opts: WarmTransferOptions): Promise<TransferOutcome> {
+    if (this.#hooks?.warmTransfer === undefined) {
+      return Promise.resolve({ ok: false, refused: true, reason: "this leg cannot transfer" });
+    }
+    return this.#hooks.warmTransfer(target, opts);
   }
 
   /**
@@ -143,7 +190,7 @@ export class SipMediaTransport implements MediaTransport {
    * already received plays out (RTP has no way to recall it), at most the pipeline's short lead.
    */
   sendClear(): Promise<void> {
-    this.#rtp.clearOutbound();
+    this.#out?.clearOutbound();
     return Promise.resolve();
   }
 
@@ -152,8 +199,15 @@ export class SipMediaTransport implements MediaTransport {
     return SIP_CARRIER_RATE;
   }
 
-  /** Hang up (BYE) and end the leg; idempotent. */
+  /**
+   * Hang up (BYE) and end the leg; idempotent. Once bridged, the call is the bridge's: only the
+   * leg ends (the pipeline is done with it).
+   */
   close(): Promise<void> {
+    if (this.detached) {
+      this.stop();
+      return Promise.resolve();
+    }
     return this.#hangup();
   }
 }
