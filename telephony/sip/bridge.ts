@@ -12,7 +12,7 @@ import { dtmfTones } from "../../core/audio/dtmf_tone.ts";
 import { errorMessage } from "../../core/errors.ts";
 import type { KeypadEntry } from "../../core/frames.ts";
 import type { Logger } from "../../core/log.ts";
-import type { SipCall } from "./call.ts";
+import type { SipLeg } from "./call_leg.ts";
 
 /** What a bridge relayed so far, each way. */
 export interface BridgeStats {
@@ -35,7 +35,7 @@ export interface CallBridge {
 }
 
 /** Bridge `a` and `b`: relay media both ways until either hangs up, then hang up the other. */
-export function bridgeCalls(a: SipCall, b: SipCall, log: Logger): CallBridge {
+export function bridgeCalls(a: SipLeg, b: SipLeg, log: Logger): CallBridge {
   const stats: BridgeStats = { framesAToB: 0, framesBToA: 0, keysAToB: 0, keysBToA: 0 };
   a.transport.route(undefined);
   b.transport.route(undefined);
@@ -64,7 +64,7 @@ export function bridgeCalls(a: SipCall, b: SipCall, log: Logger): CallBridge {
 }
 
 /** Send what `from` receives on `to`, in `to`'s codec. */
-function relay(from: SipCall, to: SipCall, onFrame: () => void, onKey: () => void): void {
+function relay(from: SipLeg, to: SipLeg, onFrame: () => void, onKey: () => void): void {
   from.rtp.redirect({
     onAudio: (pcm) => {
       onFrame();

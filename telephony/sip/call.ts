@@ -9,69 +9,36 @@
  */
 
 import type { KeypadEntry, TransferOutcome } from "../../core/frames.ts";
-import type { Logger } from "../../core/log.ts";
 import { buildInDialogRequest, type Dialog, dialogKey, dialogNextHop } from "./dialog.ts";
-import type { SipHeader, SipRequest } from "./message.ts";
+import type { SipRequest } from "./message.ts";
 import { ReferProgress, referRefusal, referTargetProblem, referToUri } from "./refer.ts";
 import type { RtpSession } from "./rtp_session.ts";
 import type { RtpHandlers, RtpStats } from "./rtp_session_types.ts";
-import type { DialOptions } from "./dial.ts";
-import { coldTransfer, type SipTransferPolicy, warmTransfer } from "./transfer_flow.ts";
+import { coldTransfer, warmTransfer } from "./transfer_flow.ts";
+import type {
+  CallDirection,
+  CallEndReason,
+  CallHost,
+  CallInfo,
+  SipLeg,
+  TransferOptions,
+} from "./call_leg.ts";
+
+export type {
+  CallDirection,
+  CallEndReason,
+  CallHost,
+  CallInfo,
+  DialOptions,
+  SipLeg,
+  SipTransferPolicy,
+  TransferOptions,
+} from "./call_leg.ts";
 import type { NegotiatedMedia } from "./sdp.ts";
 import { SipMediaTransport } from "./sip_transport.ts";
-import type { TransactionLayer } from "./transaction.ts";
-
-/** What a call needs from its agent. */
-export interface CallHost {
-  /** The transaction layer the call sends its in-dialog requests through. */
-  readonly layer: TransactionLayer;
-  /** Where call events are logged. */
-  readonly log: Logger;
-  /** A fresh Via value (new branch) for a request we send. */
-  via(): string;
-  /** Headers every request we send carries (User-Agent). */
-  commonHeaders(): SipHeader[];
-  /** The call ended: drop it from the dialog table. */
-  forgetCall(key: string): void;
-  /** How long hangup() waits for the BYE's response, ms. */
-  readonly byeWaitMs: number;
-  /** Our Contact URI (`sip:login@ip:port`), for the REFER of a transfer. */
-  contactUri(): string;
-  /** Place a call to a transfer target (a second leg); absent: no fallback, no warm transfer. */
-  dial?(target: string, opts: DialOptions): Promise<SipCall>;
-  /** How transfers beyond REFER go (defaults: telephony/sip/transfer_flow.ts). */
-  readonly transferPolicy?: SipTransferPolicy;
-}
-
-/** Options of {@link SipCall.transfer}. */
-export interface TransferOptions {
-  /** How long to wait for the target to answer, ms (default 60000). */
-  waitMs?: number;
-}
-
-/** Why a call ended, as `ended` reports it. */
-export type CallEndReason =
-  | "remote hangup"
-  | "local hangup"
-  | "no ACK"
-  | "agent closed"
-  | (string & Record<never, never>);
-
-/** Who placed the call. */
-export type CallDirection = "inbound" | "outbound";
-
-/** Identity of a call, as the agent learned it. */
-export interface CallInfo {
-  /** Whether we received the INVITE (`inbound`) or sent it (`outbound`). */
-  direction: CallDirection;
-  /** The From header value of the INVITE. */
-  from: string;
-  /** The To header value of the INVITE. */
-  to: string;
-}
 
 /** One SIP call with media. */
-export class SipCall {
+export class SipCall implements SipLeg {
   /** SIP Call-ID. */
   readonly callId: string;
   /** inbound (we answered) or outbound (we placed it). */

@@ -10,18 +10,13 @@ import { FlowcatError } from "../../core/errors.ts";
 import { serverAddress } from "./config.ts";
 import type { AgentCore } from "./core.ts";
 import type { SipCall } from "./call.ts";
+import type { DialOptions } from "./call_leg.ts";
+
+export type { DialOptions } from "./call_leg.ts";
 import { uriDestination } from "./dialog.ts";
 import { type InviteTarget, placeInvite } from "./outbound.ts";
 import { referTargetProblem } from "./refer.ts";
 import type { G711Codec } from "./sdp.ts";
-
-/** Options of {@link dialTarget}. */
-export interface DialOptions {
-  /** Aborting cancels the call before it is answered (CANCEL). */
-  signal?: AbortSignal;
-  /** The codec to prefer (the caller's): offered first, the other G.711 law second. */
-  codec?: G711Codec;
-}
 
 /**
  * Where an INVITE to `target` goes: a `sip:`/`sips:` URI to its own host and port (the trunk's

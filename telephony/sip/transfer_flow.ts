@@ -18,26 +18,9 @@ import type { TransferOutcome } from "../../core/frames.ts";
 import type { WarmTransferOptions } from "../../core/seams.ts";
 import { bridgeCalls } from "./bridge.ts";
 import { playOnHold } from "./hold_audio.ts";
-import type { CallHost, SipCall, TransferOptions } from "./call.ts";
+import type { CallHost, SipLeg, SipTransferPolicy, TransferOptions } from "./call_leg.ts";
 
-/** How a SIP agent's calls transfer beyond REFER. */
-export interface SipTransferPolicy {
-  /**
-   * When the peer refuses the REFER or its transfer fails, dial the target and bridge the
-   * calls in process (default true).
-   */
-  bridgeFallback?: boolean;
-  /** How long the target's phone may ring before the second leg is given up, ms (default 30000). */
-  dialTimeoutMs?: number;
-  /** Warm: bridge once the agent has been quiet this long after speaking, ms (default 700). */
-  briefingQuietMs?: number;
-  /** Warm: bridge anyway when the agent has said nothing this long after the answer, ms (default 10000). */
-  briefingWaitMs?: number;
-  /** Warm: bridge at the latest this long after the answer, ms (default 60000). */
-  briefingMaxMs?: number;
-  /** Warm: what the caller hears on hold, 8 kHz mono PCM played in a loop (default silence). */
-  holdAudio?: Int16Array;
-}
+export type { SipTransferPolicy } from "./call_leg.ts";
 
 /** The defaults of {@link SipTransferPolicy}. */
 export const SIP_TRANSFER_DEFAULTS: Readonly<Required<SipTransferPolicy>> = Object.freeze({
@@ -50,10 +33,10 @@ export const SIP_TRANSFER_DEFAULTS: Readonly<Required<SipTransferPolicy>> = Obje
 });
 
 /** The second leg, once it answered, or why not. */
-type Dialled = { ok: true; leg: SipCall } | { ok: false; reason: string };
+type Dialled = { ok: true; leg: SipLeg } | { ok: false; reason: string };
 
 /** Dial `target` for `call`, preferring the caller's codec; gives up after `dialTimeoutMs`. */
-async function dialLeg(call: SipCall, host: CallHost, target: string): Promise<Dialled> {
+async function dialLeg(call: SipLeg, host: CallHost, target: string): Promise<Dialled> {
   if (host.dial === undefined) return { ok: false, reason: "this agent cannot dial out" };
   const policy = { ...SIP_TRANSFER_DEFAULTS, ...host.transferPolicy };
   const abort = new AbortController();
@@ -78,14 +61,14 @@ async function dialLeg(call: SipCall, host: CallHost, target: string): Promise<D
 }
 
 /** Bridge `call` and `leg` (the bridge then lives until either hangs up), and say so. */
-function bridged(call: SipCall, leg: SipCall, host: CallHost): TransferOutcome {
+function bridged(call: SipLeg, leg: SipLeg, host: CallHost): TransferOutcome {
   bridgeCalls(call, leg, host.log);
   return { ok: true, status: 200, bridged: true };
 }
 
 /** A cold transfer: REFER, then (see the module doc) the agent's own call to the target, bridged. */
 export async function coldTransfer(
-  call: SipCall,
+  call: SipLeg,
   host: CallHost,
   target: string,
   opts: TransferOptions = {},
@@ -108,7 +91,7 @@ export async function coldTransfer(
 
 /** A warm transfer: second leg, briefing, bridge (see the module doc). */
 export async function warmTransfer(
-  call: SipCall,
+  call: SipLeg,
   host: CallHost,
   target: string,
   opts: WarmTransferOptions,
@@ -149,8 +132,8 @@ export async function warmTransfer(
 
 /** Waits until the agent spoke to the target and went quiet (or either side hung up). */
 function briefingPlayed(
-  call: SipCall,
-  leg: SipCall,
+  call: SipLeg,
+  leg: SipLeg,
   host: CallHost,
   since: number,
   brief: boolean,
