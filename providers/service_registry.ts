@@ -11,6 +11,29 @@
  * @module
  */
 
+import { ANTHROPIC_DEFAULT_BASE_URL, ANTHROPIC_DEFAULT_MODEL } from "./anthropic/defaults.ts";
+import { CARTESIA_DEFAULT_BASE_URL, CARTESIA_DEFAULT_MODEL } from "./cartesia/defaults.ts";
+import { DEEPGRAM_DEFAULT_MODEL, DEEPGRAM_DEFAULT_URL } from "./deepgram/defaults.ts";
+import { ELEVENLABS_DEFAULT_BASE_URL, ELEVENLABS_DEFAULT_MODEL } from "./elevenlabs/defaults.ts";
+import {
+  GEMINI_DEFAULT_BASE_URL,
+  GEMINI_DEFAULT_MODEL,
+  GOOGLE_STT_DEFAULT_MODEL,
+  GOOGLE_STT_DEFAULT_URL,
+  GOOGLE_TTS_DEFAULT_URL,
+  GOOGLE_TTS_DEFAULT_VOICE,
+  VERTEX_DEFAULT_BASE_URL,
+  VERTEX_DEFAULT_MODEL,
+} from "./google/defaults.ts";
+import { RIVA_DEFAULT_URL } from "./nvidia/defaults.ts";
+import {
+  OPENAI_CHAT_DEFAULT_BASE_URL,
+  OPENAI_CHAT_DEFAULT_MODEL,
+  OPENAI_TTS_BASE_URL,
+  OPENAI_TTS_DEFAULT_MODEL,
+  OPENAI_TTS_DEFAULT_VOICE,
+} from "./openai/defaults.ts";
+import { PIPER_BASE_URL } from "./piper/defaults.ts";
 import { FlowcatError } from "../core/errors.ts";
 import type { LlmService, SttService, TtsService } from "../core/seams.ts";
 import type { EnvReader, ProviderEnvVar, ProviderInfo } from "./provider_types.ts";
@@ -211,8 +234,8 @@ export const STT_PROVIDERS = table("stt", {
     description: "local: whisper.cpp server (/inference)",
   }],
   deepgram: ["deepgram", deepgram, {
-    host: "api.deepgram.com",
-    model: "nova-3",
+    host: new URL(DEEPGRAM_DEFAULT_URL).host,
+    model: DEEPGRAM_DEFAULT_MODEL,
     description: "Deepgram streaming (WebSocket)",
   }],
   assemblyai: ["assemblyai", "not wired", {
@@ -225,8 +248,8 @@ export const STT_PROVIDERS = table("stt", {
     description: "Amazon Transcribe streaming (WebSocket, SigV4)",
   }],
   google: ["google-stt", googleStt, {
-    baseUrl: "https://speech.googleapis.com",
-    model: "latest_long",
+    baseUrl: GOOGLE_STT_DEFAULT_URL,
+    model: GOOGLE_STT_DEFAULT_MODEL,
     credential: googleCloud,
     description: "Google Cloud Speech-to-Text v1 StreamingRecognize (gRPC)",
   }],
@@ -234,7 +257,7 @@ export const STT_PROVIDERS = table("stt", {
   gladia: ["gladia", "not wired", { description: "Gladia live" }],
   soniox: ["soniox", "not wired", { description: "Soniox streaming" }],
   riva: ["riva", riva, {
-    baseUrl: "http://127.0.0.1:50051",
+    baseUrl: RIVA_DEFAULT_URL,
     local: true,
     description: "local: NVIDIA Riva ASR StreamingRecognize (gRPC)",
   }],
@@ -254,7 +277,7 @@ const local = { local: true };
 
 /** Language-model providers by name. */
 export const LLM_PROVIDERS = table("llm", {
-  openai: chat("https://api.openai.com/v1", "gpt-4o-mini", "OpenAI chat completions"),
+  openai: chat(OPENAI_CHAT_DEFAULT_BASE_URL, OPENAI_CHAT_DEFAULT_MODEL, "OpenAI chat completions"),
   groq: chat("https://api.groq.com/openai/v1", "llama-3.3-70b-versatile", "Groq"),
   together: chat(
     "https://api.together.xyz/v1",
@@ -297,13 +320,13 @@ export const LLM_PROVIDERS = table("llm", {
   vllm: chat("http://127.0.0.1:8000/v1", undefined, "local: vLLM (model required)", local),
   lmstudio: chat("http://127.0.0.1:1234/v1", undefined, "local: LM Studio (model required)", local),
   anthropic: ["anthropic", anthropic, {
-    baseUrl: "https://api.anthropic.com",
-    model: "claude-haiku-4-5",
+    baseUrl: ANTHROPIC_DEFAULT_BASE_URL,
+    model: ANTHROPIC_DEFAULT_MODEL,
     description: "Anthropic Messages",
   }],
   gemini: ["gemini", geminiLlm, {
-    baseUrl: "https://generativelanguage.googleapis.com",
-    model: "gemini-3.5-flash",
+    baseUrl: GEMINI_DEFAULT_BASE_URL,
+    model: GEMINI_DEFAULT_MODEL,
     description: "Google Gemini generateContent",
   }],
   azure: ["azure-openai", "not wired", { description: "Azure OpenAI (deployment URLs)" }],
@@ -313,8 +336,8 @@ export const LLM_PROVIDERS = table("llm", {
     description: "Amazon Bedrock ConverseStream (SigV4)",
   }],
   vertex: ["vertex", vertex, {
-    baseUrl: "https://aiplatform.googleapis.com",
-    model: "gemini-2.5-flash",
+    baseUrl: VERTEX_DEFAULT_BASE_URL,
+    model: VERTEX_DEFAULT_MODEL,
     credential: googleCloud,
     description: "Google Vertex AI Gemini (service account)",
   }],
@@ -329,7 +352,7 @@ export const TTS_PROVIDERS = table("tts", {
     description: "local: eSpeak NG (wasm, in process)",
   }],
   piper: ["piper", piper, {
-    baseUrl: "http://127.0.0.1:5000",
+    baseUrl: PIPER_BASE_URL,
     local: true,
     description: "local: Piper HTTP server",
   }],
@@ -341,9 +364,9 @@ export const TTS_PROVIDERS = table("tts", {
     description: "local: Kokoro-FastAPI (OpenAI-compatible speech)",
   }],
   openai: ["openai-tts", openaiTts, {
-    baseUrl: "https://api.openai.com/v1",
-    model: "gpt-4o-mini-tts",
-    voice: "alloy",
+    baseUrl: OPENAI_TTS_BASE_URL,
+    model: OPENAI_TTS_DEFAULT_MODEL,
+    voice: OPENAI_TTS_DEFAULT_VOICE,
     description: "OpenAI speech",
   }],
   speaches: ["openai-tts", openaiTts, {
@@ -368,13 +391,13 @@ export const TTS_PROVIDERS = table("tts", {
     description: "DeepInfra speech (Kokoro; WAV)",
   }],
   elevenlabs: ["elevenlabs", elevenlabs, {
-    host: "api.elevenlabs.io",
-    model: "eleven_flash_v2_5",
+    host: new URL(ELEVENLABS_DEFAULT_BASE_URL).host,
+    model: ELEVENLABS_DEFAULT_MODEL,
     description: "ElevenLabs stream-input (WebSocket)",
   }],
   cartesia: ["cartesia", cartesia, {
-    host: "api.cartesia.ai",
-    model: "sonic-3",
+    host: new URL(CARTESIA_DEFAULT_BASE_URL).host,
+    model: CARTESIA_DEFAULT_MODEL,
     description: "Cartesia (WebSocket)",
   }],
   deepgram: ["deepgram-tts", "not wired", { description: "Deepgram Aura" }],
@@ -386,8 +409,8 @@ export const TTS_PROVIDERS = table("tts", {
     description: "Amazon Polly (PCM, SigV4)",
   }],
   google: ["google-tts", googleTts, {
-    baseUrl: "https://texttospeech.googleapis.com",
-    voice: "en-US-Chirp3-HD-Charon",
+    baseUrl: GOOGLE_TTS_DEFAULT_URL,
+    voice: GOOGLE_TTS_DEFAULT_VOICE,
     credential: googleCloud,
     description: "Google Cloud Text-to-Speech (LINEAR16)",
   }],

@@ -44,16 +44,11 @@ import type { LlmService } from "../../core/seams.ts";
 import { type Logger, silentLogger } from "../../core/log.ts";
 import { providerFetch, readSse } from "../http.ts";
 import type { ServiceOptions } from "../service_options.ts";
+import { ANTHROPIC_DEFAULT_BASE_URL, ANTHROPIC_DEFAULT_MODEL } from "./defaults.ts";
+export { ANTHROPIC_DEFAULT_BASE_URL, ANTHROPIC_DEFAULT_MODEL } from "./defaults.ts";
 
 export type { ServiceOptions } from "../service_options.ts";
 
-/** API root used when the options give none. */
-export const ANTHROPIC_DEFAULT_BASE_URL = "https://api.anthropic.com";
-/**
- * Default model: the fastest Claude (latency matters in a voice call); which models and aliases
- * the API serves: docs/providers/anthropic.md.
- */
-export const ANTHROPIC_DEFAULT_MODEL = "claude-haiku-4-5";
 /** The API version header value this client speaks. */
 export const ANTHROPIC_VERSION = "2023-06-01";
 /** `max_tokens` is required by the API; this is used when options.max_tokens is absent. */

@@ -51,13 +51,11 @@ import {
   wsRoot,
 } from "../ws_client.ts";
 import { PcmAssembler, ttsUsageFrame } from "../tts_shared.ts";
+import { CARTESIA_DEFAULT_BASE_URL, CARTESIA_DEFAULT_MODEL } from "./defaults.ts";
+export { CARTESIA_DEFAULT_BASE_URL, CARTESIA_DEFAULT_MODEL } from "./defaults.ts";
 
-/** Default API root. */
-export const CARTESIA_DEFAULT_BASE_URL = "wss://api.cartesia.ai";
 /** API version sent as `cartesia_version`. */
 export const CARTESIA_DEFAULT_VERSION = "2026-03-01";
-/** Default model. */
-export const CARTESIA_DEFAULT_MODEL = "sonic-3";
 /** Default voice: Katie, recommended by Cartesia for voice agents. */
 export const CARTESIA_DEFAULT_VOICE = "f786b574-daa5-4673-aa0c-cbe3e8534c02";
 /** Default output rate. */

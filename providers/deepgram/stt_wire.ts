@@ -21,11 +21,9 @@ import { FlowcatError } from "../../core/errors.ts";
 import { type Frame, makeFrame } from "../../core/frames.ts";
 import type { ServiceOptions } from "../service_options.ts";
 import { wsRoot } from "../ws_client.ts";
+import { DEEPGRAM_DEFAULT_MODEL, DEEPGRAM_DEFAULT_URL } from "./defaults.ts";
+export { DEEPGRAM_DEFAULT_MODEL, DEEPGRAM_DEFAULT_URL } from "./defaults.ts";
 
-/** Deepgram's WebSocket root. */
-export const DEEPGRAM_DEFAULT_URL = "wss://api.deepgram.com";
-/** Model used when the config names none (Nova-3, Deepgram's current general model). */
-export const DEEPGRAM_DEFAULT_MODEL = "nova-3";
 /** Rate the client streams at: 16-bit little-endian mono PCM (`linear16`). */
 export const DEEPGRAM_SAMPLE_RATE = 16000;
 

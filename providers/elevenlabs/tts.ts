@@ -52,11 +52,9 @@ import {
   wsRoot,
 } from "../ws_client.ts";
 import { PcmAssembler, ttsUsageFrame } from "../tts_shared.ts";
+import { ELEVENLABS_DEFAULT_BASE_URL, ELEVENLABS_DEFAULT_MODEL } from "./defaults.ts";
+export { ELEVENLABS_DEFAULT_BASE_URL, ELEVENLABS_DEFAULT_MODEL } from "./defaults.ts";
 
-/** Default API root. */
-export const ELEVENLABS_DEFAULT_BASE_URL = "wss://api.elevenlabs.io";
-/** Default model: ElevenLabs' lowest-latency model that streams on this socket. */
-export const ELEVENLABS_DEFAULT_MODEL = "eleven_flash_v2_5";
 /** Default voice: Rachel, a premade voice every account has. */
 export const ELEVENLABS_DEFAULT_VOICE = "21m00Tcm4TlvDq8ikWAM";
 /** Default output rate (`output_format=pcm_24000`). */

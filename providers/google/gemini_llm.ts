@@ -45,16 +45,11 @@ import type { LlmService } from "../../core/seams.ts";
 import { type Logger, silentLogger } from "../../core/log.ts";
 import { providerFetch, type ProviderFetchOptions, readSse } from "../http.ts";
 import type { ServiceOptions } from "../service_options.ts";
+import { GEMINI_DEFAULT_BASE_URL, GEMINI_DEFAULT_MODEL } from "./defaults.ts";
+export { GEMINI_DEFAULT_BASE_URL, GEMINI_DEFAULT_MODEL } from "./defaults.ts";
 
 export type { ServiceOptions } from "../service_options.ts";
 
-/** API root used when the options give none. */
-export const GEMINI_DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com";
-/**
- * Default model, the GA Flash model (set `options.thinking_level: "minimal"` for the lowest
- * latency); which older models are shut down: docs/providers/gemini.md.
- */
-export const GEMINI_DEFAULT_MODEL = "gemini-3.5-flash";
 /** The user line sent in front of a conversation the bot opens (Gemini wants user first). */
 export const CONVERSATION_START = "(The call has started.)";
 /** Google's documented stand-in for a thought signature the client does not have. */

@@ -35,13 +35,11 @@ import { GrpcStreamingStt, type RecognizedText, type RecognizeWire } from "../gr
 import { ProtoWriter, readMessage } from "../protobuf.ts";
 import type { ServiceOptions } from "../service_options.ts";
 import { googleCredential } from "./auth.ts";
+import { GOOGLE_STT_DEFAULT_MODEL, GOOGLE_STT_DEFAULT_URL } from "./defaults.ts";
+export { GOOGLE_STT_DEFAULT_MODEL, GOOGLE_STT_DEFAULT_URL } from "./defaults.ts";
 
 export type { ServiceOptions } from "../service_options.ts";
 
-/** The Speech API's gRPC endpoint. */
-export const GOOGLE_STT_DEFAULT_URL = "https://speech.googleapis.com";
-/** Default recognition model. */
-export const GOOGLE_STT_DEFAULT_MODEL = "latest_long";
 /** The gRPC method. */
 export const GOOGLE_STT_PATH = "/google.cloud.speech.v1.Speech/StreamingRecognize";
 /** Rate the audio is sent at (Google's recommended rate). */

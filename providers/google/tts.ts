@@ -38,13 +38,11 @@ import { ttsUsageFrame } from "../tts_shared.ts";
 import { GrpcChannel, grpcTarget } from "../grpc.ts";
 import { streamingSynthesis } from "./tts_stream.ts";
 import { type GoogleCredential, googleCredential } from "./auth.ts";
+import { GOOGLE_TTS_DEFAULT_URL, GOOGLE_TTS_DEFAULT_VOICE } from "./defaults.ts";
+export { GOOGLE_TTS_DEFAULT_URL, GOOGLE_TTS_DEFAULT_VOICE } from "./defaults.ts";
 
 export type { ServiceOptions } from "../service_options.ts";
 
-/** The Text-to-Speech API root. */
-export const GOOGLE_TTS_DEFAULT_URL = "https://texttospeech.googleapis.com";
-/** Default voice. */
-export const GOOGLE_TTS_DEFAULT_VOICE = "en-US-Chirp3-HD-Charon";
 /** Output rates offered. */
 const RATES = [8000, 16000, 24000];
 /** Duration of each TtsAudio frame, ms. */

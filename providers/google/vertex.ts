@@ -34,13 +34,10 @@ import type { LlmService } from "../../core/seams.ts";
 import { GeminiLlm } from "./gemini_llm.ts";
 import type { ServiceOptions } from "../service_options.ts";
 import { googleCredential } from "./auth.ts";
+import { VERTEX_DEFAULT_BASE_URL, VERTEX_DEFAULT_MODEL } from "./defaults.ts";
+export { VERTEX_DEFAULT_BASE_URL, VERTEX_DEFAULT_MODEL } from "./defaults.ts";
 
 export type { ServiceOptions } from "../service_options.ts";
-
-/** The global Vertex AI endpoint. */
-export const VERTEX_DEFAULT_BASE_URL = "https://aiplatform.googleapis.com";
-/** Default model: the GA Gemini Flash model Vertex serves. */
-export const VERTEX_DEFAULT_MODEL = "gemini-2.5-flash";
 
 /** The location of `base`: `europe-west4` for `https://europe-west4-aiplatform...`, else global. */
 export function vertexLocation(base: string): string {

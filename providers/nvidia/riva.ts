@@ -40,11 +40,11 @@ import { grpcTarget } from "../grpc.ts";
 import { GrpcStreamingStt, type RecognizedText, type RecognizeWire } from "../grpc_stt.ts";
 import { ProtoWriter, readMessage } from "../protobuf.ts";
 import type { ServiceOptions } from "../service_options.ts";
+import { RIVA_DEFAULT_URL } from "./defaults.ts";
+export { RIVA_DEFAULT_URL } from "./defaults.ts";
 
 export type { ServiceOptions } from "../service_options.ts";
 
-/** A local Riva server's gRPC address. */
-export const RIVA_DEFAULT_URL = "http://127.0.0.1:50051";
 /** The gRPC method. */
 export const RIVA_ASR_PATH = "/nvidia.riva.asr.RivaSpeechRecognition/StreamingRecognize";
 /** Rate the audio is sent at (Riva's ASR models run at 16 kHz). */

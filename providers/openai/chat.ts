@@ -37,13 +37,10 @@ import { providerFetch, readSse, type SseEvent } from "../http.ts";
 
 export type { SseEvent } from "../http.ts";
 import type { ServiceOptions } from "../service_options.ts";
+import { OPENAI_CHAT_DEFAULT_BASE_URL, OPENAI_CHAT_DEFAULT_MODEL } from "./defaults.ts";
+export { OPENAI_CHAT_DEFAULT_BASE_URL, OPENAI_CHAT_DEFAULT_MODEL } from "./defaults.ts";
 
 export type { ServiceOptions } from "../service_options.ts";
-
-/** API root used when the options name none. */
-export const OPENAI_CHAT_DEFAULT_BASE_URL = "https://api.openai.com/v1";
-/** Model used when the options name none. */
-export const OPENAI_CHAT_DEFAULT_MODEL = "gpt-4o-mini";
 
 /** A tool call inside an assistant message, as the wire spells it. */
 export type OpenAIChatToolCall = { id: string; type: "function"; function: OpenAIChatFunction };

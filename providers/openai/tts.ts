@@ -28,15 +28,19 @@ import { decodeWav } from "../../core/audio/wav.ts";
 import { providerFetch } from "../http.ts";
 import type { ServiceOptions } from "../service_options.ts";
 import { PcmAssembler, positiveOption, ttsUsageFrame } from "../tts_shared.ts";
+import {
+  OPENAI_TTS_BASE_URL,
+  OPENAI_TTS_DEFAULT_MODEL,
+  OPENAI_TTS_DEFAULT_VOICE,
+} from "./defaults.ts";
+export {
+  OPENAI_TTS_BASE_URL,
+  OPENAI_TTS_DEFAULT_MODEL,
+  OPENAI_TTS_DEFAULT_VOICE,
+} from "./defaults.ts";
 
 export type { ServiceOptions } from "../service_options.ts";
 
-/** OpenAI's API root. */
-export const OPENAI_TTS_BASE_URL = "https://api.openai.com/v1";
-/** Default speech model. */
-export const OPENAI_TTS_DEFAULT_MODEL = "gpt-4o-mini-tts";
-/** Default voice. */
-export const OPENAI_TTS_DEFAULT_VOICE = "alloy";
 /** Rate of OpenAI's `pcm` output (the API offers no other). */
 export const OPENAI_TTS_SAMPLE_RATE = 24000;
 

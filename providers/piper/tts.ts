@@ -40,9 +40,9 @@ import type { ServiceOptions } from "../service_options.ts";
 
 export type { ServiceOptions } from "../service_options.ts";
 import { positiveOption, ttsUsageFrame } from "../tts_shared.ts";
+import { PIPER_BASE_URL } from "./defaults.ts";
+export { PIPER_BASE_URL } from "./defaults.ts";
 
-/** Where `python3 -m piper.http_server` listens by default. */
-export const PIPER_BASE_URL = "http://127.0.0.1:5000";
 /** Rate of "medium" and "high" Piper voices, the default output rate. */
 export const PIPER_SAMPLE_RATE = 22050;
 /** Duration of each TtsAudio frame. */
