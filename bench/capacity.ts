@@ -19,8 +19,11 @@
  * bare echo with no pipeline, bench/capacity_floor.ts: the latency that is not Flowcat's),
  * `--out` (JSON path; the SVG goes beside it), `--no-write`; `--replot file.json` redraws the
  * SVG of a saved result; `--repeat N` (each call count N times on one thread, agent and floor
- * interleaved, median and spread in `repeated`: bench/capacity_repeat.ts), `--contention text`
- * (what else ran on the machine, recorded with its load average).
+ * interleaved, median and spread in `repeated`: bench/capacity_repeat.ts), `--baseline DIR` (with
+ * `--repeat`: the agent of another checkout, e.g. `git archive` of the commit before, measured
+ * in every round too; DIR needs its own `node_modules`, a link to this one's will do, and the
+ * bench writes its config there, so keep DIR under `.tmp/`),
+ * `--contention text` (what else ran on the machine, recorded with its load average).
  * @module
  */
 
@@ -68,6 +71,8 @@ export interface CapacityOptions {
    * Default 1 (the sweep).
    */
   repeat?: number;
+  /** With `repeat`: another checkout whose agent is measured in every round too (A/B). */
+  baseline?: string;
   /** What else ran on the machine meanwhile, in words (recorded in the result). */
   contention?: string;
   /** The command line recorded in the result. */
@@ -92,6 +97,8 @@ export interface CapacityResult {
   profile?: { calls: number; point: CapacityPoint; summary: ProfileSummary; file: string };
   /** The same load against a bare echo (`floor` option): what is not Flowcat's. */
   floor?: CapacityPoint[];
+  /** With `baseline`: every run of the baseline checkout's agent. */
+  baseline_points?: CapacityPoint[];
   /** With `repeat`: per call count, the median and spread over the rounds. */
   repeated?: RepeatedPoint[];
   /** What else ran on the machine meanwhile (`contention` option), and its load average. */
@@ -176,6 +183,10 @@ export async function runCapacityBench(opts: CapacityOptions = {}): Promise<Capa
   const calls = opts.calls ?? DEFAULT_CALLS;
   const maxCalls = opts.maxCalls ?? 20000;
   const configPath = await writeBenchConfig(scratch, maxCalls * 2);
+  // A baseline's server child runs in its own directory and reads the same path there.
+  if (opts.baseline !== undefined) {
+    await writeBenchConfig(`${opts.baseline}/${scratch}`, maxCalls * 2);
+  }
   const result: CapacityResult = {
     command: opts.command ?? "runCapacityBench",
     date: new Date().toISOString(),
@@ -206,10 +217,12 @@ export async function runCapacityBench(opts: CapacityOptions = {}): Promise<Capa
       calls,
       rounds: opts.repeat!,
       floor: opts.floor === true,
+      ...(opts.baseline !== undefined ? { baseline: await Deno.realPath(opts.baseline) } : {}),
       describe,
     });
     result.points = r.points;
     if (opts.floor) result.floor = r.floor;
+    if (opts.baseline !== undefined) result.baseline_points = r.baseline;
     result.repeated = r.repeated;
     result.contention.load_average_end = loadAverages();
     return result;
@@ -350,6 +363,7 @@ if (import.meta.main) {
       replot: { type: "string" },
       repeat: { type: "string" },
       contention: { type: "string" },
+      baseline: { type: "string" },
       help: { type: "boolean", short: "h", default: false },
     },
   });
@@ -357,7 +371,7 @@ if (import.meta.main) {
     console.log(
       "Usage: deno run ... bench/capacity.ts [--calls 10,100,500] [--duration 10] " +
         "[--workers 1,2] [--no-trace] [--no-up] [--profile N|auto] [--floor] " +
-        "[--repeat N] [--contention 'what else ran'] " +
+        "[--repeat N [--baseline DIR]] [--contention 'what else ran'] " +
         "[--out file] [--no-write] | --replot results.json",
     );
     Deno.exit(0);
@@ -378,6 +392,7 @@ if (import.meta.main) {
     floor: values.floor,
     ...(values.repeat !== undefined ? { repeat: Number(values.repeat) } : {}),
     ...(values.contention !== undefined ? { contention: values.contention } : {}),
+    ...(values.baseline !== undefined ? { baseline: values.baseline } : {}),
     ...(values.profile !== undefined
       ? { profileCalls: values.profile === "auto" ? "auto" as const : Number(values.profile) }
       : {}),

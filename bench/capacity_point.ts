@@ -40,6 +40,8 @@ export interface PointOptions {
   trace?: boolean;
   /** Measure the bare echo of bench/capacity_floor.ts instead of the agent (no trace). */
   floor?: boolean;
+  /** Serve from this other checkout of the project (an A/B baseline; see `SpawnOptions.cwd`). */
+  serverDir?: string;
   /** Write a `--cpu-prof` profile of the (first) server child here. */
   cpuProfDir?: string;
   /**
@@ -150,6 +152,7 @@ export async function measurePoint(o: PointOptions): Promise<CapacityPoint> {
         floor: o.floor === true,
         traceWarmupFrames: o.warmupFrames ?? 50,
         threads: o.workers,
+        ...(o.serverDir !== undefined ? { cwd: o.serverDir } : {}),
         ...(o.cpuProfDir ? { cpuProfDir: o.cpuProfDir } : {}),
         ...(sink !== undefined ? { otelEndpoint: sink.endpoint } : {}),
       }),
