@@ -41,6 +41,14 @@ export type MediaIn =
   | { type: "dtmf"; key: KeypadEntry }
   | { type: "stop" };
 
+/**
+ * A send that is already done: a {@link MediaTransport} or {@link MediaSocket} returns this
+ * (fulfilled) promise when the data left synchronously and nothing can fail later, and a caller
+ * may then skip attaching a handler (the output transport does, per 20 ms chunk: no promise or
+ * job of its own per frame).
+ */
+export const SENT: Promise<void> = Promise.resolve();
+
 /** A call's media leg (carrier WebSocket, SIP/RTP, WebRTC). */
 export interface MediaTransport {
   /** Next inbound event; `undefined` once the leg is closed. */

@@ -30,7 +30,7 @@ import {
   type TransferOutcome,
 } from "../frames.ts";
 import { FrameProcessor, type Link, type ProcessorSetup } from "../processor.ts";
-import type { MediaIn, MediaTransport } from "../seams.ts";
+import { type MediaIn, type MediaTransport, SENT } from "../seams.ts";
 import { joinPlayoutClock, leavePlayoutClock } from "../playout_clock.ts";
 import { PlayoutLedger, type SpokenPiece } from "../playout_ledger.ts";
 
@@ -364,7 +364,8 @@ export class TransportOutput extends FrameProcessor {
       if (++this.#sent % this.#speakingEvery === 0) {
         link?.broadcast(makeFrame("BotSpeaking", {}));
       }
-      this.#t.sendAudio(chunk).catch(this.#sendFailed);
+      const sent = this.#t.sendAudio(chunk);
+      if (sent !== SENT) sent.catch(this.#sendFailed);
       for (const listener of this.#sentListeners) listener(chunk, this.#nextAt);
       const ms = (chunk.pcm.length * 1000) / chunk.sampleRate;
       this.#nextAt += ms;
