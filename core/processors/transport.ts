@@ -344,6 +344,13 @@ export class TransportOutput extends FrameProcessor {
 
   /** Send every chunk now due; false (off the clock) once the far end has played them all. */
   #service = (now: number): boolean => {
+    // Between two chunks of a call (most ticks): nothing queued, the far end still playing what
+    // was sent, no hold, and no finished segment the ledger could report. The full pass below
+    // would do nothing either.
+    if (
+      this.#queue.length === 0 && now < this.#nextAt && now >= this.#holdUntil &&
+      !this.#ledger.headClosed
+    ) return true;
     const link = this.#link;
     if (now < this.#holdUntil) {
       // Held: nothing goes out, and the far end's timeline waits rather than racing ahead.
