@@ -269,6 +269,24 @@ export async function measurePoint(o: PointOptions): Promise<CapacityPoint> {
   }
 }
 
+/** One line per point for the console. */
+export function describe(p: CapacityPoint): string {
+  const l = p.latency_ms;
+  const cpu = p.server.cpu_percent === undefined ? "?" : `${p.server.cpu_percent}%`;
+  const rss = p.server.rss_bytes_max === undefined
+    ? "?"
+    : `${(p.server.rss_bytes_max / 2 ** 20).toFixed(0)} MiB`;
+  const sp = p.server_split[0];
+  const split = sp === undefined
+    ? ""
+    : ` [server in->out p50 ${sp.server_ms.p50} p99 ${sp.server_ms.p99} p99.9 ` +
+      `${sp.server_ms.p999}: pipeline p99 ${sp.pipeline_ms.p99}, pacing wait p99 ` +
+      `${sp.pacing_ms.p99}${sp.unmatched > 0 ? `, ${sp.unmatched} unmatched` : ""}]`;
+  return `  ${p.calls} calls x${p.workers}: p50 ${l.p50} ms, p99 ${l.p99} ms, ` +
+    `p99.9 ${l.p999} ms${split}, lost ${p.frames_lost}/${p.frames_sent}, server cpu ${cpu}, rss ${rss}, ` +
+    `generator cpu ${p.generator.cpu_percent ?? "?"}%` + (p.healthy ? "" : "  <- saturated");
+}
+
 /** An OTLP/HTTP endpoint that takes every export and keeps only its size. */
 function otlpSink(): { endpoint: string; bytes(): number; close(): Promise<void> } {
   let bytes = 0;
