@@ -48,6 +48,12 @@ export interface RepeatedPoint {
   baseline_cpu_ratio?: Spread;
   /** This agent's CPU per frame over the baseline's, of the same round (below 1: cheaper). */
   cpu_vs_baseline?: Spread;
+  /**
+   * `cpu_ratio` and `cpu_vs_baseline` over only the rounds in which both points lost no frame: a
+   * server starved of the CPU (a loaded machine) works off a backlog, which its CPU per frame
+   * counts too.
+   */
+  kept_up?: { cpu_ratio?: Spread; cpu_vs_baseline?: Spread };
   floor?: {
     e2e_p50_ms: Spread;
     e2e_p99_ms: Spread;
@@ -146,10 +152,17 @@ export async function runRepeated(o: RepeatOptions): Promise<{
 const of = (ps: readonly CapacityPoint[], pick: (p: CapacityPoint) => number) =>
   spread(ps.map(pick));
 
-/** Per-round ratio of CPU per frame, `a` over `b` (rounds matched by order). */
-const cpuRatio = (a: readonly CapacityPoint[], b: readonly CapacityPoint[]) =>
+/**
+ * Per-round ratio of CPU per frame, `a` over `b` (rounds matched by order); with `keptUp`, only
+ * the rounds in which neither point lost a frame.
+ */
+const cpuRatio = (a: readonly CapacityPoint[], b: readonly CapacityPoint[], keptUp = false) =>
   spread(
-    a.map((p, i) => (p.server.cpu_us_per_frame ?? NaN) / (b[i]?.server.cpu_us_per_frame ?? NaN)),
+    a.map((p, i) => {
+      const q = b[i];
+      if (keptUp && (p.frames_lost > 0 || q === undefined || q.frames_lost > 0)) return NaN;
+      return (p.server.cpu_us_per_frame ?? NaN) / (q?.server.cpu_us_per_frame ?? NaN);
+    }),
   );
 
 function agentSpread(a: readonly CapacityPoint[]): AgentSpread {
@@ -193,6 +206,7 @@ function summarize(
       ...agentSpread(b),
     };
     row.cpu_vs_baseline = cpuRatio(a, b);
+    row.kept_up = { cpu_vs_baseline: cpuRatio(a, b, true) };
     if (f.length > 0) row.baseline_cpu_ratio = cpuRatio(b, f);
   }
   if (f.length > 0) {
@@ -204,6 +218,7 @@ function summarize(
       cpu_percent: of(f, (p) => p.server.cpu_percent),
     };
     row.cpu_ratio = cpuRatio(a, f);
+    row.kept_up = { ...row.kept_up, cpu_ratio: cpuRatio(a, f, true) };
   }
   return row;
 }
