@@ -41,14 +41,6 @@ export type MediaIn =
   | { type: "dtmf"; key: KeypadEntry }
   | { type: "stop" };
 
-/**
- * A send that is already done: a {@link MediaTransport} or {@link MediaSocket} returns this
- * (fulfilled) promise when the data left synchronously and nothing can fail later, and a caller
- * may then skip attaching a handler (the output transport does, per 20 ms chunk: no promise or
- * job of its own per frame).
- */
-export const SENT: Promise<void> = Promise.resolve();
-
 /** A call's media leg (carrier WebSocket, SIP/RTP, WebRTC). */
 export interface MediaTransport {
   /** Next inbound event; `undefined` once the leg is closed. */
@@ -83,6 +75,14 @@ export interface MediaTransport {
    */
   droppedMedia?(): Readonly<Record<string, number>>;
 }
+
+/**
+ * A send that is already done: a {@link MediaTransport} or {@link MediaSocket} returns this
+ * (fulfilled) promise when the data left synchronously and nothing can fail later, and a caller
+ * may then skip attaching a handler (the output transport does, per 20 ms chunk: no promise or
+ * job of its own per frame).
+ */
+export const SENT: Promise<void> = Promise.resolve();
 
 /** Raw message from a host WebSocket. */
 export type WsIn =
