@@ -19,14 +19,17 @@
  * bare echo with no pipeline, bench/capacity_floor.ts: the latency that is not Flowcat's),
  * `--out` (JSON path; the SVG goes beside it), `--no-write`; `--replot file.json` redraws the
  * SVG of a saved result; `--repeat N` (each call count N times on one thread, agent and floor
- * interleaved, median and spread in `repeated`: bench/capacity_repeat.ts), `--contention text`
- * (what else ran on the machine, recorded with its load average).
+ * interleaved, median and spread in `repeated`: bench/capacity_repeat.ts), `--baseline DIR` (with
+ * `--repeat`: the agent of another checkout, e.g. `git archive` of the commit before, measured
+ * in every round too; DIR needs its own `node_modules`, a link to this one's will do, and the
+ * bench writes its config there, so keep DIR under `.tmp/`),
+ * `--contention text` (what else ran on the machine, recorded with its load average).
  * @module
  */
 
 import { parseArgs } from "node:util";
 import { writeBenchConfig } from "./capacity_child.ts";
-import { type CapacityPoint, measurePoint } from "./capacity_point.ts";
+import { type CapacityPoint, describe, measurePoint } from "./capacity_point.ts";
 import { capacitySvg } from "./capacity_plot.ts";
 import { type ProfileSummary, profileSummary } from "./capacity_profile.ts";
 import { type MachineInfo, machineInfo } from "./capacity_stats.ts";
@@ -68,6 +71,8 @@ export interface CapacityOptions {
    * Default 1 (the sweep).
    */
   repeat?: number;
+  /** With `repeat`: another checkout whose agent is measured in every round too (A/B). */
+  baseline?: string;
   /** What else ran on the machine meanwhile, in words (recorded in the result). */
   contention?: string;
   /** The command line recorded in the result. */
@@ -92,6 +97,8 @@ export interface CapacityResult {
   profile?: { calls: number; point: CapacityPoint; summary: ProfileSummary; file: string };
   /** The same load against a bare echo (`floor` option): what is not Flowcat's. */
   floor?: CapacityPoint[];
+  /** With `baseline`: every run of the baseline checkout's agent. */
+  baseline_points?: CapacityPoint[];
   /** With `repeat`: per call count, the median and spread over the rounds. */
   repeated?: RepeatedPoint[];
   /** What else ran on the machine meanwhile (`contention` option), and its load average. */
@@ -177,6 +184,10 @@ export async function runCapacityBench(opts: CapacityOptions = {}): Promise<Capa
   const calls = opts.calls ?? DEFAULT_CALLS;
   const maxCalls = opts.maxCalls ?? 20000;
   const configPath = await writeBenchConfig(scratch, maxCalls * 2);
+  // A baseline's server child runs in its own directory and reads the same path there.
+  if (opts.baseline !== undefined) {
+    await writeBenchConfig(`${opts.baseline}/${scratch}`, maxCalls * 2);
+  }
   const result: CapacityResult = {
     command: opts.command ?? "runCapacityBench",
     date: new Date().toISOString(),
@@ -207,10 +218,12 @@ export async function runCapacityBench(opts: CapacityOptions = {}): Promise<Capa
       calls,
       rounds: opts.repeat!,
       floor: opts.floor === true,
+      ...(opts.baseline !== undefined ? { baseline: await Deno.realPath(opts.baseline) } : {}),
       describe,
     });
     result.points = r.points;
     if (opts.floor) result.floor = r.floor;
+    if (opts.baseline !== undefined) result.baseline_points = r.baseline;
     result.repeated = r.repeated;
     result.contention.load_average_end = loadAverages();
     return result;
@@ -293,24 +306,6 @@ function loadAverages(): number[] | undefined {
   }
 }
 
-/** One line per point for the console. */
-export function describe(p: CapacityPoint): string {
-  const l = p.latency_ms;
-  const cpu = p.server.cpu_percent === undefined ? "?" : `${p.server.cpu_percent}%`;
-  const rss = p.server.rss_bytes_max === undefined
-    ? "?"
-    : `${(p.server.rss_bytes_max / 2 ** 20).toFixed(0)} MiB`;
-  const sp = p.server_split[0];
-  const split = sp === undefined
-    ? ""
-    : ` [server in->out p50 ${sp.server_ms.p50} p99 ${sp.server_ms.p99} p99.9 ` +
-      `${sp.server_ms.p999}: pipeline p99 ${sp.pipeline_ms.p99}, pacing wait p99 ` +
-      `${sp.pacing_ms.p99}${sp.unmatched > 0 ? `, ${sp.unmatched} unmatched` : ""}]`;
-  return `  ${p.calls} calls x${p.workers}: p50 ${l.p50} ms, p99 ${l.p99} ms, ` +
-    `p99.9 ${l.p999} ms${split}, lost ${p.frames_lost}/${p.frames_sent}, server cpu ${cpu}, rss ${rss}, ` +
-    `generator cpu ${p.generator.cpu_percent ?? "?"}%` + (p.healthy ? "" : "  <- saturated");
-}
-
 /** Write the JSON and the SVG beside it; returns both paths. */
 export async function writeCapacityResults(
   result: CapacityResult,
@@ -351,6 +346,7 @@ if (import.meta.main) {
       replot: { type: "string" },
       repeat: { type: "string" },
       contention: { type: "string" },
+      baseline: { type: "string" },
       help: { type: "boolean", short: "h", default: false },
     },
   });
@@ -358,7 +354,7 @@ if (import.meta.main) {
     console.log(
       "Usage: deno run ... bench/capacity.ts [--calls 10,100,500] [--duration 10] " +
         "[--workers 1,2] [--no-trace] [--no-up] [--profile N|auto] [--floor] " +
-        "[--repeat N] [--contention 'what else ran'] " +
+        "[--repeat N [--baseline DIR]] [--contention 'what else ran'] " +
         "[--out file] [--no-write] | --replot results.json",
     );
     Deno.exit(0);
@@ -379,6 +375,7 @@ if (import.meta.main) {
     floor: values.floor,
     ...(values.repeat !== undefined ? { repeat: Number(values.repeat) } : {}),
     ...(values.contention !== undefined ? { contention: values.contention } : {}),
+    ...(values.baseline !== undefined ? { baseline: values.baseline } : {}),
     ...(values.profile !== undefined
       ? { profileCalls: values.profile === "auto" ? "auto" as const : Number(values.profile) }
       : {}),

@@ -78,6 +78,11 @@ export interface SpawnOptions {
   /** A directory the child may write to (heap snapshots); none by default. */
   writeDir?: string;
   /**
+   * Run the server of another checkout of the project (its `bench/capacity_server.ts`, its
+   * deno.json; `configPath` is read there): the A/B baseline of `--baseline`.
+   */
+  cwd?: string;
+  /**
    * Trace calls: the child runs with `OTEL_DENO=true` and exports over OTLP (http/protobuf) to
    * this endpoint, as an operator's server would to a collector.
    */
@@ -169,6 +174,7 @@ export async function spawnServer(opts: SpawnOptions): Promise<ServerChild> {
   ];
   const child = new Deno.Command("deno", {
     args,
+    ...(opts.cwd !== undefined ? { cwd: opts.cwd } : {}),
     env: {
       TWILIO_AUTH_TOKEN: BENCH_TWILIO_TOKEN,
       NO_COLOR: "1",

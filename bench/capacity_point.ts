@@ -40,6 +40,8 @@ export interface PointOptions {
   trace?: boolean;
   /** Measure the bare echo of bench/capacity_floor.ts instead of the agent (no trace). */
   floor?: boolean;
+  /** Serve from this other checkout of the project (an A/B baseline; see `SpawnOptions.cwd`). */
+  serverDir?: string;
   /** Write a `--cpu-prof` profile of the (first) server child here. */
   cpuProfDir?: string;
   /**
@@ -150,6 +152,7 @@ export async function measurePoint(o: PointOptions): Promise<CapacityPoint> {
         floor: o.floor === true,
         traceWarmupFrames: o.warmupFrames ?? 50,
         threads: o.workers,
+        ...(o.serverDir !== undefined ? { cwd: o.serverDir } : {}),
         ...(o.cpuProfDir ? { cpuProfDir: o.cpuProfDir } : {}),
         ...(sink !== undefined ? { otelEndpoint: sink.endpoint } : {}),
       }),
@@ -264,6 +267,24 @@ export async function measurePoint(o: PointOptions): Promise<CapacityPoint> {
     for (const c of children) await c.stop();
     await sink?.close();
   }
+}
+
+/** One line per point for the console. */
+export function describe(p: CapacityPoint): string {
+  const l = p.latency_ms;
+  const cpu = p.server.cpu_percent === undefined ? "?" : `${p.server.cpu_percent}%`;
+  const rss = p.server.rss_bytes_max === undefined
+    ? "?"
+    : `${(p.server.rss_bytes_max / 2 ** 20).toFixed(0)} MiB`;
+  const sp = p.server_split[0];
+  const split = sp === undefined
+    ? ""
+    : ` [server in->out p50 ${sp.server_ms.p50} p99 ${sp.server_ms.p99} p99.9 ` +
+      `${sp.server_ms.p999}: pipeline p99 ${sp.pipeline_ms.p99}, pacing wait p99 ` +
+      `${sp.pacing_ms.p99}${sp.unmatched > 0 ? `, ${sp.unmatched} unmatched` : ""}]`;
+  return `  ${p.calls} calls x${p.workers}: p50 ${l.p50} ms, p99 ${l.p99} ms, ` +
+    `p99.9 ${l.p999} ms${split}, lost ${p.frames_lost}/${p.frames_sent}, server cpu ${cpu}, rss ${rss}, ` +
+    `generator cpu ${p.generator.cpu_percent ?? "?"}%` + (p.healthy ? "" : "  <- saturated");
 }
 
 /** An OTLP/HTTP endpoint that takes every export and keeps only its size. */

@@ -74,6 +74,14 @@ export class PlayoutLedger {
     return this.#segments.length > 0;
   }
 
+  /**
+   * True when the oldest unreported segment has all its audio, so {@link PlayoutLedger.played}
+   * may report something; while false it reports nothing, however far playout has got.
+   */
+  get headClosed(): boolean {
+    return this.#segments.length > 0 && this.#segments[0].closed;
+  }
+
   /** Milliseconds of audio queued since the timeline began (the last cut). */
   get queuedMs(): number {
     return this.#queuedMs;

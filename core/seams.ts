@@ -99,6 +99,14 @@ export interface MediaTransport {
   droppedMedia?(): Readonly<Record<string, number>>;
 }
 
+/**
+ * A send that is already done: a {@link MediaTransport} or {@link MediaSocket} returns this
+ * (fulfilled) promise when the data left synchronously and nothing can fail later, and a caller
+ * may then skip attaching a handler (the output transport does, per 20 ms chunk: no promise or
+ * job of its own per frame).
+ */
+export const SENT: Promise<void> = Promise.resolve();
+
 /** Raw message from a host WebSocket. */
 export type WsIn =
   | { type: "text"; data: string }

@@ -25,14 +25,15 @@ import type { CarrierTransferFn } from "./carrier_transfer.ts";
 import { transferLeg } from "./transfer_leg.ts";
 import { type Logger, silentLogger } from "../core/log.ts";
 import { errorMessage } from "../core/errors.ts";
-import type {
-  MediaIn,
-  MediaSerializer,
-  MediaSocket,
-  MediaTransport,
-  SerIn,
-  WsIn,
-  WsOut,
+import {
+  type MediaIn,
+  type MediaSerializer,
+  type MediaSocket,
+  type MediaTransport,
+  SENT,
+  type SerIn,
+  type WsIn,
+  type WsOut,
 } from "../core/seams.ts";
 
 /**
@@ -43,7 +44,8 @@ export function socketFromWebSocket(ws: WebSocket): MediaSocket & { opened: Prom
   return new WebSocketMediaSocket(ws);
 }
 
-const RESOLVED: Promise<void> = Promise.resolve();
+/** Sends on a WebSocket are done when `send` returns: the shared settled promise. */
+const RESOLVED: Promise<void> = SENT;
 const CLOSED: Promise<undefined> = Promise.resolve(undefined);
 
 /**

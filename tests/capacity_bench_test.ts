@@ -94,10 +94,13 @@ Deno.test("capacity bench --repeat: agent and floor interleaved per round, media
     command: "test",
     floor: true,
     repeat: 2,
+    // This checkout again, as a before/after comparison would use an archive of another commit.
+    baseline: ".",
     contention: "test run",
     log: () => {},
   });
   assert.equal(r.points.length, 2);
+  assert.equal(r.baseline_points?.length, 2);
   assert.equal(r.floor?.length, 2);
   assert.equal(r.contention?.note, "test run");
   const row = r.repeated?.[0];
@@ -110,6 +113,11 @@ Deno.test("capacity bench --repeat: agent and floor interleaved per round, media
   assert.equal(row.agent.frames_lost.max, 0);
   assert.equal(row.cpu_ratio?.values.length, 2);
   assert.ok(row.cpu_ratio!.median > 0, "agent CPU per frame over the floor's, per round");
+  assert.equal(row.baseline?.cpu_us_per_frame.values.length, 2);
+  assert.equal(row.cpu_vs_baseline?.values.length, 2);
+  // Only rounds in which neither point lost a frame count as kept up.
+  const kept = r.points.filter((p, i) => p.frames_lost === 0 && r.floor![i].frames_lost === 0);
+  assert.equal(row.kept_up?.cpu_ratio?.values.length, kept.length);
   // Each round's server figures lie within its end-to-end ones.
   for (const p of r.points) {
     assert.equal(p.server_split[0].unmatched, 0);

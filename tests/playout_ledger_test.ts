@@ -89,3 +89,18 @@ Deno.test("the speech rate is learned from the call's finished segments", () => 
   ledger.close();
   assert.equal(ledger.msPerChar, 20);
 });
+
+Deno.test("headClosed: whether played() could report anything, however far playout has got", () => {
+  const ledger = new PlayoutLedger();
+  assert.equal(ledger.headClosed, false, "empty");
+  ledger.text("turn-1", "");
+  ledger.audio(500);
+  assert.equal(ledger.headClosed, false, "its audio still arriving");
+  assert.deepEqual(ledger.played(10_000), [], "an open segment is never reported");
+  ledger.close();
+  assert.equal(ledger.headClosed, true);
+  assert.deepEqual(ledger.played(499), []);
+  assert.equal(ledger.headClosed, true, "not played yet: still to report");
+  ledger.played(500);
+  assert.equal(ledger.headClosed, false, "reported and forgotten");
+});

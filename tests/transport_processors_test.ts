@@ -10,6 +10,7 @@ import {
   outputAudio,
   Pipeline,
   PipelineTask,
+  SENT,
 } from "../mod.ts";
 import { TransportInput, TransportOutput } from "../core/processors/transport.ts";
 import { silentLogger } from "../core/log.ts";
@@ -333,4 +334,32 @@ Deno.test("a hold stops the bot's audio at once; playout resumes where it stoppe
     await task.stopWhenDone();
   });
   await task.run();
+});
+
+Deno.test("output: a send that fails later is reported; a send already done (SENT) reports nothing", async () => {
+  const rig = outputRig();
+  const { leg, task } = rig;
+  const errors: string[] = [];
+  task.onError((message) => void errors.push(message));
+  let failing = false;
+  leg.sendAudio = (audio) => {
+    leg.sent.push({ at: performance.now(), audio });
+    return failing ? Promise.reject(new Error("socket gone")) : SENT;
+  };
+  const chunk = () =>
+    makeFrame("TtsAudio", {
+      audio: { pcm: new Int16Array(160), sampleRate: 8000, numChannels: 1 },
+    });
+  task.onStarted(async () => {
+    rig.link.pushDown(chunk());
+    await until(() => leg.sent.length === 1);
+    await new Promise((r) => setTimeout(r, 30));
+    assert.deepEqual(errors, []);
+    failing = true;
+    rig.link.pushDown(chunk());
+    await until(() => errors.length === 1, 2000, "the failed send reported");
+    await task.stopWhenDone();
+  });
+  await task.run();
+  assert.deepEqual(errors, ["send audio failed: socket gone"]);
 });

@@ -5,7 +5,7 @@ import {
   pcm16ToBytes,
 } from "../telephony/generic_serializer.ts";
 import { socketFromWebSocket, WsMediaTransport } from "../telephony/ws_transport.ts";
-import type { SerIn, WsIn } from "../mod.ts";
+import { SENT, type SerIn, type WsIn } from "../mod.ts";
 import { createSerializer } from "../telephony/serializers/mod.ts";
 import { ulawDecode } from "../core/audio/g711.ts";
 import { memoryLogger } from "../core/log.ts";
@@ -75,11 +75,13 @@ Deno.test("WsMediaTransport over a loopback WebSocket: recv, resampled sendAudio
   assert.deepEqual(await transport.recv(), { type: "dtmf", key: "7" });
   assert.equal(transport.carrierRate(), 8000);
 
-  await transport.sendAudio({
+  const sending = transport.sendAudio({
     pcm: new Int16Array(480).fill(1000),
     sampleRate: 24000,
     numChannels: 1,
   });
+  // Done when it returns: the output transport then attaches no handler to it.
+  assert.equal(sending, SENT);
   const out = await client.recv();
   assert.equal(out?.type, "binary");
   assert.equal(

@@ -32,7 +32,7 @@ import {
   type TransferOutcome,
 } from "../frames.ts";
 import { FrameProcessor, type Link, type ProcessorSetup } from "../processor.ts";
-import type { MediaIn, MediaTransport } from "../seams.ts";
+import { type MediaIn, type MediaTransport, SENT } from "../seams.ts";
 import { joinPlayoutClock, leavePlayoutClock } from "../playout_clock.ts";
 import { PlayoutLedger, type SpokenPiece } from "../playout_ledger.ts";
 
@@ -401,6 +401,13 @@ export class TransportOutput extends FrameProcessor {
 
   /** Send every chunk now due; false (off the clock) once the far end has played them all. */
   #service = (now: number): boolean => {
+    // Between two chunks of a call (most ticks): nothing queued, the far end still playing what
+    // was sent, no hold, and no finished segment the ledger could report. The full pass below
+    // would do nothing either.
+    if (
+      this.#queue.length === 0 && now < this.#nextAt && now >= this.#holdUntil &&
+      !this.#ledger.headClosed
+    ) return true;
     const link = this.#link;
     // Held: nothing but keypad tones goes out (a tone cut in two could be heard as two presses).
     const held = now < this.#holdUntil;
@@ -428,7 +435,8 @@ export class TransportOutput extends FrameProcessor {
       if (++this.#sent % this.#speakingEvery === 0) {
         link?.broadcast(makeFrame("BotSpeaking", {}));
       }
-      this.#t.sendAudio(chunk).catch(this.#sendFailed);
+      const sent = this.#t.sendAudio(chunk);
+      if (sent !== SENT) sent.catch(this.#sendFailed);
       for (const listener of this.#sentListeners) listener(chunk, this.#nextAt);
       const ms = (chunk.pcm.length * 1000) / chunk.sampleRate;
       this.#nextAt += ms;
