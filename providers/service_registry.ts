@@ -68,6 +68,8 @@ const piper: Loader<"tts"> = () => import("./tts/piper_http.ts").then((m) => m.c
 const elevenlabs: Loader<"tts"> = () =>
   import("./tts/elevenlabs.ts").then((m) => m.createElevenLabsTts);
 const cartesia: Loader<"tts"> = () => import("./tts/cartesia.ts").then((m) => m.createCartesiaTts);
+const deepgramTts: Loader<"tts"> = () =>
+  import("./deepgram/tts.ts").then((m) => m.createDeepgramTts);
 const espeak: Loader<"tts"> = () =>
   import("./tts/espeak.ts").then((m) => (o: ServiceOptions) => {
     const rate = o.options?.sample_rate;
@@ -309,7 +311,11 @@ export const TTS_PROVIDERS = table("tts", {
     model: "sonic-3",
     description: "Cartesia (WebSocket)",
   }],
-  deepgram: ["deepgram-tts", "not wired", { description: "Deepgram Aura" }],
+  deepgram: ["deepgram-tts", deepgramTts, {
+    host: "api.deepgram.com",
+    model: "aura-2-helena-en",
+    description: "Deepgram Aura (WebSocket)",
+  }],
   azure: ["azure", "not wired", { description: "Azure Speech" }],
   aws: ["aws", "not wired", { description: "Amazon Polly" }],
   google: ["google", "not wired", { description: "Google Cloud TTS" }],

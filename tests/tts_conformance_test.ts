@@ -11,6 +11,7 @@ import { OpenAITtsFake, type SpeechReply } from "./fakes/openai_tts_fake.ts";
 import { PiperFake } from "./fakes/piper_fake.ts";
 import { ElevenLabsFake } from "./fakes/elevenlabs_fake.ts";
 import { CartesiaFake } from "./fakes/cartesia_fake.ts";
+import { DeepgramTtsFake } from "./fakes/deepgram_tts_fake.ts";
 
 const factory = async (name: string): Promise<ServiceFactory<"tts">> =>
   await TTS_PROVIDERS[name].load();
@@ -123,6 +124,28 @@ ttsConformance({
         fake.mode = s === "audio" ? "normal" : s === "server_error" ? "error" : s;
       },
       utterances: () => fake.messages.filter((m) => typeof m.transcript === "string").length,
+      close: () => fake.close(),
+    };
+  },
+});
+
+// ---------------------------------------------------------------- Deepgram Aura WebSocket
+
+ttsConformance({
+  provider: "deepgram",
+  create: await factory("deepgram"),
+  sampleRates: [24000, 16000, 8000, 48000],
+  async rig(): Promise<TtsRig> {
+    const fake = new DeepgramTtsFake({ audio: pcmChunks(24000, 3) });
+    await fake.start();
+    return {
+      options: { apiKey: fake.key, baseUrl: fake.url },
+      wrongKey: "wrong-deepgram-key",
+      next(s) {
+        fake.refuseWith = s === "rate_limit" ? 429 : undefined;
+        fake.mode = s === "stall" || s === "drop" ? s : s === "server_error" ? "error" : "normal";
+      },
+      utterances: () => fake.messages.filter((m) => m.type === "Speak").length,
       close: () => fake.close(),
     };
   },
