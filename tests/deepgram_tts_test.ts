@@ -9,11 +9,12 @@ import { FlowcatError } from "../core/errors.ts";
 import { createDeepgramTts } from "../providers/deepgram/tts.ts";
 import { collectFrames, startParams } from "./_tts_conformance.ts";
 import { DeepgramTtsFake } from "./fakes/deepgram_tts_fake.ts";
+import { field } from "./fakes/_ws_fake_server.ts";
 
 const chunk = (n: number, v: number) => new Uint8Array(n).fill(v);
 
 Deno.test("deepgram tts: handshake query and Token header, Speak then Flush, one socket", async () => {
-  const fake = await new DeepgramTtsFake({ audio: [chunk(5, 1), chunk(3, 2)] }).start();
+  const fake = new DeepgramTtsFake({ audio: [chunk(5, 1), chunk(3, 2)] });
   const tts = createDeepgramTts({
     provider: "deepgram",
     apiKey: fake.key,
@@ -50,7 +51,7 @@ Deno.test("deepgram tts: handshake query and Token header, Speak then Flush, one
 });
 
 Deno.test("deepgram tts: an abort sends Clear; the next utterance gets only its own audio", async () => {
-  const fake = await new DeepgramTtsFake({ audio: [chunk(4, 7), chunk(4, 7)] }).start();
+  const fake = new DeepgramTtsFake({ audio: [chunk(4, 7), chunk(4, 7)] });
   const tts = createDeepgramTts({ provider: "deepgram", apiKey: fake.key, baseUrl: fake.url });
   try {
     const ctl = new AbortController();
@@ -58,7 +59,9 @@ Deno.test("deepgram tts: an abort sends Clear; the next utterance gets only its 
       if (f.kind === "TtsAudio") ctl.abort();
     });
     assert.equal(cut.at(-1)?.kind, "TtsAudio");
-    while (fake.messages.at(-1)?.type !== "Clear") await new Promise((r) => setTimeout(r, 5));
+    while (field(fake.messages.at(-1), "type") !== "Clear") {
+      await new Promise((r) => setTimeout(r, 5));
+    }
     fake.audio = [chunk(2, 9)];
     const next = await collectFrames(tts.runTts("Short."));
     const audio = next.flatMap((f) => f.kind === "TtsAudio" ? [...f.audio.pcm] : []);

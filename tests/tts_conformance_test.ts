@@ -12,6 +12,7 @@ import { PiperFake } from "./fakes/piper_fake.ts";
 import { ElevenLabsFake } from "./fakes/elevenlabs_fake.ts";
 import { CartesiaFake } from "./fakes/cartesia_fake.ts";
 import { DeepgramTtsFake } from "./fakes/deepgram_tts_fake.ts";
+import { type FakeWsServer, field } from "./fakes/_ws_fake_server.ts";
 
 const factory = async (name: string): Promise<ServiceFactory<"tts">> =>
   await TTS_PROVIDERS[name].load();
@@ -22,6 +23,28 @@ function pcmChunks(rate: number, parts: number): Uint8Array[] {
   for (let i = 0; i < bytes.length; i += 2) bytes[i] = i & 0x7f;
   const size = Math.ceil(bytes.length / parts);
   return Array.from({ length: parts }, (_, i) => bytes.slice(i * size, (i + 1) * size));
+}
+
+/**
+ * The rig of a fake built on tests/fakes/_ws_fake_server.ts: a rate limit refuses handshakes
+ * with 429 (clients dial per utterance or redial a closed socket), other scenarios go to `mode`;
+ * `isUtterance` picks the client messages that request speech.
+ */
+function serverRig(
+  fake: FakeWsServer & { key: string },
+  mode: (s: TtsScenario) => void,
+  isUtterance: (msg: unknown) => boolean,
+): Promise<TtsRig> {
+  return Promise.resolve({
+    options: { apiKey: fake.key, baseUrl: fake.url },
+    wrongKey: `wrong-${fake.key}`,
+    next(s) {
+      fake.refuseWith = s === "rate_limit" ? 429 : undefined;
+      mode(s);
+    },
+    utterances: () => fake.messages.filter(isUtterance).length,
+    close: () => fake.close(),
+  });
 }
 
 // ---------------------------------------------------------------- OpenAI-compatible speech
@@ -135,19 +158,11 @@ ttsConformance({
   provider: "deepgram",
   create: await factory("deepgram"),
   sampleRates: [24000, 16000, 8000, 48000],
-  async rig(): Promise<TtsRig> {
+  rig() {
     const fake = new DeepgramTtsFake({ audio: pcmChunks(24000, 3) });
-    await fake.start();
-    return {
-      options: { apiKey: fake.key, baseUrl: fake.url },
-      wrongKey: "wrong-deepgram-key",
-      next(s) {
-        fake.refuseWith = s === "rate_limit" ? 429 : undefined;
-        fake.mode = s === "stall" || s === "drop" ? s : s === "server_error" ? "error" : "normal";
-      },
-      utterances: () => fake.messages.filter((m) => m.type === "Speak").length,
-      close: () => fake.close(),
-    };
+    return serverRig(fake, (s) => {
+      fake.mode = s === "stall" || s === "drop" ? s : s === "server_error" ? "error" : "normal";
+    }, (m) => field(m, "type") === "Speak");
   },
 });
 

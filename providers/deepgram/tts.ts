@@ -11,26 +11,19 @@
  *   `Flushed {sequence_id}`, `Cleared {sequence_id}`, `Warning {description, code}`; faults
  *   close the socket with a non-1000 code and a reason.
  * - The socket carries one stream of audio with no utterance ids, so utterances run one at a
- *   time; an aborted one sends `Clear` and the audio that still arrives before `Cleared` is
- *   dropped. The socket is dialled at the first utterance and kept; a closed one is redialled.
+ *   time (providers/tts/_serial_socket.ts); an aborted one sends `Clear` and the audio that
+ *   still arrives before `Cleared` is dropped.
  *
  * Permissions: `--allow-net=api.deepgram.com:443` (or the `baseUrl` given).
  * @module
  */
 
 import { FlowcatError } from "../../core/errors.ts";
-import { type Frame, makeFrame, type StartParams, ttsAudio } from "../../core/frames.ts";
+import type { Frame, StartParams } from "../../core/frames.ts";
 import type { TtsService } from "../../core/seams.ts";
 import type { ServiceOptions } from "../service_options.ts";
-import {
-  closeSocket,
-  Mailbox,
-  openSocket,
-  parseJsonMessage,
-  redact,
-  wsRoot,
-} from "../ws_client.ts";
-import { PcmAssembler, ttsUsageFrame } from "../tts/_shared.ts";
+import { parseJsonMessage, wsRoot } from "../ws_client.ts";
+import { SerialSocket, type SpeakStep } from "../tts/_serial_socket.ts";
 
 /** Default API root. */
 export const DEEPGRAM_TTS_DEFAULT_BASE_URL = "wss://api.deepgram.com";
@@ -41,32 +34,20 @@ export const DEEPGRAM_TTS_DEFAULT_SAMPLE_RATE = 24000;
 /** Rates the speak socket accepts for `linear16`. */
 export const DEEPGRAM_TTS_RATES: readonly number[] = [8000, 16000, 24000, 32000, 48000];
 
-/** What the socket listener hands to the utterance in progress. */
-type SpeakEvent =
-  | { type: "audio"; bytes: Uint8Array }
-  | { type: "message"; msg: Record<string, unknown> }
-  | { type: "closed"; code: number; reason: string };
-
 /** The Deepgram Aura WebSocket text-to-speech service: one socket, one utterance at a time. */
 export class DeepgramTts implements TtsService {
   readonly #name: string;
-  readonly #apiKey: string;
   readonly #url: string;
   readonly #model: string;
   readonly #rate: number;
-  readonly #timeoutMs: number;
-  #ws: WebSocket | undefined;
-  #current: Mailbox<SpeakEvent> | undefined;
+  readonly #socket: SerialSocket;
   /** `Clear` messages sent whose `Cleared` has not come back: audio until then is stale. */
   #clearing = 0;
-  /** The utterance before this one, so utterances take the socket in turn. */
-  #turn: Promise<void> = Promise.resolve();
 
   /** Make the service; a missing key or an unusable rate is a config error here. */
   constructor(opts: ServiceOptions) {
     this.#name = opts.provider;
     if (!opts.apiKey) throw new FlowcatError("config", `${this.#name}: apiKey is required`);
-    this.#apiKey = opts.apiKey;
     const o = opts.options ?? {};
     const rate = o.sample_rate ?? o.sampleRate ?? DEEPGRAM_TTS_DEFAULT_SAMPLE_RATE;
     if (typeof rate !== "number" || !DEEPGRAM_TTS_RATES.includes(rate)) {
@@ -86,7 +67,16 @@ export class DeepgramTts implements TtsService {
     if (o.mip_opt_out === true) query.set("mip_opt_out", "true");
     const root = wsRoot(opts.baseUrl ?? DEEPGRAM_TTS_DEFAULT_BASE_URL);
     this.#url = `${root}/v1/speak?${query}`;
-    this.#timeoutMs = opts.timeoutMs ?? 15_000;
+    this.#socket = new SerialSocket({
+      provider: this.#name,
+      url: this.#url,
+      headers: { Authorization: `Token ${opts.apiKey}` },
+      timeoutMs: opts.timeoutMs ?? 15_000,
+      secret: opts.apiKey,
+      goodbye: JSON.stringify({ type: "Close" }),
+      opened: () => (this.#clearing = 0),
+      admit: (data) => this.#admit(data),
+    });
   }
 
   /** Provider name (as configured). */
@@ -110,12 +100,8 @@ export class DeepgramTts implements TtsService {
   }
 
   /** Send `Close` and close the socket; an utterance in flight ends with an error. Idempotent. */
-  async stop(): Promise<void> {
-    const ws = this.#ws;
-    this.#ws = undefined;
-    if (!ws) return;
-    if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify({ type: "Close" }));
-    await closeSocket(ws);
+  stop(): Promise<void> {
+    return this.#socket.stop();
   }
 
   /**
@@ -123,118 +109,46 @@ export class DeepgramTts implements TtsService {
    * `Speak` and a `Flush`, audio until `Flushed`. Aborting `signal` (or leaving the loop early)
    * sends `Clear` and ends the stream at once (no TtsStopped).
    */
-  async *runTts(text: string, signal?: AbortSignal): AsyncGenerator<Frame> {
-    if (signal?.aborted) return;
-    const contextId = crypto.randomUUID();
-    if (text.trim() === "") {
-      yield makeFrame("TtsStarted", { contextId });
-      yield makeFrame("TtsStopped", { contextId });
-      return;
-    }
-    const previous = this.#turn;
-    let release!: () => void;
-    this.#turn = new Promise((r) => (release = r));
-    const events = new Mailbox<SpeakEvent>();
-    const onAbort = () => events.poke();
-    signal?.addEventListener("abort", onAbort);
-    let ws: WebSocket | undefined;
-    let ended = false;
-    try {
-      await previous;
-      if (signal?.aborted) return;
-      ws = await this.#socket(signal);
-      this.#current = events;
-      ws.send(JSON.stringify({ type: "Speak", text }));
-      ws.send(JSON.stringify({ type: "Flush" }));
-      yield makeFrame("TtsStarted", { contextId });
-      const pcm = new PcmAssembler();
-      while (!ended) {
-        // Checked before waiting too: an abort while suspended at a yield finds no waiter.
-        if (signal?.aborted) return;
-        const ev = await events.next();
-        if (signal?.aborted) return;
-        if (!ev) continue;
-        if (ev.type === "closed") {
-          ended = true;
-          throw this.#closedError(ev.code, ev.reason);
-        }
-        if (ev.type === "audio") {
-          const samples = pcm.push(ev.bytes);
-          if (samples.length) {
-            yield ttsAudio({ pcm: samples, sampleRate: this.#rate, numChannels: 1 }, contextId);
-          }
-        } else if (ev.msg.type === "Flushed") {
-          ended = true;
-        } else if (ev.msg.type === "Error") {
-          ended = true;
-          throw this.#serverError(ev.msg);
-        }
-      }
-      yield ttsUsageFrame(this.#name, this.#model, text.length);
-      yield makeFrame("TtsStopped", { contextId });
-    } finally {
-      signal?.removeEventListener("abort", onAbort);
-      if (this.#current === events) this.#current = undefined;
-      if (!ended && ws?.readyState === WebSocket.OPEN) {
-        // Stop generation for audio nobody will play; what is in flight is dropped until Cleared.
+  runTts(text: string, signal?: AbortSignal): AsyncGenerator<Frame> {
+    return this.#socket.speak({
+      text,
+      model: this.#model,
+      sampleRate: this.#rate,
+      send: (ws) => {
+        ws.send(JSON.stringify({ type: "Speak", text }));
+        ws.send(JSON.stringify({ type: "Flush" }));
+      },
+      step: (data) => this.#step(data),
+      cancel: (ws) => {
         this.#clearing++;
         ws.send(JSON.stringify({ type: "Clear" }));
-      }
-      release();
-    }
+      },
+    }, signal);
   }
 
-  /** The open socket, dialling one when there is none. */
-  async #socket(signal?: AbortSignal): Promise<WebSocket> {
-    if (this.#ws?.readyState === WebSocket.OPEN) return this.#ws;
-    const ws = await openSocket(this.#url, { Authorization: `Token ${this.#apiKey}` }, {
-      provider: this.#name,
-      timeoutMs: this.#timeoutMs,
-      signal,
-    });
-    this.#ws = ws;
-    this.#clearing = 0;
-    ws.addEventListener("message", (e) => this.#onMessage(e.data));
-    ws.addEventListener("close", (e) => {
-      if (this.#ws !== ws) return;
-      this.#ws = undefined;
-      this.#current?.push({ type: "closed", code: e.code, reason: e.reason });
-    });
-    return ws;
-  }
-
-  #onMessage(data: unknown): void {
-    if (data instanceof ArrayBuffer) {
-      if (this.#clearing === 0) this.#current?.push({ type: "audio", bytes: new Uint8Array(data) });
-      return;
-    }
-    const msg = parseJsonMessage(data);
-    if (!msg) return;
-    if (msg.type === "Cleared") {
+  /** Drops what belongs to a cleared utterance: everything before its `Cleared`. */
+  #admit(data: unknown): boolean {
+    if (data instanceof ArrayBuffer) return this.#clearing === 0;
+    const type = parseJsonMessage(data)?.type;
+    if (type === "Cleared") {
       this.#clearing = Math.max(0, this.#clearing - 1);
-      return;
+      return false;
     }
-    // A Flushed before Cleared belongs to the utterance that was cleared.
-    if (msg.type === "Flushed" && this.#clearing > 0) return;
-    if (msg.type === "Flushed" || msg.type === "Error") {
-      this.#current?.push({ type: "message", msg });
-    }
+    return type !== "Flushed" || this.#clearing === 0;
   }
 
-  #serverError(msg: Record<string, unknown>): FlowcatError {
-    const text = [msg.description, msg.err_msg, msg.message].find((v) => typeof v === "string");
-    return new FlowcatError(
-      "other",
-      `${this.#name}: ${redact(String(text ?? "server error"), this.#apiKey).slice(0, 300)}`,
-    );
-  }
-
-  #closedError(code: number, reason: string): FlowcatError {
-    const why = reason ? `: ${redact(reason, this.#apiKey).slice(0, 300)}` : "";
-    return new FlowcatError(
-      "closed",
-      `${this.#name}: socket closed before the audio ended (code ${code})${why}`,
-    );
+  #step(data: unknown): SpeakStep | undefined {
+    if (data instanceof ArrayBuffer) return { audio: new Uint8Array(data) };
+    const msg = parseJsonMessage(data);
+    if (msg?.type === "Flushed") return { done: true };
+    if (msg?.type === "Error") {
+      const text = [msg.description, msg.err_msg, msg.message].find((v) => typeof v === "string");
+      throw new FlowcatError(
+        "other",
+        `${this.#name}: ${this.#socket.clean(String(text ?? "server error"))}`,
+      );
+    }
+    return undefined;
   }
 }
 
