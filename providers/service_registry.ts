@@ -70,6 +70,7 @@ const elevenlabs: Loader<"tts"> = () =>
 const cartesia: Loader<"tts"> = () => import("./tts/cartesia.ts").then((m) => m.createCartesiaTts);
 const deepgramTts: Loader<"tts"> = () =>
   import("./deepgram/tts.ts").then((m) => m.createDeepgramTts);
+const rime: Loader<"tts"> = () => import("./rime/tts.ts").then((m) => m.createRimeTts);
 const espeak: Loader<"tts"> = () =>
   import("./tts/espeak.ts").then((m) => (o: ServiceOptions) => {
     const rate = o.options?.sample_rate;
@@ -320,7 +321,12 @@ export const TTS_PROVIDERS = table("tts", {
   aws: ["aws", "not wired", { description: "Amazon Polly" }],
   google: ["google", "not wired", { description: "Google Cloud TTS" }],
   playht: ["playht", "not wired", { description: "PlayHT" }],
-  rime: ["rime", "not wired", { description: "Rime" }],
+  rime: ["rime", rime, {
+    host: "users-ws.rime.ai",
+    model: "coda",
+    voice: "luna",
+    description: "Rime (WebSocket)",
+  }],
   lmnt: ["lmnt", "not wired", { description: "LMNT" }],
   neuphonic: ["neuphonic", "not wired", { description: "Neuphonic" }],
   fish: ["fish", "not wired", { description: "Fish Audio" }],

@@ -12,6 +12,7 @@ import { PiperFake } from "./fakes/piper_fake.ts";
 import { ElevenLabsFake } from "./fakes/elevenlabs_fake.ts";
 import { CartesiaFake } from "./fakes/cartesia_fake.ts";
 import { DeepgramTtsFake } from "./fakes/deepgram_tts_fake.ts";
+import { RimeFake } from "./fakes/rime_tts_fake.ts";
 import { type FakeWsServer, field } from "./fakes/_ws_fake_server.ts";
 
 const factory = async (name: string): Promise<ServiceFactory<"tts">> =>
@@ -163,6 +164,20 @@ ttsConformance({
     return serverRig(fake, (s) => {
       fake.mode = s === "stall" || s === "drop" ? s : s === "server_error" ? "error" : "normal";
     }, (m) => field(m, "type") === "Speak");
+  },
+});
+
+// ---------------------------------------------------------------- Rime JSON WebSocket
+
+ttsConformance({
+  provider: "rime",
+  create: await factory("rime"),
+  sampleRates: [24000, 16000, 8000, 44100],
+  rig() {
+    const fake = new RimeFake({ audio: pcmChunks(24000, 3) });
+    return serverRig(fake, (s) => {
+      fake.mode = s === "stall" || s === "drop" ? s : s === "server_error" ? "error" : "normal";
+    }, (m) => typeof field(m, "text") === "string");
   },
 });
 
