@@ -71,6 +71,7 @@ const cartesia: Loader<"tts"> = () => import("./tts/cartesia.ts").then((m) => m.
 const deepgramTts: Loader<"tts"> = () =>
   import("./deepgram/tts.ts").then((m) => m.createDeepgramTts);
 const rime: Loader<"tts"> = () => import("./rime/tts.ts").then((m) => m.createRimeTts);
+const lmnt: Loader<"tts"> = () => import("./lmnt/tts.ts").then((m) => m.createLmntTts);
 const espeak: Loader<"tts"> = () =>
   import("./tts/espeak.ts").then((m) => (o: ServiceOptions) => {
     const rate = o.options?.sample_rate;
@@ -327,7 +328,12 @@ export const TTS_PROVIDERS = table("tts", {
     voice: "luna",
     description: "Rime (WebSocket)",
   }],
-  lmnt: ["lmnt", "not wired", { description: "LMNT" }],
+  lmnt: ["lmnt", lmnt, {
+    host: "api.lmnt.com",
+    model: "blizzard",
+    voice: "lily",
+    description: "LMNT speech session (WebSocket)",
+  }],
   neuphonic: ["neuphonic", "not wired", { description: "Neuphonic" }],
   fish: ["fish", "not wired", { description: "Fish Audio" }],
   hume: ["hume", "not wired", { description: "Hume Octave" }],

@@ -13,6 +13,7 @@ import { ElevenLabsFake } from "./fakes/elevenlabs_fake.ts";
 import { CartesiaFake } from "./fakes/cartesia_fake.ts";
 import { DeepgramTtsFake } from "./fakes/deepgram_tts_fake.ts";
 import { RimeFake } from "./fakes/rime_tts_fake.ts";
+import { LmntFake } from "./fakes/lmnt_tts_fake.ts";
 import { type FakeWsServer, field } from "./fakes/_ws_fake_server.ts";
 
 const factory = async (name: string): Promise<ServiceFactory<"tts">> =>
@@ -175,6 +176,20 @@ ttsConformance({
   sampleRates: [24000, 16000, 8000, 44100],
   rig() {
     const fake = new RimeFake({ audio: pcmChunks(24000, 3) });
+    return serverRig(fake, (s) => {
+      fake.mode = s === "stall" || s === "drop" ? s : s === "server_error" ? "error" : "normal";
+    }, (m) => typeof field(m, "text") === "string");
+  },
+});
+
+// ---------------------------------------------------------------- LMNT speech session
+
+ttsConformance({
+  provider: "lmnt",
+  create: await factory("lmnt"),
+  sampleRates: [24000, 16000, 8000],
+  rig() {
+    const fake = new LmntFake({ audio: pcmChunks(24000, 3) });
     return serverRig(fake, (s) => {
       fake.mode = s === "stall" || s === "drop" ? s : s === "server_error" ? "error" : "normal";
     }, (m) => typeof field(m, "text") === "string");

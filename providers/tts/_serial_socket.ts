@@ -34,6 +34,8 @@ export interface SerialSocketOptions {
   secret: string;
   /** Sees every message first; false drops it (stale audio of a cancelled utterance). */
   admit?(data: unknown): boolean;
+  /** Sent first on every new socket (a session init message). */
+  hello?: string;
   /** Called when a new socket is open (state about the previous one is void). */
   opened?(): void;
   /** Sent before closing the socket in {@link SerialSocket.stop}. */
@@ -158,6 +160,7 @@ export class SerialSocket {
     const ws = await openSocket(this.#o.url, this.#o.headers, { provider, timeoutMs, signal });
     this.#ws = ws;
     this.#o.opened?.();
+    if (this.#o.hello) ws.send(this.#o.hello);
     ws.addEventListener("message", (e) => {
       if (this.#o.admit && !this.#o.admit(e.data)) return;
       this.#current?.push({ type: "data", data: e.data });
