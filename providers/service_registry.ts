@@ -72,6 +72,8 @@ const deepgramTts: Loader<"tts"> = () =>
   import("./deepgram/tts.ts").then((m) => m.createDeepgramTts);
 const rime: Loader<"tts"> = () => import("./rime/tts.ts").then((m) => m.createRimeTts);
 const lmnt: Loader<"tts"> = () => import("./lmnt/tts.ts").then((m) => m.createLmntTts);
+const neuphonic: Loader<"tts"> = () =>
+  import("./neuphonic/tts.ts").then((m) => m.createNeuphonicTts);
 const espeak: Loader<"tts"> = () =>
   import("./tts/espeak.ts").then((m) => (o: ServiceOptions) => {
     const rate = o.options?.sample_rate;
@@ -334,7 +336,10 @@ export const TTS_PROVIDERS = table("tts", {
     voice: "lily",
     description: "LMNT speech session (WebSocket)",
   }],
-  neuphonic: ["neuphonic", "not wired", { description: "Neuphonic" }],
+  neuphonic: ["neuphonic", neuphonic, {
+    baseUrl: "https://api.neuphonic.com",
+    description: "Neuphonic (HTTP server-sent events)",
+  }],
   fish: ["fish", "not wired", { description: "Fish Audio" }],
   hume: ["hume", "not wired", { description: "Hume Octave" }],
 });

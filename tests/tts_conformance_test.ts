@@ -14,6 +14,7 @@ import { CartesiaFake } from "./fakes/cartesia_fake.ts";
 import { DeepgramTtsFake } from "./fakes/deepgram_tts_fake.ts";
 import { RimeFake } from "./fakes/rime_tts_fake.ts";
 import { LmntFake } from "./fakes/lmnt_tts_fake.ts";
+import { NeuphonicFake } from "./fakes/neuphonic_tts_fake.ts";
 import { type FakeWsServer, field } from "./fakes/_ws_fake_server.ts";
 
 const factory = async (name: string): Promise<ServiceFactory<"tts">> =>
@@ -193,6 +194,29 @@ ttsConformance({
     return serverRig(fake, (s) => {
       fake.mode = s === "stall" || s === "drop" ? s : s === "server_error" ? "error" : "normal";
     }, (m) => typeof field(m, "text") === "string");
+  },
+});
+
+// ---------------------------------------------------------------- Neuphonic SSE
+
+ttsConformance({
+  provider: "neuphonic",
+  create: await factory("neuphonic"),
+  sampleRates: [22050, 16000, 8000],
+  retries: true,
+  rig(): Promise<TtsRig> {
+    const fake = new NeuphonicFake({ audio: pcmChunks(22050, 3) });
+    return Promise.resolve({
+      options: { apiKey: fake.key, baseUrl: fake.url },
+      wrongKey: "wrong-neuphonic-key",
+      next(s) {
+        fake.mode = s === "stall" || s === "drop" ? s : "normal";
+        if (s === "rate_limit") fake.failures.push(429);
+        if (s === "server_error") fake.failures.push(500);
+      },
+      utterances: () => fake.requests.length,
+      close: () => fake.close(),
+    });
   },
 });
 

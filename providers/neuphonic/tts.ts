@@ -1,0 +1,162 @@
+/**
+ * Neuphonic streaming text-to-speech over HTTP server-sent events.
+ *
+ * Wire facts (sources: docs/providers/neuphonic.md):
+ * - `POST https://api.neuphonic.com/sse/speak/<lang>` with the header `X-API-KEY: <key>` and a
+ *   JSON body `{text, lang_code, encoding:"pcm_linear", sampling_rate, speed, voice_id?, model?}`.
+ * - The answer is an event stream; each `data:` line is `{status_code, data:{audio (base64),
+ *   text, sampling_rate}}`, or an error `{status_code, errors:[...]}`; the utterance ends with the
+ *   stream. The HTTP form is used rather than Neuphonic's WebSocket because the WebSocket sends no
+ *   end-of-utterance message: only the SSE stream says when the audio is complete.
+ *
+ * Permissions: `--allow-net=api.neuphonic.com:443` (or the `baseUrl` given).
+ * @module
+ */
+
+import { FlowcatError } from "../../core/errors.ts";
+import { type Frame, makeFrame, type StartParams, ttsAudio } from "../../core/frames.ts";
+import type { TtsService } from "../../core/seams.ts";
+import type { ServiceOptions } from "../service_options.ts";
+import { providerFetch, readSse } from "../http.ts";
+import { decodeBase64, isJsonObject, redact } from "../ws_client.ts";
+import { PcmAssembler, ttsUsageFrame } from "../tts/_shared.ts";
+
+/** Default API root. */
+export const NEUPHONIC_DEFAULT_BASE_URL = "https://api.neuphonic.com";
+/** Default output rate. */
+export const NEUPHONIC_DEFAULT_SAMPLE_RATE = 22050;
+/** Rates offered for `pcm_linear`. */
+export const NEUPHONIC_RATES: readonly number[] = [8000, 16000, 22050];
+
+/** The Neuphonic SSE text-to-speech service: one HTTP request per utterance. */
+export class NeuphonicTts implements TtsService {
+  readonly #name: string;
+  readonly #apiKey: string;
+  readonly #url: string;
+  readonly #rate: number;
+  readonly #model: string;
+  readonly #body: Record<string, unknown>;
+  readonly #timeoutMs: number;
+  readonly #fetch?: typeof fetch;
+
+  /** Make the service; a missing key or an unusable rate is a config error here. */
+  constructor(opts: ServiceOptions) {
+    this.#name = opts.provider;
+    if (!opts.apiKey) throw new FlowcatError("config", `${this.#name}: apiKey is required`);
+    this.#apiKey = opts.apiKey;
+    const o = opts.options ?? {};
+    const rate = o.sample_rate ?? o.sampleRate ?? NEUPHONIC_DEFAULT_SAMPLE_RATE;
+    if (typeof rate !== "number" || !NEUPHONIC_RATES.includes(rate)) {
+      throw new FlowcatError(
+        "config",
+        `${this.#name}: sample rate must be one of ${NEUPHONIC_RATES.join(", ")}`,
+      );
+    }
+    this.#rate = rate;
+    const lang = (opts.language ?? "en").split("-")[0].toLowerCase();
+    const root = (opts.baseUrl ?? NEUPHONIC_DEFAULT_BASE_URL).replace(/\/+$/, "");
+    this.#url = `${root}/sse/speak/${encodeURIComponent(lang)}`;
+    this.#model = opts.model ?? "default";
+    this.#body = {
+      lang_code: lang,
+      encoding: "pcm_linear",
+      sampling_rate: rate,
+      speed: typeof o.speed === "number" ? o.speed : 1.0,
+      ...(opts.voice ? { voice_id: opts.voice } : {}),
+      ...(opts.model ? { model: opts.model } : {}),
+      ...(typeof o.temperature === "number" ? { temperature: o.temperature } : {}),
+    };
+    this.#timeoutMs = opts.timeoutMs ?? 15_000;
+    this.#fetch = opts.fetch;
+  }
+
+  /** Provider name (as configured). */
+  name(): string {
+    return this.#name;
+  }
+
+  /** Rate of the audio {@link runTts} yields (`sampling_rate`). */
+  sampleRate(): number {
+    return this.#rate;
+  }
+
+  /** Nothing to open: every utterance is one HTTP request. */
+  start(_params: StartParams): Promise<void> {
+    return Promise.resolve();
+  }
+
+  /** Nothing to close. */
+  stop(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  /**
+   * TtsStarted, a TtsAudio frame per event, a `tts_usage` Metrics frame, TtsStopped. Rate limits
+   * and server errors are retried (providers/http.ts); an abort through `signal` cancels the
+   * request or the stream at once and ends without TtsStopped.
+   */
+  async *runTts(text: string, signal?: AbortSignal): AsyncGenerator<Frame> {
+    if (signal?.aborted) return;
+    const contextId = crypto.randomUUID();
+    yield makeFrame("TtsStarted", { contextId });
+    if (text.trim() === "") {
+      yield makeFrame("TtsStopped", { contextId });
+      return;
+    }
+    const headers = { "content-type": "application/json", "x-api-key": this.#apiKey };
+    const body = JSON.stringify({ text, ...this.#body });
+    let res: Response;
+    try {
+      res = await providerFetch(this.#name, this.#url, { method: "POST", headers, body }, {
+        timeoutMs: this.#timeoutMs,
+        signal,
+        fetch: this.#fetch,
+      });
+    } catch (err) {
+      if (signal?.aborted) return;
+      throw err;
+    }
+    const pcm = new PcmAssembler();
+    try {
+      for await (const ev of readSse(res.body!, signal)) {
+        const samples = pcm.push(this.#audioOf(ev.data));
+        if (samples.length && !signal?.aborted) {
+          yield ttsAudio({ pcm: samples, sampleRate: this.#rate, numChannels: 1 }, contextId);
+        }
+      }
+    } catch (err) {
+      if (signal?.aborted) return;
+      if (err instanceof FlowcatError) throw err;
+      throw new FlowcatError(
+        "closed",
+        `${this.#name}: audio stream broke: ${err instanceof Error ? err.message : err}`,
+        { cause: err },
+      );
+    }
+    if (signal?.aborted) return;
+    yield ttsUsageFrame(this.#name, this.#model, text.length);
+    yield makeFrame("TtsStopped", { contextId });
+  }
+
+  /** The audio bytes of one event; an error event throws. */
+  #audioOf(data: string): Uint8Array {
+    let msg: unknown;
+    try {
+      msg = JSON.parse(data);
+    } catch {
+      return new Uint8Array();
+    }
+    if (!isJsonObject(msg)) return new Uint8Array();
+    if (msg.errors !== undefined && msg.errors !== null) {
+      const status = typeof msg.status_code === "number" ? msg.status_code : undefined;
+      const text = redact(JSON.stringify(msg.errors), this.#apiKey).slice(0, 300);
+      const kind = status === 401 || status === 403 ? "auth" : "other";
+      throw new FlowcatError(kind, `${this.#name}: ${text}${status ? ` (status ${status})` : ""}`);
+    }
+    const audio = isJsonObject(msg.data) ? msg.data.audio : undefined;
+    return typeof audio === "string" && audio ? decodeBase64(this.#name, audio) : new Uint8Array();
+  }
+}
+
+/** Make a {@link NeuphonicTts}. */
+export const createNeuphonicTts = (opts: ServiceOptions): NeuphonicTts => new NeuphonicTts(opts);
