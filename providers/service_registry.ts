@@ -72,6 +72,7 @@ const deepgramTts: Loader<"tts"> = () =>
   import("./deepgram/tts.ts").then((m) => m.createDeepgramTts);
 const rime: Loader<"tts"> = () => import("./rime/tts.ts").then((m) => m.createRimeTts);
 const lmnt: Loader<"tts"> = () => import("./lmnt/tts.ts").then((m) => m.createLmntTts);
+const fish: Loader<"tts"> = () => import("./fish/tts.ts").then((m) => m.createFishTts);
 const neuphonic: Loader<"tts"> = () =>
   import("./neuphonic/tts.ts").then((m) => m.createNeuphonicTts);
 const espeak: Loader<"tts"> = () =>
@@ -340,7 +341,11 @@ export const TTS_PROVIDERS = table("tts", {
     baseUrl: "https://api.neuphonic.com",
     description: "Neuphonic (HTTP server-sent events)",
   }],
-  fish: ["fish", "not wired", { description: "Fish Audio" }],
+  fish: ["fish", fish, {
+    host: "api.fish.audio",
+    model: "s2-pro",
+    description: "Fish Audio live (WebSocket, MessagePack)",
+  }],
   hume: ["hume", "not wired", { description: "Hume Octave" }],
 });
 

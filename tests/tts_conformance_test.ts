@@ -15,6 +15,7 @@ import { DeepgramTtsFake } from "./fakes/deepgram_tts_fake.ts";
 import { RimeFake } from "./fakes/rime_tts_fake.ts";
 import { LmntFake } from "./fakes/lmnt_tts_fake.ts";
 import { NeuphonicFake } from "./fakes/neuphonic_tts_fake.ts";
+import { FishFake } from "./fakes/fish_tts_fake.ts";
 import { type FakeWsServer, field } from "./fakes/_ws_fake_server.ts";
 
 const factory = async (name: string): Promise<ServiceFactory<"tts">> =>
@@ -217,6 +218,20 @@ ttsConformance({
       utterances: () => fake.requests.length,
       close: () => fake.close(),
     });
+  },
+});
+
+// ---------------------------------------------------------------- Fish Audio live WebSocket
+
+ttsConformance({
+  provider: "fish",
+  create: await factory("fish"),
+  sampleRates: [24000, 16000, 8000, 44100],
+  rig() {
+    const fake = new FishFake({ audio: pcmChunks(24000, 3) });
+    return serverRig(fake, (s) => {
+      fake.mode = s === "stall" || s === "drop" ? s : s === "server_error" ? "error" : "normal";
+    }, (m) => field(m, "event") === "text");
   },
 });
 

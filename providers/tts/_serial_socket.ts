@@ -35,11 +35,13 @@ export interface SerialSocketOptions {
   /** Sees every message first; false drops it (stale audio of a cancelled utterance). */
   admit?(data: unknown): boolean;
   /** Sent first on every new socket (a session init message). */
-  hello?: string;
+  hello?: string | Uint8Array;
+  /** A socket per utterance: closed when the utterance ends, however it ends. */
+  oneShot?: boolean;
   /** Called when a new socket is open (state about the previous one is void). */
   opened?(): void;
   /** Sent before closing the socket in {@link SerialSocket.stop}. */
-  goodbye?: string;
+  goodbye?: string | Uint8Array;
 }
 
 /** One utterance's wire. */
@@ -70,6 +72,8 @@ export class SerialSocket {
   #ws: WebSocket | undefined;
   #current: Mailbox<SocketEvent> | undefined;
   #turn: Promise<void> = Promise.resolve();
+  /** One-shot sockets being closed, awaited by {@link SerialSocket.stop}. */
+  readonly #closing = new Set<Promise<void>>();
 
   /** A socket not yet dialled. */
   constructor(opts: SerialSocketOptions) {
@@ -78,6 +82,7 @@ export class SerialSocket {
 
   /** Send the goodbye message if any and close the socket. Idempotent. */
   async stop(): Promise<void> {
+    await Promise.all(this.#closing);
     const ws = this.#ws;
     this.#ws = undefined;
     if (!ws) return;
@@ -144,8 +149,16 @@ export class SerialSocket {
       signal?.removeEventListener("abort", onAbort);
       if (this.#current === events) this.#current = undefined;
       if (!ended && ws?.readyState === WebSocket.OPEN) u.cancel(ws, contextId);
+      if (this.#o.oneShot && ws) this.#retire(ws);
       release();
     }
+  }
+
+  /** Close a one-shot socket without waiting here; {@link SerialSocket.stop} waits for it. */
+  #retire(ws: WebSocket): void {
+    if (this.#ws === ws) this.#ws = undefined;
+    const closing = closeSocket(ws).finally(() => this.#closing.delete(closing));
+    this.#closing.add(closing);
   }
 
   /** A server text for an error message: the key blanked, at most 300 characters. */

@@ -27,6 +27,8 @@ export interface FakeWire {
   path: string;
   /** Whether the handshake carries the accepted key. */
   authorized(req: Request, url: URL): boolean;
+  /** Decodes a binary client message before it is recorded (default: kept as bytes). */
+  decode?(bytes: Uint8Array): unknown;
   /** A new connection is open. */
   opened?(socket: WebSocket, conn: FakeConnection): void;
   /** One client message, already recorded. */
@@ -95,7 +97,8 @@ export class FakeWsServer {
     this.#closed.push(new Promise((r) => socket.addEventListener("close", () => r())));
     socket.addEventListener("open", () => this.#wire.opened?.(socket, conn));
     socket.addEventListener("message", (e) => {
-      const msg = typeof e.data === "string" ? JSON.parse(e.data) : new Uint8Array(e.data);
+      const bytes = typeof e.data === "string" ? undefined : new Uint8Array(e.data);
+      const msg = bytes ? (this.#wire.decode?.(bytes) ?? bytes) : JSON.parse(e.data);
       conn.messages.push(msg);
       this.#wire.message(socket, conn, msg);
     });
