@@ -73,6 +73,7 @@ const deepgramTts: Loader<"tts"> = () =>
 const rime: Loader<"tts"> = () => import("./rime/tts.ts").then((m) => m.createRimeTts);
 const lmnt: Loader<"tts"> = () => import("./lmnt/tts.ts").then((m) => m.createLmntTts);
 const fish: Loader<"tts"> = () => import("./fish/tts.ts").then((m) => m.createFishTts);
+const hume: Loader<"tts"> = () => import("./hume/tts.ts").then((m) => m.createHumeTts);
 const neuphonic: Loader<"tts"> = () =>
   import("./neuphonic/tts.ts").then((m) => m.createNeuphonicTts);
 const espeak: Loader<"tts"> = () =>
@@ -346,7 +347,11 @@ export const TTS_PROVIDERS = table("tts", {
     model: "s2-pro",
     description: "Fish Audio live (WebSocket, MessagePack)",
   }],
-  hume: ["hume", "not wired", { description: "Hume Octave" }],
+  hume: ["hume", hume, {
+    baseUrl: "https://api.hume.ai",
+    voice: "Ava Song",
+    description: "Hume Octave (HTTP JSON streaming)",
+  }],
 });
 
 /** The providers of one cascaded kind, by name. */

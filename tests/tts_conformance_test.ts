@@ -16,6 +16,7 @@ import { RimeFake } from "./fakes/rime_tts_fake.ts";
 import { LmntFake } from "./fakes/lmnt_tts_fake.ts";
 import { NeuphonicFake } from "./fakes/neuphonic_tts_fake.ts";
 import { FishFake } from "./fakes/fish_tts_fake.ts";
+import { HumeFake } from "./fakes/hume_tts_fake.ts";
 import { type FakeWsServer, field } from "./fakes/_ws_fake_server.ts";
 
 const factory = async (name: string): Promise<ServiceFactory<"tts">> =>
@@ -232,6 +233,29 @@ ttsConformance({
     return serverRig(fake, (s) => {
       fake.mode = s === "stall" || s === "drop" ? s : s === "server_error" ? "error" : "normal";
     }, (m) => field(m, "event") === "text");
+  },
+});
+
+// ---------------------------------------------------------------- Hume Octave JSON streaming
+
+ttsConformance({
+  provider: "hume",
+  create: await factory("hume"),
+  sampleRates: [48000],
+  retries: true,
+  rig(): Promise<TtsRig> {
+    const fake = new HumeFake({ audio: pcmChunks(48000, 3) });
+    return Promise.resolve({
+      options: { apiKey: fake.key, baseUrl: fake.url },
+      wrongKey: "wrong-hume-key",
+      next(s) {
+        fake.mode = s === "stall" || s === "drop" ? s : "normal";
+        if (s === "rate_limit") fake.failures.push(429);
+        if (s === "server_error") fake.failures.push(500);
+      },
+      utterances: () => fake.requests.length,
+      close: () => fake.close(),
+    });
   },
 });
 

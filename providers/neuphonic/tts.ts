@@ -14,12 +14,12 @@
  */
 
 import { FlowcatError } from "../../core/errors.ts";
-import { type Frame, makeFrame, type StartParams, ttsAudio } from "../../core/frames.ts";
+import type { Frame, StartParams } from "../../core/frames.ts";
 import type { TtsService } from "../../core/seams.ts";
 import type { ServiceOptions } from "../service_options.ts";
-import { providerFetch, readSse } from "../http.ts";
+import { readSse } from "../http.ts";
 import { decodeBase64, isJsonObject, redact } from "../ws_client.ts";
-import { PcmAssembler, ttsUsageFrame } from "../tts/_shared.ts";
+import { streamHttpTts } from "../tts/_http_stream.ts";
 
 /** Default API root. */
 export const NEUPHONIC_DEFAULT_BASE_URL = "https://api.neuphonic.com";
@@ -95,47 +95,26 @@ export class NeuphonicTts implements TtsService {
    * and server errors are retried (providers/http.ts); an abort through `signal` cancels the
    * request or the stream at once and ends without TtsStopped.
    */
-  async *runTts(text: string, signal?: AbortSignal): AsyncGenerator<Frame> {
-    if (signal?.aborted) return;
-    const contextId = crypto.randomUUID();
-    yield makeFrame("TtsStarted", { contextId });
-    if (text.trim() === "") {
-      yield makeFrame("TtsStopped", { contextId });
-      return;
-    }
-    const headers = { "content-type": "application/json", "x-api-key": this.#apiKey };
-    const body = JSON.stringify({ text, ...this.#body });
-    let res: Response;
-    try {
-      res = await providerFetch(this.#name, this.#url, { method: "POST", headers, body }, {
-        timeoutMs: this.#timeoutMs,
-        signal,
-        fetch: this.#fetch,
-      });
-    } catch (err) {
-      if (signal?.aborted) return;
-      throw err;
-    }
-    const pcm = new PcmAssembler();
-    try {
-      for await (const ev of readSse(res.body!, signal)) {
-        const samples = pcm.push(this.#audioOf(ev.data));
-        if (samples.length && !signal?.aborted) {
-          yield ttsAudio({ pcm: samples, sampleRate: this.#rate, numChannels: 1 }, contextId);
-        }
-      }
-    } catch (err) {
-      if (signal?.aborted) return;
-      if (err instanceof FlowcatError) throw err;
-      throw new FlowcatError(
-        "closed",
-        `${this.#name}: audio stream broke: ${err instanceof Error ? err.message : err}`,
-        { cause: err },
-      );
-    }
-    if (signal?.aborted) return;
-    yield ttsUsageFrame(this.#name, this.#model, text.length);
-    yield makeFrame("TtsStopped", { contextId });
+  runTts(text: string, signal?: AbortSignal): AsyncGenerator<Frame> {
+    return streamHttpTts({
+      provider: this.#name,
+      text,
+      model: this.#model,
+      sampleRate: this.#rate,
+      url: this.#url,
+      headers: { "x-api-key": this.#apiKey },
+      body: { text, ...this.#body },
+      timeoutMs: this.#timeoutMs,
+      fetch: this.#fetch,
+      audio: (body, sig) => this.#audio(body, sig),
+    }, signal);
+  }
+
+  async *#audio(
+    body: ReadableStream<Uint8Array>,
+    signal?: AbortSignal,
+  ): AsyncGenerator<Uint8Array> {
+    for await (const ev of readSse(body, signal)) yield this.#audioOf(ev.data);
   }
 
   /** The audio bytes of one event; an error event throws. */
