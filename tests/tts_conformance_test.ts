@@ -18,6 +18,7 @@ import { NeuphonicFake } from "./fakes/neuphonic_tts_fake.ts";
 import { FishFake } from "./fakes/fish_tts_fake.ts";
 import { HumeFake } from "./fakes/hume_tts_fake.ts";
 import { type FakeWsServer, field } from "./fakes/_ws_fake_server.ts";
+import type { HttpStreamFake } from "./fakes/_http_stream_fake.ts";
 
 const factory = async (name: string): Promise<ServiceFactory<"tts">> =>
   await TTS_PROVIDERS[name].load();
@@ -32,12 +33,11 @@ function pcmChunks(rate: number, parts: number): Uint8Array[] {
 
 /**
  * The rig of a fake built on tests/fakes/_ws_fake_server.ts: a rate limit refuses handshakes
- * with 429 (clients dial per utterance or redial a closed socket), other scenarios go to `mode`;
+ * with 429 (clients dial per utterance or redial a closed socket), the others go to `mode`;
  * `isUtterance` picks the client messages that request speech.
  */
 function serverRig(
   fake: FakeWsServer & { key: string },
-  mode: (s: TtsScenario) => void,
   isUtterance: (msg: unknown) => boolean,
 ): Promise<TtsRig> {
   return Promise.resolve({
@@ -45,9 +45,27 @@ function serverRig(
     wrongKey: `wrong-${fake.key}`,
     next(s) {
       fake.refuseWith = s === "rate_limit" ? 429 : undefined;
-      mode(s);
+      fake.mode = s === "stall" || s === "drop" ? s : s === "server_error" ? "error" : "normal";
     },
     utterances: () => fake.messages.filter(isUtterance).length,
+    close: () => fake.close(),
+  });
+}
+
+/**
+ * The rig of a fake built on tests/fakes/_http_stream_fake.ts: a rate limit or a server error is
+ * one 429 / 500 answer (these clients retry), stall and drop go to `mode`.
+ */
+function httpRig(fake: HttpStreamFake): Promise<TtsRig> {
+  return Promise.resolve({
+    options: { apiKey: fake.key, baseUrl: fake.url },
+    wrongKey: `wrong-${fake.key}`,
+    next(s) {
+      fake.mode = s === "stall" || s === "drop" ? s : "normal";
+      if (s === "rate_limit") fake.failures.push(429);
+      if (s === "server_error") fake.failures.push(500);
+    },
+    utterances: () => fake.requests.length,
     close: () => fake.close(),
   });
 }
@@ -163,12 +181,11 @@ ttsConformance({
   provider: "deepgram",
   create: await factory("deepgram"),
   sampleRates: [24000, 16000, 8000, 48000],
-  rig() {
-    const fake = new DeepgramTtsFake({ audio: pcmChunks(24000, 3) });
-    return serverRig(fake, (s) => {
-      fake.mode = s === "stall" || s === "drop" ? s : s === "server_error" ? "error" : "normal";
-    }, (m) => field(m, "type") === "Speak");
-  },
+  rig: () =>
+    serverRig(
+      new DeepgramTtsFake({ audio: pcmChunks(24000, 3) }),
+      (m) => field(m, "type") === "Speak",
+    ),
 });
 
 // ---------------------------------------------------------------- Rime JSON WebSocket
@@ -177,12 +194,11 @@ ttsConformance({
   provider: "rime",
   create: await factory("rime"),
   sampleRates: [24000, 16000, 8000, 44100],
-  rig() {
-    const fake = new RimeFake({ audio: pcmChunks(24000, 3) });
-    return serverRig(fake, (s) => {
-      fake.mode = s === "stall" || s === "drop" ? s : s === "server_error" ? "error" : "normal";
-    }, (m) => typeof field(m, "text") === "string");
-  },
+  rig: () =>
+    serverRig(
+      new RimeFake({ audio: pcmChunks(24000, 3) }),
+      (m) => typeof field(m, "text") === "string",
+    ),
 });
 
 // ---------------------------------------------------------------- LMNT speech session
@@ -191,12 +207,11 @@ ttsConformance({
   provider: "lmnt",
   create: await factory("lmnt"),
   sampleRates: [24000, 16000, 8000],
-  rig() {
-    const fake = new LmntFake({ audio: pcmChunks(24000, 3) });
-    return serverRig(fake, (s) => {
-      fake.mode = s === "stall" || s === "drop" ? s : s === "server_error" ? "error" : "normal";
-    }, (m) => typeof field(m, "text") === "string");
-  },
+  rig: () =>
+    serverRig(
+      new LmntFake({ audio: pcmChunks(24000, 3) }),
+      (m) => typeof field(m, "text") === "string",
+    ),
 });
 
 // ---------------------------------------------------------------- Neuphonic SSE
@@ -206,20 +221,7 @@ ttsConformance({
   create: await factory("neuphonic"),
   sampleRates: [22050, 16000, 8000],
   retries: true,
-  rig(): Promise<TtsRig> {
-    const fake = new NeuphonicFake({ audio: pcmChunks(22050, 3) });
-    return Promise.resolve({
-      options: { apiKey: fake.key, baseUrl: fake.url },
-      wrongKey: "wrong-neuphonic-key",
-      next(s) {
-        fake.mode = s === "stall" || s === "drop" ? s : "normal";
-        if (s === "rate_limit") fake.failures.push(429);
-        if (s === "server_error") fake.failures.push(500);
-      },
-      utterances: () => fake.requests.length,
-      close: () => fake.close(),
-    });
-  },
+  rig: () => httpRig(new NeuphonicFake({ audio: pcmChunks(22050, 3) })),
 });
 
 // ---------------------------------------------------------------- Fish Audio live WebSocket
@@ -228,12 +230,8 @@ ttsConformance({
   provider: "fish",
   create: await factory("fish"),
   sampleRates: [24000, 16000, 8000, 44100],
-  rig() {
-    const fake = new FishFake({ audio: pcmChunks(24000, 3) });
-    return serverRig(fake, (s) => {
-      fake.mode = s === "stall" || s === "drop" ? s : s === "server_error" ? "error" : "normal";
-    }, (m) => field(m, "event") === "text");
-  },
+  rig: () =>
+    serverRig(new FishFake({ audio: pcmChunks(24000, 3) }), (m) => field(m, "event") === "text"),
 });
 
 // ---------------------------------------------------------------- Hume Octave JSON streaming
@@ -243,20 +241,7 @@ ttsConformance({
   create: await factory("hume"),
   sampleRates: [48000],
   retries: true,
-  rig(): Promise<TtsRig> {
-    const fake = new HumeFake({ audio: pcmChunks(48000, 3) });
-    return Promise.resolve({
-      options: { apiKey: fake.key, baseUrl: fake.url },
-      wrongKey: "wrong-hume-key",
-      next(s) {
-        fake.mode = s === "stall" || s === "drop" ? s : "normal";
-        if (s === "rate_limit") fake.failures.push(429);
-        if (s === "server_error") fake.failures.push(500);
-      },
-      utterances: () => fake.requests.length,
-      close: () => fake.close(),
-    });
-  },
+  rig: () => httpRig(new HumeFake({ audio: pcmChunks(48000, 3) })),
 });
 
 // ---------------------------------------------------------------- eSpeak NG (in process)

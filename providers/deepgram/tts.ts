@@ -19,11 +19,11 @@
  */
 
 import { FlowcatError } from "../../core/errors.ts";
-import type { Frame, StartParams } from "../../core/frames.ts";
-import type { TtsService } from "../../core/seams.ts";
+import type { Frame } from "../../core/frames.ts";
 import type { ServiceOptions } from "../service_options.ts";
 import { parseJsonMessage, wsRoot } from "../ws_client.ts";
 import { SerialSocket, type SpeakStep } from "../tts/_serial_socket.ts";
+import { keyAndRate, StreamingTts } from "../tts/_shared.ts";
 
 /** Default API root. */
 export const DEEPGRAM_TTS_DEFAULT_BASE_URL = "wss://api.deepgram.com";
@@ -35,28 +35,17 @@ export const DEEPGRAM_TTS_DEFAULT_SAMPLE_RATE = 24000;
 export const DEEPGRAM_TTS_RATES: readonly number[] = [8000, 16000, 24000, 32000, 48000];
 
 /** The Deepgram Aura WebSocket text-to-speech service: one socket, one utterance at a time. */
-export class DeepgramTts implements TtsService {
-  readonly #name: string;
+export class DeepgramTts extends StreamingTts {
   readonly #url: string;
   readonly #model: string;
-  readonly #rate: number;
   readonly #socket: SerialSocket;
   /** `Clear` messages sent whose `Cleared` has not come back: audio until then is stale. */
   #clearing = 0;
 
   /** Make the service; a missing key or an unusable rate is a config error here. */
   constructor(opts: ServiceOptions) {
-    this.#name = opts.provider;
-    if (!opts.apiKey) throw new FlowcatError("config", `${this.#name}: apiKey is required`);
-    const o = opts.options ?? {};
-    const rate = o.sample_rate ?? o.sampleRate ?? DEEPGRAM_TTS_DEFAULT_SAMPLE_RATE;
-    if (typeof rate !== "number" || !DEEPGRAM_TTS_RATES.includes(rate)) {
-      throw new FlowcatError(
-        "config",
-        `${this.#name}: sample rate must be one of ${DEEPGRAM_TTS_RATES.join(", ")}`,
-      );
-    }
-    this.#rate = rate;
+    const { apiKey, rate } = keyAndRate(opts, DEEPGRAM_TTS_RATES, DEEPGRAM_TTS_DEFAULT_SAMPLE_RATE);
+    super(opts.provider, rate);
     // An Aura model is a voice: a configured voice wins over the (default) model.
     this.#model = opts.voice ?? opts.model ?? DEEPGRAM_TTS_DEFAULT_MODEL;
     const query = new URLSearchParams({
@@ -64,29 +53,19 @@ export class DeepgramTts implements TtsService {
       encoding: "linear16",
       sample_rate: String(rate),
     });
-    if (o.mip_opt_out === true) query.set("mip_opt_out", "true");
+    if (opts.options?.mip_opt_out === true) query.set("mip_opt_out", "true");
     const root = wsRoot(opts.baseUrl ?? DEEPGRAM_TTS_DEFAULT_BASE_URL);
     this.#url = `${root}/v1/speak?${query}`;
     this.#socket = new SerialSocket({
-      provider: this.#name,
+      provider: opts.provider,
       url: this.#url,
-      headers: { Authorization: `Token ${opts.apiKey}` },
+      headers: { Authorization: `Token ${apiKey}` },
       timeoutMs: opts.timeoutMs ?? 15_000,
-      secret: opts.apiKey,
+      secret: apiKey,
       goodbye: JSON.stringify({ type: "Close" }),
       opened: () => (this.#clearing = 0),
       admit: (data) => this.#admit(data),
     });
-  }
-
-  /** Provider name (as configured). */
-  name(): string {
-    return this.#name;
-  }
-
-  /** Rate of the audio {@link runTts} yields (`sample_rate`). */
-  sampleRate(): number {
-    return this.#rate;
   }
 
   /** The handshake URL (the key is not in it). */
@@ -94,13 +73,8 @@ export class DeepgramTts implements TtsService {
     return this.#url;
   }
 
-  /** Nothing to do: the socket is dialled by the first utterance (a refusal fails that one). */
-  start(_params: StartParams): Promise<void> {
-    return Promise.resolve();
-  }
-
   /** Send `Close` and close the socket; an utterance in flight ends with an error. Idempotent. */
-  stop(): Promise<void> {
+  override stop(): Promise<void> {
     return this.#socket.stop();
   }
 
@@ -113,7 +87,7 @@ export class DeepgramTts implements TtsService {
     return this.#socket.speak({
       text,
       model: this.#model,
-      sampleRate: this.#rate,
+      sampleRate: this.sampleRate(),
       send: (ws) => {
         ws.send(JSON.stringify({ type: "Speak", text }));
         ws.send(JSON.stringify({ type: "Flush" }));
@@ -145,7 +119,7 @@ export class DeepgramTts implements TtsService {
       const text = [msg.description, msg.err_msg, msg.message].find((v) => typeof v === "string");
       throw new FlowcatError(
         "other",
-        `${this.#name}: ${this.#socket.clean(String(text ?? "server error"))}`,
+        `${this.name()}: ${this.#socket.clean(String(text ?? "server error"))}`,
       );
     }
     return undefined;

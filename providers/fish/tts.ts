@@ -16,11 +16,11 @@
  */
 
 import { FlowcatError } from "../../core/errors.ts";
-import type { Frame, StartParams } from "../../core/frames.ts";
-import type { TtsService } from "../../core/seams.ts";
+import type { Frame } from "../../core/frames.ts";
 import type { ServiceOptions } from "../service_options.ts";
 import { isJsonObject, wsRoot } from "../ws_client.ts";
 import { SerialSocket, type SpeakStep } from "../tts/_serial_socket.ts";
+import { keyAndRate, StreamingTts } from "../tts/_shared.ts";
 import { type MsgValue, packMsg, unpackMsg } from "./wire.ts";
 
 /** Default API root. */
@@ -33,25 +33,15 @@ export const FISH_DEFAULT_SAMPLE_RATE = 24000;
 export const FISH_RATES: readonly number[] = [8000, 16000, 24000, 32000, 44100];
 
 /** The Fish Audio live text-to-speech service: a socket per utterance. */
-export class FishTts implements TtsService {
-  readonly #name: string;
+export class FishTts extends StreamingTts {
   readonly #model: string;
-  readonly #rate: number;
   readonly #socket: SerialSocket;
 
   /** Make the service; a missing key or an unusable rate is a config error here. */
   constructor(opts: ServiceOptions) {
-    this.#name = opts.provider;
-    if (!opts.apiKey) throw new FlowcatError("config", `${this.#name}: apiKey is required`);
+    const { apiKey, rate } = keyAndRate(opts, FISH_RATES, FISH_DEFAULT_SAMPLE_RATE);
+    super(opts.provider, rate);
     const o = opts.options ?? {};
-    const rate = o.sample_rate ?? o.sampleRate ?? FISH_DEFAULT_SAMPLE_RATE;
-    if (typeof rate !== "number" || !FISH_RATES.includes(rate)) {
-      throw new FlowcatError(
-        "config",
-        `${this.#name}: sample rate must be one of ${FISH_RATES.join(", ")}`,
-      );
-    }
-    this.#rate = rate;
     this.#model = opts.model ?? FISH_DEFAULT_MODEL;
     const latency = o.latency === "normal" || o.latency === "balanced" ? o.latency : "balanced";
     const request: Record<string, MsgValue | undefined> = {
@@ -64,33 +54,18 @@ export class FishTts implements TtsService {
       prosody: typeof o.speed === "number" ? { speed: o.speed, volume: 0 } : undefined,
     };
     this.#socket = new SerialSocket({
-      provider: this.#name,
+      provider: opts.provider,
       url: `${wsRoot(opts.baseUrl ?? FISH_DEFAULT_BASE_URL)}/v1/tts/live`,
-      headers: { Authorization: `Bearer ${opts.apiKey}`, model: this.#model },
+      headers: { Authorization: `Bearer ${apiKey}`, model: this.#model },
       timeoutMs: opts.timeoutMs ?? 15_000,
-      secret: opts.apiKey,
+      secret: apiKey,
       hello: packMsg({ event: "start", request }),
       oneShot: true,
     });
   }
 
-  /** Provider name (as configured). */
-  name(): string {
-    return this.#name;
-  }
-
-  /** Rate of the audio {@link runTts} yields (`sample_rate`). */
-  sampleRate(): number {
-    return this.#rate;
-  }
-
-  /** Nothing to open: every utterance dials its own session. */
-  start(_params: StartParams): Promise<void> {
-    return Promise.resolve();
-  }
-
   /** Wait for sockets still closing. Idempotent. */
-  stop(): Promise<void> {
+  override stop(): Promise<void> {
     return this.#socket.stop();
   }
 
@@ -103,7 +78,7 @@ export class FishTts implements TtsService {
     return this.#socket.speak({
       text,
       model: this.#model,
-      sampleRate: this.#rate,
+      sampleRate: this.sampleRate(),
       send: (ws) => {
         ws.send(packMsg({ event: "text", text }));
         ws.send(packMsg({ event: "stop" }));
@@ -119,7 +94,7 @@ export class FishTts implements TtsService {
     try {
       msg = unpackMsg(new Uint8Array(data));
     } catch {
-      throw new FlowcatError("protocol", `${this.#name}: a message is not valid MessagePack`);
+      throw new FlowcatError("protocol", `${this.name()}: a message is not valid MessagePack`);
     }
     if (!isJsonObject(msg)) return undefined;
     if (msg.event === "audio" && msg.audio instanceof Uint8Array) return { audio: msg.audio };
@@ -127,7 +102,7 @@ export class FishTts implements TtsService {
     if (msg.reason === "stop") return { done: true };
     throw new FlowcatError(
       "other",
-      `${this.#name}: synthesis failed (finish: ${String(msg.reason)})`,
+      `${this.name()}: synthesis failed (finish: ${String(msg.reason)})`,
     );
   }
 }

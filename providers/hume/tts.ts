@@ -13,12 +13,11 @@
  * @module
  */
 
-import { FlowcatError } from "../../core/errors.ts";
-import type { Frame, StartParams } from "../../core/frames.ts";
-import type { TtsService } from "../../core/seams.ts";
+import type { Frame } from "../../core/frames.ts";
 import type { ServiceOptions } from "../service_options.ts";
 import { decodeBase64 } from "../ws_client.ts";
 import { readJsonLines, streamHttpTts } from "../tts/_http_stream.ts";
+import { keyAndRate, StreamingTts } from "../tts/_shared.ts";
 
 /** Default API root. */
 export const HUME_DEFAULT_BASE_URL = "https://api.hume.ai";
@@ -30,8 +29,7 @@ export const HUME_SAMPLE_RATE = 48000;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** The Hume Octave text-to-speech service: one streamed HTTP request per utterance. */
-export class HumeTts implements TtsService {
-  readonly #name: string;
+export class HumeTts extends StreamingTts {
   readonly #apiKey: string;
   readonly #url: string;
   readonly #model: string;
@@ -42,14 +40,10 @@ export class HumeTts implements TtsService {
 
   /** Make the service; a missing key or a rate other than 48 kHz is a config error here. */
   constructor(opts: ServiceOptions) {
-    this.#name = opts.provider;
-    if (!opts.apiKey) throw new FlowcatError("config", `${this.#name}: apiKey is required`);
-    this.#apiKey = opts.apiKey;
+    const { apiKey } = keyAndRate(opts, [HUME_SAMPLE_RATE], HUME_SAMPLE_RATE);
+    super(opts.provider, HUME_SAMPLE_RATE);
+    this.#apiKey = apiKey;
     const o = opts.options ?? {};
-    const rate = o.sample_rate ?? o.sampleRate ?? HUME_SAMPLE_RATE;
-    if (rate !== HUME_SAMPLE_RATE) {
-      throw new FlowcatError("config", `${this.#name}: sample rate must be ${HUME_SAMPLE_RATE}`);
-    }
     this.#url = `${(opts.baseUrl ?? HUME_DEFAULT_BASE_URL).replace(/\/+$/, "")}/v0/tts/stream/json`;
     const voice = opts.voice ?? HUME_DEFAULT_VOICE;
     const provider = o.voice_provider === "CUSTOM_VOICE" ? "CUSTOM_VOICE" : "HUME_AI";
@@ -72,26 +66,6 @@ export class HumeTts implements TtsService {
     this.#fetch = opts.fetch;
   }
 
-  /** Provider name (as configured). */
-  name(): string {
-    return this.#name;
-  }
-
-  /** Rate of the audio {@link runTts} yields (always 48000). */
-  sampleRate(): number {
-    return HUME_SAMPLE_RATE;
-  }
-
-  /** Nothing to open: every utterance is one HTTP request. */
-  start(_params: StartParams): Promise<void> {
-    return Promise.resolve();
-  }
-
-  /** Nothing to close. */
-  stop(): Promise<void> {
-    return Promise.resolve();
-  }
-
   /**
    * TtsStarted, a TtsAudio frame per audio record, a `tts_usage` Metrics frame, TtsStopped. Rate
    * limits and server errors are retried (providers/http.ts); an abort through `signal` cancels
@@ -99,7 +73,7 @@ export class HumeTts implements TtsService {
    */
   runTts(text: string, signal?: AbortSignal): AsyncGenerator<Frame> {
     return streamHttpTts({
-      provider: this.#name,
+      provider: this.name(),
       text,
       model: this.#model,
       sampleRate: HUME_SAMPLE_RATE,
@@ -118,7 +92,7 @@ export class HumeTts implements TtsService {
   ): AsyncGenerator<Uint8Array> {
     for await (const rec of readJsonLines(body, signal)) {
       if (rec.type !== undefined && rec.type !== "audio") continue;
-      if (typeof rec.audio === "string" && rec.audio) yield decodeBase64(this.#name, rec.audio);
+      if (typeof rec.audio === "string" && rec.audio) yield decodeBase64(this.name(), rec.audio);
     }
   }
 }

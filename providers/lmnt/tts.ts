@@ -17,11 +17,11 @@
  */
 
 import { FlowcatError } from "../../core/errors.ts";
-import type { Frame, StartParams } from "../../core/frames.ts";
-import type { TtsService } from "../../core/seams.ts";
+import type { Frame } from "../../core/frames.ts";
 import type { ServiceOptions } from "../service_options.ts";
 import { parseJsonMessage, wsRoot } from "../ws_client.ts";
 import { SerialSocket, type SpeakStep } from "../tts/_serial_socket.ts";
+import { keyAndRate, StreamingTts } from "../tts/_shared.ts";
 
 /** Default API root. */
 export const LMNT_DEFAULT_BASE_URL = "wss://api.lmnt.com";
@@ -35,10 +35,8 @@ export const LMNT_DEFAULT_SAMPLE_RATE = 24000;
 export const LMNT_RATES: readonly number[] = [8000, 16000, 24000];
 
 /** The LMNT speech-session text-to-speech service: one socket, one utterance at a time. */
-export class LmntTts implements TtsService {
-  readonly #name: string;
+export class LmntTts extends StreamingTts {
   readonly #model: string;
-  readonly #rate: number;
   readonly #socket: SerialSocket;
   #nonce = 0;
   /** Nonce of the last `reset` sent; audio before its `complete` is stale. */
@@ -46,20 +44,12 @@ export class LmntTts implements TtsService {
 
   /** Make the service; a missing key or an unusable rate is a config error here. */
   constructor(opts: ServiceOptions) {
-    this.#name = opts.provider;
-    if (!opts.apiKey) throw new FlowcatError("config", `${this.#name}: apiKey is required`);
+    const { apiKey, rate } = keyAndRate(opts, LMNT_RATES, LMNT_DEFAULT_SAMPLE_RATE);
+    super(opts.provider, rate);
     const o = opts.options ?? {};
-    const rate = o.sample_rate ?? o.sampleRate ?? LMNT_DEFAULT_SAMPLE_RATE;
-    if (typeof rate !== "number" || !LMNT_RATES.includes(rate)) {
-      throw new FlowcatError(
-        "config",
-        `${this.#name}: sample rate must be one of ${LMNT_RATES.join(", ")}`,
-      );
-    }
-    this.#rate = rate;
     this.#model = opts.model ?? LMNT_DEFAULT_MODEL;
     const init: Record<string, unknown> = {
-      "X-API-Key": opts.apiKey,
+      "X-API-Key": apiKey,
       voice: opts.voice ?? LMNT_DEFAULT_VOICE,
       model: this.#model,
       protocol_version: 2,
@@ -69,11 +59,11 @@ export class LmntTts implements TtsService {
     if (opts.language) init.language = opts.language.split("-")[0].toLowerCase();
     if (typeof o.speed === "number") init.speed = o.speed;
     this.#socket = new SerialSocket({
-      provider: this.#name,
+      provider: opts.provider,
       url: `${wsRoot(opts.baseUrl ?? LMNT_DEFAULT_BASE_URL)}/v1/ai/speech/stream`,
       headers: {},
       timeoutMs: opts.timeoutMs ?? 15_000,
-      secret: opts.apiKey,
+      secret: apiKey,
       hello: JSON.stringify(init),
       goodbye: JSON.stringify({ command: "eof" }),
       opened: () => (this.#resetting = undefined),
@@ -81,23 +71,8 @@ export class LmntTts implements TtsService {
     });
   }
 
-  /** Provider name (as configured). */
-  name(): string {
-    return this.#name;
-  }
-
-  /** Rate of the audio {@link runTts} yields (`sample_rate`). */
-  sampleRate(): number {
-    return this.#rate;
-  }
-
-  /** Nothing to do: the session is opened by the first utterance (a refusal fails that one). */
-  start(_params: StartParams): Promise<void> {
-    return Promise.resolve();
-  }
-
   /** Send `eof` and close the socket; an utterance in flight ends with an error. Idempotent. */
-  stop(): Promise<void> {
+  override stop(): Promise<void> {
     return this.#socket.stop();
   }
 
@@ -111,7 +86,7 @@ export class LmntTts implements TtsService {
     return this.#socket.speak({
       text,
       model: this.#model,
-      sampleRate: this.#rate,
+      sampleRate: this.sampleRate(),
       send: (ws) => {
         ws.send(JSON.stringify({ text }));
         ws.send(JSON.stringify({ command: "flush", nonce }));
@@ -140,7 +115,7 @@ export class LmntTts implements TtsService {
       const text = this.#socket.clean(String(msg.error) || "server error");
       // The key travels in the init message, so a refused key is an error message, not a 401.
       const auth = /api[ -_]?key|unauthori[sz]ed|forbidden|authenticat/i.test(text);
-      throw new FlowcatError(auth ? "auth" : "other", `${this.#name}: ${text}`);
+      throw new FlowcatError(auth ? "auth" : "other", `${this.name()}: ${text}`);
     }
     return msg.complete === "flush" && msg.nonce === nonce ? { done: true } : undefined;
   }

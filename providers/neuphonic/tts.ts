@@ -14,12 +14,12 @@
  */
 
 import { FlowcatError } from "../../core/errors.ts";
-import type { Frame, StartParams } from "../../core/frames.ts";
-import type { TtsService } from "../../core/seams.ts";
+import type { Frame } from "../../core/frames.ts";
 import type { ServiceOptions } from "../service_options.ts";
 import { readSse } from "../http.ts";
 import { decodeBase64, isJsonObject, redact } from "../ws_client.ts";
 import { streamHttpTts } from "../tts/_http_stream.ts";
+import { keyAndRate, StreamingTts } from "../tts/_shared.ts";
 
 /** Default API root. */
 export const NEUPHONIC_DEFAULT_BASE_URL = "https://api.neuphonic.com";
@@ -29,11 +29,9 @@ export const NEUPHONIC_DEFAULT_SAMPLE_RATE = 22050;
 export const NEUPHONIC_RATES: readonly number[] = [8000, 16000, 22050];
 
 /** The Neuphonic SSE text-to-speech service: one HTTP request per utterance. */
-export class NeuphonicTts implements TtsService {
-  readonly #name: string;
+export class NeuphonicTts extends StreamingTts {
   readonly #apiKey: string;
   readonly #url: string;
-  readonly #rate: number;
   readonly #model: string;
   readonly #body: Record<string, unknown>;
   readonly #timeoutMs: number;
@@ -41,18 +39,10 @@ export class NeuphonicTts implements TtsService {
 
   /** Make the service; a missing key or an unusable rate is a config error here. */
   constructor(opts: ServiceOptions) {
-    this.#name = opts.provider;
-    if (!opts.apiKey) throw new FlowcatError("config", `${this.#name}: apiKey is required`);
-    this.#apiKey = opts.apiKey;
+    const { apiKey, rate } = keyAndRate(opts, NEUPHONIC_RATES, NEUPHONIC_DEFAULT_SAMPLE_RATE);
+    super(opts.provider, rate);
+    this.#apiKey = apiKey;
     const o = opts.options ?? {};
-    const rate = o.sample_rate ?? o.sampleRate ?? NEUPHONIC_DEFAULT_SAMPLE_RATE;
-    if (typeof rate !== "number" || !NEUPHONIC_RATES.includes(rate)) {
-      throw new FlowcatError(
-        "config",
-        `${this.#name}: sample rate must be one of ${NEUPHONIC_RATES.join(", ")}`,
-      );
-    }
-    this.#rate = rate;
     const lang = (opts.language ?? "en").split("-")[0].toLowerCase();
     const root = (opts.baseUrl ?? NEUPHONIC_DEFAULT_BASE_URL).replace(/\/+$/, "");
     this.#url = `${root}/sse/speak/${encodeURIComponent(lang)}`;
@@ -70,26 +60,6 @@ export class NeuphonicTts implements TtsService {
     this.#fetch = opts.fetch;
   }
 
-  /** Provider name (as configured). */
-  name(): string {
-    return this.#name;
-  }
-
-  /** Rate of the audio {@link runTts} yields (`sampling_rate`). */
-  sampleRate(): number {
-    return this.#rate;
-  }
-
-  /** Nothing to open: every utterance is one HTTP request. */
-  start(_params: StartParams): Promise<void> {
-    return Promise.resolve();
-  }
-
-  /** Nothing to close. */
-  stop(): Promise<void> {
-    return Promise.resolve();
-  }
-
   /**
    * TtsStarted, a TtsAudio frame per event, a `tts_usage` Metrics frame, TtsStopped. Rate limits
    * and server errors are retried (providers/http.ts); an abort through `signal` cancels the
@@ -97,10 +67,10 @@ export class NeuphonicTts implements TtsService {
    */
   runTts(text: string, signal?: AbortSignal): AsyncGenerator<Frame> {
     return streamHttpTts({
-      provider: this.#name,
+      provider: this.name(),
       text,
       model: this.#model,
-      sampleRate: this.#rate,
+      sampleRate: this.sampleRate(),
       url: this.#url,
       headers: { "x-api-key": this.#apiKey },
       body: { text, ...this.#body },
@@ -130,10 +100,10 @@ export class NeuphonicTts implements TtsService {
       const status = typeof msg.status_code === "number" ? msg.status_code : undefined;
       const text = redact(JSON.stringify(msg.errors), this.#apiKey).slice(0, 300);
       const kind = status === 401 || status === 403 ? "auth" : "other";
-      throw new FlowcatError(kind, `${this.#name}: ${text}${status ? ` (status ${status})` : ""}`);
+      throw new FlowcatError(kind, `${this.name()}: ${text}${status ? ` (status ${status})` : ""}`);
     }
     const audio = isJsonObject(msg.data) ? msg.data.audio : undefined;
-    return typeof audio === "string" && audio ? decodeBase64(this.#name, audio) : new Uint8Array();
+    return typeof audio === "string" && audio ? decodeBase64(this.name(), audio) : new Uint8Array();
   }
 }
 

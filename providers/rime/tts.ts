@@ -17,11 +17,11 @@
  */
 
 import { FlowcatError } from "../../core/errors.ts";
-import type { Frame, StartParams } from "../../core/frames.ts";
-import type { TtsService } from "../../core/seams.ts";
+import type { Frame } from "../../core/frames.ts";
 import type { ServiceOptions } from "../service_options.ts";
 import { decodeBase64, parseJsonMessage, wsRoot } from "../ws_client.ts";
 import { SerialSocket, type SpeakStep } from "../tts/_serial_socket.ts";
+import { keyAndRate, StreamingTts } from "../tts/_shared.ts";
 
 /** Default API root. */
 export const RIME_DEFAULT_BASE_URL = "wss://users-ws.rime.ai";
@@ -55,26 +55,16 @@ const PASSTHROUGH = [
 ] as const;
 
 /** The Rime WebSocket text-to-speech service: one socket, one context at a time. */
-export class RimeTts implements TtsService {
-  readonly #name: string;
+export class RimeTts extends StreamingTts {
   readonly #url: string;
   readonly #model: string;
-  readonly #rate: number;
   readonly #socket: SerialSocket;
 
   /** Make the service; a missing key, an unusable rate or language is a config error here. */
   constructor(opts: ServiceOptions) {
-    this.#name = opts.provider;
-    if (!opts.apiKey) throw new FlowcatError("config", `${this.#name}: apiKey is required`);
+    const { apiKey, rate } = keyAndRate(opts, RIME_PCM_RATES, RIME_DEFAULT_SAMPLE_RATE);
+    super(opts.provider, rate);
     const o = opts.options ?? {};
-    const rate = o.sample_rate ?? o.sampleRate ?? RIME_DEFAULT_SAMPLE_RATE;
-    if (typeof rate !== "number" || !RIME_PCM_RATES.includes(rate)) {
-      throw new FlowcatError(
-        "config",
-        `${this.#name}: sample rate must be one of ${RIME_PCM_RATES.join(", ")}`,
-      );
-    }
-    this.#rate = rate;
     this.#model = opts.model ?? RIME_DEFAULT_MODEL;
     const query = new URLSearchParams({
       speaker: opts.voice ?? RIME_DEFAULT_VOICE,
@@ -86,7 +76,10 @@ export class RimeTts implements TtsService {
       const primary = opts.language.split("-")[0].toLowerCase();
       const lang = RIME_LANGUAGES[primary] ?? (primary.length === 3 ? primary : undefined);
       if (!lang) {
-        throw new FlowcatError("config", `${this.#name}: language ${opts.language} is not offered`);
+        throw new FlowcatError(
+          "config",
+          `${this.name()}: language ${opts.language} is not offered`,
+        );
       }
       query.set("lang", lang);
     }
@@ -98,22 +91,12 @@ export class RimeTts implements TtsService {
     }
     this.#url = `${wsRoot(opts.baseUrl ?? RIME_DEFAULT_BASE_URL)}/ws3?${query}`;
     this.#socket = new SerialSocket({
-      provider: this.#name,
+      provider: opts.provider,
       url: this.#url,
-      headers: { Authorization: `Bearer ${opts.apiKey}` },
+      headers: { Authorization: `Bearer ${apiKey}` },
       timeoutMs: opts.timeoutMs ?? 15_000,
-      secret: opts.apiKey,
+      secret: apiKey,
     });
-  }
-
-  /** Provider name (as configured). */
-  name(): string {
-    return this.#name;
-  }
-
-  /** Rate of the audio {@link runTts} yields (`samplingRate`). */
-  sampleRate(): number {
-    return this.#rate;
   }
 
   /** The handshake URL (the key is not in it). */
@@ -121,13 +104,8 @@ export class RimeTts implements TtsService {
     return this.#url;
   }
 
-  /** Nothing to do: the socket is dialled by the first utterance (a refusal fails that one). */
-  start(_params: StartParams): Promise<void> {
-    return Promise.resolve();
-  }
-
   /** Close the socket; an utterance in flight ends with an error. Idempotent. */
-  stop(): Promise<void> {
+  override stop(): Promise<void> {
     return this.#socket.stop();
   }
 
@@ -140,7 +118,7 @@ export class RimeTts implements TtsService {
     return this.#socket.speak({
       text,
       model: this.#model,
-      sampleRate: this.#rate,
+      sampleRate: this.sampleRate(),
       send: (ws, contextId) => {
         ws.send(JSON.stringify({ text, contextId }));
         ws.send(JSON.stringify({ operation: "flush" }));
@@ -155,12 +133,12 @@ export class RimeTts implements TtsService {
     if (!msg) return undefined;
     if (msg.type === "error") {
       const text = typeof msg.message === "string" && msg.message ? msg.message : "server error";
-      throw new FlowcatError("other", `${this.#name}: ${this.#socket.clean(text)}`);
+      throw new FlowcatError("other", `${this.name()}: ${this.#socket.clean(text)}`);
     }
     // Events of a cleared context may still arrive; they are not this utterance's.
     if (msg.contextId !== contextId) return undefined;
     if (msg.type === "chunk" && typeof msg.data === "string") {
-      return { audio: decodeBase64(this.#name, msg.data) };
+      return { audio: decodeBase64(this.name(), msg.data) };
     }
     return msg.type === "done" ? { done: true } : undefined;
   }

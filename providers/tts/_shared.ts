@@ -1,11 +1,14 @@
 /**
  * Pieces the streaming text-to-speech clients share: PCM bytes to whole samples across chunk
- * boundaries, the usage metrics frame, and the positive-number option check.
+ * boundaries, the usage metrics frame, the positive-number option check, the key and rate check
+ * of cloud clients and the members every streaming client shares.
  * @module
  */
 
 import { FlowcatError } from "../../core/errors.ts";
-import { type Frame, makeFrame } from "../../core/frames.ts";
+import { type Frame, makeFrame, type StartParams } from "../../core/frames.ts";
+import type { TtsService } from "../../core/seams.ts";
+import type { ServiceOptions } from "../service_options.ts";
 import { bytesToInt16 } from "../../core/audio/pcm.ts";
 
 /** Bytes of 16-bit little-endian PCM to whole samples, carrying an odd byte to the next push. */
@@ -49,4 +52,58 @@ export function positiveOption(
     );
   }
   return v;
+}
+
+/**
+ * The key and the output rate a cloud client's constructor checks first: a missing key, or a
+ * rate (`options.sample_rate`) the provider does not offer, is a config error naming it.
+ */
+export function keyAndRate(
+  opts: ServiceOptions,
+  rates: readonly number[],
+  fallback: number,
+): { apiKey: string; rate: number } {
+  const name = opts.provider;
+  if (!opts.apiKey) throw new FlowcatError("config", `${name}: apiKey is required`);
+  const o = opts.options ?? {};
+  const rate = o.sample_rate ?? o.sampleRate ?? fallback;
+  if (typeof rate !== "number" || !rates.includes(rate)) {
+    throw new FlowcatError("config", `${name}: sample rate must be one of ${rates.join(", ")}`);
+  }
+  return { apiKey: opts.apiKey, rate };
+}
+
+/** The TtsService members streaming clients share: name, rate, and no-op start and stop. */
+export abstract class StreamingTts implements TtsService {
+  readonly #name: string;
+  readonly #rate: number;
+
+  /** A service named `name` whose audio comes at `rate`. */
+  protected constructor(name: string, rate: number) {
+    this.#name = name;
+    this.#rate = rate;
+  }
+
+  /** Provider name (as configured). */
+  name(): string {
+    return this.#name;
+  }
+
+  /** Rate of the audio {@link runTts} yields. */
+  sampleRate(): number {
+    return this.#rate;
+  }
+
+  /** Nothing to open: connections are made by the utterances. */
+  start(_params: StartParams): Promise<void> {
+    return Promise.resolve();
+  }
+
+  /** Nothing to close by default. Idempotent. */
+  stop(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  /** TtsStarted, TtsAudio..., a `tts_usage` Metrics frame, TtsStopped. */
+  abstract runTts(text: string, signal?: AbortSignal): AsyncGenerator<Frame>;
 }

@@ -35,8 +35,20 @@ export interface FakeWire {
   message(socket: WebSocket, conn: FakeConnection, msg: unknown): void;
 }
 
+/** How a fake answers the next utterance (each vendor fake says what that means on its wire). */
+export type FakeMode =
+  /** All the audio, then the end of the utterance. */
+  | "normal"
+  /** The first chunk only, then nothing. */
+  | "stall"
+  /** The first chunk, then the socket is closed (1011). */
+  | "drop"
+  /** The vendor's server-error signal. */
+  | "error";
+
 /** A listening fake server around a {@link FakeWire}. */
 export class FakeWsServer {
+  mode: FakeMode = "normal";
   /** Refuse handshakes with this HTTP status (e.g. 429) while set. */
   refuseWith: number | undefined;
   readonly connections: FakeConnection[] = [];

@@ -3,21 +3,12 @@
  * `/v1/speak` with `model`, `encoding` and `sample_rate` queries, `Authorization: Token <key>`
  * (HTTP 401 otherwise, 429 when told to refuse), `Speak` / `Flush` / `Clear` / `Close` text
  * messages, binary PCM audio, `Metadata`, `Flushed` and `Cleared` JSON answers.
+ * `mode` (see _ws_fake_server.ts) shapes the answer to `Flush`: `error` closes the socket with
+ * 1011 and a NET error reason, `drop` with 1011 and none; a `Clear` always gets `Cleared`.
  * @module
  */
 
 import { FakeWsServer, field } from "./_ws_fake_server.ts";
-
-/** How the fake answers a `Flush`. */
-export type DeepgramTtsFakeMode =
-  /** Every chunk of `audio`, then `Flushed`. */
-  | "normal"
-  /** The first chunk only, then nothing (a `Clear` still gets `Cleared`). */
-  | "stall"
-  /** The first chunk, then the socket is closed with code 1011 and no reason. */
-  | "drop"
-  /** The socket is closed with code 1011 and a NET error reason. */
-  | "error";
 
 /** The fake server; fields are public knobs a test may change. */
 export class DeepgramTtsFake extends FakeWsServer {
@@ -25,7 +16,6 @@ export class DeepgramTtsFake extends FakeWsServer {
   readonly key: string;
   /** Raw PCM bytes, one binary message each. */
   audio: Uint8Array[];
-  mode: DeepgramTtsFakeMode = "normal";
 
   /** A fake, listening. */
   constructor(opts: { key?: string; audio?: Uint8Array[] } = {}) {

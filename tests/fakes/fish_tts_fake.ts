@@ -3,22 +3,13 @@
  * `/v1/tts/live`, `Authorization: Bearer <key>` and `model` headers (401 otherwise, 429 when
  * told to refuse), MessagePack `start` / `text` / `flush` / `stop` events, `audio` events with
  * binary PCM and a `finish` event (`stop` or `error`). Messages are recorded decoded.
+ * `mode` (see _ws_fake_server.ts) shapes the answer to a session's `stop`: `error` is
+ * `finish` with reason `error`.
  * @module
  */
 
 import { packMsg, unpackMsg } from "../../providers/fish/wire.ts";
 import { FakeWsServer, field } from "./_ws_fake_server.ts";
-
-/** How the fake answers a session's `stop`. */
-export type FishFakeMode =
-  /** An `audio` event per chunk, then `finish: stop`. */
-  | "normal"
-  /** The first chunk only, then nothing. */
-  | "stall"
-  /** The first chunk, then the socket is closed (1011). */
-  | "drop"
-  /** `finish: error`. */
-  | "error";
 
 /** The fake server; fields are public knobs a test may change. */
 export class FishFake extends FakeWsServer {
@@ -26,7 +17,6 @@ export class FishFake extends FakeWsServer {
   readonly key: string;
   /** Raw PCM bytes, one `audio` event each. */
   audio: Uint8Array[];
-  mode: FishFakeMode = "normal";
 
   /** A fake, listening. */
   constructor(opts: { key?: string; audio?: Uint8Array[] } = {}) {

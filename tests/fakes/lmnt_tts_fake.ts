@@ -3,21 +3,12 @@
  * (version 2): path `/v1/ai/speech/stream`, the key in the first (init) message, `{text}`,
  * `{command: flush|reset|eof, nonce}`, binary audio, `{complete, nonce}` and `{error}`. A bad
  * key gets an error message and a close, as the handshake carries no key.
+ * `mode` (see _ws_fake_server.ts) shapes the answer to a flush: `error` is an `error` message; a
+ * reset always completes.
  * @module
  */
 
 import { FakeWsServer, field } from "./_ws_fake_server.ts";
-
-/** How the fake answers a flush. */
-export type LmntFakeMode =
-  /** Every chunk of `audio`, then `complete: flush`. */
-  | "normal"
-  /** The first chunk only, then nothing (a reset still completes). */
-  | "stall"
-  /** The first chunk, then the socket is closed (1011). */
-  | "drop"
-  /** An `error` message. */
-  | "error";
 
 /** The fake server; fields are public knobs a test may change. */
 export class LmntFake extends FakeWsServer {
@@ -25,7 +16,6 @@ export class LmntFake extends FakeWsServer {
   readonly key: string;
   /** Raw PCM bytes, one binary message each. */
   audio: Uint8Array[];
-  mode: LmntFakeMode = "normal";
 
   /** A fake, listening. */
   constructor(opts: { key?: string; audio?: Uint8Array[] } = {}) {

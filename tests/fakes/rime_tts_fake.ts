@@ -3,21 +3,11 @@
  * synthesis arguments in the query, `Authorization: Bearer <key>` (HTTP 401 otherwise, 429 when
  * told to refuse), `{text, contextId}` and `{operation: flush|clear|eos}` messages, `chunk`
  * (base64), `timestamps`, `done` and `error` events tagged with the latest `contextId`.
+ * `mode` (see _ws_fake_server.ts) shapes the answer to a flush: `error` is an `error` event.
  * @module
  */
 
 import { FakeWsServer, field } from "./_ws_fake_server.ts";
-
-/** How the fake answers a flush. */
-export type RimeFakeMode =
-  /** `timestamps`, every chunk of `audio`, then `done`. */
-  | "normal"
-  /** The first chunk only, then nothing. */
-  | "stall"
-  /** The first chunk, then the socket is closed (1011). */
-  | "drop"
-  /** An `error` event. */
-  | "error";
 
 /** The fake server; fields are public knobs a test may change. */
 export class RimeFake extends FakeWsServer {
@@ -25,7 +15,6 @@ export class RimeFake extends FakeWsServer {
   readonly key: string;
   /** Raw PCM bytes, one `chunk` each. */
   audio: Uint8Array[];
-  mode: RimeFakeMode = "normal";
 
   /** A fake, listening. */
   constructor(opts: { key?: string; audio?: Uint8Array[] } = {}) {
