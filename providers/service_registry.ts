@@ -325,7 +325,8 @@ export const TTS_PROVIDERS = table("tts", {
   azure: ["azure", "not wired", { description: "Azure Speech" }],
   aws: ["aws", "not wired", { description: "Amazon Polly" }],
   google: ["google", "not wired", { description: "Google Cloud TTS" }],
-  playht: ["playht", "not wired", { description: "PlayHT" }],
+  // PlayHT closed its API on 2025-12-31; the row stays so a config naming it gets a clear error.
+  playht: ["playht", "not wired", { description: "PlayHT (API closed 2025-12-31)" }],
   rime: ["rime", rime, {
     host: "users-ws.rime.ai",
     model: "coda",
