@@ -14,6 +14,12 @@ import { FlowcatError } from "../core/errors.ts";
 import type { LlmService, SttService, TtsService } from "../core/seams.ts";
 import type { ProviderInfo } from "./provider_types.ts";
 import type { ServiceOptions } from "./service_options.ts";
+import { DEEPGRAM_TTS_DEFAULT_BASE_URL, DEEPGRAM_TTS_DEFAULT_MODEL } from "./deepgram/defaults.ts";
+import { FISH_DEFAULT_BASE_URL, FISH_DEFAULT_MODEL } from "./fish/defaults.ts";
+import { HUME_DEFAULT_BASE_URL, HUME_DEFAULT_VOICE } from "./hume/defaults.ts";
+import { LMNT_DEFAULT_BASE_URL, LMNT_DEFAULT_MODEL, LMNT_DEFAULT_VOICE } from "./lmnt/defaults.ts";
+import { NEUPHONIC_DEFAULT_BASE_URL } from "./neuphonic/defaults.ts";
+import { RIME_DEFAULT_BASE_URL, RIME_DEFAULT_MODEL, RIME_DEFAULT_VOICE } from "./rime/defaults.ts";
 
 /** A cascaded provider kind. */
 export type ServiceKind = "stt" | "llm" | "tts";
@@ -85,6 +91,9 @@ const espeak: Loader<"tts"> = () =>
       ...(typeof o.options?.rate === "number" ? { rate: o.options.rate } : {}),
     });
   });
+
+/** The `host` of a default API root (`wss://` roots, which the table cannot read a host from). */
+const hostOf = (root: string): string => new URL(root).host;
 
 /** The loader of a provider that is declared but not implemented. */
 function notWired<K extends ServiceKind>(name: string): Loader<K> {
@@ -318,8 +327,8 @@ export const TTS_PROVIDERS = table("tts", {
     description: "Cartesia (WebSocket)",
   }],
   deepgram: ["deepgram-tts", deepgramTts, {
-    host: "api.deepgram.com",
-    model: "aura-2-helena-en",
+    host: hostOf(DEEPGRAM_TTS_DEFAULT_BASE_URL),
+    model: DEEPGRAM_TTS_DEFAULT_MODEL,
     description: "Deepgram Aura (WebSocket)",
   }],
   azure: ["azure", "not wired", { description: "Azure Speech" }],
@@ -328,29 +337,29 @@ export const TTS_PROVIDERS = table("tts", {
   // PlayHT closed its API on 2025-12-31; the row stays so a config naming it gets a clear error.
   playht: ["playht", "not wired", { description: "PlayHT (API closed 2025-12-31)" }],
   rime: ["rime", rime, {
-    host: "users-ws.rime.ai",
-    model: "coda",
-    voice: "luna",
+    host: hostOf(RIME_DEFAULT_BASE_URL),
+    model: RIME_DEFAULT_MODEL,
+    voice: RIME_DEFAULT_VOICE,
     description: "Rime (WebSocket)",
   }],
   lmnt: ["lmnt", lmnt, {
-    host: "api.lmnt.com",
-    model: "blizzard",
-    voice: "lily",
+    host: hostOf(LMNT_DEFAULT_BASE_URL),
+    model: LMNT_DEFAULT_MODEL,
+    voice: LMNT_DEFAULT_VOICE,
     description: "LMNT speech session (WebSocket)",
   }],
   neuphonic: ["neuphonic", neuphonic, {
-    baseUrl: "https://api.neuphonic.com",
+    baseUrl: NEUPHONIC_DEFAULT_BASE_URL,
     description: "Neuphonic (HTTP server-sent events)",
   }],
   fish: ["fish", fish, {
-    host: "api.fish.audio",
-    model: "s2-pro",
+    host: hostOf(FISH_DEFAULT_BASE_URL),
+    model: FISH_DEFAULT_MODEL,
     description: "Fish Audio live (WebSocket, MessagePack)",
   }],
   hume: ["hume", hume, {
-    baseUrl: "https://api.hume.ai",
-    voice: "Ava Song",
+    baseUrl: HUME_DEFAULT_BASE_URL,
+    voice: HUME_DEFAULT_VOICE,
     description: "Hume Octave (HTTP JSON streaming)",
   }],
 });

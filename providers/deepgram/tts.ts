@@ -24,15 +24,12 @@ import type { ServiceOptions } from "../service_options.ts";
 import { parseJsonMessage, wsRoot } from "../ws_client.ts";
 import { SerialSocket, type SpeakStep } from "../tts/_serial_socket.ts";
 import { keyAndRate, StreamingTts } from "../tts/_shared.ts";
-
-/** Default API root. */
-export const DEEPGRAM_TTS_DEFAULT_BASE_URL = "wss://api.deepgram.com";
-/** Default model (an Aura model names its voice). */
-export const DEEPGRAM_TTS_DEFAULT_MODEL = "aura-2-helena-en";
-/** Default output rate. */
-export const DEEPGRAM_TTS_DEFAULT_SAMPLE_RATE = 24000;
-/** Rates the speak socket accepts for `linear16`. */
-export const DEEPGRAM_TTS_RATES: readonly number[] = [8000, 16000, 24000, 32000, 48000];
+import {
+  DEEPGRAM_TTS_DEFAULT_BASE_URL,
+  DEEPGRAM_TTS_DEFAULT_MODEL,
+  DEEPGRAM_TTS_DEFAULT_SAMPLE_RATE,
+  DEEPGRAM_TTS_RATES,
+} from "./defaults.ts";
 
 /** The Deepgram Aura WebSocket text-to-speech service: one socket, one utterance at a time. */
 export class DeepgramTts extends StreamingTts {

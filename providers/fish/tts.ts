@@ -22,15 +22,12 @@ import { isJsonObject, wsRoot } from "../ws_client.ts";
 import { SerialSocket, type SpeakStep } from "../tts/_serial_socket.ts";
 import { keyAndRate, StreamingTts } from "../tts/_shared.ts";
 import { type MsgValue, packMsg, unpackMsg } from "./wire.ts";
-
-/** Default API root. */
-export const FISH_DEFAULT_BASE_URL = "wss://api.fish.audio";
-/** Default model (the official SDK's default). */
-export const FISH_DEFAULT_MODEL = "s2-pro";
-/** Default output rate. */
-export const FISH_DEFAULT_SAMPLE_RATE = 24000;
-/** Rates offered for `pcm`. */
-export const FISH_RATES: readonly number[] = [8000, 16000, 24000, 32000, 44100];
+import {
+  FISH_DEFAULT_BASE_URL,
+  FISH_DEFAULT_MODEL,
+  FISH_DEFAULT_SAMPLE_RATE,
+  FISH_RATES,
+} from "./defaults.ts";
 
 /** The Fish Audio live text-to-speech service: a socket per utterance. */
 export class FishTts extends StreamingTts {

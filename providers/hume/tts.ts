@@ -18,13 +18,7 @@ import type { ServiceOptions } from "../service_options.ts";
 import { decodeBase64 } from "../ws_client.ts";
 import { readJsonLines, streamHttpTts } from "../tts/_http_stream.ts";
 import { keyAndRate, StreamingTts } from "../tts/_shared.ts";
-
-/** Default API root. */
-export const HUME_DEFAULT_BASE_URL = "https://api.hume.ai";
-/** Default voice, from Hume's voice library. */
-export const HUME_DEFAULT_VOICE = "Ava Song";
-/** The only PCM rate Hume streams. */
-export const HUME_SAMPLE_RATE = 48000;
+import { HUME_DEFAULT_BASE_URL, HUME_DEFAULT_VOICE, HUME_SAMPLE_RATE } from "./defaults.ts";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 

@@ -22,17 +22,13 @@ import type { ServiceOptions } from "../service_options.ts";
 import { parseJsonMessage, wsRoot } from "../ws_client.ts";
 import { SerialSocket, type SpeakStep } from "../tts/_serial_socket.ts";
 import { keyAndRate, StreamingTts } from "../tts/_shared.ts";
-
-/** Default API root. */
-export const LMNT_DEFAULT_BASE_URL = "wss://api.lmnt.com";
-/** Default model. */
-export const LMNT_DEFAULT_MODEL = "blizzard";
-/** Default voice. */
-export const LMNT_DEFAULT_VOICE = "lily";
-/** Default output rate. */
-export const LMNT_DEFAULT_SAMPLE_RATE = 24000;
-/** Rates LMNT offers for raw PCM. */
-export const LMNT_RATES: readonly number[] = [8000, 16000, 24000];
+import {
+  LMNT_DEFAULT_BASE_URL,
+  LMNT_DEFAULT_MODEL,
+  LMNT_DEFAULT_SAMPLE_RATE,
+  LMNT_DEFAULT_VOICE,
+  LMNT_RATES,
+} from "./defaults.ts";
 
 /** The LMNT speech-session text-to-speech service: one socket, one utterance at a time. */
 export class LmntTts extends StreamingTts {

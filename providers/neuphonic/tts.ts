@@ -20,13 +20,11 @@ import { readSse } from "../http.ts";
 import { decodeBase64, isJsonObject, redact } from "../ws_client.ts";
 import { streamHttpTts } from "../tts/_http_stream.ts";
 import { keyAndRate, StreamingTts } from "../tts/_shared.ts";
-
-/** Default API root. */
-export const NEUPHONIC_DEFAULT_BASE_URL = "https://api.neuphonic.com";
-/** Default output rate. */
-export const NEUPHONIC_DEFAULT_SAMPLE_RATE = 22050;
-/** Rates offered for `pcm_linear`. */
-export const NEUPHONIC_RATES: readonly number[] = [8000, 16000, 22050];
+import {
+  NEUPHONIC_DEFAULT_BASE_URL,
+  NEUPHONIC_DEFAULT_SAMPLE_RATE,
+  NEUPHONIC_RATES,
+} from "./defaults.ts";
 
 /** The Neuphonic SSE text-to-speech service: one HTTP request per utterance. */
 export class NeuphonicTts extends StreamingTts {

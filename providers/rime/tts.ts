@@ -22,17 +22,13 @@ import type { ServiceOptions } from "../service_options.ts";
 import { decodeBase64, parseJsonMessage, wsRoot } from "../ws_client.ts";
 import { SerialSocket, type SpeakStep } from "../tts/_serial_socket.ts";
 import { keyAndRate, StreamingTts } from "../tts/_shared.ts";
-
-/** Default API root. */
-export const RIME_DEFAULT_BASE_URL = "wss://users-ws.rime.ai";
-/** Default model. */
-export const RIME_DEFAULT_MODEL = "coda";
-/** Default voice (`speaker`). */
-export const RIME_DEFAULT_VOICE = "luna";
-/** Default output rate. */
-export const RIME_DEFAULT_SAMPLE_RATE = 24000;
-/** Rates offered for `pcm`. */
-export const RIME_PCM_RATES: readonly number[] = [8000, 16000, 22050, 24000, 44100, 48000];
+import {
+  RIME_DEFAULT_BASE_URL,
+  RIME_DEFAULT_MODEL,
+  RIME_DEFAULT_SAMPLE_RATE,
+  RIME_DEFAULT_VOICE,
+  RIME_PCM_RATES,
+} from "./defaults.ts";
 
 /** Rime's three-letter codes for the languages its reference lists. */
 const RIME_LANGUAGES: Readonly<Record<string, string>> = {
