@@ -86,3 +86,27 @@ Deno.test("deepgram tts: the model is the default voice; config errors are clear
     (e) => e instanceof FlowcatError && e.kind === "config" && /24000/.test(e.message),
   );
 });
+
+Deno.test("deepgram tts: an utterance waiting its turn ends at once when aborted", async () => {
+  const fake = new DeepgramTtsFake({ audio: [chunk(4, 1)] });
+  fake.mode = "stall";
+  const tts = createDeepgramTts({ provider: "deepgram", apiKey: fake.key, baseUrl: fake.url });
+  try {
+    const first = tts.runTts("Stalls.");
+    assert.equal((await first.next()).value?.kind, "TtsStarted");
+    const ctl = new AbortController();
+    const waiting = collectFrames(tts.runTts("Waits.", ctl.signal));
+    await new Promise((r) => setTimeout(r, 20));
+    ctl.abort();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<"late">((r) => (timer = setTimeout(() => r("late"), 2000)));
+    const ended = await Promise.race([waiting, late]);
+    clearTimeout(timer);
+    assert.deepEqual(ended, [], "the waiting utterance outlived its abort"); // never took the socket
+    await first.return(undefined);
+    assert.equal(fake.messages.filter((m) => field(m, "type") === "Speak").length, 1);
+  } finally {
+    await tts.stop();
+    await fake.close();
+  }
+});

@@ -111,9 +111,14 @@ export class SerialSocket {
     let ws: WebSocket | undefined;
     let ended = false;
     try {
-      await previous;
+      await untilAborted(previous, signal);
       if (signal?.aborted) return;
-      ws = await this.#socket(signal);
+      try {
+        ws = await this.#socket(signal);
+      } catch (err) {
+        if (signal?.aborted) return; // the dial was given up for the abort
+        throw err;
+      }
       this.#current = events;
       u.send(ws, contextId);
       yield makeFrame("TtsStarted", { contextId });
@@ -193,4 +198,17 @@ export class SerialSocket {
       `${this.#o.provider}: socket closed before the audio ended (code ${code})${why}`,
     );
   }
+}
+
+/** Resolves when `p` settles or `signal` aborts, whichever is first (the work behind `p` goes on). */
+function untilAborted(p: Promise<void>, signal?: AbortSignal): Promise<void> {
+  if (!signal) return p;
+  return new Promise((resolve) => {
+    const done = () => {
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    signal.addEventListener("abort", done, { once: true });
+    p.then(done, done);
+  });
 }
