@@ -110,7 +110,7 @@ export class LmntTts extends StreamingTts {
     if (msg.error !== undefined) {
       const text = this.#socket.clean(String(msg.error) || "server error");
       // The key travels in the init message, so a refused key is an error message, not a 401.
-      const auth = /api[ -_]?key|unauthori[sz]ed|forbidden|authenticat/i.test(text);
+      const auth = /api[ _-]?key|unauthori[sz]ed|forbidden|authenticat/i.test(text);
       throw new FlowcatError(auth ? "auth" : "other", `${this.name()}: ${text}`);
     }
     return msg.complete === "flush" && msg.nonce === nonce ? { done: true } : undefined;
