@@ -50,6 +50,12 @@ import {
   POLLY_DEFAULT_VOICE,
   TRANSCRIBE,
 } from "./aws/defaults.ts";
+import { DEEPGRAM_TTS_DEFAULT_BASE_URL, DEEPGRAM_TTS_DEFAULT_MODEL } from "./deepgram/defaults.ts";
+import { FISH_DEFAULT_BASE_URL, FISH_DEFAULT_MODEL } from "./fish/defaults.ts";
+import { HUME_DEFAULT_BASE_URL, HUME_DEFAULT_VOICE } from "./hume/defaults.ts";
+import { LMNT_DEFAULT_BASE_URL, LMNT_DEFAULT_MODEL, LMNT_DEFAULT_VOICE } from "./lmnt/defaults.ts";
+import { NEUPHONIC_DEFAULT_BASE_URL } from "./neuphonic/defaults.ts";
+import { RIME_DEFAULT_BASE_URL, RIME_DEFAULT_MODEL, RIME_DEFAULT_VOICE } from "./rime/defaults.ts";
 
 /** A cascaded provider kind. */
 export type ServiceKind = "stt" | "llm" | "tts";
@@ -113,6 +119,14 @@ const transcribe: Loader<"stt"> = () =>
   import("./aws/transcribe.ts").then((m) => m.createTranscribeStt);
 const bedrock: Loader<"llm"> = () => import("./aws/bedrock.ts").then((m) => m.createBedrockLlm);
 const polly: Loader<"tts"> = () => import("./aws/polly.ts").then((m) => m.createPollyTts);
+const deepgramTts: Loader<"tts"> = () =>
+  import("./deepgram/tts.ts").then((m) => m.createDeepgramTts);
+const rime: Loader<"tts"> = () => import("./rime/tts.ts").then((m) => m.createRimeTts);
+const lmnt: Loader<"tts"> = () => import("./lmnt/tts.ts").then((m) => m.createLmntTts);
+const fish: Loader<"tts"> = () => import("./fish/tts.ts").then((m) => m.createFishTts);
+const hume: Loader<"tts"> = () => import("./hume/tts.ts").then((m) => m.createHumeTts);
+const neuphonic: Loader<"tts"> = () =>
+  import("./neuphonic/tts.ts").then((m) => m.createNeuphonicTts);
 const espeak: Loader<"tts"> = () =>
   import("./espeak/tts.ts").then((m) => (o: ServiceOptions) => {
     const rate = o.options?.sample_rate;
@@ -122,6 +136,9 @@ const espeak: Loader<"tts"> = () =>
       ...(typeof o.options?.rate === "number" ? { rate: o.options.rate } : {}),
     });
   });
+
+/** The `host` of a default API root (`wss://` roots, which the table cannot read a host from). */
+const hostOf = (root: string): string => new URL(root).host;
 
 /** The loader of a provider that is declared but not implemented. */
 function notWired<K extends ServiceKind>(name: string): Loader<K> {
@@ -400,7 +417,11 @@ export const TTS_PROVIDERS = table("tts", {
     model: CARTESIA_DEFAULT_MODEL,
     description: "Cartesia (WebSocket)",
   }],
-  deepgram: ["deepgram-tts", "not wired", { description: "Deepgram Aura" }],
+  deepgram: ["deepgram-tts", deepgramTts, {
+    host: hostOf(DEEPGRAM_TTS_DEFAULT_BASE_URL),
+    model: DEEPGRAM_TTS_DEFAULT_MODEL,
+    description: "Deepgram Aura (WebSocket)",
+  }],
   azure: ["azure", "not wired", { description: "Azure Speech" }],
   aws: ["aws", polly, {
     ...aws(POLLY),
@@ -414,12 +435,34 @@ export const TTS_PROVIDERS = table("tts", {
     credential: googleCloud,
     description: "Google Cloud Text-to-Speech (LINEAR16)",
   }],
-  playht: ["playht", "not wired", { description: "PlayHT" }],
-  rime: ["rime", "not wired", { description: "Rime" }],
-  lmnt: ["lmnt", "not wired", { description: "LMNT" }],
-  neuphonic: ["neuphonic", "not wired", { description: "Neuphonic" }],
-  fish: ["fish", "not wired", { description: "Fish Audio" }],
-  hume: ["hume", "not wired", { description: "Hume Octave" }],
+  // PlayHT closed its API on 2025-12-31; the row stays so a config naming it gets a clear error.
+  playht: ["playht", "not wired", { description: "PlayHT (API closed 2025-12-31)" }],
+  rime: ["rime", rime, {
+    host: hostOf(RIME_DEFAULT_BASE_URL),
+    model: RIME_DEFAULT_MODEL,
+    voice: RIME_DEFAULT_VOICE,
+    description: "Rime (WebSocket)",
+  }],
+  lmnt: ["lmnt", lmnt, {
+    host: hostOf(LMNT_DEFAULT_BASE_URL),
+    model: LMNT_DEFAULT_MODEL,
+    voice: LMNT_DEFAULT_VOICE,
+    description: "LMNT speech session (WebSocket)",
+  }],
+  neuphonic: ["neuphonic", neuphonic, {
+    baseUrl: NEUPHONIC_DEFAULT_BASE_URL,
+    description: "Neuphonic (HTTP server-sent events)",
+  }],
+  fish: ["fish", fish, {
+    host: hostOf(FISH_DEFAULT_BASE_URL),
+    model: FISH_DEFAULT_MODEL,
+    description: "Fish Audio live (WebSocket, MessagePack)",
+  }],
+  hume: ["hume", hume, {
+    baseUrl: HUME_DEFAULT_BASE_URL,
+    voice: HUME_DEFAULT_VOICE,
+    description: "Hume Octave (HTTP JSON streaming)",
+  }],
 });
 
 /** The providers of one cascaded kind, by name. */

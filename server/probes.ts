@@ -115,14 +115,29 @@ const FAMILY_AUTH: Readonly<
     "cartesia-version": "2026-03-01",
     ...(key ? { "x-api-key": key } : {}),
   }),
+  "deepgram-tts": (key: string | undefined): Record<string, string> =>
+    key ? { authorization: `Token ${key}` } : {},
+  lmnt: (key: string | undefined): Record<string, string> => key ? { "x-api-key": key } : {},
+  neuphonic: (key: string | undefined): Record<string, string> => key ? { "x-api-key": key } : {},
+  hume: (key: string | undefined): Record<string, string> => key ? { "x-hume-api-key": key } : {},
 });
 
-/** Cloud endpoints of the WebSocket families, whose clients build their URLs themselves. */
+/** Cheap endpoints of the families whose clients build their URLs themselves or whose API root
+ * has no listing: a GET there with the key says whether the key works. */
 const FAMILY_ENDPOINT: Readonly<Record<string, string>> = Object.freeze({
   deepgram: "https://api.deepgram.com/v1/projects",
   elevenlabs: "https://api.elevenlabs.io/v1/models",
   cartesia: "https://api.cartesia.ai/voices",
+  "deepgram-tts": "https://api.deepgram.com/v1/projects",
+  lmnt: "https://api.lmnt.com/v1/ai/voice/list",
+  fish: "https://api.fish.audio/model?page_size=1",
+  neuphonic: "https://api.neuphonic.com/voices",
+  hume: "https://api.hume.ai/v0/tts/voices?provider=HUME_AI",
+  rime: "https://users-ws.rime.ai/",
 });
+
+/** Families with no cheap authenticated endpoint: the probe shows the host answers, no more. */
+const REACHABLE_ONLY: ReadonlySet<string> = new Set(["rime"]);
 
 /** `url` as shown to people: no user info, no query (either may hold a secret). */
 export function shownUrl(url: string): string {
@@ -197,7 +212,7 @@ function serviceTarget(kind: "stt" | "llm" | "tts", p: ProviderConfig): ProbeTar
   let url: string;
   if (FAMILY_ENDPOINT[info.family] !== undefined) {
     url = p.url === undefined ? FAMILY_ENDPOINT[info.family] : httpOrigin(p.url);
-    if (p.url !== undefined) base.expect = "reachable";
+    if (p.url !== undefined || REACHABLE_ONLY.has(info.family)) base.expect = "reachable";
   } else if (root === undefined) {
     return { ...base, notWired: true };
   } else if (info.family === "anthropic") {

@@ -3,7 +3,7 @@
  * - `core/` (and `mod.ts`) imports nothing outside `core/`;
  * - `providers/`, `telephony/` and `transports/` import `core/` and their own folder only;
  * - inside `providers/`, one client module does not import another (shared pieces live in
- *   shared modules: `providers/http.ts`, `providers/tts_shared.ts`, ...), bar the wrappers named
+ *   shared modules: `providers/http.ts`, `providers/tts/_shared.ts`, ...), bar the wrappers named
  *   below with their reason;
  * - `server/`, `demo/`, `tools/` and `bench/` may import any layer;
  * - no file imports itself back through a circle, type-only imports and `import()` included.

@@ -6,7 +6,7 @@
 
 import assert from "node:assert/strict";
 import { createOpenAITts, OPENAI_TTS_PRESETS } from "../providers/openai/tts.ts";
-import { PcmAssembler } from "../providers/tts_shared.ts";
+import { PcmAssembler } from "../providers/tts/_shared.ts";
 import { FlowcatError } from "../core/errors.ts";
 import type { Frame } from "../core/frames.ts";
 import { int16ToBytes, sine } from "../core/audio/pcm.ts";

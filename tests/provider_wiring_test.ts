@@ -60,7 +60,7 @@ Deno.test("provider wiring: the server process says not wired, not that the key 
     await Deno.writeTextFile(`${dir}/graph.yaml`, GRAPH);
     await Deno.writeTextFile(
       `${dir}/agent.yaml`,
-      `${CASCADE}  stt: { name: whisper.cpp }\n  llm: { name: ollama }\n  tts: { name: deepgram }\n`,
+      `${CASCADE}  stt: { name: whisper.cpp }\n  llm: { name: ollama }\n  tts: { name: playht }\n`,
     );
     const out = await new Deno.Command("deno", {
       args: [
@@ -81,8 +81,8 @@ Deno.test("provider wiring: the server process says not wired, not that the key 
     }).output();
     const stderr = new TextDecoder().decode(out.stderr);
     assert.equal(out.code, 2, stderr);
-    assert.match(stderr, /providers\.tts\.name: deepgram: not yet wired \(wired tts providers: /);
-    assert.equal(stderr.includes("DEEPGRAM_API_KEY"), false, stderr);
+    assert.match(stderr, /providers\.tts\.name: playht: not yet wired \(wired tts providers: /);
+    assert.equal(stderr.includes("PLAYHT_API_KEY"), false, stderr);
     assert.equal(stderr.includes("    at "), false, "no stack trace");
   } finally {
     await Deno.remove(dir, { recursive: true });

@@ -16,6 +16,15 @@ import { GoogleTtsFake } from "./fakes/google_tts_fake.ts";
 import { googleError } from "./fakes/gemini_generate_fake.ts";
 import { startOAuthRig } from "./_google_helpers.ts";
 
+import { DeepgramTtsFake } from "./fakes/deepgram_tts_fake.ts";
+import { RimeFake } from "./fakes/rime_tts_fake.ts";
+import { LmntFake } from "./fakes/lmnt_tts_fake.ts";
+import { NeuphonicFake } from "./fakes/neuphonic_tts_fake.ts";
+import { FishFake } from "./fakes/fish_tts_fake.ts";
+import { HumeFake } from "./fakes/hume_tts_fake.ts";
+import { type FakeWsServer, field } from "./fakes/_ws_fake_server.ts";
+import type { HttpStreamFake } from "./fakes/_http_stream_fake.ts";
+
 const factory = async (name: string): Promise<ServiceFactory<"tts">> =>
   await TTS_PROVIDERS[name].load();
 
@@ -25,6 +34,45 @@ function pcmChunks(rate: number, parts: number): Uint8Array[] {
   for (let i = 0; i < bytes.length; i += 2) bytes[i] = i & 0x7f;
   const size = Math.ceil(bytes.length / parts);
   return Array.from({ length: parts }, (_, i) => bytes.slice(i * size, (i + 1) * size));
+}
+
+/**
+ * The rig of a fake built on tests/fakes/_ws_fake_server.ts: a rate limit refuses handshakes
+ * with 429 (clients dial per utterance or redial a closed socket), the others go to `mode`;
+ * `isUtterance` picks the client messages that request speech.
+ */
+function serverRig(
+  fake: FakeWsServer & { key: string },
+  isUtterance: (msg: unknown) => boolean,
+): Promise<TtsRig> {
+  return Promise.resolve({
+    options: { apiKey: fake.key, baseUrl: fake.url },
+    wrongKey: `wrong-${fake.key}`,
+    next(s) {
+      fake.refuseWith = s === "rate_limit" ? 429 : undefined;
+      fake.mode = s === "stall" || s === "drop" ? s : s === "server_error" ? "error" : "normal";
+    },
+    utterances: () => fake.messages.filter(isUtterance).length,
+    close: () => fake.close(),
+  });
+}
+
+/**
+ * The rig of a fake built on tests/fakes/_http_stream_fake.ts: a rate limit or a server error is
+ * one 429 / 500 answer (these clients retry), stall and drop go to `mode`.
+ */
+function httpRig(fake: HttpStreamFake): Promise<TtsRig> {
+  return Promise.resolve({
+    options: { apiKey: fake.key, baseUrl: fake.url },
+    wrongKey: `wrong-${fake.key}`,
+    next(s) {
+      fake.mode = s === "stall" || s === "drop" ? s : "normal";
+      if (s === "rate_limit") fake.failures.push(429);
+      if (s === "server_error") fake.failures.push(500);
+    },
+    utterances: () => fake.requests.length,
+    close: () => fake.close(),
+  });
 }
 
 // ---------------------------------------------------------------- OpenAI-compatible speech
@@ -197,6 +245,74 @@ ttsConformance({
       },
     };
   },
+
+// ---------------------------------------------------------------- Deepgram Aura WebSocket
+
+ttsConformance({
+  provider: "deepgram",
+  create: await factory("deepgram"),
+  sampleRates: [24000, 16000, 8000, 48000],
+  rig: () =>
+    serverRig(
+      new DeepgramTtsFake({ audio: pcmChunks(24000, 3) }),
+      (m) => field(m, "type") === "Speak",
+    ),
+});
+
+// ---------------------------------------------------------------- Rime JSON WebSocket
+
+ttsConformance({
+  provider: "rime",
+  create: await factory("rime"),
+  sampleRates: [24000, 16000, 8000, 44100],
+  rig: () =>
+    serverRig(
+      new RimeFake({ audio: pcmChunks(24000, 3) }),
+      (m) => typeof field(m, "text") === "string",
+    ),
+});
+
+// ---------------------------------------------------------------- LMNT speech session
+
+ttsConformance({
+  provider: "lmnt",
+  create: await factory("lmnt"),
+  sampleRates: [24000, 16000, 8000],
+  rig: () =>
+    serverRig(
+      new LmntFake({ audio: pcmChunks(24000, 3) }),
+      (m) => typeof field(m, "text") === "string",
+    ),
+});
+
+// ---------------------------------------------------------------- Neuphonic SSE
+
+ttsConformance({
+  provider: "neuphonic",
+  create: await factory("neuphonic"),
+  sampleRates: [22050, 16000, 8000],
+  retries: true,
+  rig: () => httpRig(new NeuphonicFake({ audio: pcmChunks(22050, 3) })),
+});
+
+// ---------------------------------------------------------------- Fish Audio live WebSocket
+
+ttsConformance({
+  provider: "fish",
+  create: await factory("fish"),
+  sampleRates: [24000, 16000, 8000, 44100],
+  rig: () =>
+    serverRig(new FishFake({ audio: pcmChunks(24000, 3) }), (m) => field(m, "event") === "text"),
+});
+
+// ---------------------------------------------------------------- Hume Octave JSON streaming
+
+ttsConformance({
+  provider: "hume",
+  create: await factory("hume"),
+  sampleRates: [48000],
+  retries: true,
+  rig: () => httpRig(new HumeFake({ audio: pcmChunks(48000, 3) })),
 });
 
 // ---------------------------------------------------------------- eSpeak NG (in process)

@@ -38,7 +38,7 @@ import {
 import { type Logger, silentLogger } from "../../core/log.ts";
 import type { LlmService } from "../../core/seams.ts";
 import type { ServiceOptions } from "../service_options.ts";
-import { positiveOption } from "../tts_shared.ts";
+import { positiveOption } from "../tts/_shared.ts";
 import {
   converseMessages,
   converseTools,

@@ -34,7 +34,7 @@ import { FlowcatError } from "../../core/errors.ts";
 import { type Frame, makeFrame, type StartParams, ttsAudio } from "../../core/frames.ts";
 import type { TtsService } from "../../core/seams.ts";
 import type { ServiceOptions } from "../service_options.ts";
-import { PcmAssembler, ttsUsageFrame } from "../tts_shared.ts";
+import { PcmAssembler, ttsUsageFrame } from "../tts/_shared.ts";
 import {
   type AwsAccess,
   awsAccess,

@@ -50,7 +50,7 @@ import {
   redact,
   wsRoot,
 } from "../ws_client.ts";
-import { PcmAssembler, ttsUsageFrame } from "../tts_shared.ts";
+import { PcmAssembler, ttsUsageFrame } from "../tts/_shared.ts";
 import { CARTESIA_DEFAULT_BASE_URL, CARTESIA_DEFAULT_MODEL } from "./defaults.ts";
 export { CARTESIA_DEFAULT_BASE_URL, CARTESIA_DEFAULT_MODEL } from "./defaults.ts";
 

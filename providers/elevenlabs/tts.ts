@@ -51,7 +51,7 @@ import {
   redact,
   wsRoot,
 } from "../ws_client.ts";
-import { PcmAssembler, ttsUsageFrame } from "../tts_shared.ts";
+import { PcmAssembler, ttsUsageFrame } from "../tts/_shared.ts";
 import { ELEVENLABS_DEFAULT_BASE_URL, ELEVENLABS_DEFAULT_MODEL } from "./defaults.ts";
 export { ELEVENLABS_DEFAULT_BASE_URL, ELEVENLABS_DEFAULT_MODEL } from "./defaults.ts";
 

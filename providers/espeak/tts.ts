@@ -38,7 +38,7 @@ import {
 import type { TtsService } from "../../core/seams.ts";
 import { decodeWav } from "../../core/audio/wav.ts";
 import { Resampler } from "../../core/audio/resample.ts";
-import { ttsUsageFrame } from "../tts_shared.ts";
+import { ttsUsageFrame } from "../tts/_shared.ts";
 
 /** eSpeak NG's native output rate (it has no other without MBROLA or Klatt, both left out). */
 export const ESPEAK_SAMPLE_RATE = 22050;

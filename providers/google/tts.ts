@@ -34,7 +34,7 @@ import type { TtsService } from "../../core/seams.ts";
 import { decodeWav } from "../../core/audio/wav.ts";
 import { providerFetch } from "../http.ts";
 import type { ServiceOptions } from "../service_options.ts";
-import { ttsUsageFrame } from "../tts_shared.ts";
+import { ttsUsageFrame } from "../tts/_shared.ts";
 import { GrpcChannel, grpcTarget } from "../grpc.ts";
 import { streamingSynthesis } from "./tts_stream.ts";
 import { type GoogleCredential, googleCredential } from "./auth.ts";

@@ -26,7 +26,7 @@
 
 import type { GrpcChannel } from "../grpc.ts";
 import { ProtoWriter, readMessage } from "../protobuf.ts";
-import { PcmAssembler } from "../tts_shared.ts";
+import { PcmAssembler } from "../tts/_shared.ts";
 
 /** The gRPC method. */
 export const GOOGLE_TTS_STREAM_PATH =

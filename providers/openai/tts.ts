@@ -27,7 +27,7 @@ import { Resampler } from "../../core/audio/resample.ts";
 import { decodeWav } from "../../core/audio/wav.ts";
 import { providerFetch } from "../http.ts";
 import type { ServiceOptions } from "../service_options.ts";
-import { PcmAssembler, positiveOption, ttsUsageFrame } from "../tts_shared.ts";
+import { PcmAssembler, positiveOption, ttsUsageFrame } from "../tts/_shared.ts";
 import {
   OPENAI_TTS_BASE_URL,
   OPENAI_TTS_DEFAULT_MODEL,

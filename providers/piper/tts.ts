@@ -39,7 +39,7 @@ import { providerFetch } from "../http.ts";
 import type { ServiceOptions } from "../service_options.ts";
 
 export type { ServiceOptions } from "../service_options.ts";
-import { positiveOption, ttsUsageFrame } from "../tts_shared.ts";
+import { positiveOption, ttsUsageFrame } from "../tts/_shared.ts";
 import { PIPER_BASE_URL } from "./defaults.ts";
 export { PIPER_BASE_URL } from "./defaults.ts";
 
