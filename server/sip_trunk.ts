@@ -121,6 +121,12 @@ export async function startSipTrunk(opts: SipTrunkOptions): Promise<SipTrunk> {
       bridgeFallback: sip.transfer.bridgeFallback,
       dialTimeoutMs: sip.transfer.dialTimeoutSeconds * 1000,
       ...(holdAudio !== undefined ? { holdAudio } : {}),
+      // A bridged call has left the pipeline, but a drain still waits for it (up to its
+      // deadline): the caller is talking to a person.
+      onBridge: (ended) => {
+        const ticket = calls.admit();
+        void ended.finally(() => ticket.release());
+      },
     },
     streamIdleMs: sip.streamIdleSeconds * 1000,
     ...(sip.keepalive.mode === "off" ? {} : {

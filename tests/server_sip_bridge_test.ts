@@ -4,7 +4,8 @@
  * the REFER (405), and the server (bridge_fallback on by default) dials the target, a second
  * sipp that answers PCMA and echoes RTP, and bridges the two. The caller's tone reaches the
  * target and its echo comes back; the caller's BYE hangs up the target; the call ends
- * `transferred` in the finalize report, the transcript and the `call ended` line.
+ * `transferred` in the finalize report, the transcript and the `call ended` line; a drain begun
+ * during the bridge waits for it.
  */
 import assert from "node:assert/strict";
 import { decodeWav } from "../core/audio/wav.ts";
@@ -39,6 +40,12 @@ Deno.test({
     const caller = runSipp(sippArgs("uac_refer_refused_server.xml", sipPort), dir, "20s");
     try {
       await until(() => app.sessions.get(1) !== undefined, 5000, "inbound run");
+      // A drain begun while the caller talks to the target waits for the bridge to end.
+      await until(() => logs.some((l) => l.message === "sip calls bridged"), 10000, "bridge");
+      let bridgeEndedAtDrain: boolean | undefined;
+      const drained = app.calls.drain(20_000).then(() => {
+        bridgeEndedAtDrain = logs.some((l) => l.message === "sip bridge ended");
+      });
       for (const [who, sipp] of [["caller", caller], ["target", callee]] as const) {
         const res = await sipp.done; // the target's scenario requires our BYE after the caller's
         assert.equal(res.code, 0, `${who}: ${res.stdout.slice(-1500)}${res.stderr.slice(-500)}`);
@@ -55,6 +62,8 @@ Deno.test({
       assert.ok(seconds > 0.2 && seconds < 2, `${seconds} s recorded`);
       assert.equal(toneWindows(pcm8k, 600), 0);
       await until(() => logs.some((l) => l.message === "sip bridge ended"), 3000, "end");
+      await drained;
+      assert.equal(bridgeEndedAtDrain, true, "the drain ended before the bridge");
       const bridge = logs.find((l) => l.message === "sip bridge ended")!;
       assert.equal(bridge.fields?.first, "caller");
       assert.ok(Number(bridge.fields?.framesAToB) > 50, JSON.stringify(bridge.fields));

@@ -111,4 +111,9 @@ export interface SipTransferPolicy {
   briefingMaxMs?: number;
   /** Warm: what the caller hears on hold, 8 kHz mono PCM played in a loop (default silence). */
   holdAudio?: Int16Array;
+  /**
+   * Told of each bridge the agent starts, with a promise that settles when it ends: a server
+   * holds its drain for it, so a restart does not cut a caller already talking to a person.
+   */
+  onBridge?: (ended: Promise<unknown>) => void;
 }

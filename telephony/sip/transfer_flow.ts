@@ -30,6 +30,7 @@ export const SIP_TRANSFER_DEFAULTS: Readonly<Required<SipTransferPolicy>> = Obje
   briefingWaitMs: 10_000,
   briefingMaxMs: 60_000,
   holdAudio: new Int16Array(0),
+  onBridge: () => {},
 });
 
 /** The second leg, once it answered, or why not. */
@@ -62,7 +63,8 @@ async function dialLeg(call: SipLeg, host: CallHost, target: string): Promise<Di
 
 /** Bridge `call` and `leg` (the bridge then lives until either hangs up), and say so. */
 function bridged(call: SipLeg, leg: SipLeg, host: CallHost): TransferOutcome {
-  bridgeCalls(call, leg, host.log);
+  const bridge = bridgeCalls(call, leg, host.log);
+  host.transferPolicy?.onBridge?.(bridge.ended);
   return { ok: true, status: 200, bridged: true };
 }
 
