@@ -32,6 +32,9 @@ export interface OpenAIRealtimeFakeOptions {
   answerSessionUpdate?: boolean;
   /** Answer `session.update` with this `error` instead. */
   rejectSessionUpdate?: { code: string; message: string };
+  /** Refuse the WebSocket upgrade with HTTP 401 unless the request carries this key (as
+   * `Authorization: Bearer <key>` or an `api-key` header). Default: any key. */
+  apiKey?: string;
 }
 
 interface Waiter {
@@ -177,6 +180,15 @@ export class OpenAIRealtimeFake {
       return new Response("websocket only", { status: 400 });
     }
     if (this.refuseConnections) return new Response("unavailable", { status: 503 });
+    const key = this.#opts.apiKey;
+    if (
+      key !== undefined && req.headers.get("authorization") !== `Bearer ${key}` &&
+      req.headers.get("api-key") !== key
+    ) {
+      return Response.json({
+        error: { type: "invalid_request_error", code: "invalid_api_key", message: "bad key" },
+      }, { status: 401 });
+    }
     const url = new URL(req.url);
     this.headers = Object.fromEntries(req.headers);
     this.query = Object.fromEntries(url.searchParams);

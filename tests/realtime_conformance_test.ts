@@ -1,0 +1,40 @@
+/**
+ * Every realtime (speech-to-speech) provider through the conformance suite
+ * (tests/_realtime_conformance.ts), each against its local fake: the echo model (local),
+ * Gemini Live and OpenAI Realtime. Clients are made by the registry's loaders.
+ */
+
+import { REALTIME_PROVIDERS } from "../providers/registry.ts";
+import { realtimeConformance } from "./_realtime_conformance.ts";
+import { echoRig, geminiRig, openAIStyleRig } from "./_realtime_rigs.ts";
+
+realtimeConformance({
+  provider: "echo",
+  create: await REALTIME_PROVIDERS.echo.load(),
+  inputRate: 16000,
+  outputRate: 24000,
+  exactTranscripts: false,
+  usage: true,
+  rig: echoRig,
+});
+
+realtimeConformance({
+  provider: "gemini",
+  create: await REALTIME_PROVIDERS.gemini.load(),
+  outputRate: 24000,
+  exactTranscripts: true,
+  usage: true,
+  afterDrop: "resumes",
+  rig: geminiRig,
+});
+
+realtimeConformance({
+  provider: "openai",
+  create: await REALTIME_PROVIDERS.openai.load(),
+  inputRate: 24000,
+  outputRate: 24000,
+  exactTranscripts: true,
+  usage: true,
+  afterDrop: "resumes",
+  rig: () => openAIStyleRig("sk-conformance-good-key"),
+});
