@@ -57,9 +57,12 @@ export function echoRig(): Promise<RealtimeRig> {
   });
 }
 
-/** OpenAI Realtime and the providers speaking its protocol (`name` in errors). */
-export async function openAIStyleRig(key: string): Promise<RealtimeRig> {
-  const fake = new OpenAIRealtimeFake({ apiKey: key });
+/** OpenAI Realtime and the providers speaking its protocol, by whose server the fake plays. */
+export async function openAIStyleRig(
+  key: string,
+  dialect: "openai" | "xai" = "openai",
+): Promise<RealtimeRig> {
+  const fake = new OpenAIRealtimeFake({ apiKey: key, dialect });
   await fake.start();
   let connection = 1;
   // Events are scripted only once the current session is configured (after a drop, the new one).
@@ -92,7 +95,8 @@ export async function openAIStyleRig(key: string): Promise<RealtimeRig> {
       fake.send(speechStartedEvent());
       return Promise.resolve();
     },
-    async providerToldOfBargeIn() {
+    // xAI's server cuts its answer itself: there is nothing to tell it.
+    providerToldOfBargeIn: dialect === "xai" ? undefined : async () => {
       await fake.waitFor((m) =>
         m.type === "conversation.item.truncate" && m.item_id === "item_cut"
       );

@@ -1,7 +1,7 @@
 /**
  * Every realtime (speech-to-speech) provider through the conformance suite
  * (tests/_realtime_conformance.ts), each against its local fake: the echo model (local),
- * Gemini Live and OpenAI Realtime. Clients are made by the registry's loaders.
+ * Gemini Live, OpenAI Realtime and xAI Grok voice. Clients are made by the registry's loaders.
  */
 
 import { REALTIME_PROVIDERS } from "../providers/registry.ts";
@@ -37,4 +37,15 @@ realtimeConformance({
   usage: true,
   afterDrop: "resumes",
   rig: () => openAIStyleRig("sk-conformance-good-key"),
+});
+
+realtimeConformance({
+  provider: "xai",
+  create: await REALTIME_PROVIDERS.xai.load(),
+  inputRate: 24000,
+  outputRate: 24000,
+  exactTranscripts: true,
+  usage: true,
+  afterDrop: "resumes",
+  rig: () => openAIStyleRig("xai-conformance-good-key", "xai"),
 });

@@ -420,7 +420,8 @@ export class OpenAIRealtimeClient implements RealtimeLlm {
   #onSpeechStarted(): void {
     this.#queue.push({ type: "interrupted" });
     this.#history.answerCut();
-    this.#responses.bargeIn(this.#cfg.serverInterrupt);
+    // xAI has no `conversation.item.truncate`: its server cuts the answer itself.
+    this.#responses.bargeIn(this.#cfg.serverInterrupt, this.#cfg.protocol !== "xai");
   }
 
   #onToolCall(ev: ServerEvent): void {
