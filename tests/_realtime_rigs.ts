@@ -17,6 +17,7 @@ import {
   speechStartedEvent,
   userTranscriptEvent,
 } from "./fakes/openai_realtime_fake.ts";
+import { UltravoxFake } from "./fakes/ultravox_fake.ts";
 
 /** 100 ms of a model's voice at `rate`. */
 export const modelVoice = (rate: number): Int16Array =>
@@ -182,6 +183,57 @@ export async function geminiRig(): Promise<RealtimeRig> {
       connection++;
       fake.dropAbruptly(connection - 1);
       await Promise.resolve();
+    },
+    close: () => fake.close(),
+  };
+}
+
+/** Ultravox (server WebSocket call). */
+export async function ultravoxRig(): Promise<RealtimeRig> {
+  const key = "uv-conformance-good-key";
+  const fake = new UltravoxFake({ apiKey: key });
+  await fake.start();
+  const joined = () => until(() => fake.joined, "a joined call");
+  return {
+    options: { apiKey: key, url: fake.apiUrl, options: { timeoutMs: 3000 } },
+    wrongKey: "uv-conformance-wrong-key",
+    async answer(_llm, turn) {
+      await joined();
+      fake.send({ type: "transcript", role: "user", text: turn.user, final: true, ordinal: 0 });
+      fake.send({ type: "state", state: "thinking" });
+      fake.sendAudio(modelVoice(24000));
+      fake.send({ type: "transcript", role: "agent", delta: turn.bot, final: false, ordinal: 1 });
+      fake.send({ type: "transcript", role: "agent", text: turn.bot, final: true, ordinal: 1 });
+      fake.send({ type: "state", state: "listening" });
+    },
+    async startAnswer() {
+      await joined();
+      fake.send({ type: "state", state: "speaking" });
+      fake.sendAudio(modelVoice(24000));
+    },
+    // Ultravox hears the caller itself and tells the client to drop what it has buffered.
+    bargeIn() {
+      fake.send({ type: "playback_clear_buffer" });
+      return Promise.resolve();
+    },
+    async callTool(_llm, name, args) {
+      await joined();
+      fake.send({
+        type: "client_tool_invocation",
+        toolName: name,
+        invocationId: "inv-conf",
+        parameters: args,
+      });
+    },
+    async toolOutput(id) {
+      const sent = () => fake.ofType("client_tool_result").find((m) => m.invocationId === id);
+      await until(() => sent() !== undefined, "a client_tool_result");
+      return JSON.parse(sent()!.result as string);
+    },
+    audioIn: () => fake.audioBytes / 2,
+    async drop() {
+      await joined();
+      await fake.dropAbruptly();
     },
     close: () => fake.close(),
   };

@@ -1,12 +1,12 @@
 /**
  * Every realtime (speech-to-speech) provider through the conformance suite
  * (tests/_realtime_conformance.ts), each against its local fake: the echo model (local),
- * Gemini Live, OpenAI Realtime and xAI Grok voice. Clients are made by the registry's loaders.
+ * Gemini Live, OpenAI Realtime, xAI Grok voice and Ultravox. Clients are made by the registry's loaders.
  */
 
 import { REALTIME_PROVIDERS } from "../providers/registry.ts";
 import { realtimeConformance } from "./_realtime_conformance.ts";
-import { echoRig, geminiRig, openAIStyleRig } from "./_realtime_rigs.ts";
+import { echoRig, geminiRig, openAIStyleRig, ultravoxRig } from "./_realtime_rigs.ts";
 
 realtimeConformance({
   provider: "echo",
@@ -48,4 +48,15 @@ realtimeConformance({
   usage: true,
   afterDrop: "resumes",
   rig: () => openAIStyleRig("xai-conformance-good-key", "xai"),
+});
+
+realtimeConformance({
+  provider: "ultravox",
+  create: await REALTIME_PROVIDERS.ultravox.load(),
+  inputRate: 16000,
+  outputRate: 24000,
+  exactTranscripts: true,
+  usage: false,
+  afterDrop: "ends",
+  rig: ultravoxRig,
 });
