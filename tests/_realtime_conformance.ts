@@ -213,6 +213,19 @@ export function realtimeConformance(t: RealtimeTarget): void {
       }),
   );
 
+  Deno.test(name("a missing key is a config error naming the provider"), async () => {
+    const rig = await t.rig();
+    try {
+      if (rig.wrongKey === undefined) return; // no credentials: checked below
+      assert.throws(
+        () => t.create({ ...rig.options, apiKey: undefined }),
+        (e) => e instanceof FlowcatError && e.kind === "config" && e.message.includes(t.provider),
+      );
+    } finally {
+      await rig.close();
+    }
+  });
+
   Deno.test(name("a wrong key is an auth error naming the provider, not the key"), async () => {
     const rig = await t.rig();
     try {
@@ -265,6 +278,7 @@ export function realtimeConformance(t: RealtimeTarget): void {
       await llm.connect(SETUP);
       await Promise.all([llm.close(), llm.close()]);
       await llm.close();
+      speak(llm, 16000, 0.1); // ignored after close, never a throw
       let ev: RealtimeEvent | undefined;
       const seen: RealtimeEvent[] = [];
       while ((ev = await llm.nextEvent()) !== undefined) seen.push(ev);
