@@ -99,8 +99,9 @@ Deno.test("ultravox: new instructions ride on the next tool result as a new call
     const r = fake.ofType("client_tool_result")[0];
     assert.equal(r.responseType, "new-stage");
     assert.deepEqual(JSON.parse(r.result as string), {
-      systemPrompt: 'Node B\n\nLast tool result: {"ok":true}',
+      systemPrompt: "Node B",
       selectedTools: [],
+      toolResultText: '{"ok":true}',
     });
   } finally {
     await llm.close();

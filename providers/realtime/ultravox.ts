@@ -65,6 +65,9 @@ export class UltravoxRealtime implements RealtimeLlm {
   readonly #open = new Set<string>();
   /** New instructions and tools waiting for the next tool result, which opens the stage. */
   #stage: Record<string, unknown> | undefined;
+  /** `call_started` (or a first `state`) arrived: text turns may go out. */
+  #started = false;
+  readonly #heldText: string[] = [];
 
   /** Make a client from provider options (`apiKey` required; `url`: the API root). */
   constructor(opts: RealtimeProviderOptions) {
@@ -124,7 +127,7 @@ export class UltravoxRealtime implements RealtimeLlm {
       this.#queue.close("connect failed");
       throw err;
     }
-    if (kickoff) this.#sendJson(userTextMessage(setup.kickoff!));
+    if (kickoff) this.#sendText(setup.kickoff!);
   }
 
   /** Caller audio, resampled to 16 kHz, as a binary message. Dropped before the call is joined. */
@@ -152,7 +155,7 @@ export class UltravoxRealtime implements RealtimeLlm {
       this.#stage = { systemPrompt: prompt, selectedTools: ultravoxTools(tools) };
     } else {
       this.#log.warn(`${P}: new instructions without a pending tool call; tools unchanged`);
-      this.#sendJson(userTextMessage(`<instruction>${prompt}</instruction>`));
+      this.#sendText(`<instruction>${prompt}</instruction>`);
     }
     return Promise.resolve();
   }
@@ -161,10 +164,8 @@ export class UltravoxRealtime implements RealtimeLlm {
   sendToolResult(id: string, result: unknown): Promise<void> {
     if (this.#closed) return Promise.reject(new FlowcatError("closed", `${P}: session is closed`));
     const text = typeof result === "string" ? result : JSON.stringify(result ?? {}) ?? "null";
-    let stage = this.#stage;
-    if (stage !== undefined) {
-      stage = { ...stage, systemPrompt: `${stage.systemPrompt}\n\nLast tool result: ${text}` };
-    }
+    // `toolResultText` keeps the tool's own result in the history the new stage inherits.
+    const stage = this.#stage === undefined ? undefined : { ...this.#stage, toolResultText: text };
     this.#stage = undefined;
     this.#open.delete(id);
     this.#sendJson(toolResultMessage(id, text, stage));
@@ -173,7 +174,7 @@ export class UltravoxRealtime implements RealtimeLlm {
 
   /** A keypad press, as a text turn the agent answers ({@link dtmfUserText}). */
   sendDtmf(key: KeypadEntry): void {
-    this.#sendJson(userTextMessage(dtmfUserText(key)));
+    this.#sendText(dtmfUserText(key));
   }
 
   /** Next event; `undefined` after the `closed` event. */
@@ -228,6 +229,12 @@ export class UltravoxRealtime implements RealtimeLlm {
     });
   }
 
+  /** A text turn; held until the call has started (the server drops earlier ones). */
+  #sendText(text: string): void {
+    if (this.#started) this.#sendJson(userTextMessage(text));
+    else this.#heldText.push(text);
+  }
+
   #sendJson(msg: Record<string, unknown>): void {
     if (this.#ws?.readyState === WebSocket.OPEN) this.#ws.send(JSON.stringify(msg));
   }
@@ -250,6 +257,10 @@ export class UltravoxRealtime implements RealtimeLlm {
   }
 
   #dispatch(msg: UltravoxMessage): void {
+    if (!this.#started && (msg.type === "call_started" || msg.type === "state")) {
+      this.#started = true;
+      for (const text of this.#heldText.splice(0)) this.#sendJson(userTextMessage(text));
+    }
     switch (msg.type) {
       case "transcript":
         return this.#onTranscript(msg.role, msg.text, msg.delta, msg.final);

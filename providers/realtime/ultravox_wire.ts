@@ -93,6 +93,7 @@ export type UltravoxMessage =
   | { type: "transcript"; role: "user" | "agent"; text?: string; delta?: string; final: boolean }
   | { type: "state"; state: string }
   | { type: "playback_clear_buffer" }
+  | { type: "call_started" }
   | {
     type: "client_tool_invocation";
     toolName: string;
@@ -128,6 +129,8 @@ export function parseUltravoxMessage(text: string): UltravoxMessage | undefined 
       break;
     case "playback_clear_buffer":
       return { type: "playback_clear_buffer" };
+    case "call_started":
+      return { type: "call_started" };
     case "client_tool_invocation":
       if (typeof m.toolName !== "string" || typeof m.invocationId !== "string") break;
       return {

@@ -3,7 +3,8 @@
  * `X-API-Key`; a wrong one is answered 401) creates a call and answers its `joinUrl`; that
  * WebSocket takes binary 16-bit PCM from the client and JSON data messages
  * (`client_tool_result`, `user_text_message`), and the test sends the server's: binary model
- * audio, `transcript`, `state`, `client_tool_invocation`, `playback_clear_buffer`. Listens on
+ * audio, `transcript`, `state`, `client_tool_invocation`, `playback_clear_buffer` (it sends
+ * `call_started` itself on join). Listens on
  * 127.0.0.1 at an ephemeral port, behind a TCP relay so a test can cut the socket abruptly.
  *
  * @example
@@ -137,6 +138,9 @@ export class UltravoxFake {
       this.#socket = socket;
       this.#relayPort = relayPort;
       this.#closed.push(new Promise((r) => socket.addEventListener("close", () => r())));
+      socket.addEventListener("open", () => {
+        socket.send(JSON.stringify({ type: "call_started", callId: url.pathname.split("/")[2] }));
+      });
       socket.addEventListener("message", (ev) => {
         if (ev.data instanceof ArrayBuffer) this.audioBytes += ev.data.byteLength;
         else this.received.push(JSON.parse(ev.data as string));
