@@ -10,7 +10,7 @@
  * model's answer comes back as `audio_out` at the provider's output rate with final user and
  * assistant transcripts and a `turn_complete`; a barge-in gives `interrupted` and the provider
  * is told (or detected it itself); a tool call round trip; usage where the provider reports
- * it; a wrong key is a `FlowcatError` of kind `auth` naming the provider and never holding the
+ * it; a rate limit or server error mid-session is survived where the provider's wire allows; a wrong key is a `FlowcatError` of kind `auth` naming the provider and never holding the
  * key; a dropped socket is resumed (the next answer arrives) or ends the session with a
  * `closed` event carrying the reason, as the provider documents; `close` is idempotent.
  * @module
@@ -51,6 +51,11 @@ export interface RealtimeRig {
   toolOutput(id: string, events: RealtimeEvent[]): Promise<unknown>;
   /** Caller audio the provider received, in samples at its input rate; absent for a local model. */
   audioIn?(): number;
+  /**
+   * The provider reports a rate limit or a server error mid-session, as its wire does (an error
+   * event, or a close the client recovers from); absent where a failure simply ends the call.
+   */
+  fail?(kind: "rate_limit" | "server_error"): Promise<void>;
   /** Cut the connection without a close frame; absent for a local model. */
   drop?(): Promise<void>;
   /** Stop the fake. */
@@ -71,6 +76,8 @@ export interface RealtimeTarget {
   exactTranscripts: boolean;
   /** Whether answers carry usage. */
   usage: boolean;
+  /** A rate limit or server error mid-session is survived (the rig scripts them with `fail`). */
+  survivesErrors?: boolean;
   /** After a dropped socket: a new session answers on, or the session ends with `closed`. */
   afterDrop?: "resumes" | "ends";
   /** Starts the fake. */
@@ -247,6 +254,21 @@ export function realtimeConformance(t: RealtimeTarget): void {
       await rig.close();
     }
   });
+
+  for (const kind of t.survivesErrors ? ["rate_limit", "server_error"] as const : []) {
+    Deno.test(
+      name(`a ${kind.replace("_", " ")} mid-session does not end it`),
+      () =>
+        withSession(async ({ llm, rig, events, waitFor }) => {
+          assert.ok(rig.fail !== undefined, "the rig cannot script a failure");
+          await rig.fail(kind);
+          const from = events.length;
+          await rig.answer(llm, { user: "again", bot: "here again" });
+          await waitFor((e) => e.type === "turn_complete", `an answer after the ${kind}`, from);
+          assert.ok(!events.some((e) => e.type === "closed"), "the session ended");
+        }),
+    );
+  }
 
   if (t.afterDrop !== undefined) {
     const after = t.afterDrop;

@@ -119,6 +119,15 @@ export async function openAIStyleRig(
         (n, m) => n + Uint8Array.fromBase64(m.audio as string).length / 2,
         0,
       ),
+    async fail(kind) {
+      await ready();
+      fake.send({
+        type: "error",
+        error: kind === "rate_limit"
+          ? { type: "rate_limit_error", code: "rate_limit_exceeded", message: "Rate limit reached" }
+          : { type: "server_error", code: "server_error", message: "The server had an error" },
+      });
+    },
     async drop() {
       await ready();
       connection++;
@@ -178,6 +187,18 @@ export async function geminiRig(): Promise<RealtimeRig> {
         const input = m.message.realtimeInput as Record<string, unknown>;
         return input.audio === undefined ? n : n + clientAudioPcm(m).length;
       }, 0),
+    // Gemini Live reports both by closing the socket with 1011; the client resumes.
+    async fail(kind) {
+      await ready();
+      connection++;
+      fake.dropConnection(
+        1011,
+        kind === "rate_limit"
+          ? "Resource has been exhausted (e.g. check quota)."
+          : "Internal error encountered.",
+      );
+      await Promise.resolve();
+    },
     async drop() {
       await ready();
       connection++;

@@ -24,6 +24,7 @@ realtimeConformance({
   outputRate: 24000,
   exactTranscripts: true,
   usage: true,
+  survivesErrors: true,
   afterDrop: "resumes",
   rig: geminiRig,
 });
@@ -35,6 +36,7 @@ realtimeConformance({
   outputRate: 24000,
   exactTranscripts: true,
   usage: true,
+  survivesErrors: true,
   afterDrop: "resumes",
   rig: () => openAIStyleRig("sk-conformance-good-key"),
 });
@@ -46,6 +48,7 @@ realtimeConformance({
   outputRate: 24000,
   exactTranscripts: true,
   usage: true,
+  survivesErrors: true,
   afterDrop: "resumes",
   rig: () => openAIStyleRig("xai-conformance-good-key", "xai"),
 });
