@@ -26,7 +26,13 @@ import { type Logger, silentLogger } from "../../core/log.ts";
 import type { RealtimeEvent, RealtimeLlm, RealtimeSetup } from "../../core/seams.ts";
 import { providerFetch } from "../http.ts";
 import type { RealtimeFactory, RealtimeProviderOptions } from "../provider_types.ts";
-import { dtmfUserText, messageText, openRealtimeSocket, RealtimeEventQueue } from "./_shared.ts";
+import {
+  closeSocket,
+  dtmfUserText,
+  messageText,
+  openRealtimeSocket,
+  RealtimeEventQueue,
+} from "./_shared.ts";
 import {
   createCallBody,
   parseUltravoxMessage,
@@ -194,13 +200,7 @@ export class UltravoxRealtime implements RealtimeLlm {
     this.#queue.close("closed by client");
     const ws = this.#ws;
     if (ws === undefined) return;
-    if (ws.readyState === WebSocket.OPEN || ws.readyState === WebSocket.CONNECTING) ws.close(1000);
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    await Promise.race([
-      this.#socketClosed,
-      new Promise<void>((r) => (timer = setTimeout(r, CLOSE_WAIT_MS))),
-    ]);
-    clearTimeout(timer);
+    await closeSocket(ws, this.#socketClosed, CLOSE_WAIT_MS);
   }
 
   #attach(ws: WebSocket): void {
