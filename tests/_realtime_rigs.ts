@@ -214,9 +214,16 @@ export async function ultravoxRig(): Promise<RealtimeRig> {
   const key = "uv-conformance-good-key";
   const fake = new UltravoxFake({ apiKey: key });
   await fake.start();
-  const joined = () => until(() => fake.joined, "a joined call");
+  let call = 1;
+  // After a drop, the replacement call must be joined before the fake speaks on it.
+  const joined = () =>
+    until(() => fake.joinQueries.length === call && fake.joined, "a joined call");
   return {
-    options: { apiKey: key, url: fake.apiUrl, options: { timeoutMs: 3000 } },
+    options: {
+      apiKey: key,
+      url: fake.apiUrl,
+      options: { timeoutMs: 3000, reconnectBackoffMs: 10 },
+    },
     wrongKey: "uv-conformance-wrong-key",
     async answer(_llm, turn) {
       await joined();
@@ -254,6 +261,7 @@ export async function ultravoxRig(): Promise<RealtimeRig> {
     audioIn: () => fake.audioBytes / 2,
     async drop() {
       await joined();
+      call++;
       await fake.dropAbruptly();
     },
     close: () => fake.close(),

@@ -60,6 +60,6 @@ realtimeConformance({
   outputRate: 24000,
   exactTranscripts: true,
   usage: false,
-  afterDrop: "ends",
+  afterDrop: "resumes",
   rig: ultravoxRig,
 });

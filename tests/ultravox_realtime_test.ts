@@ -21,10 +21,10 @@ const TOOL = {
   },
 };
 
-async function harness() {
+async function harness(options: Record<string, unknown> = {}) {
   const fake = new UltravoxFake({ apiKey: KEY });
   await fake.start();
-  const llm = createUltravoxRealtime({ apiKey: KEY, url: fake.apiUrl, voice: "Mark" });
+  const llm = createUltravoxRealtime({ apiKey: KEY, url: fake.apiUrl, voice: "Mark", options });
   const events: RealtimeEvent[] = [];
   llm.listen!((ev) => ev && events.push(ev));
   return { fake, llm, events };
@@ -103,6 +103,42 @@ Deno.test("ultravox: new instructions ride on the next tool result as a new call
       selectedTools: [],
       toolResultText: '{"ok":true}',
     });
+  } finally {
+    await llm.close();
+    await fake.close();
+  }
+});
+
+Deno.test("ultravox: after a drop a new call continues the last one (priorCallId)", async () => {
+  const { fake, llm, events } = await harness({ reconnectBackoffMs: 10 });
+  try {
+    await llm.connect({ systemPrompt: "Node A", tools: [TOOL] });
+    await until(() => fake.joined, "joined");
+    fake.sendAudio(new Int16Array(2400)); // an answer under way when the socket drops
+    await until(() => events.some((e) => e.type === "audio_out"), "audio");
+    await fake.dropAbruptly();
+    await until(() => fake.joinQueries.length === 2 && fake.joined, "the new call joined");
+    assert.deepEqual(fake.priorCallIds, [undefined, "call-1"]);
+    assert.equal(fake.calls[1].systemPrompt, "Node A");
+    assert.equal(fake.calls[1].firstSpeaker, "FIRST_SPEAKER_USER");
+    // The cut answer is closed; the session goes on.
+    assert.deepEqual(events.map((e) => e.type), ["audio_out", "turn_complete"]);
+  } finally {
+    await llm.close();
+    await fake.close();
+  }
+});
+
+Deno.test("ultravox: with reconnects off a drop ends the session with the reason", async () => {
+  const { fake, llm, events } = await harness({ reconnectAttempts: 0 });
+  try {
+    await llm.connect({ systemPrompt: "", tools: [] });
+    await until(() => fake.joined, "joined");
+    await fake.dropAbruptly();
+    await until(() => events.some((e) => e.type === "closed"), "closed");
+    const closed = events.find((e) => e.type === "closed");
+    assert.ok(closed?.type === "closed" && /dropped/.test(closed.reason ?? ""), "no reason");
+    assert.equal(fake.calls.length, 1);
   } finally {
     await llm.close();
     await fake.close();

@@ -3,7 +3,8 @@
  * a server WebSocket; the answer's `joinUrl` is that socket. Caller audio goes out as binary
  * 16-bit PCM at 16 kHz, the model's comes back binary at 24 kHz; JSON data messages carry
  * transcripts, state, client tool invocations and `playback_clear_buffer` (barge-in). A call
- * cannot be rejoined: a dropped socket ends the session with a `closed` event giving the reason.
+ * cannot be rejoined: after a dropped socket a new call continues its conversation
+ * (`priorCallId`), or with reconnects off the session ends with a `closed` event.
  * See docs/providers/ultravox.md.
  *
  * Permissions: `--allow-net=api.ultravox.ai:443` and the host of the join URL Ultravox returns.
@@ -25,6 +26,7 @@ import { type AudioFrame, audioFrame, type KeypadEntry, type ToolDecl } from "..
 import { type Logger, silentLogger } from "../../core/log.ts";
 import type { RealtimeEvent, RealtimeLlm, RealtimeSetup } from "../../core/seams.ts";
 import { providerFetch } from "../http.ts";
+import { retryWithBackoff } from "./retry.ts";
 import type { RealtimeFactory, RealtimeProviderOptions } from "../provider_types.ts";
 import {
   closeSocket,
@@ -71,6 +73,17 @@ export class UltravoxRealtime implements RealtimeLlm {
   readonly #open = new Set<string>();
   /** New instructions and tools waiting for the next tool result, which opens the stage. */
   #stage: Record<string, unknown> | undefined;
+  /** The prompt, tools and voice in force, for a replacement call. */
+  #prompt = "";
+  #tools: ToolDecl[] = [];
+  #setupVoice: string | undefined;
+  /** The joined call, for `priorCallId`. */
+  #callId: string | undefined;
+  readonly #reconnectAttempts: number;
+  readonly #reconnectBackoffMs: number;
+  readonly #stop = new AbortController();
+  #stagePrompt = "";
+  #stageTools: ToolDecl[] = [];
   /** `call_started` (or a first `state`) arrived: text turns may go out. */
   #started = false;
   readonly #heldText: string[] = [];
@@ -93,6 +106,16 @@ export class UltravoxRealtime implements RealtimeLlm {
       throw new FlowcatError("config", `${P}: options.timeoutMs is invalid`);
     }
     this.#timeoutMs = timeout;
+    const attempts = o.reconnectAttempts ?? 3;
+    if (!Number.isInteger(attempts) || (attempts as number) < 0) {
+      throw new FlowcatError("config", `${P}: options.reconnectAttempts is invalid`);
+    }
+    this.#reconnectAttempts = attempts as number;
+    const backoff = o.reconnectBackoffMs ?? 250;
+    if (typeof backoff !== "number" || !(backoff > 0)) {
+      throw new FlowcatError("config", `${P}: options.reconnectBackoffMs is invalid`);
+    }
+    this.#reconnectBackoffMs = backoff;
     this.#log = opts.logger ?? silentLogger;
   }
 
@@ -102,32 +125,11 @@ export class UltravoxRealtime implements RealtimeLlm {
       throw new FlowcatError("other", `${P}: connect called twice`);
     }
     const kickoff = setup.kickoff !== undefined && setup.kickoff !== "";
+    this.#prompt = setup.systemPrompt;
+    this.#tools = [...setup.tools];
+    this.#setupVoice = setup.voice;
     try {
-      const res = await providerFetch(P, `${this.#api}/calls`, {
-        method: "POST",
-        headers: { "X-API-Key": this.#key, "Content-Type": "application/json" },
-        body: JSON.stringify(createCallBody({
-          systemPrompt: setup.systemPrompt,
-          model: this.#model,
-          voice: this.#voice ?? setup.voice,
-          tools: setup.tools,
-          inputSampleRate: ULTRAVOX_INPUT_RATE,
-          outputSampleRate: this.#outputRate,
-          agentFirst: kickoff,
-        })),
-      }, { timeoutMs: this.#timeoutMs, retries: 0 });
-      const call = await res.json() as { joinUrl?: unknown; callId?: unknown };
-      if (typeof call.joinUrl !== "string") {
-        throw new FlowcatError("protocol", `${P}: the created call has no joinUrl`);
-      }
-      const url = new URL(call.joinUrl);
-      url.searchParams.set("apiVersion", "1");
-      const ws = await openRealtimeSocket(url.href, { provider: P, timeoutMs: this.#timeoutMs });
-      this.#attach(ws);
-      this.#log.info(`${P}: call joined`, {
-        callId: String(call.callId ?? ""),
-        model: this.#model,
-      });
+      await this.#join(kickoff);
     } catch (err) {
       this.#closed = true;
       this.#queue.close("connect failed");
@@ -159,6 +161,7 @@ export class UltravoxRealtime implements RealtimeLlm {
     if (this.#closed) return Promise.reject(new FlowcatError("closed", `${P}: session is closed`));
     if (this.#open.size > 0) {
       this.#stage = { systemPrompt: prompt, selectedTools: ultravoxTools(tools) };
+      [this.#stagePrompt, this.#stageTools] = [prompt, [...tools]];
     } else {
       this.#log.warn(`${P}: new instructions without a pending tool call; tools unchanged`);
       this.#sendText(`<instruction>${prompt}</instruction>`);
@@ -172,6 +175,7 @@ export class UltravoxRealtime implements RealtimeLlm {
     const text = typeof result === "string" ? result : JSON.stringify(result ?? {}) ?? "null";
     // `toolResultText` keeps the tool's own result in the history the new stage inherits.
     const stage = this.#stage === undefined ? undefined : { ...this.#stage, toolResultText: text };
+    if (stage !== undefined) [this.#prompt, this.#tools] = [this.#stagePrompt, this.#stageTools];
     this.#stage = undefined;
     this.#open.delete(id);
     this.#sendJson(toolResultMessage(id, text, stage));
@@ -197,25 +201,95 @@ export class UltravoxRealtime implements RealtimeLlm {
   async close(): Promise<void> {
     if (this.#closed && this.#ws === undefined) return;
     this.#closed = true;
+    this.#stop.abort();
     this.#queue.close("closed by client");
     const ws = this.#ws;
     if (ws === undefined) return;
     await closeSocket(ws, this.#socketClosed, CLOSE_WAIT_MS);
   }
 
+  /**
+   * Create a call with the prompt and tools in force (continuing the last one's conversation
+   * when there was one: `priorCallId`) and join its socket.
+   */
+  async #join(agentFirst: boolean): Promise<void> {
+    const prior = this.#callId === undefined
+      ? ""
+      : `?priorCallId=${encodeURIComponent(this.#callId)}`;
+    const res = await providerFetch(P, `${this.#api}/calls${prior}`, {
+      method: "POST",
+      headers: { "X-API-Key": this.#key, "Content-Type": "application/json" },
+      body: JSON.stringify(createCallBody({
+        systemPrompt: this.#prompt,
+        model: this.#model,
+        voice: this.#voice ?? this.#setupVoice,
+        tools: this.#tools,
+        inputSampleRate: ULTRAVOX_INPUT_RATE,
+        outputSampleRate: this.#outputRate,
+        agentFirst,
+      })),
+    }, { timeoutMs: this.#timeoutMs, retries: 0 });
+    const call = await res.json() as { joinUrl?: unknown; callId?: unknown };
+    if (typeof call.joinUrl !== "string") {
+      throw new FlowcatError("protocol", `${P}: the created call has no joinUrl`);
+    }
+    const url = new URL(call.joinUrl);
+    url.searchParams.set("apiVersion", "1");
+    const ws = await openRealtimeSocket(url.href, { provider: P, timeoutMs: this.#timeoutMs });
+    if (this.#closed) {
+      ws.close(1000); // close() ran while the call was being joined
+      throw new FlowcatError("closed", `${P}: closed while joining`);
+    }
+    this.#callId = typeof call.callId === "string" ? call.callId : undefined;
+    this.#started = false;
+    this.#attach(ws);
+    this.#log.info(`${P}: call joined`, { callId: this.#callId ?? "", model: this.#model });
+  }
+
+  /**
+   * The socket dropped: its call is over. A new call continuing its conversation replaces it
+   * (bounded tries with backoff); after them, or with reconnects off, the session ends.
+   */
+  async #rejoin(reason: string): Promise<void> {
+    if (this.#turnOpen) this.#queue.push({ type: "turn_complete" });
+    this.#turnOpen = false;
+    if (this.#open.size > 0) {
+      this.#log.warn(`${P}: tool calls of the dropped call go unanswered`, { n: this.#open.size });
+    }
+    this.#open.clear();
+    this.#stage = undefined;
+    const out = await retryWithBackoff({
+      attempts: this.#reconnectAttempts,
+      backoffMs: this.#reconnectBackoffMs,
+      signal: this.#stop.signal,
+      what: `${P}: rejoin attempt`,
+      log: this.#log,
+    }, () => this.#join(false));
+    if (this.#closed) return;
+    if (!out.ok) {
+      this.#closed = true;
+      const why = "error" in out ? errorMessage(out.error) : "stopped";
+      this.#queue.close(`${reason}; no new call after ${this.#reconnectAttempts} attempts: ${why}`);
+    }
+  }
+
   #attach(ws: WebSocket): void {
     this.#ws = ws;
     this.#socketClosed = new Promise((resolve) => {
       ws.addEventListener("close", (ev) => {
-        if (!this.#closed) {
-          // The call ends with its socket: Ultravox has no rejoin.
+        if (!this.#closed && ws === this.#ws) {
           const reason = ev.reason
             ? `socket closed (${ev.code}: ${ev.reason.slice(0, 200)})`
             : ev.code === 0 || ev.code === 1006
             ? "socket dropped (no close frame)"
             : `socket closed (${ev.code})`;
-          this.#closed = true;
-          this.#queue.close(reason);
+          if (this.#reconnectAttempts > 0 && this.#callId !== undefined) {
+            this.#log.warn(`${P}: connection lost; continuing in a new call`, { reason });
+            void this.#rejoin(reason);
+          } else {
+            this.#closed = true;
+            this.#queue.close(reason);
+          }
         }
         resolve();
       }, { once: true });
@@ -304,7 +378,8 @@ export class UltravoxRealtime implements RealtimeLlm {
 
 /**
  * Registry factory. Options: `outputSampleRate` (8000, 16000, 24000 or 48000; default 24000),
- * `timeoutMs` (call creation and socket, each; default 10000).
+ * `timeoutMs` (call creation and socket, each; default 10000), `reconnectAttempts` (new calls
+ * tried after a drop; default 3, 0: the session ends), `reconnectBackoffMs` (default 250).
  */
 export const createUltravoxRealtime: RealtimeFactory = (opts): RealtimeLlm =>
   new UltravoxRealtime(opts);

@@ -36,6 +36,8 @@ export interface UltravoxFakeOptions {
 export class UltravoxFake {
   /** Bodies of the calls created, in order. */
   readonly calls: Record<string, unknown>[] = [];
+  /** The `priorCallId` each call was created with (`undefined`: a first call). */
+  readonly priorCallIds: (string | undefined)[] = [];
   /** Query of each join request (index 0 is the first call). */
   readonly joinQueries: Record<string, string>[] = [];
   /** JSON data messages from the client, across calls. */
@@ -124,6 +126,7 @@ export class UltravoxFake {
       }
       const body = await req.json() as Record<string, unknown>;
       this.calls.push(body);
+      this.priorCallIds.push(url.searchParams.get("priorCallId") ?? undefined);
       const callId = `call-${this.calls.length}`;
       const joinUrl = `ws://127.0.0.1:${this.#proxy!.port}/calls/${callId}/server_web_socket`;
       return Response.json({ callId, joinUrl, ...body }, { status: 201 });
