@@ -172,6 +172,11 @@ export class UltravoxRealtime implements RealtimeLlm {
   /** Answer invocation `id` (opening the new stage when {@link updateSystem} left one). */
   sendToolResult(id: string, result: unknown): Promise<void> {
     if (this.#closed) return Promise.reject(new FlowcatError("closed", `${P}: session is closed`));
+    if (!this.#open.has(id)) {
+      // A call of a dropped call (the new one never asked) or an unknown id: nobody to answer.
+      this.#log.warn(`${P}: no open tool call with this id; result dropped`, { id });
+      return Promise.resolve();
+    }
     const text = typeof result === "string" ? result : JSON.stringify(result ?? {}) ?? "null";
     // `toolResultText` keeps the tool's own result in the history the new stage inherits.
     const stage = this.#stage === undefined ? undefined : { ...this.#stage, toolResultText: text };
