@@ -87,6 +87,22 @@ export const REALTIME_PROVIDERS: Readonly<Record<string, RealtimeProviderInfo>> 
     description: "OpenAI Realtime (GA protocol)",
     load: () => import("./realtime/openai_realtime.ts").then((m) => m.createOpenAIRealtime),
   },
+  xai: {
+    name: "xai",
+    kind: "realtime",
+    hosts: ["api.x.ai:443"],
+    needsKey: true,
+    description: "xAI Grok voice (Grok Voice Agent API)",
+    load: () => import("./realtime/xai.ts").then((m) => m.createXaiRealtime),
+  },
+  ultravox: {
+    name: "ultravox",
+    kind: "realtime",
+    hosts: ["api.ultravox.ai:443", "voice.ultravox.ai:443"],
+    needsKey: true,
+    description: "Ultravox (server WebSocket call)",
+    load: () => import("./realtime/ultravox.ts").then((m) => m.createUltravoxRealtime),
+  },
 });
 
 /** Every provider of `kind`, by name. */

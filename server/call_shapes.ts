@@ -138,7 +138,8 @@ async function loadS2s(opts: LoadShapeOptions): Promise<CallShape> {
   if (p.voice !== undefined) base.voice = p.voice;
   if (p.url !== undefined) base.url = p.url;
   if (info.needsKey) base.apiKey = readKey(env, p.name, "realtime");
-  const family = p.name === "openai" ? "openai" : "gemini";
+  // Other providers' clients pick their own default voice.
+  const family = p.name === "openai" || p.name === "gemini" ? p.name : undefined;
   return {
     provider: p.name,
     models: described(p.name, base.model),

@@ -174,6 +174,17 @@ function serviceTarget(kind: "stt" | "llm" | "tts", p: ProviderConfig): ProbeTar
   return { ...base, url: shownUrl(url), request: { url, headers: auth } };
 }
 
+/** Realtime providers checked on their own API (the key's account or model list), not OpenAI's. */
+const REALTIME_PROBES: Readonly<
+  Record<string, { url: string; headers: (key: string | undefined) => Record<string, string> }>
+> = Object.freeze({
+  xai: { url: "https://api.x.ai/v1/models", headers: bearer },
+  ultravox: {
+    url: "https://api.ultravox.ai/api/accounts/me",
+    headers: (key: string | undefined): Record<string, string> => key ? { "x-api-key": key } : {},
+  },
+});
+
 function realtimeTarget(p: ProviderConfig): ProbeTarget {
   const info = providersOfKind("realtime")[p.name];
   const base: ProbeTarget = {
@@ -187,6 +198,10 @@ function realtimeTarget(p: ProviderConfig): ProbeTarget {
   if (info === undefined) return { ...base, notWired: true };
   if (!info.needsKey) return { ...base, url: "(in process)", inProcess: true };
   base.keyEnv = providerKeyEnv(p.name);
+  const own = REALTIME_PROBES[p.name];
+  if (own !== undefined && p.url === undefined) {
+    return { ...base, url: own.url, request: { url: own.url, headers: own.headers } };
+  }
   const gemini = p.name === "gemini";
   let url = gemini
     ? "https://generativelanguage.googleapis.com/v1beta/models"

@@ -92,13 +92,6 @@ async function sync(h: Awaited<ReturnType<typeof harness>>, marker: string): Pro
   await h.waitEvent((e) => e.type === "user_text" && e.text === marker, marker);
 }
 
-Deno.test("createGeminiLive without an API key is a config error", () => {
-  assert.throws(
-    () => createGeminiLive({}),
-    (e) => e instanceof FlowcatError && e.kind === "config" && /missing API key/.test(e.message),
-  );
-});
-
 Deno.test("setup: model prefix, default voice, VAD, tool declarations, transcription, key", async () => {
   const h = await harness();
   try {

@@ -9,6 +9,9 @@ Deno.test("realtime env: defaults per family", () => {
     vad: { ...DEFAULT_REALTIME_VAD },
   });
   assert.equal(realtimeEnvSettings("openai", from({})).voice, "alloy");
+  // Outside the families (xai, ultravox, ...): no voice of another vendor's catalogue.
+  assert.equal(realtimeEnvSettings(undefined, from({})).voice, undefined);
+  assert.equal(realtimeEnvSettings(undefined, from({ FLOWCAT_VOICE: "ara" })).voice, "ara");
   assert.deepEqual(DEFAULT_REALTIME_VAD, {
     startSensitivity: "START_SENSITIVITY_LOW",
     endSensitivity: "END_SENSITIVITY_HIGH",

@@ -281,6 +281,26 @@ providers: { realtime: { name: gemini } }`.replace(
   const g = probeTargets(gemini.config)[0];
   assert.equal(g.url, "https://generativelanguage.googleapis.com/v1beta/models");
   assert.deepEqual(g.request!.headers("k"), { "x-goog-api-key": "k" });
+  // Realtime providers outside OpenAI and Gemini are checked on their own API.
+  for (
+    const [name, url, headers] of [
+      ["xai", "https://api.x.ai/v1/models", { authorization: "Bearer k" }],
+      ["ultravox", "https://api.ultravox.ai/api/accounts/me", { "x-api-key": "k" }],
+    ] as const
+  ) {
+    const c = await parseConfigText(
+      `version: 1\nagent: { remote: { url: 'http://h' } }\nproviders: { realtime: { name: ${name} } }`,
+      "yaml",
+      ".",
+    );
+    assert.ok(c.ok, name);
+    const r = probeTargets(c.config)[0];
+    assert.deepEqual([r.url, r.keyEnv, r.request!.headers("k")], [
+      url,
+      `${name.toUpperCase()}_API_KEY`,
+      headers,
+    ]);
+  }
   // A brain that does not answer, through an injected fetch: the reason names the cause.
   const refused = await probe(t[3], {
     env: () => "tok",

@@ -1,7 +1,7 @@
 /**
  * Pieces every realtime (speech-to-speech) client shares: an event queue that `nextEvent()`
- * reads, base64 16-bit PCM both ways, socket-message decoding, a connect with a deadline, and
- * how a keypad press is told to a model (from core/keypad_text.ts).
+ * reads, base64 16-bit PCM both ways, socket-message decoding, a connect and a close with a
+ * deadline, and how a keypad press is told to a model (from core/keypad_text.ts).
  * @module
  */
 
@@ -167,4 +167,19 @@ export function openRealtimeSocket(url: string, opts: OpenSocketOptions): Promis
     ws.addEventListener("error", onError);
     ws.addEventListener("close", onError);
   });
+}
+
+/**
+ * Close `ws` (when open or opening) with 1000 and wait until `closed` resolves, or `waitMs` at
+ * most: a peer that never answers the close must not hold a call's end.
+ */
+export async function closeSocket(
+  ws: WebSocket,
+  closed: Promise<void>,
+  waitMs: number,
+): Promise<void> {
+  if (ws.readyState === WebSocket.CONNECTING || ws.readyState === WebSocket.OPEN) ws.close(1000);
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  await Promise.race([closed, new Promise<void>((r) => (timer = setTimeout(r, waitMs)))]);
+  clearTimeout(timer);
 }

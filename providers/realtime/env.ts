@@ -50,8 +50,8 @@ export const DEFAULT_REALTIME_VAD: Readonly<Required<RealtimeVadSettings>> = Obj
 
 /** Voice and VAD settings resolved from the environment. */
 export interface RealtimeEnvSettings {
-  /** Voice name (`FLOWCAT_VOICE`, else the provider default). */
-  voice: string;
+  /** Voice name (`FLOWCAT_VOICE`, else the family's default; none: the client's own). */
+  voice: string | undefined;
   /** Server-side VAD tuning, each field from its `FLOWCAT_VAD_*` variable or the default. */
   vad: Required<RealtimeVadSettings>;
 }
@@ -69,10 +69,12 @@ const U32_MAX = 0xffff_ffff;
 
 /**
  * Read the realtime knobs through `get` (e.g. `(n) => Deno.env.get(n)`); every invalid value
- * is replaced by its default and reported once through `warn`.
+ * is replaced by its default and reported once through `warn`. A provider outside the families
+ * (`family` undefined) has no default voice here: its client picks its own, since a voice of
+ * another vendor's catalogue would be refused.
  */
 export function realtimeEnvSettings(
-  family: RealtimeFamily,
+  family: RealtimeFamily | undefined,
   get: (name: string) => string | undefined,
   warn: (line: string) => void = () => {},
 ): RealtimeEnvSettings {
@@ -91,10 +93,16 @@ export function realtimeEnvSettings(
     return def;
   };
   const rawVoice = get("FLOWCAT_VOICE")?.trim();
-  let voice = DEFAULT_VOICES[family];
+  let voice = family === undefined ? undefined : DEFAULT_VOICES[family];
   if (rawVoice !== undefined && rawVoice !== "") {
     if (/^[A-Za-z0-9_.-]{1,64}$/.test(rawVoice)) voice = rawVoice;
-    else warn(`FLOWCAT_VOICE=${JSON.stringify(rawVoice)} is not a voice name; using ${voice}`);
+    else {
+      warn(
+        `FLOWCAT_VOICE=${JSON.stringify(rawVoice)} is not a voice name; using ${
+          voice ?? "the provider's default"
+        }`,
+      );
+    }
   }
   const d = DEFAULT_REALTIME_VAD;
   return {

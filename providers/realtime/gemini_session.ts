@@ -74,7 +74,9 @@ export async function openGeminiConnection(o: OpenConnectionOptions): Promise<Ge
   });
   ws.addEventListener("close", (e) => {
     const why = `socket closed (code ${e.code}${e.reason ? `: ${e.reason.slice(0, 200)}` : ""})`;
-    waiter?.reject(new FlowcatError("closed", `gemini: setup refused: ${why}`));
+    // The service takes any key at the upgrade and refuses a bad one by closing the socket.
+    const kind = /API key/i.test(e.reason) ? "auth" : "closed";
+    waiter?.reject(new FlowcatError(kind, `gemini: setup refused: ${why}`));
     o.onClose(conn, e.code, e.reason);
   });
   ws.send(JSON.stringify(geminiSetupMessage(o.setup)));

@@ -82,14 +82,15 @@ function option<T>(
 
 const isString = (v: unknown): v is string => typeof v === "string" && v !== "";
 const isBool = (v: unknown): v is boolean => typeof v === "boolean";
-const isProtocol = (v: unknown): v is OpenAIRealtimeProtocol => v === "ga" || v === "beta";
+const isProtocol = (v: unknown): v is OpenAIRealtimeProtocol =>
+  v === "ga" || v === "beta" || v === "xai";
 const isUnit = (v: unknown): v is number => typeof v === "number" && v >= 0 && v <= 1;
 const isPositive = (v: unknown): v is number =>
   typeof v === "number" && Number.isFinite(v) && v > 0;
 const isCount = (v: unknown): v is number => Number.isInteger(v) && (v as number) >= 0;
 
 /**
- * Resolve a client config. Options read from `opts.options`: `protocol` (`"ga"` | `"beta"`),
+ * Resolve a client config. Options read from `opts.options`: `protocol` (`"ga"` | `"beta"` | `"xai"`),
  * `transcriptionModel`, `vadThreshold` (0..1, default 0.5), `serverInterrupt` (default true),
  * `timeoutMs`, `reconnectAttempts` (default 3), `reconnectBackoffMs` (default 250),
  * `audioBufferMs` (default 30000). Throws `FlowcatError("config")` on a missing key, a bad URL or a bad option;

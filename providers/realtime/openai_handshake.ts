@@ -1,5 +1,6 @@
 /**
- * The start of an OpenAI Realtime session: wait for `session.created`, send the
+ * The start of an OpenAI Realtime session: wait for `session.created` (xAI:
+ * `conversation.created`), send the
  * `session.update`, wait for `session.updated`, all within a deadline. While it runs, the
  * client hands it every server event.
  * @module
@@ -63,7 +64,9 @@ export class SessionHandshake {
   onEvent(ev: ServerEvent): void {
     const hs = this.#pending;
     if (hs === undefined) return;
-    if (ev.type === "session.created" && hs.phase === "created") {
+    // xAI greets with `conversation.created` where OpenAI sends `session.created`.
+    const hello = ev.type === "session.created" || ev.type === "conversation.created";
+    if (hello && hs.phase === "created") {
       hs.phase = "updated";
       this.#send();
     } else if (ev.type === "session.updated" && hs.phase === "updated") {

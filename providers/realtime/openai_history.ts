@@ -102,7 +102,7 @@ function toWire(it: Item, protocol: OpenAIRealtimeProtocol): Record<string, unkn
       return {
         type: "message",
         role: "assistant",
-        content: [{ type: protocol === "ga" ? "output_text" : "text", text: it.text }],
+        content: [{ type: protocol === "beta" ? "text" : "output_text", text: it.text }],
       };
     case "call":
       return { type: "function_call", call_id: it.callId, name: it.name, arguments: it.args };

@@ -25,7 +25,7 @@ import type { RealtimeEvent, RealtimeLlm, RealtimeSetup } from "../../core/seams
 import type { RealtimeFactory, RealtimeProviderOptions } from "../provider_types.ts";
 import { handoverReply, reportHandover } from "../../core/handover.ts";
 import { retryWithBackoff } from "./retry.ts";
-import { dtmfUserText, openRealtimeSocket, RealtimeEventQueue } from "./_shared.ts";
+import { closeSocket, dtmfUserText, openRealtimeSocket, RealtimeEventQueue } from "./_shared.ts";
 import {
   AudioBacklog,
   continueAnswerText,
@@ -207,13 +207,7 @@ export class OpenAIRealtimeClient implements RealtimeLlm {
     this.#queue.close("closed by client");
     const ws = this.#ws;
     if (ws === undefined) return;
-    if (ws.readyState === WebSocket.CONNECTING || ws.readyState === WebSocket.OPEN) ws.close(1000);
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    await Promise.race([
-      this.#socketClosed,
-      new Promise<void>((r) => (timer = setTimeout(r, CLOSE_WAIT_MS))),
-    ]);
-    clearTimeout(timer);
+    await closeSocket(ws, this.#socketClosed, CLOSE_WAIT_MS);
   }
 
   /** Open a socket and run the session handshake with `update`; it becomes the current one. */
@@ -420,7 +414,8 @@ export class OpenAIRealtimeClient implements RealtimeLlm {
   #onSpeechStarted(): void {
     this.#queue.push({ type: "interrupted" });
     this.#history.answerCut();
-    this.#responses.bargeIn(this.#cfg.serverInterrupt);
+    // xAI has no `conversation.item.truncate`: its server cuts the answer itself.
+    this.#responses.bargeIn(this.#cfg.serverInterrupt, this.#cfg.protocol !== "xai");
   }
 
   #onToolCall(ev: ServerEvent): void {

@@ -63,11 +63,12 @@ export class ResponseGate {
 
   /**
    * The caller started talking: truncate the item to what was received (not played: the carrier
-   * may still hold some of it, see docs), and cancel the response unless the server does.
+   * may still hold some of it, see docs) where the dialect has truncation, and cancel the
+   * response unless the server does.
    */
-  bargeIn(serverInterrupts: boolean): void {
+  bargeIn(serverInterrupts: boolean, truncates = true): void {
     const item = this.#item;
-    if (item !== undefined && item.samples > 0) {
+    if (truncates && item !== undefined && item.samples > 0) {
       this.send({
         type: "conversation.item.truncate",
         item_id: item.id,

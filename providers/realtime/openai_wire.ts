@@ -9,8 +9,11 @@ import { Resampler } from "../../core/audio/resample.ts";
 import type { AudioFrame, ToolDecl } from "../../core/frames.ts";
 import { pcm16ToBase64 } from "./_shared.ts";
 
-/** Which OpenAI Realtime dialect: the GA protocol or the older beta one (`OpenAI-Beta` header). */
-export type OpenAIRealtimeProtocol = "ga" | "beta";
+/**
+ * Which OpenAI Realtime dialect: the GA protocol, the older beta one (`OpenAI-Beta` header), or
+ * xAI's (GA event names; its own flatter session shape, see docs/providers/xai.md).
+ */
+export type OpenAIRealtimeProtocol = "ga" | "beta" | "xai";
 
 /** Sample rate of OpenAI Realtime PCM in both directions. */
 export const OPENAI_PCM_RATE = 24000;
@@ -80,6 +83,7 @@ export function sessionUpdateEvent(
     };
   }
   const format = { type: "audio/pcm", rate: OPENAI_PCM_RATE };
+  if (protocol === "xai") return xaiSessionUpdate(cfg, format);
   return {
     type: "session.update",
     session: {
@@ -96,6 +100,26 @@ export function sessionUpdateEvent(
       },
       tools,
       tool_choice: "auto",
+    },
+  };
+}
+
+/** xAI's `session.update`: voice and turn detection at the top, formats under `audio`. */
+function xaiSessionUpdate(cfg: OpenAISessionConfig, format: Record<string, unknown>): ClientEvent {
+  const td = cfg.turnDetection;
+  return {
+    type: "session.update",
+    session: {
+      instructions: cfg.instructions,
+      voice: cfg.voice,
+      turn_detection: {
+        type: "server_vad",
+        threshold: td.threshold,
+        prefix_padding_ms: td.prefixPaddingMs,
+        silence_duration_ms: td.silenceDurationMs,
+      },
+      audio: { input: { format }, output: { format } },
+      tools: openAITools(cfg.tools),
     },
   };
 }

@@ -40,6 +40,8 @@ export interface GeminiLiveFakeOptions {
   setupCompleteDelayMs?: number;
   /** Answer `setup` with `setupComplete` at all (default true). */
   autoSetupComplete?: boolean;
+  /** See {@link GeminiLiveFake.apiKey}. */
+  apiKey?: string;
 }
 
 interface Waiter {
@@ -57,6 +59,11 @@ export class GeminiLiveFake {
   autoSetupComplete: boolean;
   /** Answer new WebSocket requests with HTTP 503 (a reconnect then fails). */
   refuseConnections = false;
+  /**
+   * The key the service accepts; a `setup` on a connection whose `?key=` differs is answered as
+   * the service does, by closing with 1007 "API key not valid". Default: any key.
+   */
+  apiKey: string | undefined;
   /** Close (code 1007) a connection whose `setup` carries a resumption handle. */
   rejectResumption = false;
   /** Every client message, in arrival order. */
@@ -83,6 +90,7 @@ export class GeminiLiveFake {
   constructor(opts: GeminiLiveFakeOptions = {}) {
     this.setupCompleteDelayMs = opts.setupCompleteDelayMs ?? 0;
     this.autoSetupComplete = opts.autoSetupComplete ?? true;
+    this.apiKey = opts.apiKey;
     this.model = new FakeGeminiModel({
       send: (msg, n) => this.send(msg, n),
       close: (n, code, reason) => this.#socket(n).close(code, reason),
@@ -229,6 +237,12 @@ export class GeminiLiveFake {
   }
 
   #onSetup(n: number, socket: WebSocket, setup: Record<string, unknown>): void {
+    if (
+      this.apiKey !== undefined && this.requestUrls[n - 1].searchParams.get("key") !== this.apiKey
+    ) {
+      socket.close(1007, "API key not valid. Please pass a valid API key.");
+      return;
+    }
     const resumption = setup?.sessionResumption as { handle?: unknown } | undefined;
     if (this.rejectResumption && typeof resumption?.handle === "string") {
       socket.close(1007, "session not found");

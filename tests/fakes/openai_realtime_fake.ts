@@ -28,11 +28,23 @@ export type ClientMessage = { type: string } & Record<string, unknown>;
 export interface OpenAIRealtimeFakeOptions {
   /** Send `session.created` when a client connects (default true). */
   sendSessionCreated?: boolean;
+  /**
+   * Whose server this is (default `openai`). `xai`: the first event is `conversation.created`
+   * instead of `session.created`, and an event xAI does not define
+   * (`conversation.item.truncate`) is answered with an `error` event.
+   */
+  dialect?: "openai" | "xai";
   /** Answer `session.update` with `session.updated` (default true). */
   answerSessionUpdate?: boolean;
   /** Answer `session.update` with this `error` instead. */
   rejectSessionUpdate?: { code: string; message: string };
+  /** Refuse the WebSocket upgrade with HTTP 401 unless the request carries this key (as
+   * `Authorization: Bearer <key>` or an `api-key` header). Default: any key. */
+  apiKey?: string;
 }
+
+/** Client events of OpenAI's protocol that xAI's server does not define. */
+const XAI_UNKNOWN_EVENTS = new Set(["conversation.item.truncate"]);
 
 interface Waiter {
   pred: (m: ClientMessage) => boolean;
@@ -177,6 +189,15 @@ export class OpenAIRealtimeFake {
       return new Response("websocket only", { status: 400 });
     }
     if (this.refuseConnections) return new Response("unavailable", { status: 503 });
+    const key = this.#opts.apiKey;
+    if (
+      key !== undefined && req.headers.get("authorization") !== `Bearer ${key}` &&
+      req.headers.get("api-key") !== key
+    ) {
+      return Response.json({
+        error: { type: "invalid_request_error", code: "invalid_api_key", message: "bad key" },
+      }, { status: 401 });
+    }
     const url = new URL(req.url);
     this.headers = Object.fromEntries(req.headers);
     this.query = Object.fromEntries(url.searchParams);
@@ -192,10 +213,17 @@ export class OpenAIRealtimeFake {
       const n = this.connections;
       const created = () => {
         if (socket.readyState !== WebSocket.OPEN) return;
-        this.send({
-          type: "session.created",
-          session: { id: `sess_fake_${n}`, model: this.query.model ?? null },
-        });
+        this.send(
+          this.#opts.dialect === "xai"
+            ? {
+              type: "conversation.created",
+              conversation: { id: `conv_fake_${n}`, object: "realtime.conversation" },
+            }
+            : {
+              type: "session.created",
+              session: { id: `sess_fake_${n}`, model: this.query.model ?? null },
+            },
+        );
       };
       if (n > 1 && this.reconnectDelayMs > 0) setTimeout(created, this.reconnectDelayMs);
       else created();
@@ -223,6 +251,9 @@ export class OpenAIRealtimeFake {
     this.received.push(m);
     this.receivedOn.push(this.#numbers.get(socket) ?? 0);
     if (m.type === "session.update" && socket === this.#socket) this.#onSessionUpdate(m);
+    if (this.#opts.dialect === "xai" && XAI_UNKNOWN_EVENTS.has(m.type)) {
+      this.send(errorEvent("invalid_event", `Unknown event type: ${m.type}`));
+    }
     for (const w of this.#waiters.filter((w) => w.pred(m))) {
       this.#waiters = this.#waiters.filter((x) => x !== w);
       w.resolve(m);
