@@ -34,6 +34,8 @@ import type { CarrierName } from "./serializers/mod.ts";
 import { vonageJwt } from "./_vonage_jwt.ts";
 import { parseTransferTarget, transferDialUrl, type TransferTarget } from "./transfer_dial.ts";
 
+export type { TransferTarget } from "./transfer_dial.ts";
+
 /** Transfers the carrier call `callId` to `target` (a number, or a `sip:`/`tel:` URI). */
 export type CarrierTransferFn = (callId: string, target: string) => Promise<TransferOutcome>;
 

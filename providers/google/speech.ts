@@ -36,6 +36,8 @@ import { ProtoWriter, readMessage } from "../protobuf.ts";
 import type { ServiceOptions } from "../service_options.ts";
 import { googleCredential } from "./auth.ts";
 import { GOOGLE_STT_DEFAULT_MODEL, GOOGLE_STT_DEFAULT_URL } from "./defaults.ts";
+export type { RecognizedText, RecognizeWire } from "../grpc_stt.ts";
+export type { GrpcTarget } from "../grpc.ts";
 export { GOOGLE_STT_DEFAULT_MODEL, GOOGLE_STT_DEFAULT_URL } from "./defaults.ts";
 
 export type { ServiceOptions } from "../service_options.ts";

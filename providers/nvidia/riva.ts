@@ -41,6 +41,8 @@ import { GrpcStreamingStt, type RecognizedText, type RecognizeWire } from "../gr
 import { ProtoWriter, readMessage } from "../protobuf.ts";
 import type { ServiceOptions } from "../service_options.ts";
 import { RIVA_DEFAULT_URL } from "./defaults.ts";
+export type { RecognizedText, RecognizeWire } from "../grpc_stt.ts";
+export type { GrpcTarget } from "../grpc.ts";
 export { RIVA_DEFAULT_URL } from "./defaults.ts";
 
 export type { ServiceOptions } from "../service_options.ts";

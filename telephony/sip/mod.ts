@@ -221,6 +221,7 @@ export {
   type CallHost,
   type CallInfo,
   SipCall,
+  type SipLeg,
   type TransferOptions,
 } from "./call.ts";
 export {
