@@ -39,7 +39,7 @@ export interface EchoCancellerOptions {
   sampleRate: number;
   /** Longest bulk delay from the reference to its echo, in ms (default 300). */
   maxDelayMs?: number;
-  /** Echo tail after the bulk delay, in ms (default 64). */
+  /** Echo tail after the bulk delay, in ms (default 128: a small room rings about that long). */
   tailMs?: number;
   /** Run the residual echo suppressor (default true). */
   suppress?: boolean;
@@ -99,7 +99,7 @@ export class EchoCanceller {
   /** A canceller (see {@link EchoCancellerOptions}). */
   constructor(opts: EchoCancellerOptions) {
     const rate = opts.sampleRate;
-    const maxDelay = opts.maxDelayMs ?? 300, tail = opts.tailMs ?? 64;
+    const maxDelay = opts.maxDelayMs ?? 300, tail = opts.tailMs ?? 128;
     if (!(rate >= 4000 && rate <= 48000) || !(maxDelay >= 0) || !(tail > 0)) {
       throw new FlowcatError(
         "config",

@@ -42,7 +42,7 @@ export interface EchoCancelOptions {
   enabled?: boolean;
   /** Longest bulk delay of the echo, ms (default 300). */
   maxDelayMs?: number;
-  /** Echo tail after the bulk delay, ms (default 64). */
+  /** Echo tail after the bulk delay, ms (default 128). */
   tailMs?: number;
   /** Processor name (default `EchoCancel`). */
   name?: string;
@@ -64,7 +64,7 @@ export class EchoCancelProcessor extends FrameProcessor {
     super(opts.name ?? "EchoCancel");
     this.#enabled = opts.enabled ?? true;
     this.#maxDelayMs = opts.maxDelayMs ?? 300;
-    this.#tailMs = opts.tailMs ?? 64;
+    this.#tailMs = opts.tailMs ?? 128;
   }
 
   /** True while audio is being cancelled. */
