@@ -2,20 +2,21 @@
  * Acoustic echo canceller for one call: removes the agent's own voice, as it comes back from a
  * speakerphone or a leaky handset, from the caller's audio.
  *
- * Three stages, all per block of about 8 ms (64 samples at 8 kHz, 128 at 16 kHz):
+ * Per block of about 8 ms (64 samples at 8 kHz, 128 at 16 kHz):
  * 1. A two-path multi-delay block frequency-domain NLMS filter ({@link MdfFilter}) covering
- *    `maxDelayMs` of bulk delay plus `tailMs` of echo tail subtracts the linear echo.
+ *    `maxDelayMs` of bulk delay plus `tailMs` of echo tail subtracts the linear echo; a
+ *    {@link DriftTracker} shifts it along as the far end's clock drifts against ours.
  * 2. Double-talk detection: once the filter has converged, a block whose residual is well
- *    above what the filter leaves in single talk holds the caller's speech; adaptation is
- *    slowed and the suppressor lets it through.
- * 3. A residual echo suppressor: a gain per block from the expected residual echo (the
- *    filter's echo estimate times the residual ratio measured in single talk) against the
- *    actual residual, so what the linear filter leaves (G.711 noise, a path change) is
- *    attenuated while the caller speaks on. Before the filter has converged, the microphone is
- *    attenuated while the agent speaks and it is quieter than the agent's voice.
+ *    above what the filter leaves in single talk holds the caller's speech; the residual
+ *    models stop learning and adaptation slows.
+ * 3. A residual echo suppressor per band ({@link ResidualSuppressor}): a power model of what
+ *    the linear filter leaves, learnt from the reference in single talk, sets each band's gain,
+ *    so a reverb tail or drift residue is attenuated while the caller passes where they
+ *    dominate. Before the filter has converged, the microphone is attenuated while the agent
+ *    speaks and it is quieter than the agent's voice.
  *
- * The output lags the input by one block ({@link EchoCanceller.latency} samples). Frames may be
- * any length; nothing is allocated per frame.
+ * The output lags the input by two blocks ({@link EchoCanceller.latency} samples; one without
+ * the suppressor). Frames may be any length; nothing is allocated per frame.
  *
  * @example
  * ```ts
@@ -39,7 +40,7 @@ export interface EchoCancellerOptions {
   sampleRate: number;
   /** Longest bulk delay from the reference to its echo, in ms (default 300). */
   maxDelayMs?: number;
-  /** Echo tail after the bulk delay, in ms (default 128: a small room rings about that long). */
+  /** Echo tail after the bulk delay, in ms (default 160: a small room rings about that long). */
   tailMs?: number;
   /** Run the residual echo suppressor (default true). */
   suppress?: boolean;
@@ -53,7 +54,7 @@ export interface EchoCancellerOptions {
 export class EchoCanceller {
   /** Sample rate of the signals. */
   readonly sampleRate: number;
-  /** Delay the canceller adds, in samples (one block). */
+  /** Delay the canceller adds, in samples (two blocks; one without the suppressor). */
   readonly latency: number;
   readonly #mdf: MdfFilter;
   readonly #drift: DriftTracker | undefined;
@@ -99,7 +100,7 @@ export class EchoCanceller {
   /** A canceller (see {@link EchoCancellerOptions}). */
   constructor(opts: EchoCancellerOptions) {
     const rate = opts.sampleRate;
-    const maxDelay = opts.maxDelayMs ?? 300, tail = opts.tailMs ?? 128;
+    const maxDelay = opts.maxDelayMs ?? 300, tail = opts.tailMs ?? 160;
     if (!(rate >= 4000 && rate <= 48000) || !(maxDelay >= 0) || !(tail > 0)) {
       throw new FlowcatError(
         "config",
@@ -122,9 +123,14 @@ export class EchoCanceller {
     this.#ref = new Float32Array(b);
     this.#err = new Float32Array(b);
     this.#out = new Float32Array(b);
-    if (this.#suppress) this.#res = new ResidualSuppressor(b, rate, { floorDb, partitions });
+    // The suppressor's power model is cheap per block: it reaches 300 ms past the bulk delay,
+    // as far as a living room rings, where the linear filter stops at the tail.
+    const modelled = Math.ceil(((maxDelay + Math.max(tail, 300)) * rate) / 1000 / b);
+    if (this.#suppress) {
+      this.#res = new ResidualSuppressor(b, rate, { floorDb, partitions: modelled });
+    }
     this.#ring = new Int16Array(4 * b);
-    this.#ringWrite = b; // the one block of latency, as silence
+    this.#ringWrite = b; // the block being gathered, as silence (the suppressor adds another)
   }
 
   /** Echo return loss enhancement over the recent single talk, in dB (NaN before any). */
@@ -154,7 +160,7 @@ export class EchoCanceller {
 
   /**
    * Cancel the echo of `ref` (what was played to the caller over the same span) from `mic`.
-   * Returns the cleaned audio, `mic.length` samples, one block late; into `out` when given.
+   * Returns the cleaned audio, `mic.length` samples, `latency` samples late; into `out` when given.
    */
   process(mic: Int16Array, ref: Int16Array, out?: Int16Array): Int16Array {
     const n = mic.length;
@@ -253,7 +259,7 @@ export class EchoCanceller {
 
     this.#drift?.update(this.#mdf, single && e.echo > floor);
 
-    // Residual echo suppression, per bin; the output is one block late.
+    // Residual echo suppression, per band; its output is the block before this one.
     let out = this.#err, g0 = 1, g1 = 1;
     if (this.#res !== undefined) {
       this.#res.process(this.#err, ref, {
