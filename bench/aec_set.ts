@@ -1,7 +1,8 @@
 /**
- * The echo-cancellation test set: espeak-ng speech as the agent's voice sent over G.711, echo
- * paths made of a bulk delay and a synthetic room or handset impulse response band-limited to
- * the telephone band, the echo sent back over G.711 with a little line noise, and a second
+ * The echo-cancellation test set: espeak-ng speech as the agent's voice sent over G.711, played
+ * on the caller's clock (which may drift), through an echo path (bench/aec_paths.ts: a bulk
+ * delay, then a synthetic room or handset, or sox reverbs of a few rooms, band-limited to the
+ * telephone band), the echo sent back over G.711 with a little line noise, and a second
  * espeak-ng voice as the caller talking over the agent (double talk). Deterministic: the same
  * speech and seeds give the same set. Also the measures: ERLE, convergence time, and VAD
  * starts (barge-ins) over an output.
@@ -11,6 +12,13 @@
 import { decodeWav } from "../core/audio/wav.ts";
 import { resample } from "../core/audio/resample.ts";
 import { ulawDecode, ulawEncode } from "../core/audio/g711.ts";
+import {
+  type EchoPathKind,
+  echoReturnLossDb,
+  echoThrough,
+  noiseSource,
+  ulaw,
+} from "./aec_paths.ts";
 import { EnergyVad } from "../core/audio/vad_energy.ts";
 import { DEFAULT_VAD_PARAMS } from "../core/frames.ts";
 
@@ -63,18 +71,6 @@ export async function espeakAt(
   }
 }
 
-/** A small deterministic PRNG (mulberry32) giving values in [-1, 1). */
-function noiseSource(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2147483648 - 1;
-  };
-}
-
 /** RMS of a signal. */
 function rmsOf(x: ArrayLike<number>): number {
   let s = 0;
@@ -88,49 +84,24 @@ function withRms(x: Float64Array, target: number): Float64Array {
   return x.map((v) => v * g);
 }
 
-/** One biquad section over `x`, in place (RBJ cookbook high- or low-pass, Q 0.707). */
-function biquad(x: Float64Array, rate: number, freq: number, kind: "hp" | "lp"): void {
-  const w = (2 * Math.PI * freq) / rate, c = Math.cos(w), a = Math.sin(w) / (2 * 0.7071);
-  const b1 = kind === "lp" ? 1 - c : -(1 + c), b0 = kind === "lp" ? b1 / 2 : -b1 / 2;
-  const a0 = 1 + a, a1 = -2 * c, a2 = 1 - a;
-  let x1 = 0, x2 = 0, y1 = 0, y2 = 0;
-  for (let i = 0; i < x.length; i++) {
-    const y = (b0 * x[i] + b1 * x1 + b0 * x2 - a1 * y1 - a2 * y2) / a0;
-    x2 = x1, x1 = x[i], y2 = y1, y1 = y;
-    x[i] = y;
-  }
-}
-
-/** Echo path taps after the bulk delay: a room (decaying noise) or a handset (short, ringing). */
-function echoTaps(kind: "room" | "handset", rate: number, seed: number): Float64Array {
-  const n = Math.round(0.064 * rate), rnd = noiseSource(seed);
-  const h = new Float64Array(n);
-  const tau = (kind === "room" ? 0.012 : 0.003) * rate;
-  for (let i = 0; i < n; i++) h[i] = rnd() * Math.exp(-i / tau);
-  h[0] += kind === "handset" ? 1 : 0.5; // the direct path
-  return h;
-}
-
-/** G.711 mu-law round trip. */
-function ulaw(x: Float64Array): Int16Array {
-  const pcm = new Int16Array(x.length);
-  for (let i = 0; i < x.length; i++) pcm[i] = Math.max(-32768, Math.min(32767, Math.round(x[i])));
-  return ulawDecode(ulawEncode(pcm));
-}
-
 /** Options of {@link aecCases}. */
 export interface AecSetOptions {
   /** The far end's clock runs fast by this many parts per million (default 0). */
   driftPpm?: number;
-  /**
-   * Make the echo path with sox instead (reverb and band-limit after the bulk delay); the set is
-   * undefined where sox cannot run.
-   */
-  sox?: boolean;
+  /** The echo paths (default room and handset; sox paths make the set undefined without sox). */
+  paths?: readonly EchoPathKind[];
 }
+
+const spoken = new Map<number, { ref: Int16Array; caller: Int16Array } | undefined>();
 
 /** The speech of the set at `rate`: the agent's reference and the caller's words. */
 async function voices(rate: number) {
+  if (!spoken.has(rate)) spoken.set(rate, await speak(rate));
+  return spoken.get(rate);
+}
+
+/** The speech of the set at `rate`, from espeak-ng. */
+async function speak(rate: number) {
   const agent = await espeakAt(AGENT_TEXT, "en-us", rate);
   const caller = await espeakAt(CALLER_TEXT, "en-gb-x-rp", rate);
   if (agent === undefined || caller === undefined) return undefined;
@@ -147,72 +118,6 @@ function playedAt(ref: Int16Array, ppm: number): Float64Array {
     out[i] = k + 1 < g711.length ? g711[k] * (1 - f) + g711[k + 1] * f : 0;
   }
   return out;
-}
-
-/** The echo through a synthetic path: bulk delay, room or handset taps, telephone band. */
-function syntheticEcho(
-  played: Float64Array,
-  kind: "room" | "handset",
-  rate: number,
-  d: number,
-  seed: number,
-): Float64Array {
-  const taps = echoTaps(kind, rate, seed);
-  const echo = new Float64Array(played.length);
-  for (let i = d; i < echo.length; i++) {
-    let acc = 0;
-    const top = Math.min(taps.length, i - d + 1);
-    for (let j = 0; j < top; j++) acc += taps[j] * played[i - d - j];
-    echo[i] = acc;
-  }
-  biquad(echo, rate, 300, "hp");
-  biquad(echo, rate, 3400, "lp");
-  return echo;
-}
-
-/** The echo made by sox: bulk delay (pad), a small room's reverb (wet only), telephone band. */
-async function soxEcho(
-  played: Float64Array,
-  rate: number,
-  delayMs: number,
-): Promise<Float64Array | undefined> {
-  const perm = await Deno.permissions.query({ name: "run", command: "sox" });
-  if (perm.state !== "granted") return undefined;
-  const raw = ["-t", "raw", "-r", `${rate}`, "-e", "signed", "-b", "16", "-c", "1"];
-  const child = new Deno.Command("sox", {
-    args: [
-      ...raw,
-      "-",
-      ...raw,
-      "-",
-      "pad",
-      `${delayMs / 1000}`,
-      "reverb",
-      "-w",
-      "40",
-      "50",
-      "30",
-      "highpass",
-      "300",
-      "lowpass",
-      "3400",
-    ],
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "null",
-  }).spawn();
-  const pcm = ulaw(played);
-  // Read while writing: sox streams, and a full stdout pipe would block its stdin.
-  const output = child.output();
-  const writer = child.stdin.getWriter();
-  await writer.write(new Uint8Array(pcm.buffer));
-  await writer.close();
-  const out = await output;
-  if (!out.success) return undefined;
-  const wet = new Int16Array(out.stdout.buffer, 0, out.stdout.byteLength >> 1);
-  const echo = new Float64Array(played.length);
-  for (let i = 0; i < echo.length && i < wet.length; i++) echo[i] = wet[i];
-  return echo;
 }
 
 /** One case from its echo: levelled, line noise, G.711 back, and the caller from 4 s on. */
@@ -250,8 +155,8 @@ function caseOf(
 }
 
 /**
- * The set at `rate`: room (10 dB below the agent) and handset (6 dB below) paths at each bulk
- * delay, or sox reverbs (10 dB below) with `sox`; undefined where espeak-ng (or sox) cannot run.
+ * The set at `rate`: each path of `opts.paths` at each bulk delay, the far end's clock
+ * `opts.driftPpm` off; undefined where espeak-ng (or sox, for a sox path) cannot run.
  */
 export async function aecCases(
   rate: number,
@@ -262,17 +167,14 @@ export async function aecCases(
   if (v === undefined) return undefined;
   const ppm = opts.driftPpm ?? 0;
   const played = playedAt(v.ref, ppm);
-  const tag = `${rate / 1000}k${ppm !== 0 ? ` drift ${ppm}ppm` : ""}`;
+  const tag = `${rate / 1000}k${ppm !== 0 ? ` ${ppm > 0 ? "+" : ""}${ppm}ppm` : ""}`;
   const cases: AecCase[] = [];
   let seed = 1;
-  for (const kind of opts.sox ? ["sox reverb"] as const : ["room", "handset"] as const) {
+  for (const kind of opts.paths ?? ["room", "handset"] as const) {
     for (const delayMs of delaysMs) {
-      const d = Math.round((delayMs * rate) / 1000);
-      const echo = kind === "sox reverb"
-        ? await soxEcho(played, rate, delayMs)
-        : syntheticEcho(played, kind, rate, d, seed);
+      const echo = await echoThrough(played, kind, rate, delayMs, seed);
       if (echo === undefined) return undefined;
-      const erl = kind === "handset" ? 6 : 10;
+      const erl = echoReturnLossDb(kind);
       cases.push(
         caseOf(`${tag} ${kind} ${delayMs}ms`, rate, delayMs, v.ref, v.caller, echo, erl, seed++),
       );

@@ -5,8 +5,14 @@ import { ulawDecode, ulawEncode } from "../core/audio/g711.ts";
 import { aecCases, convergenceSecs, erleDb, vadStarts } from "../bench/aec_set.ts";
 
 /** Run `mic` and `ref` through a canceller in 20 ms frames; the output aligned to the input. */
-function cancel(mic: Int16Array, ref: Int16Array, rate: number, suppress = true): Int16Array {
-  const aec = new EchoCanceller({ sampleRate: rate, suppress });
+function cancel(
+  mic: Int16Array,
+  ref: Int16Array,
+  rate: number,
+  suppress = true,
+  tailMs?: number,
+): Int16Array {
+  const aec = new EchoCanceller({ sampleRate: rate, suppress, tailMs });
   const n = rate / 50, out = new Int16Array(mic.length);
   for (let i = 0; i + n <= mic.length; i += n) {
     aec.process(mic.subarray(i, i + n), ref.subarray(i, i + n), out.subarray(i, i + n));
@@ -33,7 +39,9 @@ function noiseEcho(rate: number, secs: number, delay: number) {
 Deno.test("echo canceller: the linear filter alone learns a 250 ms echo path in white noise", () => {
   for (const rate of [8000, 16000]) {
     const { ref, mic } = noiseEcho(rate, 4, Math.round(0.25 * rate));
-    const out = cancel(mic, ref, rate, false);
+    // A span just past the path (250 ms plus a 15-tap tail): the longer the span, the more
+    // misadjustment a white-noise NLMS leaves, and this is about learning the path.
+    const out = cancel(mic, ref, rate, false, 64);
     const erle = erleDb(mic, out, 2 * rate, out.length);
     assert.ok(erle >= 25, `${rate} Hz: linear ERLE ${erle.toFixed(1)} dB after 2 s`);
   }
@@ -51,7 +59,7 @@ Deno.test("echo canceller: an echo beyond the filter's span is not cancelled", (
   assert.ok(erleDb(mic, out.slice(aec.latency), 2 * rate, mic.length - aec.latency) < 3);
 });
 
-Deno.test("echo canceller: no reference, the caller's audio passes one block late and intact", () => {
+Deno.test("echo canceller: no reference, the caller's audio passes intact, its latency late", () => {
   const rate = 8000;
   const mic = noise(rate, 3000, 3);
   const aec = new EchoCanceller({ sampleRate: rate });
@@ -112,17 +120,17 @@ Deno.test({
   },
 });
 
-// Harder paths the figures are not met on yet (docs/audio.md): a sox room reverb, whose diffuse
-// tail the linear filter barely models, and the far end's clock 100 ppm off. What must hold
-// already: the echo never starts the VAD, and the output stays well below the echo.
+// Harder paths: sox room reverbs, whose diffuse tail the linear filter barely models, and the
+// far end's clock 100 ppm off. What must hold on all of them: the echo never starts the VAD, and
+// the output stays well below the echo.
 const hard = [
-  ...(await aecCases(8000, [40, 300], { sox: true }) ?? []),
+  ...(await aecCases(8000, [40, 300], { paths: ["sox small room", "sox living room"] }) ?? []),
   ...(await aecCases(8000, [120], { driftPpm: 100 }) ?? []),
 ];
 
 Deno.test({
   name: "echo canceller on harder paths: no false barge-in, ERLE >= 20 dB after 2 s",
-  ignore: hard.length < 3,
+  ignore: hard.length < 6,
   fn() {
     for (const c of hard) {
       const single = cancel(c.micEcho, c.ref, c.rate);

@@ -2,20 +2,21 @@
  * Acoustic echo canceller for one call: removes the agent's own voice, as it comes back from a
  * speakerphone or a leaky handset, from the caller's audio.
  *
- * Three stages, all per block of about 8 ms (64 samples at 8 kHz, 128 at 16 kHz):
+ * Per block of about 8 ms (64 samples at 8 kHz, 128 at 16 kHz):
  * 1. A two-path multi-delay block frequency-domain NLMS filter ({@link MdfFilter}) covering
- *    `maxDelayMs` of bulk delay plus `tailMs` of echo tail subtracts the linear echo.
+ *    `maxDelayMs` of bulk delay plus `tailMs` of echo tail subtracts the linear echo; a
+ *    {@link DriftTracker} shifts it along as the far end's clock drifts against ours.
  * 2. Double-talk detection: once the filter has converged, a block whose residual is well
- *    above what the filter leaves in single talk holds the caller's speech; adaptation is
- *    slowed and the suppressor lets it through.
- * 3. A residual echo suppressor: a gain per block from the expected residual echo (the
- *    filter's echo estimate times the residual ratio measured in single talk) against the
- *    actual residual, so what the linear filter leaves (G.711 noise, a path change) is
- *    attenuated while the caller speaks on. Before the filter has converged, the microphone is
- *    attenuated while the agent speaks and it is quieter than the agent's voice.
+ *    above what the filter leaves in single talk holds the caller's speech; the residual
+ *    models stop learning and adaptation slows.
+ * 3. A residual echo suppressor per band ({@link ResidualSuppressor}): a power model of what
+ *    the linear filter leaves, learnt from the reference in single talk, sets each band's gain,
+ *    so a reverb tail or drift residue is attenuated while the caller passes where they
+ *    dominate. Before the filter has converged, the microphone is attenuated while the agent
+ *    speaks and it is quieter than the agent's voice.
  *
- * The output lags the input by one block ({@link EchoCanceller.latency} samples). Frames may be
- * any length; nothing is allocated per frame.
+ * The output lags the input by two blocks ({@link EchoCanceller.latency} samples; one without
+ * the suppressor). Frames may be any length; nothing is allocated per frame.
  *
  * @example
  * ```ts
@@ -30,6 +31,8 @@
 
 import { FlowcatError } from "../errors.ts";
 import { type MdfBlockEnergy, MdfFilter } from "./aec_mdf.ts";
+import { DriftTracker } from "./aec_drift.ts";
+import { ResidualSuppressor } from "./aec_suppress.ts";
 
 /** Options of an {@link EchoCanceller}. */
 export interface EchoCancellerOptions {
@@ -37,27 +40,35 @@ export interface EchoCancellerOptions {
   sampleRate: number;
   /** Longest bulk delay from the reference to its echo, in ms (default 300). */
   maxDelayMs?: number;
-  /** Echo tail after the bulk delay, in ms (default 64). */
+  /** Echo tail after the bulk delay, in ms (default 160: a small room rings about that long). */
   tailMs?: number;
   /** Run the residual echo suppressor (default true). */
   suppress?: boolean;
-  /** Deepest attenuation of the suppressor, in dB (default 30). */
+  /** Deepest attenuation of the suppressor, in dB (default 40). */
   suppressDb?: number;
+  /** Follow clock drift between the reference and the microphone (default true). */
+  trackDrift?: boolean;
 }
 
 /** Per-call echo canceller over the caller's audio and the reference (what was played). */
 export class EchoCanceller {
   /** Sample rate of the signals. */
   readonly sampleRate: number;
-  /** Delay the canceller adds, in samples (one block). */
+  /** Delay the canceller adds, in samples (two blocks; one without the suppressor). */
   readonly latency: number;
   readonly #mdf: MdfFilter;
+  readonly #drift: DriftTracker | undefined;
   readonly #b: number;
   readonly #suppress: boolean;
   readonly #gMin: number;
   readonly #mic: Float32Array;
   readonly #ref: Float32Array;
   readonly #err: Float32Array;
+  readonly #res: ResidualSuppressor | undefined;
+  readonly #out: Float32Array;
+  /** The pre-convergence gate's gains over the block the suppressor gives out next. */
+  #lateG0 = 1;
+  #lateG1 = 1;
   #fill = 0;
   #ring: Int16Array;
   #ringRead = 0;
@@ -80,6 +91,7 @@ export class EchoCanceller {
   #learnt = 0;
   readonly #gateBlocks: number;
   #dt = 0;
+  #dtLoud = 0;
   #strongDt = 0;
   #gain = 1;
   #erleIn = 0;
@@ -88,7 +100,7 @@ export class EchoCanceller {
   /** A canceller (see {@link EchoCancellerOptions}). */
   constructor(opts: EchoCancellerOptions) {
     const rate = opts.sampleRate;
-    const maxDelay = opts.maxDelayMs ?? 300, tail = opts.tailMs ?? 64;
+    const maxDelay = opts.maxDelayMs ?? 300, tail = opts.tailMs ?? 160;
     if (!(rate >= 4000 && rate <= 48000) || !(maxDelay >= 0) || !(tail > 0)) {
       throw new FlowcatError(
         "config",
@@ -99,17 +111,26 @@ export class EchoCanceller {
     const b = (this.#b = 2 ** Math.round(Math.log2(rate * 0.008)));
     const partitions = Math.ceil(((maxDelay + tail) * rate) / 1000 / b);
     this.#mdf = new MdfFilter(b, partitions);
+    if (opts.trackDrift ?? true) this.#drift = new DriftTracker(this.#mdf);
     this.#hangBlocks = partitions + 2;
     this.#peakDecay = Math.exp(-b / (0.1 * rate)); // 100 ms
     this.#gateBlocks = Math.round((2 * rate) / b);
-    this.latency = b;
     this.#suppress = opts.suppress ?? true;
-    this.#gMin = 10 ** (-(opts.suppressDb ?? 30) / 20);
+    this.latency = this.#suppress ? 2 * b : b;
+    const floorDb = opts.suppressDb ?? 40;
+    this.#gMin = 10 ** (-floorDb / 20);
     this.#mic = new Float32Array(b);
     this.#ref = new Float32Array(b);
     this.#err = new Float32Array(b);
+    this.#out = new Float32Array(b);
+    // The suppressor's power model is cheap per block: it reaches 300 ms past the bulk delay,
+    // as far as a living room rings, where the linear filter stops at the tail.
+    const modelled = Math.ceil(((maxDelay + Math.max(tail, 300)) * rate) / 1000 / b);
+    if (this.#suppress) {
+      this.#res = new ResidualSuppressor(b, rate, { floorDb, partitions: modelled });
+    }
     this.#ring = new Int16Array(4 * b);
-    this.#ringWrite = b; // the one block of latency, as silence
+    this.#ringWrite = b; // the block being gathered, as silence (the suppressor adds another)
   }
 
   /** Echo return loss enhancement over the recent single talk, in dB (NaN before any). */
@@ -120,6 +141,11 @@ export class EchoCanceller {
   /** What the linear filter alone removes in single talk, in dB (NaN before any). */
   get linearErleDb(): number {
     return this.#se > 0 ? 10 * Math.log10(this.#sd / this.#se) : NaN;
+  }
+
+  /** The caller's clock against ours as followed so far, in ppm (positive: theirs is fast). */
+  get driftPpm(): number {
+    return this.#drift?.driftPpm ?? 0;
   }
 
   /** True once the adaptive filter has converged. */
@@ -134,7 +160,7 @@ export class EchoCanceller {
 
   /**
    * Cancel the echo of `ref` (what was played to the caller over the same span) from `mic`.
-   * Returns the cleaned audio, `mic.length` samples, one block late; into `out` when given.
+   * Returns the cleaned audio, `mic.length` samples, `latency` samples late; into `out` when given.
    */
   process(mic: Int16Array, ref: Int16Array, out?: Int16Array): Int16Array {
     const n = mic.length;
@@ -158,6 +184,8 @@ export class EchoCanceller {
   /** Forget the echo path and the state (the far end changed). */
   reset(): void {
     this.#mdf.reset();
+    this.#drift?.reset();
+    this.#res?.reset();
     this.#converged = false;
     this.#learnt = 0;
     this.#eta = 1;
@@ -184,9 +212,11 @@ export class EchoCanceller {
     this.#farPeak = Math.max(px, this.#farPeak * (1 - 1 / this.#hangBlocks));
     const adapt = this.#strongDt > 0 ? 0.1 : 1;
     this.#mdf.process(ref, this.#mic, this.#err, adapt, e);
-    if (e.error > e.mic) {
+    const mispredicted = e.error > e.mic;
+    if (mispredicted) {
       // The estimate adds more than it removes (a stray tap predicting echo that is not there
-      // yet): never make the caller's audio louder, pass the microphone instead.
+      // yet, or coefficients just swapped in that do not fit): never make the caller's audio
+      // louder, pass the microphone instead.
       this.#err.set(this.#mic);
       e.error = e.mic;
     }
@@ -197,8 +227,12 @@ export class EchoCanceller {
     // pauses: the expected residual follows a decaying peak of the echo estimate, not the block.
     this.#echoPeak = Math.max(e.echo, this.#echoPeak * this.#peakDecay);
     const expected = this.#eta * this.#echoPeak;
+    // The caller's voice also makes the microphone louder than the echo has lately been; a
+    // block the filter mispredicted (a coefficient swap gone wrong) does not.
+    const louder = e.mic > this.#echoPeak;
     const dtNow = this.#converged && farRecent && e.error > 4 * expected + floor;
     this.#dt = dtNow ? 6 : Math.max(0, this.#dt - 1);
+    this.#dtLoud = dtNow && louder ? 6 : Math.max(0, this.#dtLoud - 1);
     // Adaptation slows only on clear evidence: the two-path filter already rides out most double
     // talk, and a false alarm in single talk would slow convergence.
     const strong = this.#converged && farRecent && e.error > 16 * expected + floor;
@@ -223,23 +257,35 @@ export class EchoCanceller {
       if (++this.#learnt >= this.#gateBlocks) this.#converged = true;
     }
 
-    // Residual echo suppression.
-    let target = 1;
-    if (this.#suppress && farRecent) {
-      if (this.#converged) {
-        target = Math.max(this.#gMin, 1 - (3 * expected) / (e.error + 1));
-      } else if (e.mic < this.#farPeak) {
-        target = this.#gMin;
-      }
+    this.#drift?.update(this.#mdf, single && e.echo > floor);
+
+    // Residual echo suppression, per band; its output is the block before this one.
+    let out = this.#err, g0 = 1, g1 = 1;
+    if (this.#res !== undefined) {
+      this.#res.process(this.#err, ref, {
+        far: farRecent,
+        learn: single,
+        doubleTalk: this.#dtLoud > 0,
+        hold: mispredicted,
+      }, this.#out);
+      out = this.#out;
+      // Before the filter has converged the suppressor has learnt nothing: the microphone is
+      // held at the floor while the agent speaks and it is quieter than the agent's voice.
+      const target = farRecent && !this.#converged && e.mic < this.#farPeak ? this.#gMin : 1;
+      const prev = this.#gain;
+      // Down at once; back up fast when the caller talks, slowly when it may be an echo burst.
+      this.#gain = target < prev
+        ? target
+        : prev + (this.#dt > 0 || !farRecent ? 0.5 : 0.1) * (target - prev);
+      g0 = this.#lateG0;
+      g1 = this.#lateG1;
+      this.#lateG0 = prev;
+      this.#lateG1 = this.#gain;
     }
-    const g0 = this.#gain;
-    // Down at once; back up fast when the caller talks, slowly when it may be an echo burst.
-    const g1 = target < g0 ? target : g0 + (this.#dt > 0 || !farRecent ? 0.5 : 0.1) * (target - g0);
-    this.#gain = g1;
-    const ring = this.#ring, mask = ring.length - 1, err = this.#err;
+    const ring = this.#ring, mask = ring.length - 1;
     let pout = 0;
     for (let i = 0; i < b; i++) {
-      const v = err[i] * (g0 + ((g1 - g0) * (i + 1)) / b);
+      const v = g0 === 1 && g1 === 1 ? out[i] : out[i] * (g0 + ((g1 - g0) * (i + 1)) / b);
       pout += v * v;
       ring[(this.#ringWrite + i) & mask] = v > 32767 ? 32767 : v < -32768 ? -32768 : Math.round(v);
     }

@@ -63,8 +63,12 @@ export class MdfFilter {
   #sf = 0;
   #sb = 0;
   #constrainAt = 0;
+  readonly #rotRe: Float32Array;
+  readonly #rotIm: Float32Array;
   /** Adaptation step (0..1). */
   step = 0.9;
+  /** Times the background was given the foreground's coefficients back (it had diverged). */
+  restores = 0;
 
   /** A filter of `partitions` blocks of `block` samples (a power of two). */
   constructor(block: number, partitions: number) {
@@ -88,6 +92,8 @@ export class MdfFilter {
     this.#er = new Float32Array(bins);
     this.#ei = new Float32Array(bins);
     this.#eb = new Float32Array(block);
+    this.#rotRe = new Float32Array(bins);
+    this.#rotIm = new Float32Array(bins);
     for (let p = 0; p < partitions; p++) {
       const o = p * bins;
       this.#xrView.push(this.#xr.subarray(o, o + bins));
@@ -174,9 +180,37 @@ export class MdfFilter {
       this.#br.set(this.#fr);
       this.#bi.set(this.#fi);
       this.#sb = this.#sf;
+      this.restores++;
       return;
     }
     if (active && adapt > 0) this.#adapt(adapt * this.step);
+  }
+
+  /** The background filter's coefficients, partition-major K x (B + 1) bins (read only). */
+  get background(): { re: Float32Array; im: Float32Array } {
+    return { re: this.#br, im: this.#bi };
+  }
+
+  /**
+   * Delay both filters' echo paths by `samples` (a fraction of a sample, or a few; negative
+   * advances), as a phase rotation of every partition: what clock drift does to the path.
+   */
+  shift(samples: number): void {
+    const bins = this.#bins, rr = this.#rotRe, ri = this.#rotIm;
+    const w = (-Math.PI * samples) / this.block; // -2 pi k s / 2B per bin k
+    for (let j = 0; j < bins; j++) {
+      rr[j] = Math.cos(w * j);
+      ri[j] = Math.sin(w * j);
+    }
+    for (const [re, im] of [[this.#fr, this.#fi], [this.#br, this.#bi]]) {
+      for (let o = 0; o < re.length; o += bins) {
+        for (let j = 0; j < bins; j++) {
+          const a = re[o + j], b = im[o + j];
+          re[o + j] = a * rr[j] - b * ri[j];
+          im[o + j] = a * ri[j] + b * rr[j];
+        }
+      }
+    }
   }
 
   /** Echo estimate of `wr`/`wi` over the reference history, in the second half of #tmp. */

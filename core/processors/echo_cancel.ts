@@ -7,7 +7,7 @@
  * `output.onSent((audio, at) => aec.reference(audio, at))` (the call builders do, when
  * `echoCancel` is set). Each mono InputAudio frame goes through this call's
  * {@link EchoCanceller} at the frame's own rate and on as a new InputAudio frame of the same
- * length (8 ms later: one block). Put it right after the input transport, before the VAD.
+ * length (16 ms later: two blocks). Put it right after the input transport, before the VAD.
  *
  * `UpdateSettings` with target `echo_cancel` (or `all`) and `{ enabled: boolean }` turns it off
  * and on during a call; turning it on again starts from a fresh filter.
@@ -42,7 +42,7 @@ export interface EchoCancelOptions {
   enabled?: boolean;
   /** Longest bulk delay of the echo, ms (default 300). */
   maxDelayMs?: number;
-  /** Echo tail after the bulk delay, ms (default 64). */
+  /** Echo tail after the bulk delay, ms (default 160). */
   tailMs?: number;
   /** Processor name (default `EchoCancel`). */
   name?: string;
@@ -64,7 +64,7 @@ export class EchoCancelProcessor extends FrameProcessor {
     super(opts.name ?? "EchoCancel");
     this.#enabled = opts.enabled ?? true;
     this.#maxDelayMs = opts.maxDelayMs ?? 300;
-    this.#tailMs = opts.tailMs ?? 64;
+    this.#tailMs = opts.tailMs ?? 160;
   }
 
   /** True while audio is being cancelled. */
