@@ -27,6 +27,7 @@ import {
   POLLY_DEFAULT_VOICE,
   TRANSCRIBE,
 } from "./aws/defaults.ts";
+import { ASSEMBLYAI_DEFAULT_MODEL, ASSEMBLYAI_HOST } from "./assemblyai/defaults.ts";
 
 /** A cascaded provider kind. */
 export type ServiceKind = "stt" | "llm" | "tts";
@@ -87,6 +88,8 @@ const vertex: Loader<"llm"> = () => import("./google/vertex.ts").then((m) => m.c
 const riva: Loader<"stt"> = () => import("./nvidia/riva.ts").then((m) => m.createRivaStt);
 const transcribe: Loader<"stt"> = () =>
   import("./aws/transcribe.ts").then((m) => m.createTranscribeStt);
+const assemblyai: Loader<"stt"> = () =>
+  import("./assemblyai/stt.ts").then((m) => m.createAssemblyAiStt);
 const bedrock: Loader<"llm"> = () => import("./aws/bedrock.ts").then((m) => m.createBedrockLlm);
 const polly: Loader<"tts"> = () => import("./aws/polly.ts").then((m) => m.createPollyTts);
 const espeak: Loader<"tts"> = () =>
@@ -214,9 +217,10 @@ export const STT_PROVIDERS = table("stt", {
     model: "nova-3",
     description: "Deepgram streaming (WebSocket)",
   }],
-  assemblyai: ["assemblyai", "not wired", {
-    host: "streaming.assemblyai.com",
-    description: "AssemblyAI streaming",
+  assemblyai: ["assemblyai", assemblyai, {
+    host: ASSEMBLYAI_HOST,
+    model: ASSEMBLYAI_DEFAULT_MODEL,
+    description: "AssemblyAI Universal Streaming v3 (WebSocket)",
   }],
   azure: ["azure", "not wired", { description: "Azure Speech" }],
   aws: ["aws", transcribe, {

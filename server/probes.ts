@@ -111,6 +111,8 @@ const FAMILY_AUTH: Readonly<
   deepgram: (key: string | undefined): Record<string, string> =>
     key ? { authorization: `Token ${key}` } : {},
   elevenlabs: (key: string | undefined): Record<string, string> => key ? { "xi-api-key": key } : {},
+  assemblyai: (key: string | undefined): Record<string, string> =>
+    key ? { authorization: key } : {},
   cartesia: (key: string | undefined): Record<string, string> => ({
     "cartesia-version": "2026-03-01",
     ...(key ? { "x-api-key": key } : {}),
@@ -122,6 +124,8 @@ const FAMILY_ENDPOINT: Readonly<Record<string, string>> = Object.freeze({
   deepgram: "https://api.deepgram.com/v1/projects",
   elevenlabs: "https://api.elevenlabs.io/v1/models",
   cartesia: "https://api.cartesia.ai/voices",
+  // A short-lived streaming token: the streaming host's one keyed HTTP endpoint.
+  assemblyai: "https://streaming.assemblyai.com/v3/token?expires_in_seconds=60",
 });
 
 /** `url` as shown to people: no user info, no query (either may hold a secret). */

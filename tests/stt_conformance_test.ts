@@ -1,13 +1,16 @@
 /**
  * Every speech-to-text protocol family through the conformance suite
  * (tests/_stt_conformance.ts), each against its local fake: Deepgram streaming (WebSocket) and
- * the Whisper-style batch family (OpenAI dialect). Clients are made by the registry's loaders.
+ * the Whisper-style batch family (OpenAI dialect), and the vendors on the shared streaming client
+ * (providers/ws_stt.ts). Clients are made by the registry's loaders.
  */
 
 import { STT_PROVIDERS } from "../providers/service_registry.ts";
 import { sttConformance, type SttRig } from "./_stt_conformance.ts";
 import { DeepgramFake } from "./fakes/deepgram_fake.ts";
 import { WhisperHttpFake } from "./fakes/whisper_http_fake.ts";
+import { wsSttRig } from "./fakes/_ws_stt_fake.ts";
+import { AssemblyAiSttFake } from "./fakes/assemblyai_stt_fake.ts";
 
 // ---------------------------------------------------------------- Deepgram live (WebSocket)
 
@@ -63,5 +66,20 @@ sttConformance({
       audioBytes: () => fake.requests.reduce((n, r) => n + (r.wav?.samples ?? 0) * 2, 0),
       close: () => fake.close(),
     };
+  },
+});
+
+// ---------------------------------------------------------------- AssemblyAI (WebSocket v3)
+
+sttConformance({
+  provider: "assemblyai",
+  create: await STT_PROVIDERS.assemblyai.load(),
+  rig: () => {
+    const fake = new AssemblyAiSttFake("aai-conformance-good-key").start();
+    return Promise.resolve(wsSttRig(fake, {
+      apiKey: "aai-conformance-good-key",
+      baseUrl: fake.url,
+      options: { reconnect_delay_ms: 10 },
+    }, "aai-conformance-wrong-key"));
   },
 });
