@@ -28,6 +28,7 @@ import {
   TRANSCRIBE,
 } from "./aws/defaults.ts";
 import { ASSEMBLYAI_DEFAULT_MODEL, ASSEMBLYAI_HOST } from "./assemblyai/defaults.ts";
+import { SPEECHMATICS_DEFAULT_MODEL, SPEECHMATICS_HOST } from "./speechmatics/defaults.ts";
 
 /** A cascaded provider kind. */
 export type ServiceKind = "stt" | "llm" | "tts";
@@ -90,6 +91,8 @@ const transcribe: Loader<"stt"> = () =>
   import("./aws/transcribe.ts").then((m) => m.createTranscribeStt);
 const assemblyai: Loader<"stt"> = () =>
   import("./assemblyai/stt.ts").then((m) => m.createAssemblyAiStt);
+const speechmatics: Loader<"stt"> = () =>
+  import("./speechmatics/stt.ts").then((m) => m.createSpeechmaticsStt);
 const bedrock: Loader<"llm"> = () => import("./aws/bedrock.ts").then((m) => m.createBedrockLlm);
 const polly: Loader<"tts"> = () => import("./aws/polly.ts").then((m) => m.createPollyTts);
 const espeak: Loader<"tts"> = () =>
@@ -233,7 +236,11 @@ export const STT_PROVIDERS = table("stt", {
     credential: googleCloud,
     description: "Google Cloud Speech-to-Text v1 StreamingRecognize (gRPC)",
   }],
-  speechmatics: ["speechmatics", "not wired", { description: "Speechmatics realtime" }],
+  speechmatics: ["speechmatics", speechmatics, {
+    host: SPEECHMATICS_HOST,
+    model: SPEECHMATICS_DEFAULT_MODEL,
+    description: "Speechmatics realtime (WebSocket)",
+  }],
   gladia: ["gladia", "not wired", { description: "Gladia live" }],
   soniox: ["soniox", "not wired", { description: "Soniox streaming" }],
   riva: ["riva", riva, {

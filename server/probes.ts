@@ -128,6 +128,9 @@ const FAMILY_ENDPOINT: Readonly<Record<string, string>> = Object.freeze({
   assemblyai: "https://streaming.assemblyai.com/v3/token?expires_in_seconds=60",
 });
 
+/** WebSocket families whose streaming host has no keyed HTTP endpoint to probe. */
+const REACHABILITY_ONLY: ReadonlySet<string> = new Set(["speechmatics"]);
+
 /** `url` as shown to people: no user info, no query (either may hold a secret). */
 export function shownUrl(url: string): string {
   try {
@@ -202,6 +205,11 @@ function serviceTarget(kind: "stt" | "llm" | "tts", p: ProviderConfig): ProbeTar
   if (FAMILY_ENDPOINT[info.family] !== undefined) {
     url = p.url === undefined ? FAMILY_ENDPOINT[info.family] : httpOrigin(p.url);
     if (p.url !== undefined) base.expect = "reachable";
+  } else if (REACHABILITY_ONLY.has(info.family) && (p.url ?? info.hosts[0])) {
+    // No keyed HTTP endpoint on the streaming host: only whether it answers is told.
+    url = httpOrigin(p.url ?? `https://${info.hosts[0].replace(/:443$/, "")}`);
+    base.expect = "reachable";
+    return { ...base, url: shownUrl(url), request: { url, headers: () => ({}) } };
   } else if (root === undefined) {
     return { ...base, notWired: true };
   } else if (info.family === "anthropic") {

@@ -11,6 +11,7 @@ import { DeepgramFake } from "./fakes/deepgram_fake.ts";
 import { WhisperHttpFake } from "./fakes/whisper_http_fake.ts";
 import { wsSttRig } from "./fakes/_ws_stt_fake.ts";
 import { AssemblyAiSttFake } from "./fakes/assemblyai_stt_fake.ts";
+import { SpeechmaticsSttFake } from "./fakes/speechmatics_stt_fake.ts";
 
 // ---------------------------------------------------------------- Deepgram live (WebSocket)
 
@@ -81,5 +82,20 @@ sttConformance({
       baseUrl: fake.url,
       options: { reconnect_delay_ms: 10 },
     }, "aai-conformance-wrong-key"));
+  },
+});
+
+// ---------------------------------------------------------------- Speechmatics (WebSocket)
+
+sttConformance({
+  provider: "speechmatics",
+  create: await STT_PROVIDERS.speechmatics.load(),
+  rig: () => {
+    const fake = new SpeechmaticsSttFake("sm-conformance-good-key").start();
+    return Promise.resolve(wsSttRig(fake, {
+      apiKey: "sm-conformance-good-key",
+      baseUrl: fake.url,
+      options: { reconnect_delay_ms: 10 },
+    }, "sm-conformance-wrong-key"));
   },
 });
