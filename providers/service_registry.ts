@@ -29,6 +29,7 @@ import {
 } from "./aws/defaults.ts";
 import { ASSEMBLYAI_DEFAULT_MODEL, ASSEMBLYAI_HOST } from "./assemblyai/defaults.ts";
 import { SPEECHMATICS_DEFAULT_MODEL, SPEECHMATICS_HOST } from "./speechmatics/defaults.ts";
+import { GLADIA_DEFAULT_MODEL, GLADIA_HOST } from "./gladia/defaults.ts";
 
 /** A cascaded provider kind. */
 export type ServiceKind = "stt" | "llm" | "tts";
@@ -93,6 +94,7 @@ const assemblyai: Loader<"stt"> = () =>
   import("./assemblyai/stt.ts").then((m) => m.createAssemblyAiStt);
 const speechmatics: Loader<"stt"> = () =>
   import("./speechmatics/stt.ts").then((m) => m.createSpeechmaticsStt);
+const gladia: Loader<"stt"> = () => import("./gladia/stt.ts").then((m) => m.createGladiaStt);
 const bedrock: Loader<"llm"> = () => import("./aws/bedrock.ts").then((m) => m.createBedrockLlm);
 const polly: Loader<"tts"> = () => import("./aws/polly.ts").then((m) => m.createPollyTts);
 const espeak: Loader<"tts"> = () =>
@@ -241,7 +243,11 @@ export const STT_PROVIDERS = table("stt", {
     model: SPEECHMATICS_DEFAULT_MODEL,
     description: "Speechmatics realtime (WebSocket)",
   }],
-  gladia: ["gladia", "not wired", { description: "Gladia live" }],
+  gladia: ["gladia", gladia, {
+    host: GLADIA_HOST,
+    model: GLADIA_DEFAULT_MODEL,
+    description: "Gladia live v2 (HTTP session, WebSocket)",
+  }],
   soniox: ["soniox", "not wired", { description: "Soniox streaming" }],
   riva: ["riva", riva, {
     baseUrl: "http://127.0.0.1:50051",

@@ -111,6 +111,7 @@ const FAMILY_AUTH: Readonly<
   deepgram: (key: string | undefined): Record<string, string> =>
     key ? { authorization: `Token ${key}` } : {},
   elevenlabs: (key: string | undefined): Record<string, string> => key ? { "xi-api-key": key } : {},
+  gladia: (key: string | undefined): Record<string, string> => key ? { "x-gladia-key": key } : {},
   assemblyai: (key: string | undefined): Record<string, string> =>
     key ? { authorization: key } : {},
   cartesia: (key: string | undefined): Record<string, string> => ({
@@ -126,6 +127,7 @@ const FAMILY_ENDPOINT: Readonly<Record<string, string>> = Object.freeze({
   cartesia: "https://api.cartesia.ai/voices",
   // A short-lived streaming token: the streaming host's one keyed HTTP endpoint.
   assemblyai: "https://streaming.assemblyai.com/v3/token?expires_in_seconds=60",
+  gladia: "https://api.gladia.io/v2/live?limit=1",
 });
 
 /** WebSocket families whose streaming host has no keyed HTTP endpoint to probe. */

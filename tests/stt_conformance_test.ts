@@ -12,6 +12,7 @@ import { WhisperHttpFake } from "./fakes/whisper_http_fake.ts";
 import { wsSttRig } from "./fakes/_ws_stt_fake.ts";
 import { AssemblyAiSttFake } from "./fakes/assemblyai_stt_fake.ts";
 import { SpeechmaticsSttFake } from "./fakes/speechmatics_stt_fake.ts";
+import { GladiaSttFake } from "./fakes/gladia_stt_fake.ts";
 
 // ---------------------------------------------------------------- Deepgram live (WebSocket)
 
@@ -97,5 +98,20 @@ sttConformance({
       baseUrl: fake.url,
       options: { reconnect_delay_ms: 10 },
     }, "sm-conformance-wrong-key"));
+  },
+});
+
+// ---------------------------------------------------------------- Gladia live (HTTP + WebSocket)
+
+sttConformance({
+  provider: "gladia",
+  create: await STT_PROVIDERS.gladia.load(),
+  rig: () => {
+    const fake = new GladiaSttFake("gl-conformance-good-key").start();
+    return Promise.resolve(wsSttRig(fake, {
+      apiKey: "gl-conformance-good-key",
+      baseUrl: fake.httpUrl,
+      options: { reconnect_delay_ms: 10 },
+    }, "gl-conformance-wrong-key"));
   },
 });
