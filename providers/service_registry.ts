@@ -30,6 +30,7 @@ import {
 import { ASSEMBLYAI_DEFAULT_MODEL, ASSEMBLYAI_HOST } from "./assemblyai/defaults.ts";
 import { SPEECHMATICS_DEFAULT_MODEL, SPEECHMATICS_HOST } from "./speechmatics/defaults.ts";
 import { GLADIA_DEFAULT_MODEL, GLADIA_HOST } from "./gladia/defaults.ts";
+import { SONIOX_DEFAULT_MODEL, SONIOX_HOST } from "./soniox/defaults.ts";
 
 /** A cascaded provider kind. */
 export type ServiceKind = "stt" | "llm" | "tts";
@@ -95,6 +96,7 @@ const assemblyai: Loader<"stt"> = () =>
 const speechmatics: Loader<"stt"> = () =>
   import("./speechmatics/stt.ts").then((m) => m.createSpeechmaticsStt);
 const gladia: Loader<"stt"> = () => import("./gladia/stt.ts").then((m) => m.createGladiaStt);
+const soniox: Loader<"stt"> = () => import("./soniox/stt.ts").then((m) => m.createSonioxStt);
 const bedrock: Loader<"llm"> = () => import("./aws/bedrock.ts").then((m) => m.createBedrockLlm);
 const polly: Loader<"tts"> = () => import("./aws/polly.ts").then((m) => m.createPollyTts);
 const espeak: Loader<"tts"> = () =>
@@ -248,7 +250,11 @@ export const STT_PROVIDERS = table("stt", {
     model: GLADIA_DEFAULT_MODEL,
     description: "Gladia live v2 (HTTP session, WebSocket)",
   }],
-  soniox: ["soniox", "not wired", { description: "Soniox streaming" }],
+  soniox: ["soniox", soniox, {
+    host: SONIOX_HOST,
+    model: SONIOX_DEFAULT_MODEL,
+    description: "Soniox realtime (WebSocket)",
+  }],
   riva: ["riva", riva, {
     baseUrl: "http://127.0.0.1:50051",
     local: true,

@@ -131,7 +131,7 @@ const FAMILY_ENDPOINT: Readonly<Record<string, string>> = Object.freeze({
 });
 
 /** WebSocket families whose streaming host has no keyed HTTP endpoint to probe. */
-const REACHABILITY_ONLY: ReadonlySet<string> = new Set(["speechmatics"]);
+const REACHABILITY_ONLY: ReadonlySet<string> = new Set(["speechmatics", "soniox"]);
 
 /** `url` as shown to people: no user info, no query (either may hold a secret). */
 export function shownUrl(url: string): string {

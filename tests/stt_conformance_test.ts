@@ -13,6 +13,7 @@ import { wsSttRig } from "./fakes/_ws_stt_fake.ts";
 import { AssemblyAiSttFake } from "./fakes/assemblyai_stt_fake.ts";
 import { SpeechmaticsSttFake } from "./fakes/speechmatics_stt_fake.ts";
 import { GladiaSttFake } from "./fakes/gladia_stt_fake.ts";
+import { SonioxSttFake } from "./fakes/soniox_stt_fake.ts";
 
 // ---------------------------------------------------------------- Deepgram live (WebSocket)
 
@@ -113,5 +114,20 @@ sttConformance({
       baseUrl: fake.httpUrl,
       options: { reconnect_delay_ms: 10 },
     }, "gl-conformance-wrong-key"));
+  },
+});
+
+// ---------------------------------------------------------------- Soniox (WebSocket)
+
+sttConformance({
+  provider: "soniox",
+  create: await STT_PROVIDERS.soniox.load(),
+  rig: () => {
+    const fake = new SonioxSttFake("sx-conformance-good-key").start();
+    return Promise.resolve(wsSttRig(fake, {
+      apiKey: "sx-conformance-good-key",
+      baseUrl: fake.url,
+      options: { reconnect_delay_ms: 10 },
+    }, "sx-conformance-wrong-key"));
   },
 });

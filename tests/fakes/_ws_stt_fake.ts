@@ -158,9 +158,13 @@ export abstract class WsSttFake {
     }
   }
 
-  /** Close the current session from the server side. */
-  async drop(code = 1011, reason = "internal error"): Promise<void> {
-    const ws = this.current.socket;
+  /** Close a session (the current one by default) from the server side. */
+  async drop(
+    conn: WsFakeConn = this.current,
+    code = 1011,
+    reason = "internal error",
+  ): Promise<void> {
+    const ws = conn.socket;
     if (ws.readyState === WebSocket.OPEN) ws.close(code, reason);
     await this.#closed.get(ws);
   }
@@ -197,8 +201,9 @@ export function wsSttRig(
       );
     },
     fail() {
-      session++;
-      void fake.drop();
+      // Sessions keyed in a first message may not be ready yet: drop it once it is.
+      const n = session++;
+      fake.waitForSession(n).then((c) => fake.drop(c), () => {});
     },
     audioBytes: () => fake.audioBytes(),
     close: () => fake.close(),
