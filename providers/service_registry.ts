@@ -31,6 +31,7 @@ import { ASSEMBLYAI_DEFAULT_MODEL, ASSEMBLYAI_HOST } from "./assemblyai/defaults
 import { SPEECHMATICS_DEFAULT_MODEL, SPEECHMATICS_HOST } from "./speechmatics/defaults.ts";
 import { GLADIA_DEFAULT_MODEL, GLADIA_HOST } from "./gladia/defaults.ts";
 import { SONIOX_DEFAULT_MODEL, SONIOX_HOST } from "./soniox/defaults.ts";
+import { CARTESIA_STT_DEFAULT_MODEL, CARTESIA_STT_HOST } from "./cartesia/defaults.ts";
 
 /** A cascaded provider kind. */
 export type ServiceKind = "stt" | "llm" | "tts";
@@ -97,6 +98,8 @@ const speechmatics: Loader<"stt"> = () =>
   import("./speechmatics/stt.ts").then((m) => m.createSpeechmaticsStt);
 const gladia: Loader<"stt"> = () => import("./gladia/stt.ts").then((m) => m.createGladiaStt);
 const soniox: Loader<"stt"> = () => import("./soniox/stt.ts").then((m) => m.createSonioxStt);
+const cartesiaStt: Loader<"stt"> = () =>
+  import("./cartesia/stt.ts").then((m) => m.createCartesiaStt);
 const bedrock: Loader<"llm"> = () => import("./aws/bedrock.ts").then((m) => m.createBedrockLlm);
 const polly: Loader<"tts"> = () => import("./aws/polly.ts").then((m) => m.createPollyTts);
 const espeak: Loader<"tts"> = () =>
@@ -260,7 +263,11 @@ export const STT_PROVIDERS = table("stt", {
     local: true,
     description: "local: NVIDIA Riva ASR StreamingRecognize (gRPC)",
   }],
-  cartesia: ["cartesia-stt", "not wired", { description: "Cartesia ink" }],
+  cartesia: ["cartesia-stt", cartesiaStt, {
+    host: CARTESIA_STT_HOST,
+    model: CARTESIA_STT_DEFAULT_MODEL,
+    description: "Cartesia ink speech-to-text (WebSocket)",
+  }],
   elevenlabs: ["elevenlabs-stt", "not wired", { description: "ElevenLabs Scribe" }],
 });
 

@@ -130,6 +130,12 @@ const FAMILY_ENDPOINT: Readonly<Record<string, string>> = Object.freeze({
   gladia: "https://api.gladia.io/v2/live?limit=1",
 });
 
+/** Families keyed and probed like another family of the same vendor. */
+const SAME_KEY_AS: Readonly<Record<string, string>> = Object.freeze({
+  "cartesia-stt": "cartesia",
+  "elevenlabs-stt": "elevenlabs",
+});
+
 /** WebSocket families whose streaming host has no keyed HTTP endpoint to probe. */
 const REACHABILITY_ONLY: ReadonlySet<string> = new Set(["speechmatics", "soniox"]);
 
@@ -201,11 +207,13 @@ function serviceTarget(kind: "stt" | "llm" | "tts", p: ProviderConfig): ProbeTar
       credentialEnv: info.env.filter((v) => v.required).map((v) => v.name),
     };
   }
-  const auth = FAMILY_AUTH[info.family] ?? bearer;
+  // A vendor's speech-to-text family is keyed and probed like its text-to-speech one.
+  const family = SAME_KEY_AS[info.family] ?? info.family;
+  const auth = FAMILY_AUTH[family] ?? bearer;
   const root = p.url ?? info.baseUrl;
   let url: string;
-  if (FAMILY_ENDPOINT[info.family] !== undefined) {
-    url = p.url === undefined ? FAMILY_ENDPOINT[info.family] : httpOrigin(p.url);
+  if (FAMILY_ENDPOINT[family] !== undefined) {
+    url = p.url === undefined ? FAMILY_ENDPOINT[family] : httpOrigin(p.url);
     if (p.url !== undefined) base.expect = "reachable";
   } else if (REACHABILITY_ONLY.has(info.family) && (p.url ?? info.hosts[0])) {
     // No keyed HTTP endpoint on the streaming host: only whether it answers is told.

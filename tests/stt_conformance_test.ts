@@ -14,6 +14,7 @@ import { AssemblyAiSttFake } from "./fakes/assemblyai_stt_fake.ts";
 import { SpeechmaticsSttFake } from "./fakes/speechmatics_stt_fake.ts";
 import { GladiaSttFake } from "./fakes/gladia_stt_fake.ts";
 import { SonioxSttFake } from "./fakes/soniox_stt_fake.ts";
+import { CartesiaSttFake } from "./fakes/cartesia_stt_fake.ts";
 
 // ---------------------------------------------------------------- Deepgram live (WebSocket)
 
@@ -129,5 +130,20 @@ sttConformance({
       baseUrl: fake.url,
       options: { reconnect_delay_ms: 10 },
     }, "sx-conformance-wrong-key"));
+  },
+});
+
+// ---------------------------------------------------------------- Cartesia ink (WebSocket)
+
+sttConformance({
+  provider: "cartesia",
+  create: await STT_PROVIDERS.cartesia.load(),
+  rig: () => {
+    const fake = new CartesiaSttFake("ca-conformance-good-key").start();
+    return Promise.resolve(wsSttRig(fake, {
+      apiKey: "ca-conformance-good-key",
+      baseUrl: fake.url,
+      options: { reconnect_delay_ms: 10 },
+    }, "ca-conformance-wrong-key"));
   },
 });
