@@ -32,6 +32,7 @@ import { SPEECHMATICS_DEFAULT_MODEL, SPEECHMATICS_HOST } from "./speechmatics/de
 import { GLADIA_DEFAULT_MODEL, GLADIA_HOST } from "./gladia/defaults.ts";
 import { SONIOX_DEFAULT_MODEL, SONIOX_HOST } from "./soniox/defaults.ts";
 import { CARTESIA_STT_DEFAULT_MODEL, CARTESIA_STT_HOST } from "./cartesia/defaults.ts";
+import { ELEVENLABS_STT_DEFAULT_MODEL, ELEVENLABS_STT_HOST } from "./elevenlabs/defaults.ts";
 
 /** A cascaded provider kind. */
 export type ServiceKind = "stt" | "llm" | "tts";
@@ -100,6 +101,8 @@ const gladia: Loader<"stt"> = () => import("./gladia/stt.ts").then((m) => m.crea
 const soniox: Loader<"stt"> = () => import("./soniox/stt.ts").then((m) => m.createSonioxStt);
 const cartesiaStt: Loader<"stt"> = () =>
   import("./cartesia/stt.ts").then((m) => m.createCartesiaStt);
+const elevenlabsStt: Loader<"stt"> = () =>
+  import("./elevenlabs/stt.ts").then((m) => m.createElevenLabsStt);
 const bedrock: Loader<"llm"> = () => import("./aws/bedrock.ts").then((m) => m.createBedrockLlm);
 const polly: Loader<"tts"> = () => import("./aws/polly.ts").then((m) => m.createPollyTts);
 const espeak: Loader<"tts"> = () =>
@@ -268,7 +271,11 @@ export const STT_PROVIDERS = table("stt", {
     model: CARTESIA_STT_DEFAULT_MODEL,
     description: "Cartesia ink speech-to-text (WebSocket)",
   }],
-  elevenlabs: ["elevenlabs-stt", "not wired", { description: "ElevenLabs Scribe" }],
+  elevenlabs: ["elevenlabs-stt", elevenlabsStt, {
+    host: ELEVENLABS_STT_HOST,
+    model: ELEVENLABS_STT_DEFAULT_MODEL,
+    description: "ElevenLabs Scribe realtime (WebSocket)",
+  }],
 });
 
 // ---------------------------------------------------------------- language models

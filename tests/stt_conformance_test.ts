@@ -15,6 +15,7 @@ import { SpeechmaticsSttFake } from "./fakes/speechmatics_stt_fake.ts";
 import { GladiaSttFake } from "./fakes/gladia_stt_fake.ts";
 import { SonioxSttFake } from "./fakes/soniox_stt_fake.ts";
 import { CartesiaSttFake } from "./fakes/cartesia_stt_fake.ts";
+import { ElevenLabsSttFake } from "./fakes/elevenlabs_stt_fake.ts";
 
 // ---------------------------------------------------------------- Deepgram live (WebSocket)
 
@@ -145,5 +146,20 @@ sttConformance({
       baseUrl: fake.url,
       options: { reconnect_delay_ms: 10 },
     }, "ca-conformance-wrong-key"));
+  },
+});
+
+// ---------------------------------------------------------------- ElevenLabs Scribe (WebSocket)
+
+sttConformance({
+  provider: "elevenlabs",
+  create: await STT_PROVIDERS.elevenlabs.load(),
+  rig: () => {
+    const fake = new ElevenLabsSttFake("el-conformance-good-key").start();
+    return Promise.resolve(wsSttRig(fake, {
+      apiKey: "el-conformance-good-key",
+      baseUrl: fake.url,
+      options: { reconnect_delay_ms: 10 },
+    }, "el-conformance-wrong-key"));
   },
 });
