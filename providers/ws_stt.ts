@@ -18,6 +18,7 @@
  */
 
 import { FlowcatError, type FlowcatErrorKind } from "../core/errors.ts";
+import type { WsSttDialect } from "./ws_stt_dialect.ts";
 import { type AudioFrame, type Frame, makeFrame, type StartParams } from "../core/frames.ts";
 import { type Logger, silentLogger } from "../core/log.ts";
 import type { SttService } from "../core/seams.ts";
@@ -25,51 +26,9 @@ import { int16ToBytes } from "../core/audio/pcm.ts";
 import { Resampler } from "../core/audio/resample.ts";
 import type { ServiceOptions } from "./service_options.ts";
 import { closeSocket, openSocket } from "./ws_client.ts";
+import { msOption } from "./service_option_values.ts";
 
-/** What a vendor's server said, decoded. */
-export type SttEvent =
-  /** The session is ready for audio (dialects with `awaitReady`). */
-  | { type: "ready" }
-  /** Words that may still change. */
-  | { type: "partial"; text: string; language?: string }
-  /** Words that will not change; held until `end`. */
-  | { type: "final"; text: string; language?: string }
-  /** The utterance ended: held final words become one Transcription. */
-  | { type: "end" }
-  /** The vendor reported a fault. */
-  | { type: "error"; kind: FlowcatErrorKind; message: string };
-
-/** Where one connection goes. */
-export interface WsSttEndpoint {
-  /** `wss://` URL with its query. */
-  url: string;
-  /** Upgrade request headers (the key, usually). */
-  headers: Record<string, string>;
-}
-
-/** One vendor's streaming wire. */
-export interface WsSttDialect {
-  /** Sample rate the vendor gets PCM s16le mono at. */
-  sampleRate: number;
-  /** Audio per message, ms (0: each frame as it comes). */
-  chunkMs?: number;
-  /** Wait for a `ready` event after the opening messages before the socket counts as open. */
-  awaitReady?: boolean;
-  /** Where to dial; may ask an HTTP API first (aborted by `signal` on stop). */
-  endpoint(signal: AbortSignal): Promise<WsSttEndpoint>;
-  /** Text messages sent as soon as the socket opens (a configuration). */
-  opening?(): string[];
-  /** One chunk of PCM s16le as the vendor wants it on the wire. */
-  audio(pcm: Uint8Array): string | Uint8Array;
-  /** Decode one server message (text or binary) into events; none for ones to ignore. */
-  parse(data: unknown): SttEvent[];
-  /** Sent when the local VAD hears the end of speech (ask the vendor to finish now). */
-  finalize?(): string | undefined;
-  /** Sent on stop before the close; `sent` is how many audio messages this socket carried. */
-  closing?(sent: number): string | Uint8Array | undefined;
-  /** Sent every `keepaliveMs` while no audio flows (muted, or the caller stopped feeding). */
-  keepalive?: { message: string; everyMs: number };
-}
+export type { SttEvent, WsSttDialect, WsSttEndpoint } from "./ws_stt_dialect.ts";
 
 type State = "idle" | "open" | "reconnecting" | "failed" | "stopped";
 
@@ -85,6 +44,8 @@ export class WsStt implements SttService {
   #state: State = "idle";
   #ws: WebSocket | undefined;
   readonly #sockets = new Set<WebSocket>();
+  /** Messages of a dialled socket that arrived before it was attached. */
+  readonly #early = new WeakMap<WebSocket, unknown[]>();
   #dialing: Promise<WebSocket> | undefined;
   #sent = 0;
   #queue: Frame[] = [];
@@ -190,7 +151,14 @@ export class WsStt implements SttService {
       this.#sockets.add(ws);
       ws.addEventListener("close", () => this.#sockets.delete(ws));
       const ready = this.#dialect.awaitReady ? this.#readyOf(ws, timeoutMs) : undefined;
-      ws.addEventListener("message", (ev) => this.#onMessage(ws, ev.data));
+      // A vendor may speak before the socket is attached (in the same event-loop turn as the
+      // open): hold those messages for #attach rather than read them as a stale socket's.
+      const early: unknown[] = [];
+      this.#early.set(ws, early);
+      ws.addEventListener("message", (ev) => {
+        if (this.#ws === ws) this.#onMessage(ws, ev.data);
+        else if (this.#early.has(ws)) early.push(ev.data);
+      });
       for (const m of this.#dialect.opening?.() ?? []) ws.send(m);
       if (ready) await ready;
       return ws;
@@ -236,17 +204,24 @@ export class WsStt implements SttService {
     this.#ws = ws;
     this.#state = "open";
     this.#sent = 0;
-    ws.addEventListener("close", (ev) => {
+    const early = this.#early.get(ws) ?? [];
+    this.#early.delete(ws);
+    for (const data of early) this.#onMessage(ws, data);
+    if (this.#ws !== ws) return; // an early message refused the key
+    const onClose = (code: number) => {
       if (this.#ws !== ws) return;
       this.#ws = undefined;
       if (this.#state !== "open") return;
-      this.#log.warn(`${this.name()}: socket closed, reconnecting`, { code: ev.code });
+      this.#log.warn(`${this.name()}: socket closed, reconnecting`, { code });
       this.#state = "reconnecting";
       this.#reconnectTimer = setTimeout(() => {
         this.#reconnectTimer = undefined;
         this.#reconnect();
       }, this.#reconnectDelayMs);
-    });
+    };
+    ws.addEventListener("close", (ev) => onClose(ev.code));
+    // Closed between its dial and now: the close event has been and gone.
+    if (ws.readyState === WebSocket.CLOSED) return onClose(1006);
     this.#pending = this.#backlog;
     this.#pendingBytes = this.#backlogBytes;
     this.#backlog = [];
@@ -389,47 +364,4 @@ export class WsStt implements SttService {
     if (!this.#audioSinceTick && ws?.readyState === WebSocket.OPEN) this.#sendRaw(ws, message);
     this.#audioSinceTick = false;
   }
-}
-
-/** A non-negative number of ms from the config's options, or `fallback`. */
-function msOption(
-  provider: string,
-  o: Record<string, unknown>,
-  key: string,
-  fallback: number,
-): number {
-  const v = o[key];
-  if (v === undefined) return fallback;
-  if (typeof v !== "number" || !(v >= 0)) {
-    throw new FlowcatError("config", `${provider}: options.${key} must be a number of ms >= 0`);
-  }
-  return v;
-}
-
-/** The API key, or a `config` error naming the variable that should hold it. */
-export function requireKey(opts: ServiceOptions, envName: string): string {
-  if (!opts.apiKey) {
-    throw new FlowcatError("config", `${opts.provider}: missing API key (${envName})`);
-  }
-  return opts.apiKey;
-}
-
-/** A string option from the config, or `undefined`; anything else is a `config` error. */
-export function stringOption(opts: ServiceOptions, key: string): string | undefined {
-  const v = opts.options?.[key];
-  if (v === undefined) return undefined;
-  if (typeof v !== "string") {
-    throw new FlowcatError("config", `${opts.provider}: options.${key} must be a string`);
-  }
-  return v;
-}
-
-/** A number option from the config, or `undefined`; anything else is a `config` error. */
-export function numberOption(opts: ServiceOptions, key: string): number | undefined {
-  const v = opts.options?.[key];
-  if (v === undefined) return undefined;
-  if (typeof v !== "number" || !Number.isFinite(v)) {
-    throw new FlowcatError("config", `${opts.provider}: options.${key} must be a number`);
-  }
-  return v;
 }

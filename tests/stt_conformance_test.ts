@@ -9,7 +9,7 @@ import { STT_PROVIDERS } from "../providers/service_registry.ts";
 import { sttConformance, type SttRig } from "./_stt_conformance.ts";
 import { DeepgramFake } from "./fakes/deepgram_fake.ts";
 import { WhisperHttpFake } from "./fakes/whisper_http_fake.ts";
-import { wsSttRig } from "./fakes/_ws_stt_fake.ts";
+import { type WsSttFake, wsSttRig } from "./fakes/_ws_stt_fake.ts";
 import { AssemblyAiSttFake } from "./fakes/assemblyai_stt_fake.ts";
 import { SpeechmaticsSttFake } from "./fakes/speechmatics_stt_fake.ts";
 import { GladiaSttFake } from "./fakes/gladia_stt_fake.ts";
@@ -74,92 +74,27 @@ sttConformance({
   },
 });
 
-// ---------------------------------------------------------------- AssemblyAI (WebSocket v3)
+// ---------------------------------------------------------------- shared WebSocket client
 
-sttConformance({
-  provider: "assemblyai",
-  create: await STT_PROVIDERS.assemblyai.load(),
-  rig: () => {
-    const fake = new AssemblyAiSttFake("aai-conformance-good-key").start();
-    return Promise.resolve(wsSttRig(fake, {
-      apiKey: "aai-conformance-good-key",
-      baseUrl: fake.url,
-      options: { reconnect_delay_ms: 10 },
-    }, "aai-conformance-wrong-key"));
-  },
-});
+/** The vendors on providers/ws_stt.ts, each with the fake speaking its wire. */
+const WS_VENDORS: [provider: string, fake: (key: string) => WsSttFake][] = [
+  ["assemblyai", (key) => new AssemblyAiSttFake(key)],
+  ["speechmatics", (key) => new SpeechmaticsSttFake(key)],
+  ["gladia", (key) => new GladiaSttFake(key)],
+  ["soniox", (key) => new SonioxSttFake(key)],
+  ["cartesia", (key) => new CartesiaSttFake(key)],
+  ["elevenlabs", (key) => new ElevenLabsSttFake(key)],
+];
 
-// ---------------------------------------------------------------- Speechmatics (WebSocket)
-
-sttConformance({
-  provider: "speechmatics",
-  create: await STT_PROVIDERS.speechmatics.load(),
-  rig: () => {
-    const fake = new SpeechmaticsSttFake("sm-conformance-good-key").start();
-    return Promise.resolve(wsSttRig(fake, {
-      apiKey: "sm-conformance-good-key",
-      baseUrl: fake.url,
-      options: { reconnect_delay_ms: 10 },
-    }, "sm-conformance-wrong-key"));
-  },
-});
-
-// ---------------------------------------------------------------- Gladia live (HTTP + WebSocket)
-
-sttConformance({
-  provider: "gladia",
-  create: await STT_PROVIDERS.gladia.load(),
-  rig: () => {
-    const fake = new GladiaSttFake("gl-conformance-good-key").start();
-    return Promise.resolve(wsSttRig(fake, {
-      apiKey: "gl-conformance-good-key",
-      baseUrl: fake.httpUrl,
-      options: { reconnect_delay_ms: 10 },
-    }, "gl-conformance-wrong-key"));
-  },
-});
-
-// ---------------------------------------------------------------- Soniox (WebSocket)
-
-sttConformance({
-  provider: "soniox",
-  create: await STT_PROVIDERS.soniox.load(),
-  rig: () => {
-    const fake = new SonioxSttFake("sx-conformance-good-key").start();
-    return Promise.resolve(wsSttRig(fake, {
-      apiKey: "sx-conformance-good-key",
-      baseUrl: fake.url,
-      options: { reconnect_delay_ms: 10 },
-    }, "sx-conformance-wrong-key"));
-  },
-});
-
-// ---------------------------------------------------------------- Cartesia ink (WebSocket)
-
-sttConformance({
-  provider: "cartesia",
-  create: await STT_PROVIDERS.cartesia.load(),
-  rig: () => {
-    const fake = new CartesiaSttFake("ca-conformance-good-key").start();
-    return Promise.resolve(wsSttRig(fake, {
-      apiKey: "ca-conformance-good-key",
-      baseUrl: fake.url,
-      options: { reconnect_delay_ms: 10 },
-    }, "ca-conformance-wrong-key"));
-  },
-});
-
-// ---------------------------------------------------------------- ElevenLabs Scribe (WebSocket)
-
-sttConformance({
-  provider: "elevenlabs",
-  create: await STT_PROVIDERS.elevenlabs.load(),
-  rig: () => {
-    const fake = new ElevenLabsSttFake("el-conformance-good-key").start();
-    return Promise.resolve(wsSttRig(fake, {
-      apiKey: "el-conformance-good-key",
-      baseUrl: fake.url,
-      options: { reconnect_delay_ms: 10 },
-    }, "el-conformance-wrong-key"));
-  },
-});
+for (const [provider, makeFake] of WS_VENDORS) {
+  const key = `${provider}-conformance-good-key`;
+  sttConformance({
+    provider,
+    create: await STT_PROVIDERS[provider].load(),
+    rig: () => {
+      const fake = makeFake(key).start();
+      const options = { apiKey: key, baseUrl: fake.baseUrl, options: { reconnect_delay_ms: 10 } };
+      return Promise.resolve(wsSttRig(fake, options, `${provider}-conformance-wrong-key`));
+    },
+  });
+}

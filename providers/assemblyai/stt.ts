@@ -25,7 +25,8 @@ import { FlowcatError } from "../../core/errors.ts";
 import type { SttService } from "../../core/seams.ts";
 import type { ServiceOptions } from "../service_options.ts";
 import { isJsonObject, parseJsonMessage, wsRoot } from "../ws_client.ts";
-import { numberOption, requireKey, type SttEvent, WsStt, type WsSttDialect } from "../ws_stt.ts";
+import { type SttEvent, WsStt, type WsSttDialect } from "../ws_stt.ts";
+import { numberOption, requireKey } from "../service_option_values.ts";
 
 import { ASSEMBLYAI_HOST } from "./defaults.ts";
 

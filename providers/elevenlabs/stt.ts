@@ -26,14 +26,8 @@ import { FlowcatError } from "../../core/errors.ts";
 import type { SttService } from "../../core/seams.ts";
 import type { ServiceOptions } from "../service_options.ts";
 import { parseJsonMessage, wsRoot } from "../ws_client.ts";
-import {
-  numberOption,
-  requireKey,
-  stringOption,
-  type SttEvent,
-  WsStt,
-  type WsSttDialect,
-} from "../ws_stt.ts";
+import { type SttEvent, WsStt, type WsSttDialect } from "../ws_stt.ts";
+import { numberOption, requireKey, stringOption } from "../service_option_values.ts";
 import { ELEVENLABS_STT_DEFAULT_MODEL, ELEVENLABS_STT_HOST } from "./defaults.ts";
 
 export { ELEVENLABS_STT_DEFAULT_MODEL } from "./defaults.ts";

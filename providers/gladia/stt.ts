@@ -25,14 +25,8 @@ import type { SttService } from "../../core/seams.ts";
 import { providerFetch } from "../http.ts";
 import type { ServiceOptions } from "../service_options.ts";
 import { isJsonObject, parseJsonMessage } from "../ws_client.ts";
-import {
-  numberOption,
-  requireKey,
-  stringOption,
-  type SttEvent,
-  WsStt,
-  type WsSttDialect,
-} from "../ws_stt.ts";
+import { type SttEvent, WsStt, type WsSttDialect } from "../ws_stt.ts";
+import { numberOption, requireKey, stringOption } from "../service_option_values.ts";
 import { GLADIA_DEFAULT_MODEL, GLADIA_HOST } from "./defaults.ts";
 
 export { GLADIA_DEFAULT_MODEL } from "./defaults.ts";

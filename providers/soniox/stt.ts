@@ -27,14 +27,8 @@ import { FlowcatError } from "../../core/errors.ts";
 import type { SttService } from "../../core/seams.ts";
 import type { ServiceOptions } from "../service_options.ts";
 import { isJsonObject, parseJsonMessage, wsRoot } from "../ws_client.ts";
-import {
-  numberOption,
-  requireKey,
-  stringOption,
-  type SttEvent,
-  WsStt,
-  type WsSttDialect,
-} from "../ws_stt.ts";
+import { type SttEvent, WsStt, type WsSttDialect } from "../ws_stt.ts";
+import { numberOption, requireKey, stringOption } from "../service_option_values.ts";
 import { SONIOX_DEFAULT_MODEL, SONIOX_HOST } from "./defaults.ts";
 
 export { SONIOX_DEFAULT_MODEL } from "./defaults.ts";

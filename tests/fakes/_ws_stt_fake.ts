@@ -69,6 +69,11 @@ export abstract class WsSttFake {
     return `ws://127.0.0.1:${this.#server.addr.port}`;
   }
 
+  /** The `baseUrl` a client of this fake is given (the WebSocket root unless overridden). */
+  get baseUrl(): string {
+    return this.url;
+  }
+
   /** `http://127.0.0.1:<port>` of the listening fake. */
   get httpUrl(): string {
     return this.url.replace(/^ws/, "http");

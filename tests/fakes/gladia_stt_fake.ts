@@ -23,6 +23,11 @@ export class GladiaSttFake extends WsSttFake {
     this.#key = key;
   }
 
+  /** Clients are given the HTTP root: they set sessions up there first. */
+  override get baseUrl(): string {
+    return this.httpUrl;
+  }
+
   /** `POST /v2/live` sets a session up; anything else is the WebSocket. */
   protected override async handle(req: Request): Promise<Response> {
     const url = new URL(req.url);
