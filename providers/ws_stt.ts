@@ -190,13 +190,17 @@ export class WsStt implements SttService {
         () => fail(this.#vendorError("timeout", `no session within ${timeoutMs} ms`)),
         timeoutMs,
       );
+      const onAbort = () => fail(this.#vendorError("closed", "connect aborted"));
       const cleanup = () => {
         clearTimeout(timer);
         ws.removeEventListener("message", onMessage);
         ws.removeEventListener("close", onClose);
+        this.#stopped.signal.removeEventListener("abort", onAbort);
       };
       ws.addEventListener("message", onMessage);
       ws.addEventListener("close", onClose);
+      // stop() during the wait ends it at once, not at the deadline.
+      this.#stopped.signal.addEventListener("abort", onAbort);
     });
   }
 

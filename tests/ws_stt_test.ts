@@ -171,3 +171,22 @@ Deno.test("ws stt: audio goes in chunks of chunkMs", () =>
     // 20 ms frames: 100 ms (3200 bytes at 16 kHz) is reached every fifth frame.
     assert.deepEqual(fake.sizes, [3200, 3200, 3200, 3200, 3200]);
   }));
+
+Deno.test("ws stt: stop while waiting for the session ends the wait at once", async () => {
+  const fake = new TestFake().start();
+  // A dialect waiting for a ready message this fake never sends.
+  const d = dialect(fake, { awaitReady: true, parse: () => [] });
+  const stt = new WsStt({ provider: "test", timeoutMs: 10_000 }, d);
+  try {
+    const started = stt.start(startParams(16000)).catch((e: unknown) => e);
+    await fake.waitForSession();
+    const t0 = performance.now();
+    await stt.stop();
+    const err = await started;
+    assert.ok(performance.now() - t0 < 2000, "stop waited for the session deadline");
+    assert.ok(err instanceof FlowcatError && err.kind === "closed", String(err));
+  } finally {
+    await stt.stop();
+    await fake.close();
+  }
+});
