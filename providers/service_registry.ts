@@ -56,6 +56,12 @@ import { HUME_DEFAULT_BASE_URL, HUME_DEFAULT_VOICE } from "./hume/defaults.ts";
 import { LMNT_DEFAULT_BASE_URL, LMNT_DEFAULT_MODEL, LMNT_DEFAULT_VOICE } from "./lmnt/defaults.ts";
 import { NEUPHONIC_DEFAULT_BASE_URL } from "./neuphonic/defaults.ts";
 import { RIME_DEFAULT_BASE_URL, RIME_DEFAULT_MODEL, RIME_DEFAULT_VOICE } from "./rime/defaults.ts";
+import { ASSEMBLYAI_DEFAULT_MODEL, ASSEMBLYAI_HOST } from "./assemblyai/defaults.ts";
+import { SPEECHMATICS_DEFAULT_MODEL, SPEECHMATICS_HOST } from "./speechmatics/defaults.ts";
+import { GLADIA_DEFAULT_MODEL, GLADIA_HOST } from "./gladia/defaults.ts";
+import { SONIOX_DEFAULT_MODEL, SONIOX_HOST } from "./soniox/defaults.ts";
+import { CARTESIA_STT_DEFAULT_MODEL, CARTESIA_STT_HOST } from "./cartesia/defaults.ts";
+import { ELEVENLABS_STT_DEFAULT_MODEL, ELEVENLABS_STT_HOST } from "./elevenlabs/defaults.ts";
 
 /** A cascaded provider kind. */
 export type ServiceKind = "stt" | "llm" | "tts";
@@ -117,6 +123,16 @@ const vertex: Loader<"llm"> = () => import("./google/vertex.ts").then((m) => m.c
 const riva: Loader<"stt"> = () => import("./nvidia/riva.ts").then((m) => m.createRivaStt);
 const transcribe: Loader<"stt"> = () =>
   import("./aws/transcribe.ts").then((m) => m.createTranscribeStt);
+const assemblyai: Loader<"stt"> = () =>
+  import("./assemblyai/stt.ts").then((m) => m.createAssemblyAiStt);
+const speechmatics: Loader<"stt"> = () =>
+  import("./speechmatics/stt.ts").then((m) => m.createSpeechmaticsStt);
+const gladia: Loader<"stt"> = () => import("./gladia/stt.ts").then((m) => m.createGladiaStt);
+const soniox: Loader<"stt"> = () => import("./soniox/stt.ts").then((m) => m.createSonioxStt);
+const cartesiaStt: Loader<"stt"> = () =>
+  import("./cartesia/stt.ts").then((m) => m.createCartesiaStt);
+const elevenlabsStt: Loader<"stt"> = () =>
+  import("./elevenlabs/stt.ts").then((m) => m.createElevenLabsStt);
 const bedrock: Loader<"llm"> = () => import("./aws/bedrock.ts").then((m) => m.createBedrockLlm);
 const polly: Loader<"tts"> = () => import("./aws/polly.ts").then((m) => m.createPollyTts);
 const deepgramTts: Loader<"tts"> = () =>
@@ -255,9 +271,10 @@ export const STT_PROVIDERS = table("stt", {
     model: DEEPGRAM_DEFAULT_MODEL,
     description: "Deepgram streaming (WebSocket)",
   }],
-  assemblyai: ["assemblyai", "not wired", {
-    host: "streaming.assemblyai.com",
-    description: "AssemblyAI streaming",
+  assemblyai: ["assemblyai", assemblyai, {
+    host: ASSEMBLYAI_HOST,
+    model: ASSEMBLYAI_DEFAULT_MODEL,
+    description: "AssemblyAI Universal Streaming v3 (WebSocket)",
   }],
   azure: ["azure", "not wired", { description: "Azure Speech" }],
   aws: ["aws", transcribe, {
@@ -270,16 +287,36 @@ export const STT_PROVIDERS = table("stt", {
     credential: googleCloud,
     description: "Google Cloud Speech-to-Text v1 StreamingRecognize (gRPC)",
   }],
-  speechmatics: ["speechmatics", "not wired", { description: "Speechmatics realtime" }],
-  gladia: ["gladia", "not wired", { description: "Gladia live" }],
-  soniox: ["soniox", "not wired", { description: "Soniox streaming" }],
+  speechmatics: ["speechmatics", speechmatics, {
+    host: SPEECHMATICS_HOST,
+    model: SPEECHMATICS_DEFAULT_MODEL,
+    description: "Speechmatics realtime (WebSocket)",
+  }],
+  gladia: ["gladia", gladia, {
+    host: GLADIA_HOST,
+    model: GLADIA_DEFAULT_MODEL,
+    description: "Gladia live v2 (HTTP session, WebSocket)",
+  }],
+  soniox: ["soniox", soniox, {
+    host: SONIOX_HOST,
+    model: SONIOX_DEFAULT_MODEL,
+    description: "Soniox realtime (WebSocket)",
+  }],
   riva: ["riva", riva, {
     baseUrl: RIVA_DEFAULT_URL,
     local: true,
     description: "local: NVIDIA Riva ASR StreamingRecognize (gRPC)",
   }],
-  cartesia: ["cartesia-stt", "not wired", { description: "Cartesia ink" }],
-  elevenlabs: ["elevenlabs-stt", "not wired", { description: "ElevenLabs Scribe" }],
+  cartesia: ["cartesia-stt", cartesiaStt, {
+    host: CARTESIA_STT_HOST,
+    model: CARTESIA_STT_DEFAULT_MODEL,
+    description: "Cartesia ink speech-to-text (WebSocket)",
+  }],
+  elevenlabs: ["elevenlabs-stt", elevenlabsStt, {
+    host: ELEVENLABS_STT_HOST,
+    model: ELEVENLABS_STT_DEFAULT_MODEL,
+    description: "ElevenLabs Scribe realtime (WebSocket)",
+  }],
 });
 
 // ---------------------------------------------------------------- language models

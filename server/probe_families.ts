@@ -47,6 +47,9 @@ export const FAMILY_AUTH: Readonly<
   deepgram: (key: string | undefined): Record<string, string> =>
     key ? { authorization: `Token ${key}` } : {},
   elevenlabs: (key: string | undefined): Record<string, string> => key ? { "xi-api-key": key } : {},
+  gladia: (key: string | undefined): Record<string, string> => key ? { "x-gladia-key": key } : {},
+  assemblyai: (key: string | undefined): Record<string, string> =>
+    key ? { authorization: key } : {},
   cartesia: (key: string | undefined): Record<string, string> => ({
     "cartesia-version": "2026-03-01",
     ...(key ? { "x-api-key": key } : {}),
@@ -64,6 +67,9 @@ export const FAMILY_ENDPOINT: Readonly<Record<string, string>> = Object.freeze({
   deepgram: "https://api.deepgram.com/v1/projects",
   elevenlabs: "https://api.elevenlabs.io/v1/models",
   cartesia: "https://api.cartesia.ai/voices",
+  // A short-lived streaming token: the streaming host's one keyed HTTP endpoint.
+  assemblyai: "https://streaming.assemblyai.com/v3/token?expires_in_seconds=60",
+  gladia: "https://api.gladia.io/v2/live?limit=1",
   "deepgram-tts": "https://api.deepgram.com/v1/projects",
   lmnt: "https://api.lmnt.com/v1/ai/voice/list",
   fish: "https://api.fish.audio/model?page_size=1",
@@ -74,3 +80,12 @@ export const FAMILY_ENDPOINT: Readonly<Record<string, string>> = Object.freeze({
 
 /** Families with no cheap authenticated endpoint: the probe shows the host answers, no more. */
 export const REACHABLE_ONLY: ReadonlySet<string> = new Set(["rime"]);
+
+/** Families keyed and probed like another family of the same vendor. */
+export const SAME_KEY_AS: Readonly<Record<string, string>> = Object.freeze({
+  "cartesia-stt": "cartesia",
+  "elevenlabs-stt": "elevenlabs",
+});
+
+/** WebSocket families whose streaming host has no keyed HTTP endpoint: its host is asked. */
+export const HOST_REACHABILITY_ONLY: ReadonlySet<string> = new Set(["speechmatics", "soniox"]);

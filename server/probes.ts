@@ -19,8 +19,10 @@ import {
   bearer,
   FAMILY_AUTH,
   FAMILY_ENDPOINT,
+  HOST_REACHABILITY_ONLY,
   LISTS_MODELS,
   REACHABLE_ONLY,
+  SAME_KEY_AS,
   START_HINTS,
 } from "./probe_families.ts";
 
@@ -149,12 +151,19 @@ function serviceTarget(kind: "stt" | "llm" | "tts", p: ProviderConfig): ProbeTar
       credentialEnv: info.env.filter((v) => v.required).map((v) => v.name),
     };
   }
-  const auth = FAMILY_AUTH[info.family] ?? bearer;
+  // A vendor's speech-to-text family is keyed and probed like its text-to-speech one.
+  const family = SAME_KEY_AS[info.family] ?? info.family;
+  const auth = FAMILY_AUTH[family] ?? bearer;
   const root = p.url ?? info.baseUrl;
   let url: string;
-  if (FAMILY_ENDPOINT[info.family] !== undefined) {
-    url = p.url === undefined ? FAMILY_ENDPOINT[info.family] : httpOrigin(p.url);
-    if (p.url !== undefined || REACHABLE_ONLY.has(info.family)) base.expect = "reachable";
+  if (FAMILY_ENDPOINT[family] !== undefined) {
+    url = p.url === undefined ? FAMILY_ENDPOINT[family] : httpOrigin(p.url);
+    if (p.url !== undefined || REACHABLE_ONLY.has(family)) base.expect = "reachable";
+  } else if (HOST_REACHABILITY_ONLY.has(info.family) && (p.url ?? info.hosts[0])) {
+    // No keyed HTTP endpoint on the streaming host: only whether it answers is told.
+    url = httpOrigin(p.url ?? `https://${info.hosts[0].replace(/:443$/, "")}`);
+    base.expect = "reachable";
+    return { ...base, url: shownUrl(url), request: { url, headers: () => ({}) } };
   } else if (root === undefined) {
     return { ...base, notWired: true };
   } else if (info.family === "anthropic") {

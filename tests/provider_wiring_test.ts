@@ -22,12 +22,12 @@ async function cascaded(providers: string) {
 }
 
 Deno.test("provider wiring: every unwired provider is one problem, naming the wired ones", async () => {
-  const config = await cascaded(`  stt: { name: assemblyai }
+  const config = await cascaded(`  stt: { name: azure }
   llm: { name: groq }
   tts: { name: playht }`);
   const problems = unwiredProblems(config);
   assert.deepEqual(problems.map((p) => p.path), ["providers.stt.name", "providers.tts.name"]);
-  assert.match(problems[0]!.message, /^assemblyai: not yet wired \(wired stt providers: openai, /);
+  assert.match(problems[0]!.message, /^azure: not yet wired \(wired stt providers: openai, /);
   assert.match(problems[1]!.message, /^playht: not yet wired \(wired tts providers: .*cartesia/);
   assert.equal(problems[1]!.message.includes("playht,"), false);
   const wired = await cascaded(`  stt: { name: deepgram }

@@ -374,3 +374,38 @@ playground: { enabled: false }
     "--allow-net=127.0.0.1:6210,127.0.0.1:6211,127.0.0.1:8080,127.0.0.1:11434,127.0.0.1:5000,127.0.0.1:8081",
   );
 });
+
+Deno.test("probes: the WebSocket STT vendors are probed with their keys or for reachability", async () => {
+  const expected: [string, string, string, Record<string, string>][] = [
+    [
+      "assemblyai",
+      "https://streaming.assemblyai.com/v3/token",
+      "ok",
+      { authorization: "k" },
+    ],
+    ["gladia", "https://api.gladia.io/v2/live", "ok", { "x-gladia-key": "k" }],
+    ["cartesia", "https://api.cartesia.ai/voices", "ok", {
+      "cartesia-version": "2026-03-01",
+      "x-api-key": "k",
+    }],
+    ["elevenlabs", "https://api.elevenlabs.io/v1/models", "ok", { "xi-api-key": "k" }],
+    ["speechmatics", "https://eu2.rt.speechmatics.com", "reachable", {}],
+    ["soniox", "https://stt-rt.soniox.com", "reachable", {}],
+  ];
+  for (const [name, url, expect, headers] of expected) {
+    const parsed = await parseConfigText(
+      `version: 1
+agent: { remote: { url: "http://127.0.0.1:9/brain" } }
+pipeline: cascaded
+providers: { stt: { name: ${name} }, llm: { name: anthropic }, tts: { name: elevenlabs } }
+`,
+      "yaml",
+      ".",
+    );
+    assert.ok(parsed.ok, JSON.stringify(!parsed.ok && parsed.problems));
+    const t = probeTargets(parsed.config)[0];
+    assert.equal(t.notWired, undefined, name);
+    assert.deepEqual([t.url, t.expect], [url, expect], name);
+    assert.deepEqual(t.request!.headers("k"), headers, name);
+  }
+});

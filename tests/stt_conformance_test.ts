@@ -1,7 +1,8 @@
 /**
  * Every speech-to-text protocol family through the conformance suite
  * (tests/_stt_conformance.ts), each against its local fake: Deepgram streaming (WebSocket) and
- * the Whisper-style batch family (OpenAI dialect). Clients are made by the registry's loaders.
+ * the Whisper-style batch family (OpenAI dialect), and the vendors on the shared streaming client
+ * (providers/ws_stt.ts). Clients are made by the registry's loaders.
  */
 
 import { STT_PROVIDERS } from "../providers/service_registry.ts";
@@ -18,6 +19,14 @@ import {
 import { GOOGLE_STT_PATH } from "../providers/google/speech.ts";
 import { RIVA_ASR_PATH } from "../providers/nvidia/riva.ts";
 import { startOAuthRig } from "./_google_helpers.ts";
+
+import { type WsSttFake, wsSttRig } from "./fakes/_ws_stt_fake.ts";
+import { AssemblyAiSttFake } from "./fakes/assemblyai_stt_fake.ts";
+import { SpeechmaticsSttFake } from "./fakes/speechmatics_stt_fake.ts";
+import { GladiaSttFake } from "./fakes/gladia_stt_fake.ts";
+import { SonioxSttFake } from "./fakes/soniox_stt_fake.ts";
+import { CartesiaSttFake } from "./fakes/cartesia_stt_fake.ts";
+import { ElevenLabsSttFake } from "./fakes/elevenlabs_stt_fake.ts";
 
 // ---------------------------------------------------------------- Deepgram live (WebSocket)
 
@@ -176,3 +185,28 @@ sttConformance({
     return grpcRig(fake, auth, () => Promise.resolve(fake.close()));
   },
 });
+
+// ---------------------------------------------------------------- shared WebSocket client
+
+/** The vendors on providers/ws_stt.ts, each with the fake speaking its wire. */
+const WS_VENDORS: [provider: string, fake: (key: string) => WsSttFake][] = [
+  ["assemblyai", (key) => new AssemblyAiSttFake(key)],
+  ["speechmatics", (key) => new SpeechmaticsSttFake(key)],
+  ["gladia", (key) => new GladiaSttFake(key)],
+  ["soniox", (key) => new SonioxSttFake(key)],
+  ["cartesia", (key) => new CartesiaSttFake(key)],
+  ["elevenlabs", (key) => new ElevenLabsSttFake(key)],
+];
+
+for (const [provider, makeFake] of WS_VENDORS) {
+  const key = `${provider}-conformance-good-key`;
+  sttConformance({
+    provider,
+    create: await STT_PROVIDERS[provider].load(),
+    rig: () => {
+      const fake = makeFake(key).start();
+      const options = { apiKey: key, baseUrl: fake.baseUrl, options: { reconnect_delay_ms: 10 } };
+      return Promise.resolve(wsSttRig(fake, options, `${provider}-conformance-wrong-key`));
+    },
+  });
+}
