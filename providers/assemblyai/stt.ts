@@ -30,6 +30,8 @@ import { numberOption, requireKey } from "../service_option_values.ts";
 
 import { ASSEMBLYAI_HOST } from "./defaults.ts";
 
+export type { SttEvent, WsSttDialect, WsSttEndpoint } from "../ws_stt.ts";
+
 export { ASSEMBLYAI_DEFAULT_MODEL } from "./defaults.ts";
 export type { ServiceOptions } from "../service_options.ts";
 

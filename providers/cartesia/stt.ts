@@ -28,6 +28,8 @@ import { type SttEvent, WsStt, type WsSttDialect } from "../ws_stt.ts";
 import { numberOption, requireKey, stringOption } from "../service_option_values.ts";
 import { CARTESIA_STT_DEFAULT_MODEL, CARTESIA_STT_HOST, CARTESIA_STT_VERSION } from "./defaults.ts";
 
+export type { SttEvent, WsSttDialect, WsSttEndpoint } from "../ws_stt.ts";
+
 export { CARTESIA_STT_DEFAULT_MODEL } from "./defaults.ts";
 export type { ServiceOptions } from "../service_options.ts";
 

@@ -30,6 +30,8 @@ import { type SttEvent, WsStt, type WsSttDialect } from "../ws_stt.ts";
 import { numberOption, requireKey, stringOption } from "../service_option_values.ts";
 import { ELEVENLABS_STT_DEFAULT_MODEL, ELEVENLABS_STT_HOST } from "./defaults.ts";
 
+export type { SttEvent, WsSttDialect, WsSttEndpoint } from "../ws_stt.ts";
+
 export { ELEVENLABS_STT_DEFAULT_MODEL } from "./defaults.ts";
 export type { ServiceOptions } from "../service_options.ts";
 

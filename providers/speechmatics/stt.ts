@@ -29,6 +29,8 @@ import { type SttEvent, WsStt, type WsSttDialect } from "../ws_stt.ts";
 import { numberOption, requireKey, stringOption } from "../service_option_values.ts";
 import { SPEECHMATICS_DEFAULT_MODEL, SPEECHMATICS_HOST } from "./defaults.ts";
 
+export type { SttEvent, WsSttDialect, WsSttEndpoint } from "../ws_stt.ts";
+
 export { SPEECHMATICS_DEFAULT_MODEL } from "./defaults.ts";
 export type { ServiceOptions } from "../service_options.ts";
 
