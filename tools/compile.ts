@@ -124,14 +124,39 @@ export function leftOutStub(errorsModule: string, configPath: string): string {
     },\n);\n`;
 }
 
-/** Left-out modules that `deno compile`'s embedded-file listing still shows. */
+/**
+ * The paths `deno compile`'s embedded-file listing shows: a tree whose `─┬` lines are folders,
+ * whose other lines are files or folders collapsed to `name/*`, a chain of single folders
+ * written as `a/b/c.ts`.
+ */
+export function listedPaths(listing: string): string[] {
+  const stack: string[] = [];
+  const out: string[] = [];
+  for (const line of listing.split("\n")) {
+    const m = /^((?:[│ ] )*)[├└]─([┬─]) (.+?)(?: \([\d.]+ ?[KMG]?B\))?$/.exec(line);
+    if (!m) continue;
+    stack.length = m[1].length / 2;
+    if (m[2] === "┬") stack.push(m[3]);
+    // A listing cut from a larger tree starts below its root: missing parents are left out.
+    else out.push([...stack, m[3]].filter((s) => s !== undefined).join("/"));
+  }
+  return out;
+}
+
+/**
+ * Left-out modules that `deno compile`'s embedded-file listing still shows, by whole path
+ * segments (vendor folders hold many files named `tts.ts`, so a file name alone proves nothing).
+ */
 export function embeddedLeaks(listing: string, leftOut: readonly string[]): string[] {
-  return leftOut.filter((m) => {
-    const base = m.slice(m.lastIndexOf("/") + 1);
-    const dir = dirname(m).slice(dirname(m).lastIndexOf("/") + 1);
-    return new RegExp(`[─ /]${base.replace(".", "\\.")} \\(`).test(listing) ||
-      listing.includes(`${dir}/* (`);
-  });
+  const listed = listedPaths(listing);
+  const tail = (a: string, b: string) => a === b || a.endsWith(`/${b}`);
+  return leftOut.filter((m) =>
+    listed.some((p) => {
+      if (!p.endsWith("/*")) return tail(m, p) || tail(p, m);
+      const dir = p.slice(0, -2);
+      return m.startsWith(`${dir}/`) || m.includes(`/${dir}/`);
+    })
+  );
 }
 
 function mib(bytes: number): string {
