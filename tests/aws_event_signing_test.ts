@@ -6,7 +6,7 @@
  */
 
 import assert from "node:assert/strict";
-import { EventSigner, eventSignature } from "../providers/aws/event_signing.ts";
+import { eventSignature, EventSigner } from "../providers/aws/event_signing.ts";
 import { decodeMessage } from "../providers/aws/event_stream.ts";
 
 const SECRET = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
@@ -29,8 +29,12 @@ Deno.test("event signature equals the SDK's, chained to the end message", async 
 });
 
 Deno.test("EventSigner wraps messages in :date / :chunk-signature envelopes", async () => {
-  const signer = new EventSigner(SECRET, { region: "us-east-1", service: "bedrock" }, SEED, () =>
-    DATE);
+  const signer = new EventSigner(
+    SECRET,
+    { region: "us-east-1", service: "bedrock" },
+    SEED,
+    () => DATE,
+  );
   const payload = new TextEncoder().encode("hello nova");
   const [a, b] = await Promise.all([signer.sign(payload), signer.sign(new Uint8Array(0))]);
   const first = decodeMessage(a);

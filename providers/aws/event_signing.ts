@@ -19,7 +19,7 @@
  */
 
 import { encodeHeaders, encodeMessage, type EventHeaders } from "./event_stream.ts";
-import { amzDate, credentialScope, sha256Hex, type SigningScope, signingKey } from "./sigv4.ts";
+import { amzDate, credentialScope, sha256Hex, signingKey, type SigningScope } from "./sigv4.ts";
 
 /** The payload hash a request signed message by message carries (`x-amz-content-sha256`). */
 export const STREAMING_EVENTS_PAYLOAD = "STREAMING-AWS4-HMAC-SHA256-EVENTS";
@@ -82,7 +82,9 @@ export class EventSigner {
   sign(message: Uint8Array): Promise<Uint8Array> {
     const next = this.#chain.then(async () => {
       const date = this.now();
-      const headers: EventHeaders = { ":date": { type: "timestamp", value: BigInt(date.getTime()) } };
+      const headers: EventHeaders = {
+        ":date": { type: "timestamp", value: BigInt(date.getTime()) },
+      };
       const signature = await eventSignature(
         this.secret,
         { ...this.scope, date },
