@@ -16,7 +16,7 @@
  *
  * @example
  * ```ts
- * import { createNovaSonic } from "./nova_sonic.ts";
+ * import { createNovaSonic } from "@flowcat/flowcat/realtime/nova-sonic";
  * const model = createNovaSonic({
  *   credentials: { AWS_ACCESS_KEY_ID: "...", AWS_SECRET_ACCESS_KEY: "..." },
  *   options: { region: "us-east-1" },
