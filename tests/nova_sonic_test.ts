@@ -266,6 +266,34 @@ Deno.test("nova-sonic: a new prompt opens a new session seeded with the transcri
   });
 });
 
+Deno.test("nova-sonic: a tool result after a transition is told to the new session", async () => {
+  await withFake(async (fake, make) => {
+    const m = make();
+    await m.connect({ systemPrompt: "Node one.", tools: TOOLS });
+    const first = await fake.session(0);
+    first.send(
+      novaOut.contentStart("ASSISTANT", "TOOL"),
+      novaOut.toolUse("tool-9", "get_weather", { city: "Oslo" }),
+      novaOut.contentEnd("TOOL_USE", "TOOL"),
+    );
+    assert.equal((await nextEvents(m, 1))[0].type, "tool_call");
+    // The brain's order: new prompt and tools first, then the result.
+    await m.updateSystem("Node two.", []);
+    await m.sendToolResult("tool-9", "sunny");
+    const second = await fake.session(1);
+    await second.waitFor("textInput", 2);
+    assert.equal(second.bodies("toolResult").length, 0);
+    const line = second.bodies("contentStart").at(-1)!;
+    assert.equal(line.role, "USER");
+    assert.equal(line.interactive, true);
+    assert.equal(
+      second.bodies("textInput").at(-1)!.content,
+      "(The get_weather tool returned: sunny)",
+    );
+    assert.equal(first.bodies("toolResult").length, 0);
+  });
+});
+
 Deno.test("nova-sonic: a dropped connection is replaced by a new session", async () => {
   await withFake(async (fake, make) => {
     const m = make();

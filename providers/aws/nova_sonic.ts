@@ -92,6 +92,8 @@ export class NovaSonicRealtime implements RealtimeLlm {
   #history: NovaHistoryLine[] = [];
   #promptName = "";
   #audioName = "";
+  /** Tool calls not answered yet: name and the prompt (session) that made them. */
+  #calls = new Map<string, { name: string; promptName: string }>();
 
   /** Check the options now: missing credentials or a bad region are `config` errors. */
   constructor(opts: NovaSonicOptions) {
@@ -133,15 +135,28 @@ export class NovaSonicRealtime implements RealtimeLlm {
     await this.#replace("prompt or tools changed");
   }
 
-  /** Answer tool call `id`: a TOOL block with the result as text (JSON unless a string). */
+  /**
+   * Answer tool call `id`: a TOOL block with the result as text (JSON unless a string). A call
+   * made in an earlier session (a brain transition replaced it before the result) is unknown
+   * to this one: its result is told as a caller line, which the model answers.
+   */
   sendToolResult(id: string, result: unknown): Promise<void> {
     if (this.#state !== "open" || this.#stream === undefined) {
       return Promise.reject(this.#notOpen());
     }
     const text = typeof result === "string" ? result : JSON.stringify(result ?? null);
-    for (const ev of toolResultContent(this.#promptName, crypto.randomUUID(), id, text)) {
-      this.#stream.send(ev);
-    }
+    const call = this.#calls.get(id);
+    this.#calls.delete(id);
+    const events = call !== undefined && call.promptName !== this.#promptName
+      ? textContent(
+        this.#promptName,
+        crypto.randomUUID(),
+        "USER",
+        `(The ${call.name} tool returned: ${text})`,
+        true,
+      )
+      : toolResultContent(this.#promptName, crypto.randomUUID(), id, text);
+    for (const ev of events) this.#stream.send(ev);
     return Promise.resolve();
   }
 
@@ -194,7 +209,9 @@ export class NovaSonicRealtime implements RealtimeLlm {
     };
     const first: NovaEvent[] = [sessionStart(session), promptStart(session)];
     first.push(...textContent(promptName, crypto.randomUUID(), "SYSTEM", setup.systemPrompt));
-    for (const line of this.#history.slice(-this.#cfg.historyLines)) {
+    // Only the last lines are sent again: drop older ones (in place: the output appends here).
+    this.#history.splice(0, Math.max(0, this.#history.length - this.#cfg.historyLines));
+    for (const line of this.#history) {
       first.push(...textContent(promptName, crypto.randomUUID(), line.role, line.text));
     }
     first.push(audioContentStart(promptName, audioName));
@@ -226,7 +243,12 @@ export class NovaSonicRealtime implements RealtimeLlm {
     try {
       for await (const { name, body } of stream.events()) {
         if (stream !== this.#stream) return;
-        for (const ev of output.handle(name, body)) this.#queue.push(ev);
+        for (const ev of output.handle(name, body)) {
+          if (ev.type === "tool_call") {
+            this.#calls.set(ev.id, { name: ev.name, promptName: this.#promptName });
+          }
+          this.#queue.push(ev);
+        }
       }
     } catch (err) {
       reason = errorMessage(err);
@@ -253,6 +275,8 @@ export class NovaSonicRealtime implements RealtimeLlm {
     const old = this.#stream;
     this.#stream = undefined;
     this.#state = "reopening";
+    // A turn the old session left open ends here (its reader stops at the swap).
+    for (const ev of this.#output?.flush() ?? []) this.#queue.push(ev);
     if (old !== undefined && !dropped) await this.#endStream(old);
     const attempts = Math.max(1, this.#cfg.reconnectAttempts);
     let last: unknown;

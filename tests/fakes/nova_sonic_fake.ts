@@ -51,7 +51,7 @@ export class NovaFakeSession {
   readonly modelId: string;
   #controller!: ReadableStreamDefaultController<Uint8Array>;
   #closed = false;
-  #waiters: { test: () => boolean; resolve: () => void }[] = [];
+  #waiters: { test: () => boolean; resolve: () => void; reject: (e: Error) => void }[] = [];
   /** The response body. */
   readonly body: ReadableStream<Uint8Array>;
 
@@ -73,10 +73,18 @@ export class NovaFakeSession {
     return this.events.filter((e) => name in e).map((e) => e[name]);
   }
 
-  /** Resolves once `test()` holds (checked after each input event). */
+  /** Resolves once `test()` holds (checked after each input event); rejects on a refusal. */
   until(test: () => boolean): Promise<void> {
     if (test()) return Promise.resolve();
-    return new Promise((resolve) => this.#waiters.push({ test, resolve }));
+    if (this.refusal !== undefined) return Promise.reject(new Error(`refused: ${this.refusal}`));
+    return new Promise((resolve, reject) => this.#waiters.push({ test, resolve, reject }));
+  }
+
+  /** Refuse the input: answer with an exception and fail every waiter. */
+  refuse(why: string): void {
+    this.refusal = why;
+    this.exception("InvalidSignatureException", why);
+    for (const w of this.#waiters.splice(0)) w.reject(new Error(`refused: ${why}`));
   }
 
   /** Resolves once an input event named `name` arrived (`count` of them). */
@@ -271,8 +279,7 @@ async function readInput(
 }
 
 function refuse(session: NovaFakeSession, why: string): void {
-  session.refusal = why;
-  session.exception("InvalidSignatureException", why);
+  session.refuse(why);
 }
 
 function awsError(status: number, code: string, message: string): Response {
