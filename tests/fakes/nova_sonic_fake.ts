@@ -164,15 +164,16 @@ export class NovaFakeSession {
 export interface NovaFakeOptions {
   credentials: AwsCredentials;
   region: string;
-  cert: string;
-  key: string;
+  /** TLS certificate and key (HTTP/2 by ALPN); without them plain HTTP/1.1. */
+  cert?: string;
+  key?: string;
   /** Called with each new session (script the model here). */
   onSession?: (s: NovaFakeSession) => void;
 }
 
 /** A running fake. */
 export interface NovaFake {
-  /** `https://127.0.0.1:<port>` */
+  /** `https://127.0.0.1:<port>` (`http://` without TLS) */
   url: string;
   /** Sessions in the order they were opened. */
   sessions: NovaFakeSession[];
@@ -189,37 +190,42 @@ export function startNovaSonicFake(opts: NovaFakeOptions): NovaFake {
   const refusals: NovaHttpRefusal[] = [];
   let waiters: (() => void)[] = [];
   const expect = { credentials: opts.credentials, region: opts.region, service: "bedrock" };
-  const server = Deno.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    cert: opts.cert,
-    key: opts.key,
-    onListen: () => {},
-  }, async (req) => {
-    const m = /^\/model\/([^/]+)\/invoke-with-bidirectional-stream$/.exec(
-      new URL(req.url).pathname,
-    );
-    if (req.method !== "POST" || !m) return awsError(404, "UnknownOperationException", "no route");
-    const verdict = await verifyStreamingRequest(req, expect);
-    if ("refused" in verdict) {
-      return awsError(403, verdict.refused.code, verdict.refused.message);
-    }
-    const refusal = refusals.shift();
-    if (refusal) return awsError(refusal.status, refusal.code, refusal.message);
-    const session = new NovaFakeSession(decodeURIComponent(m[1]));
-    sessions.push(session);
-    void readInput(req.body!, session, verdict.seed, opts);
-    opts.onSession?.(session);
-    const w = waiters;
-    waiters = [];
-    for (const f of w) f();
-    return new Response(session.body, {
-      headers: { "content-type": "application/vnd.amazon.eventstream" },
-    });
-  });
+  const tls = opts.cert !== undefined && opts.key !== undefined;
+  const listen = { hostname: "127.0.0.1", port: 0, onListen: () => {} };
+  const server = Deno.serve(
+    tls ? { ...listen, cert: opts.cert!, key: opts.key! } : listen,
+    async (req) => {
+      const m = /^\/model\/([^/]+)\/invoke-with-bidirectional-stream$/.exec(
+        new URL(req.url).pathname,
+      );
+      if (req.method !== "POST" || !m) {
+        return awsError(
+          404,
+          "UnknownOperationException",
+          "no route",
+        );
+      }
+      const verdict = await verifyStreamingRequest(req, expect);
+      if ("refused" in verdict) {
+        return awsError(403, verdict.refused.code, verdict.refused.message);
+      }
+      const refusal = refusals.shift();
+      if (refusal) return awsError(refusal.status, refusal.code, refusal.message);
+      const session = new NovaFakeSession(decodeURIComponent(m[1]));
+      sessions.push(session);
+      void readInput(req.body!, session, verdict.seed, opts);
+      opts.onSession?.(session);
+      const w = waiters;
+      waiters = [];
+      for (const f of w) f();
+      return new Response(session.body, {
+        headers: { "content-type": "application/vnd.amazon.eventstream" },
+      });
+    },
+  );
   const addr = server.addr as Deno.NetAddr;
   return {
-    url: `https://127.0.0.1:${addr.port}`,
+    url: `${tls ? "https" : "http"}://127.0.0.1:${addr.port}`,
     sessions,
     refusals,
     session(n) {
