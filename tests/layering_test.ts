@@ -41,6 +41,8 @@ const CLIENT_IMPORTS_ALLOWED: Record<string, string> = {
     "the echo model speaks its greeting with the local TTS",
   "providers/realtime/gemini_live.ts -> providers/realtime/env.ts":
     "env.ts holds the realtime settings read from FLOWCAT_* variables, shared by the family",
+  "providers/aws/nova_sonic.ts -> providers/realtime/env.ts":
+    "the realtime settings' default voices are other families' names, which Nova Sonic ignores",
   "providers/google/vertex.ts -> providers/llm/gemini.ts":
     "Vertex AI serves the Gemini generateContent wire: the same client, another URL and credential",
 };

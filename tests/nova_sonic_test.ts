@@ -130,12 +130,8 @@ Deno.test("nova-sonic: opening events, audio both ways, transcripts and usage", 
     const voice = pcm(480, 7);
     s.send(
       novaOut.completionStart(),
-      novaOut.contentStart("USER", "TEXT", "FINAL"),
-      novaOut.textOutput("USER", "What's up?"),
-      novaOut.contentEnd("END_TURN"),
-      novaOut.contentStart("ASSISTANT", "TEXT", "SPECULATIVE"),
-      novaOut.textOutput("ASSISTANT", "Not much."),
-      novaOut.contentEnd("PARTIAL_TURN"),
+      ...novaOut.textBlock("USER", "What's up?"),
+      ...novaOut.textBlock("ASSISTANT", "Not much.", "SPECULATIVE", "PARTIAL_TURN"),
       novaOut.contentStart("ASSISTANT", "AUDIO"),
       novaOut.audioOutput(voice),
       novaOut.contentEnd("PARTIAL_TURN", "AUDIO"),
@@ -168,11 +164,7 @@ Deno.test("nova-sonic: a tool call round trip", async () => {
     const m = make();
     await m.connect({ systemPrompt: "Use tools.", tools: TOOLS });
     const s = await fake.session(0);
-    s.send(
-      novaOut.contentStart("ASSISTANT", "TOOL"),
-      novaOut.toolUse("tool-1", "get_weather", { city: "Paris" }),
-      novaOut.contentEnd("TOOL_USE", "TOOL"),
-    );
+    s.send(...novaOut.toolCall("tool-1", "get_weather", { city: "Paris" }));
     const [call] = await nextEvents(m, 1);
     assert.deepEqual(call, {
       type: "tool_call",
@@ -206,12 +198,8 @@ Deno.test("nova-sonic: barge-in (INTERRUPTED) interrupts once, without its note"
       novaOut.contentStart("ASSISTANT", "AUDIO"),
       novaOut.audioOutput(pcm(240, 3)),
       novaOut.contentEnd("INTERRUPTED", "AUDIO"),
-      novaOut.contentStart("ASSISTANT", "TEXT", "FINAL"),
-      novaOut.textOutput("ASSISTANT", '{ "interrupted" : true }'),
-      novaOut.contentEnd("INTERRUPTED"),
-      novaOut.contentStart("USER", "TEXT", "FINAL"),
-      novaOut.textOutput("USER", "Stop."),
-      novaOut.contentEnd("END_TURN"),
+      ...novaOut.textBlock("ASSISTANT", '{ "interrupted" : true }', "FINAL", "INTERRUPTED"),
+      ...novaOut.textBlock("USER", "Stop."),
     );
     const evs = await nextEvents(m, 3);
     assert.equal(evs[0].type, "audio_out");
@@ -241,12 +229,8 @@ Deno.test("nova-sonic: a new prompt opens a new session seeded with the transcri
     await m.connect({ systemPrompt: "Greet.", tools: [] });
     const first = await fake.session(0);
     first.send(
-      novaOut.contentStart("USER", "TEXT", "FINAL"),
-      novaOut.textOutput("USER", "My name is Ann."),
-      novaOut.contentEnd("END_TURN"),
-      novaOut.contentStart("ASSISTANT", "TEXT", "FINAL"),
-      novaOut.textOutput("ASSISTANT", "Hello Ann."),
-      novaOut.contentEnd("END_TURN"),
+      ...novaOut.textBlock("USER", "My name is Ann."),
+      ...novaOut.textBlock("ASSISTANT", "Hello Ann."),
     );
     assert.deepEqual((await nextEvents(m, 2)).map((e) => e.type), ["user_text", "bot_text"]);
     await m.updateSystem("Take the order.", TOOLS);
@@ -271,11 +255,7 @@ Deno.test("nova-sonic: a tool result after a transition is told to the new sessi
     const m = make();
     await m.connect({ systemPrompt: "Node one.", tools: TOOLS });
     const first = await fake.session(0);
-    first.send(
-      novaOut.contentStart("ASSISTANT", "TOOL"),
-      novaOut.toolUse("tool-9", "get_weather", { city: "Oslo" }),
-      novaOut.contentEnd("TOOL_USE", "TOOL"),
-    );
+    first.send(...novaOut.toolCall("tool-9", "get_weather", { city: "Oslo" }));
     assert.equal((await nextEvents(m, 1))[0].type, "tool_call");
     // The brain's order: new prompt and tools first, then the result.
     await m.updateSystem("Node two.", []);
@@ -303,9 +283,7 @@ Deno.test("nova-sonic: a dropped connection is replaced by a new session", async
     await second.waitFor("contentStart", 2);
     assert.equal(second.bodies("textInput")[0].content, "Stay.");
     second.send(
-      novaOut.contentStart("USER", "TEXT", "FINAL"),
-      novaOut.textOutput("USER", "Still there?"),
-      novaOut.contentEnd("END_TURN"),
+      ...novaOut.textBlock("USER", "Still there?"),
     );
     assert.deepEqual(await nextEvents(m, 1), [
       { type: "user_text", text: "Still there?", final: true },

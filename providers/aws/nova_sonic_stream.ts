@@ -14,7 +14,7 @@
  */
 
 import { FlowcatError } from "../../core/errors.ts";
-import { networkCause } from "../http.ts";
+import { httpStatusKind, networkCause } from "../http.ts";
 import type { AwsAccess } from "./defaults.ts";
 import { EventSigner, STREAMING_EVENTS_PAYLOAD } from "./event_signing.ts";
 import { readEventStream } from "./event_stream.ts";
@@ -185,13 +185,8 @@ async function httpError(provider: string, res: Response): Promise<FlowcatError>
     }
   } catch { /* no body */ }
   message = message.replace(/\s+/g, " ").trim().slice(0, 300);
-  const kind = res.status === 401 || res.status === 403
-    ? "auth"
-    : res.status === 408 || res.status === 504
-    ? "timeout"
-    : "protocol";
   return new FlowcatError(
-    kind,
+    httpStatusKind(res.status),
     `${provider}: ${code} (HTTP ${res.status})${message ? `: ${message}` : ""}`,
   );
 }

@@ -79,20 +79,24 @@ export function textContent(
   text: string,
   interactive = false,
 ): NovaEvent[] {
+  return block(promptName, contentName, {
+    type: "TEXT",
+    interactive,
+    role,
+    textInputConfiguration: { mediaType: "text/plain" },
+  }, { textInput: { promptName, contentName, content: text } });
+}
+
+/** `contentStart` with `start`, the one content event, `contentEnd`. */
+function block(
+  promptName: string,
+  contentName: string,
+  start: Record<string, unknown>,
+  content: NovaEvent["event"],
+): NovaEvent[] {
   return [
-    {
-      event: {
-        contentStart: {
-          promptName,
-          contentName,
-          type: "TEXT",
-          interactive,
-          role,
-          textInputConfiguration: { mediaType: "text/plain" },
-        },
-      },
-    },
-    { event: { textInput: { promptName, contentName, content: text } } },
+    { event: { contentStart: { promptName, contentName, ...start } } },
+    { event: content },
     contentEnd(promptName, contentName),
   ];
 }
@@ -137,26 +141,16 @@ export function toolResultContent(
   toolUseId: string,
   result: string,
 ): NovaEvent[] {
-  return [
-    {
-      event: {
-        contentStart: {
-          promptName,
-          contentName,
-          interactive: false,
-          type: "TOOL",
-          role: "TOOL",
-          toolResultInputConfiguration: {
-            toolUseId,
-            type: "TEXT",
-            textInputConfiguration: { mediaType: "text/plain" },
-          },
-        },
-      },
+  return block(promptName, contentName, {
+    interactive: false,
+    type: "TOOL",
+    role: "TOOL",
+    toolResultInputConfiguration: {
+      toolUseId,
+      type: "TEXT",
+      textInputConfiguration: { mediaType: "text/plain" },
     },
-    { event: { toolResult: { promptName, contentName, content: result } } },
-    contentEnd(promptName, contentName),
-  ];
+  }, { toolResult: { promptName, contentName, content: result } });
 }
 
 /** `promptEnd`, then `sessionEnd`: the orderly close. */

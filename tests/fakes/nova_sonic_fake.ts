@@ -323,6 +323,23 @@ export const novaOut = {
   toolUse: (toolUseId: string, toolName: string, args: unknown): NovaOut => ({
     event: { toolUse: { toolUseId, toolName, content: JSON.stringify(args) } },
   }),
+  /** A whole TEXT block of `role` (the caller's transcript, the model's words). */
+  textBlock: (
+    role: string,
+    text: string,
+    stage: "SPECULATIVE" | "FINAL" = "FINAL",
+    stopReason = "END_TURN",
+  ): NovaOut[] => [
+    novaOut.contentStart(role, "TEXT", stage),
+    novaOut.textOutput(role, text),
+    novaOut.contentEnd(stopReason),
+  ],
+  /** A whole TOOL block: the model calls `toolName` with `args`. */
+  toolCall: (toolUseId: string, toolName: string, args: unknown): NovaOut[] => [
+    novaOut.contentStart("ASSISTANT", "TOOL"),
+    novaOut.toolUse(toolUseId, toolName, args),
+    novaOut.contentEnd("TOOL_USE", "TOOL"),
+  ],
   contentEnd: (stopReason: string, type = "TEXT"): NovaOut => ({
     event: { contentEnd: { stopReason, type } },
   }),
