@@ -213,12 +213,24 @@ Deno.test("nova-sonic: close ends the audio, prompt and session, then the signed
     const m = make();
     await m.connect({ systemPrompt: "Hi.", tools: [] });
     const s = await fake.session(0);
+    s.send(
+      novaOut.contentStart("ASSISTANT", "AUDIO"),
+      novaOut.usage(30, 12),
+      novaOut.audioOutput(pcm(96, 5)),
+    );
+    // The voice comes after the usage on the wire: once it is here, so is the count.
+    assert.equal((await m.nextEvent())?.type, "audio_out");
     await m.close();
     await s.until(() => s.inputEnded);
     assert.deepEqual(s.names().slice(-3), ["contentEnd", "promptEnd", "sessionEnd"]);
     const audioName = s.bodies("contentStart")[1].contentName;
     assert.equal(s.bodies("contentEnd").at(-1)!.contentName, audioName);
     assert.equal(s.refusal, undefined);
+    // The tokens of the turn the hangup cut short are still reported.
+    assert.deepEqual(await m.nextEvent(), {
+      type: "usage",
+      usage: { promptTokens: 30, completionTokens: 12, totalTokens: 42 },
+    });
     assert.equal(await m.nextEvent().then((e) => e?.type), "closed");
   });
 });

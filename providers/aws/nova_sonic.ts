@@ -177,6 +177,8 @@ export class NovaSonicRealtime implements RealtimeLlm {
     this.#stop.abort();
     const stream = this.#stream;
     this.#stream = undefined;
+    // Tokens of a turn cut short by the hangup still count.
+    for (const ev of this.#output?.pendingUsage() ?? []) this.#queue.push(ev);
     this.#queue.close("closed by client");
     if (stream !== undefined) await this.#endStream(stream);
   }

@@ -96,6 +96,11 @@ export class NovaOutput {
     }
   }
 
+  /** Tokens counted since the last report, as a `usage` event (none when nothing is new). */
+  pendingUsage(): RealtimeEvent[] {
+    return this.#usage();
+  }
+
   /** The session ended: close a turn still open (its usage, then `turn_complete`). */
   flush(): RealtimeEvent[] {
     return this.#endTurn();
