@@ -16,7 +16,7 @@
  * @module
  */
 
-import { FlowcatError } from "../core/errors.ts";
+import { FlowcatError, type FlowcatErrorKind } from "../core/errors.ts";
 
 /** Options of {@link providerFetch}. */
 export interface ProviderFetchOptions {
@@ -167,15 +167,16 @@ export async function providerHttpError(
     detail = (await res.text()).replace(/\s+/g, " ").trim();
   } catch { /* no body */ }
   if (detail.length > MAX_BODY_IN_ERROR) detail = `${detail.slice(0, MAX_BODY_IN_ERROR)}…`;
-  const kind = res.status === 401 || res.status === 403
-    ? "auth"
-    : res.status === 408 || res.status === 504
-    ? "timeout"
-    : "protocol";
   return new FlowcatError(
-    kind,
+    httpStatusKind(res.status),
     `${provider}: HTTP ${res.status}${detail ? `: ${detail}` : ""}${tries(attempts - 1)}`,
   );
+}
+
+/** The error kind of a refused request's status: `auth` (401, 403), `timeout` (408, 504), else `protocol`. */
+export function httpStatusKind(status: number): FlowcatErrorKind {
+  if (status === 401 || status === 403) return "auth";
+  return status === 408 || status === 504 ? "timeout" : "protocol";
 }
 
 /** Wait `ms`, or reject with the abort reason as soon as `signal` aborts. */

@@ -15,6 +15,11 @@ export type ProviderKind = "realtime" | "stt" | "llm" | "tts";
 export interface RealtimeProviderOptions {
   /** Credential; absent for local providers. Never logged. */
   apiKey?: string;
+  /**
+   * Values of the variables a provider declares in place of one key (AWS credentials and
+   * region), by variable name; only those that are set. Never logged.
+   */
+  credentials?: Readonly<Record<string, string>>;
   /** Model id; the provider's default when left out. */
   model?: string;
   /** Voice name; the provider's default when left out. */

@@ -27,6 +27,7 @@ import type {
   RealtimeProviderOptions,
 } from "./provider_types.ts";
 import { serviceProviders } from "./service_registry.ts";
+import { AWS_DEFAULT_REGION, AWS_ENV, awsHostsFor, BEDROCK } from "./aws/defaults.ts";
 
 // The cascaded-service types, so an embedder passing its own service factories needs only this
 // entry point.
@@ -102,6 +103,16 @@ export const REALTIME_PROVIDERS: Readonly<Record<string, RealtimeProviderInfo>> 
     needsKey: true,
     description: "Ultravox (server WebSocket call)",
     load: () => import("./realtime/ultravox.ts").then((m) => m.createUltravoxRealtime),
+  },
+  "nova-sonic": {
+    name: "nova-sonic",
+    kind: "realtime",
+    hosts: [BEDROCK.host(AWS_DEFAULT_REGION)],
+    needsKey: true,
+    env: AWS_ENV,
+    hostsFor: awsHostsFor(BEDROCK),
+    description: "Amazon Nova Sonic on Bedrock (InvokeModelWithBidirectionalStream, SigV4)",
+    load: () => import("./aws/nova_sonic.ts").then((m) => m.createNovaSonic),
   },
 });
 

@@ -137,7 +137,8 @@ async function loadS2s(opts: LoadShapeOptions): Promise<CallShape> {
   if (p.model !== undefined) base.model = p.model;
   if (p.voice !== undefined) base.voice = p.voice;
   if (p.url !== undefined) base.url = p.url;
-  if (info.needsKey) base.apiKey = readKey(env, p.name, "realtime");
+  if (info.env !== undefined) base.credentials = readCredentials(env, info, "realtime");
+  else if (info.needsKey) base.apiKey = readKey(env, p.name, "realtime");
   // Other providers' clients pick their own default voice.
   const family = p.name === "openai" || p.name === "gemini" ? p.name : undefined;
   return {

@@ -206,6 +206,14 @@ function realtimeTarget(p: ProviderConfig): ProbeTarget {
   };
   if (info === undefined) return { ...base, notWired: true };
   if (!info.needsKey) return { ...base, url: "(in process)", inProcess: true };
+  if (info.env !== undefined) {
+    // Cloud credentials (AWS): set or not is told; a session is needed to try them.
+    return {
+      ...base,
+      url: p.url === undefined ? "(SigV4-signed API)" : shownUrl(p.url),
+      credentialEnv: info.env.filter((v) => v.required).map((v) => v.name),
+    };
+  }
   base.keyEnv = providerKeyEnv(p.name);
   const own = REALTIME_PROBES[p.name];
   if (own !== undefined && p.url === undefined) {

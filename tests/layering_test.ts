@@ -43,6 +43,8 @@ const CLIENT_IMPORTS_ALLOWED: Record<string, string> = {
     "env.ts holds the realtime settings read from FLOWCAT_* variables, shared by the family",
   "providers/realtime/xai.ts -> providers/realtime/openai_style.ts":
     "xAI Grok voice speaks the OpenAI Realtime wire: a wrapper in the client's xai dialect",
+  "providers/aws/nova_sonic.ts -> providers/realtime/env.ts":
+    "the realtime settings' default voices are other families' names, which Nova Sonic ignores",
   "providers/google/vertex.ts -> providers/google/gemini_llm.ts":
     "Vertex AI serves the Gemini generateContent wire: the same client, another URL and credential",
 };

@@ -57,6 +57,11 @@ export const POLLY: AwsService = {
   host: (r) => `polly.${r}.amazonaws.com:443`,
 };
 
+/** Nova Sonic model when the config names none (speech to speech). */
+export const NOVA_SONIC_DEFAULT_MODEL = "amazon.nova-2-sonic-v1:0";
+/** Nova Sonic voice when the config names none. */
+export const NOVA_SONIC_DEFAULT_VOICE = "matthew";
+
 /** Bedrock model when the config names none: fast and text-only, as a voice turn wants. */
 export const BEDROCK_DEFAULT_MODEL = "amazon.nova-lite-v1:0";
 /** Polly voice when the config names none. */

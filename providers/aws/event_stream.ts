@@ -97,7 +97,8 @@ export function encodeMessage(msg: EventMessage): Uint8Array {
   return out;
 }
 
-function encodeHeaders(headers: EventHeaders): Uint8Array {
+/** The wire bytes of `headers` alone (what an event signature hashes). */
+export function encodeHeaders(headers: EventHeaders): Uint8Array {
   const parts: Uint8Array[] = [];
   for (const [name, h] of Object.entries(headers)) {
     const nameBytes = enc.encode(name);

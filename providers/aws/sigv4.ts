@@ -207,9 +207,15 @@ export async function signingKey(secret: string, scope: SigningScope): Promise<U
   return key;
 }
 
-/** Hex SHA-256 of a body, or the given hash when `body` already is one. */
+/**
+ * Hex SHA-256 of a body, or the given hash when `body` already is one (or one of the literal
+ * payload hashes: `UNSIGNED-PAYLOAD`, `STREAMING-...` of a body signed message by message).
+ */
 function payloadHashOf(body: Uint8Array | string | undefined): Promise<string> {
-  if (typeof body === "string" && (/^[0-9a-f]{64}$/.test(body) || body === "UNSIGNED-PAYLOAD")) {
+  if (
+    typeof body === "string" &&
+    (/^[0-9a-f]{64}$/.test(body) || body === "UNSIGNED-PAYLOAD" || body.startsWith("STREAMING-"))
+  ) {
     return Promise.resolve(body);
   }
   return sha256Hex(body ?? "");

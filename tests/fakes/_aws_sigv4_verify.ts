@@ -32,9 +32,37 @@ export interface SigV4Refusal {
 const SKEW_MS = 5 * 60_000;
 
 /** Check a header-signed request; `undefined` when it is good. */
-export async function verifySignedRequest(
+export function verifySignedRequest(
   req: Request,
   body: Uint8Array,
+  expect: SigV4Expect,
+): Promise<SigV4Refusal | undefined> {
+  return verifyHeaderSignature(req, sha256Hex(body), expect);
+}
+
+/**
+ * Check a request whose body is signed message by message: its payload hash must be the literal
+ * `STREAMING-AWS4-HMAC-SHA256-EVENTS`. Gives the request's signature (the chain's seed) when
+ * it is good.
+ */
+export async function verifyStreamingRequest(
+  req: Request,
+  expect: SigV4Expect,
+): Promise<{ refused: SigV4Refusal } | { seed: string }> {
+  const literal = "STREAMING-AWS4-HMAC-SHA256-EVENTS";
+  if (req.headers.get("x-amz-content-sha256") !== literal) {
+    return {
+      refused: { code: "InvalidSignatureException", message: `payload hash not ${literal}` },
+    };
+  }
+  const refused = await verifyHeaderSignature(req, Promise.resolve(literal), expect);
+  if (refused) return { refused };
+  return { seed: /Signature=([0-9a-f]{64})$/.exec(req.headers.get("authorization")!)![1] };
+}
+
+async function verifyHeaderSignature(
+  req: Request,
+  payloadHash: Promise<string>,
   expect: SigV4Expect,
 ): Promise<SigV4Refusal | undefined> {
   const auth = req.headers.get("authorization") ?? "";
@@ -56,13 +84,16 @@ export async function verifySignedRequest(
       return { code: "UnrecognizedClientException", message: "The security token is invalid." };
     }
   }
-  const bodyHash = await sha256Hex(body);
+  const bodyHash = await payloadHash;
   const claimed = req.headers.get("x-amz-content-sha256");
   if (claimed !== null && claimed !== bodyHash) {
     return { code: "XAmzContentSHA256Mismatch", message: "The body does not match its hash." };
   }
   const url = new URL(req.url);
-  const headers = names.map((n) => [n, req.headers.get(n) ?? ""] as [string, string]);
+  // Over HTTP/2 the host travels as `:authority`, which the server puts in the URL.
+  const headers = names.map((n) =>
+    [n, req.headers.get(n) ?? (n === "host" ? url.host : "")] as [string, string]
+  );
   return await compare(
     { method: req.method, path: url.pathname, query: [...url.searchParams], headers },
     bodyHash,
@@ -160,7 +191,7 @@ function parseAmzDate(s: string): number | undefined {
 }
 
 /** Constant-time string equality. */
-function same(a: string, b: string): boolean {
+export function same(a: string, b: string): boolean {
   if (a.length !== b.length) return false;
   let diff = 0;
   for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i);
