@@ -53,6 +53,9 @@ import {
   toolResultContent,
 } from "./nova_sonic_wire.ts";
 
+/** How long an ended session waits for the service to close its output, ms. */
+const END_WAIT_MS = 3000;
+
 const PROVIDER = "nova-sonic";
 
 /** Options of {@link NovaSonicRealtime}: the provider options and, for tests, a fetch. */
@@ -187,6 +190,11 @@ export class NovaSonicRealtime implements RealtimeLlm {
     stream.send(contentEnd(this.#promptName, this.#audioName));
     for (const ev of sessionClose(this.#promptName)) stream.send(ev);
     await stream.end();
+    // The signed end of input must reach the service before the connection goes: wait for the
+    // service to close its side (it does after sessionEnd), at most a few seconds.
+    const stop = new AbortController();
+    await Promise.race([stream.drained, abortableDelay(END_WAIT_MS, stop.signal)]);
+    stop.abort();
     stream.abort();
   }
 
@@ -244,7 +252,9 @@ export class NovaSonicRealtime implements RealtimeLlm {
     let fatal = false;
     try {
       for await (const { name, body } of stream.events()) {
-        if (stream !== this.#stream) return;
+        // A replaced session is read to its end (its events dropped), so its input's end is
+        // not cut off by a reset before the service has it.
+        if (stream !== this.#stream) continue;
         for (const ev of output.handle(name, body)) {
           if (ev.type === "tool_call") {
             this.#calls.set(ev.id, { name: ev.name, promptName: this.#promptName });

@@ -43,6 +43,7 @@ export type NovaOutputEvent = { name: string; body: Record<string, unknown> };
 
 /** One open session stream. */
 export class NovaStream {
+  readonly #drained = Promise.withResolvers<void>();
   #controller!: ReadableStreamDefaultController<Uint8Array>;
   #signer!: EventSigner;
   #out: Promise<void> = Promise.resolve();
@@ -152,6 +153,19 @@ export class NovaStream {
    * `closed` when the connection breaks; ends quietly after {@link NovaStream.abort}.
    */
   async *events(): AsyncGenerator<NovaOutputEvent> {
+    try {
+      yield* this.#events();
+    } finally {
+      this.#drained.resolve();
+    }
+  }
+
+  /** Settles once the output stream ended or failed: the service had all the input by then. */
+  get drained(): Promise<void> {
+    return this.#drained.promise;
+  }
+
+  async *#events(): AsyncGenerator<NovaOutputEvent> {
     const p = this.opts.provider;
     const body = this.#response?.body;
     if (!body) return;

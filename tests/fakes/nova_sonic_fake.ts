@@ -148,6 +148,8 @@ export class NovaFakeSession {
   /** Called by the fake when the signed end of input arrived. */
   markInputEnded(): void {
     this.inputEnded = true;
+    // Bedrock closes its output once the input ended.
+    this.end();
     this.#wake();
   }
 
