@@ -27,6 +27,8 @@ import { pacedStream } from "./_paced_stream.ts";
 export interface RecordedRequest {
   method: string;
   path: string;
+  /** The URL query. */
+  query: Record<string, string>;
   /** Header names lower-case. */
   headers: Record<string, string>;
   /** The parsed JSON body (`{}` when it was not JSON). */
@@ -181,6 +183,7 @@ export class OpenAIChatFake {
     this.requests.push({
       method: req.method,
       path: new URL(req.url).pathname,
+      query: Object.fromEntries(new URL(req.url).searchParams),
       headers: Object.fromEntries(req.headers),
       body,
     });
