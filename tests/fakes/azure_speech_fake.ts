@@ -72,6 +72,8 @@ export class AzureSpeechFake {
   holdAudio = false;
   /** Synthesis: close the socket with 1011 after the first chunk. */
   dropMidAudio = false;
+  /** Synthesis: answer the next `ssml` by closing with 1011, before any audio (once). */
+  failNextSynthesis = false;
   /** Hold each upgrade this long before answering it (a slow reconnect). */
   upgradeDelayMs = 0;
   /** HTTP requests that reached the fake, counted before any delay. */
@@ -240,6 +242,11 @@ export class AzureSpeechFake {
       return;
     }
     const ws = conn.socket;
+    if (this.failNextSynthesis) {
+      this.failNextSynthesis = false;
+      ws.close(1011, "Internal service error");
+      return;
+    }
     const streamId = crypto.randomUUID().replaceAll("-", "");
     send(ws, "turn.start", id, { context: { serviceTag: "fake" } });
     send(ws, "response", id, {
