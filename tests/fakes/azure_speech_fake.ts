@@ -42,6 +42,8 @@ export interface FakeSpeechConnection {
   messages: FakeMessage[];
   /** Recognition: audio bytes received after the WAV header, per request id. */
   audio: Map<string, number>;
+  /** Recognition: bytes of those audio messages that are not all silence. */
+  loud: number;
   /** Recognition: the request id of the open turn. */
   turn?: string;
 }
@@ -195,6 +197,7 @@ export class AzureSpeechFake {
       headers: seen,
       messages: [],
       audio: new Map(),
+      loud: 0,
     };
     this.connections.push(conn);
     this.#closed.set(socket, new Promise((r) => socket.addEventListener("close", () => r())));
@@ -226,6 +229,7 @@ export class AzureSpeechFake {
         send(conn.socket, "turn.end", id, {});
       } else {
         conn.audio.set(id, (conn.audio.get(id) ?? 0) + msg.binary.length);
+        if (msg.binary.some((b) => b !== 0)) conn.loud += msg.binary.length;
       }
     }
     if (conn.service === "tts" && msg.path === "ssml") this.#synthesize(conn, id, msg);
