@@ -130,6 +130,8 @@ export class OpenAIChatFake {
   dropped = 0;
   /** The Bearer key the fake accepts; another gets OpenAI's 401. Unset: no check. */
   apiKey: string | undefined;
+  /** Where the key is read: `Authorization: Bearer` (OpenAI) or `api-key` (Azure OpenAI). */
+  keyHeader: "authorization" | "api-key" = "authorization";
 
   readonly #server: Deno.HttpServer<Deno.NetAddr>;
   readonly #replies: FakeReply[] = [];
@@ -187,7 +189,14 @@ export class OpenAIChatFake {
       headers: Object.fromEntries(req.headers),
       body,
     });
-    const given = req.headers.get("authorization")?.replace(/^Bearer /, "") ?? "";
+    const given = this.keyHeader === "api-key"
+      ? req.headers.get("api-key") ?? ""
+      : req.headers.get("authorization")?.replace(/^Bearer /, "") ?? "";
+    if (this.apiKey !== undefined && given !== this.apiKey && this.keyHeader === "api-key") {
+      // Azure OpenAI's answer to a refused key.
+      const message = "Access denied due to invalid subscription key or wrong API endpoint.";
+      return Response.json({ error: { code: "401", message } }, { status: 401 });
+    }
     if (this.apiKey !== undefined && given !== this.apiKey) {
       // OpenAI shows only the key's ends in a 401.
       const shown = given.length > 8 ? `${given.slice(0, 3)}****${given.slice(-4)}` : "****";
