@@ -294,7 +294,7 @@ Deno.test("config: missing required fields say what to write", async () => {
   at(
     ps,
     "providers.realtime.name",
-    "is missing (a realtime provider: echo, gemini, openai, azure or openai-compatible)",
+    "is missing (a realtime provider: echo, gemini, openai, xai, ultravox, nova-sonic, azure or openai-compatible)",
   );
   const sip = await problems(yaml("telephony: { sip: { server: sip:t.example.com } }"));
   at(sip, "telephony.sip.login", "is missing");
