@@ -48,6 +48,14 @@ export interface ProviderEnvVar {
 /** Reads an environment variable; `undefined` when unset or not readable. */
 export type EnvReader = (name: string) => string | undefined;
 
+/** What of a provider's config says where it is: the endpoint override and its options. */
+export interface ProviderPlace {
+  /** The config's `url`, when set. */
+  url?: string;
+  /** The config's `options` (a region, a resource, a key variable's name). */
+  options: Readonly<Record<string, unknown>>;
+}
+
 /** A registered provider. */
 export interface ProviderInfo {
   /** Name the config selects the provider by. */
@@ -79,4 +87,9 @@ export interface ProviderInfo {
    * on them (a region); `hosts` then lists the default's.
    */
   hostsFor?(options: Readonly<Record<string, unknown>>, env: EnvReader): string[];
+  /**
+   * The variable holding the key when the config names it (an OpenAI-compatible endpoint's
+   * `options.key_env`); it wins over {@link keyEnv}.
+   */
+  keyEnvFor?(options: Readonly<Record<string, unknown>>): string;
 }

@@ -4,7 +4,8 @@
  * is imported only when a config names it, so an unused provider costs nothing.
  *
  * The embedded library never reads keys from the environment: embedders construct clients
- * directly. Only the server reads `<PROVIDER>_API_KEY` (see {@link providerKeyEnv}).
+ * directly. Only the server reads `<PROVIDER>_API_KEY` (see {@link providerKeyEnv}), or the
+ * variable a provider names for itself (see {@link credentialEnv}: Azure's, a configured one).
  *
  * Permissions: none to import; a provider it loads needs `--allow-net` to that provider's
  * `hosts`.
@@ -28,6 +29,8 @@ import type {
 } from "./provider_types.ts";
 import { serviceProviders } from "./service_registry.ts";
 import { AWS_DEFAULT_REGION, AWS_ENV, awsHostsFor, BEDROCK } from "./aws/defaults.ts";
+import { AZURE_OPENAI_KEY_ENV, openAIHosts } from "./azure/defaults.ts";
+import { openAICompatibleKeyEnv } from "./realtime/openai_config.ts";
 
 // The cascaded-service types, so an embedder passing its own service factories needs only this
 // entry point.
@@ -44,6 +47,7 @@ export type {
   ProviderEnvVar,
   ProviderInfo,
   ProviderKind,
+  ProviderPlace,
   RealtimeFactory,
   RealtimeProviderOptions,
 } from "./provider_types.ts";
@@ -114,6 +118,26 @@ export const REALTIME_PROVIDERS: Readonly<Record<string, RealtimeProviderInfo>> 
     description: "Amazon Nova Sonic on Bedrock (InvokeModelWithBidirectionalStream, SigV4)",
     load: () => import("./aws/nova_sonic.ts").then((m) => m.createNovaSonic),
   },
+  azure: {
+    name: "azure",
+    kind: "realtime",
+    hosts: [],
+    needsKey: true,
+    description: "Azure OpenAI Realtime (options.resource; model: the deployment)",
+    keyEnv: AZURE_OPENAI_KEY_ENV,
+    hostsFor: (options) => openAIHosts({ options }),
+    load: () => import("./azure/realtime.ts").then((m) => m.createAzureRealtime),
+  },
+  "openai-compatible": {
+    name: "openai-compatible",
+    kind: "realtime",
+    // Its url is required: the url's host is the grant.
+    hosts: [],
+    needsKey: true,
+    description: "any OpenAI Realtime endpoint (url; options.key_env, options.auth_header)",
+    keyEnvFor: (options) => openAICompatibleKeyEnv(options),
+    load: () => import("./realtime/openai_style.ts").then((m) => m.createOpenAICompatibleRealtime),
+  },
 });
 
 /** Every provider of `kind`, by name. */
@@ -135,8 +159,9 @@ export function providerKeyEnv(name: string): string {
 }
 
 /**
- * The variable the server reads a configured provider's credential from: the provider's own
- * (`GOOGLE_APPLICATION_CREDENTIALS` for the Google Cloud ones), else {@link providerKeyEnv}.
+ * The variable the server reads a configured provider's credential from: the one its `options`
+ * name (`openai-compatible`'s `key_env`), the provider's own (`GOOGLE_APPLICATION_CREDENTIALS`
+ * for the Google Cloud ones, `AZURE_SPEECH_KEY`), else {@link providerKeyEnv}.
  *
  * @example
  * ```ts
@@ -144,6 +169,11 @@ export function providerKeyEnv(name: string): string {
  * credentialEnv("llm", "groq"); // "GROQ_API_KEY"
  * ```
  */
-export function credentialEnv(kind: ProviderKind, name: string): string {
-  return providersOfKind(kind)[name]?.keyEnv ?? providerKeyEnv(name);
+export function credentialEnv(
+  kind: ProviderKind,
+  name: string,
+  options: Readonly<Record<string, unknown>> = {},
+): string {
+  const info = providersOfKind(kind)[name];
+  return info?.keyEnvFor?.(options) ?? info?.keyEnv ?? providerKeyEnv(name);
 }

@@ -37,6 +37,13 @@ import { PIPER_BASE_URL } from "./piper/defaults.ts";
 import { FlowcatError } from "../core/errors.ts";
 import type { LlmService, SttService, TtsService } from "../core/seams.ts";
 import type { EnvReader, ProviderEnvVar, ProviderInfo } from "./provider_types.ts";
+import {
+  AZURE_OPENAI_KEY_ENV,
+  AZURE_SPEECH_KEY_ENV,
+  AZURE_TTS_DEFAULT_VOICE,
+  openAIHosts,
+  speechHosts,
+} from "./azure/defaults.ts";
 import type { ServiceOptions } from "./service_options.ts";
 import {
   AWS_DEFAULT_REGION,
@@ -143,6 +150,10 @@ const fish: Loader<"tts"> = () => import("./fish/tts.ts").then((m) => m.createFi
 const hume: Loader<"tts"> = () => import("./hume/tts.ts").then((m) => m.createHumeTts);
 const neuphonic: Loader<"tts"> = () =>
   import("./neuphonic/tts.ts").then((m) => m.createNeuphonicTts);
+const azureStt: Loader<"stt"> = () => import("./azure/stt.ts").then((m) => m.createAzureStt);
+const azureTts: Loader<"tts"> = () => import("./azure/tts.ts").then((m) => m.createAzureTts);
+const azureLlm: Loader<"llm"> = () =>
+  import("./azure/openai_llm.ts").then((m) => m.createAzureOpenAILlm);
 const espeak: Loader<"tts"> = () =>
   import("./espeak/tts.ts").then((m) => (o: ServiceOptions) => {
     const rate = o.options?.sample_rate;
@@ -276,7 +287,11 @@ export const STT_PROVIDERS = table("stt", {
     model: ASSEMBLYAI_DEFAULT_MODEL,
     description: "AssemblyAI Universal Streaming v3 (WebSocket)",
   }],
-  azure: ["azure", "not wired", { description: "Azure Speech" }],
+  azure: ["azure", azureStt, {
+    credential: { keyEnv: AZURE_SPEECH_KEY_ENV },
+    hostsFor: (options) => speechHosts("stt")({ options }),
+    description: "Azure Speech streaming (WebSocket; options.region)",
+  }],
   aws: ["aws", transcribe, {
     ...aws(TRANSCRIBE),
     description: "Amazon Transcribe streaming (WebSocket, SigV4)",
@@ -383,7 +398,12 @@ export const LLM_PROVIDERS = table("llm", {
     model: GEMINI_DEFAULT_MODEL,
     description: "Google Gemini generateContent",
   }],
-  azure: ["azure-openai", "not wired", { description: "Azure OpenAI (deployment URLs)" }],
+  // The model is the deployment's name, which only the operator knows.
+  azure: ["azure-openai", azureLlm, {
+    credential: { keyEnv: AZURE_OPENAI_KEY_ENV },
+    hostsFor: (options) => openAIHosts({ options }),
+    description: "Azure OpenAI chat completions (options.resource; model: the deployment)",
+  }],
   bedrock: ["bedrock", bedrock, {
     ...aws(BEDROCK),
     model: BEDROCK_DEFAULT_MODEL,
@@ -459,7 +479,12 @@ export const TTS_PROVIDERS = table("tts", {
     model: DEEPGRAM_TTS_DEFAULT_MODEL,
     description: "Deepgram Aura (WebSocket)",
   }],
-  azure: ["azure", "not wired", { description: "Azure Speech" }],
+  azure: ["azure", azureTts, {
+    voice: AZURE_TTS_DEFAULT_VOICE,
+    credential: { keyEnv: AZURE_SPEECH_KEY_ENV },
+    hostsFor: (options) => speechHosts("tts")({ options }),
+    description: "Azure Speech synthesis (WebSocket; options.region)",
+  }],
   aws: ["aws", polly, {
     ...aws(POLLY),
     model: POLLY_DEFAULT_ENGINE,

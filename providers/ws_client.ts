@@ -152,3 +152,65 @@ export function wsRoot(base: string): string {
 export function redact(text: string, key: string): string {
   return key ? text.split(key).join("***") : text;
 }
+
+/** `p`, or `undefined` as soon as `signal` aborts (the work behind `p` goes on). */
+export function raceAbort<T>(p: Promise<T>, signal?: AbortSignal): Promise<T | undefined> {
+  if (!signal) return p;
+  return new Promise((resolve, reject) => {
+    const onAbort = () => resolve(undefined);
+    signal.addEventListener("abort", onAbort, { once: true });
+    p.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
+}
+
+/**
+ * One socket a client's requests share (Cartesia contexts, Azure synthesis turns): dialled once
+ * for concurrent callers, forgotten when it closes, dialled again by the next request.
+ */
+export class SharedSocket {
+  readonly #dial: () => Promise<WebSocket>;
+  readonly #onOpen: (ws: WebSocket) => void;
+  #ws: WebSocket | undefined;
+  #connecting: Promise<WebSocket> | undefined;
+  #closed = false;
+
+  /** `dial` opens a socket; `onOpen` attaches listeners (and sends what opens a session). */
+  constructor(dial: () => Promise<WebSocket>, onOpen: (ws: WebSocket) => void) {
+    this.#dial = dial;
+    this.#onOpen = onOpen;
+  }
+
+  /** The open socket, dialling one when there is none. */
+  get(): Promise<WebSocket> {
+    if (this.#ws?.readyState === WebSocket.OPEN) return Promise.resolve(this.#ws);
+    this.#connecting ??= this.#dial().then((ws) => {
+      this.#ws = ws;
+      ws.addEventListener("close", () => {
+        if (this.#ws === ws) this.#ws = undefined;
+      });
+      this.#onOpen(ws);
+      return ws;
+    }).finally(() => (this.#connecting = undefined));
+    return this.#connecting;
+  }
+
+  /** Close `ws` without waiting; the next {@link SharedSocket.get} dials anew. */
+  drop(ws: WebSocket): void {
+    if (this.#ws === ws) this.#ws = undefined;
+    closeSocket(ws).catch(() => {});
+  }
+
+  /** Dial now, in the background, so the next request finds a socket open; not after close. */
+  prewarm(): void {
+    if (!this.#closed) this.get().catch(() => {});
+  }
+
+  /** Close the socket (after a dial in flight settles) and wait for it. Idempotent. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    await this.#connecting?.catch(() => undefined);
+    const ws = this.#ws;
+    this.#ws = undefined;
+    if (ws) await closeSocket(ws);
+  }
+}

@@ -13,7 +13,7 @@ import type { Logger } from "../core/log.ts";
 import type { PipelineTask } from "../core/task.ts";
 import type { ProviderInfo } from "../providers/provider_types.ts";
 import {
-  providerKeyEnv,
+  credentialEnv,
   REALTIME_PROVIDERS,
   type RealtimeFactory,
   type RealtimeProviderOptions,
@@ -27,6 +27,7 @@ import {
   type ServiceOf,
   serviceProviders,
 } from "../providers/service_registry.ts";
+import type { ProviderKind } from "../providers/provider_types.ts";
 import type { ProviderConfig } from "./config_types.ts";
 import type { AgentServerConfig } from "./config_types.ts";
 import { assertProvidersWired } from "./provider_wiring.ts";
@@ -60,19 +61,22 @@ export interface LoadShapeOptions {
   serviceFactories?: { [K in ServiceKind]?: ServiceFactory<K> };
 }
 
+/** Realtime providers speaking the OpenAI Realtime protocol (their env knobs are OpenAI's). */
+const OPENAI_FAMILY: ReadonlySet<string> = new Set(["openai", "azure", "openai-compatible"]);
+
 /** Load the shape the config's `pipeline` names. */
 export function loadCallShape(opts: LoadShapeOptions): Promise<CallShape> {
   return opts.config.pipeline === "cascaded" ? loadCascaded(opts) : loadS2s(opts);
 }
 
-function readKey(env: EnvGet, provider: string, kind: string, info?: ProviderInfo): string {
-  const name = info?.keyEnv ?? providerKeyEnv(provider);
+function readKey(env: EnvGet, p: ProviderConfig, kind: ProviderKind, info?: ProviderInfo): string {
+  const name = credentialEnv(kind, p.name, p.options);
   const key = env(name);
   if (key === undefined || key === "") {
     const what = info?.keyIsFile ? "key file" : "key";
     throw new FlowcatError(
       "config",
-      `${name} is not set (the ${what} for ${kind} provider ${provider})`,
+      `${name} is not set (the ${what} for ${kind} provider ${p.name})`,
     );
   }
   if (!info?.keyIsFile) return key;
@@ -138,9 +142,15 @@ async function loadS2s(opts: LoadShapeOptions): Promise<CallShape> {
   if (p.voice !== undefined) base.voice = p.voice;
   if (p.url !== undefined) base.url = p.url;
   if (info.env !== undefined) base.credentials = readCredentials(env, info, "realtime");
-  else if (info.needsKey) base.apiKey = readKey(env, p.name, "realtime");
-  // Other providers' clients pick their own default voice.
-  const family = p.name === "openai" || p.name === "gemini" ? p.name : undefined;
+  else if (info.needsKey) {
+    base.apiKey = readKey(env, p, "realtime", info);
+    // A cloud client only resolves its options when made: make one now, so a bad option (an
+    // Azure resource or deployment missing) fails at start, not on the first call.
+    if (opts.realtimeFactory === undefined) factory(base);
+  }
+  // Other providers' clients pick their own default voice; Azure's and OpenAI-compatible ones
+  // are OpenAI's client.
+  const family = OPENAI_FAMILY.has(p.name) ? "openai" : p.name === "gemini" ? "gemini" : undefined;
   return {
     provider: p.name,
     models: described(p.name, base.model),
@@ -199,17 +209,19 @@ async function loadService<K extends ServiceKind>(
   else if (kind === "llm") {
     throw new FlowcatError(
       "config",
-      `providers.llm.model: ${p.name} serves the model you loaded; name it (e.g. model: my-model)`,
+      info.family === "azure-openai"
+        ? `providers.llm.model: name the Azure OpenAI deployment (e.g. model: my-gpt-4o-mini)`
+        : `providers.llm.model: ${p.name} serves the model you loaded; name it (e.g. model: my-model)`,
     );
   }
   const voice = p.voice ?? info.defaultVoice;
   if (voice !== undefined) so.voice = voice;
   if (p.language !== undefined) so.language = p.language;
   if (info.env !== undefined) so.credentials = readCredentials(opts.env, info, kind);
-  else if (info.needsKey) so.apiKey = readKey(opts.env, p.name, kind, info);
+  else if (info.needsKey) so.apiKey = readKey(opts.env, p, kind, info);
   else {
     // A local provider behind an operator's proxy may still want a key: pass it when set.
-    const key = opts.env(providerKeyEnv(p.name));
+    const key = opts.env(credentialEnv(kind, p.name, p.options));
     if (key) so.apiKey = key;
   }
   // Construct one now: a bad option fails at start, not on the first call.

@@ -66,7 +66,7 @@ function pipelineProblems(doc: Rec): Problem[] {
     if (!has("realtime")) {
       const hint = cascade.length > 0
         ? "set pipeline: cascaded to use stt/llm/tts, or add providers.realtime.name"
-        : "add providers.realtime.name: echo (local), gemini or openai";
+        : "add providers.realtime.name: echo (local), gemini, openai, xai, ultravox, nova-sonic, azure or openai-compatible";
       out.push(configProblem("providers.realtime", "pipeline s2s needs a realtime provider", hint));
     }
     for (const k of cascade) {

@@ -80,7 +80,7 @@ export function requiredEnv(config: AgentServerConfig): EnvRequirement[] {
       continue;
     }
     add({
-      name: credentialEnv(kind, p.name),
+      name: credentialEnv(kind, p.name, p.options),
       why: info.keyIsFile
         ? `key file of the ${p.name} ${kind} provider`
         : `API key of the ${p.name} ${kind} provider`,

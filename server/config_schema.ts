@@ -464,7 +464,8 @@ export const INLINE_SECRET_HINTS: Readonly<Record<string, Readonly<Record<string
 export const MISSING_HINTS: Readonly<Record<string, string>> = Object.freeze({
   agent: "add agent.graph: <graph file> or agent.remote.url: <brain URL>",
   "agent.remote.url": "the remote brain's base URL, e.g. http://127.0.0.1:8080",
-  "providers.realtime.name": "a realtime provider: echo, gemini or openai",
+  "providers.realtime.name":
+    "a realtime provider: echo, gemini, openai, xai, ultravox, nova-sonic, azure or openai-compatible",
   "providers.stt.name": "a speech-to-text provider name",
   "providers.llm.name": "a language-model provider name",
   "providers.tts.name": "a text-to-speech provider name",

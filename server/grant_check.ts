@@ -13,6 +13,7 @@
  */
 
 import { type ProviderKind, providersOfKind } from "../providers/registry.ts";
+import { hostsOf } from "./permissions.ts";
 import type { AgentServerConfig } from "./config_types.ts";
 import type { Problem } from "../core/agent/problems.ts";
 
@@ -27,6 +28,15 @@ function netOf(url: string): string {
 }
 
 const HINT = "run the command --print-permissions prints, or deno task start, which grants it";
+
+/** A variable's value, or undefined when unset or not granted (a region may come from one). */
+function readableEnv(name: string): string | undefined {
+  try {
+    return Deno.env.get(name);
+  } catch {
+    return undefined;
+  }
+}
 
 /** One problem per config field whose grant this process lacks; empty when all are held. */
 export function grantProblems(config: AgentServerConfig, granted: GrantQuery): Problem[] {
@@ -44,7 +54,12 @@ export function grantProblems(config: AgentServerConfig, granted: GrantQuery): P
   for (const kind of ["realtime", "stt", "llm", "tts"] as ProviderKind[]) {
     const p = config.providers[kind];
     if (p === undefined) continue;
-    const hosts = p.url !== undefined ? [netOf(p.url)] : providersOfKind(kind)[p.name]?.hosts ?? [];
+    const info = providersOfKind(kind)[p.name];
+    const hosts = p.url !== undefined
+      ? [netOf(p.url)]
+      : info === undefined
+      ? []
+      : hostsOf(info, p.options, readableEnv);
     for (const host of hosts) {
       need(`providers.${kind}`, { name: "net", host }, `connect to ${host} (${p.name})`);
     }

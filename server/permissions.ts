@@ -98,7 +98,7 @@ function providerHosts(config: AgentServerConfig, env: EnvReader): string[] {
 }
 
 /** A provider's hosts for its options (a region); its default hosts when they cannot be told. */
-function hostsOf(
+export function hostsOf(
   info: ProviderInfo,
   options: Readonly<Record<string, unknown>>,
   env: EnvReader,

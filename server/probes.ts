@@ -12,7 +12,9 @@
  */
 
 import { networkCause } from "../providers/http.ts";
-import { providerKeyEnv, type ProviderKind, providersOfKind } from "../providers/registry.ts";
+import { credentialEnv, type ProviderKind, providersOfKind } from "../providers/registry.ts";
+import { type AzureProbe, azureProbe } from "../providers/azure/defaults.ts";
+import { errorMessage } from "../core/errors.ts";
 import { serviceProviders } from "../providers/service_registry.ts";
 import type { AgentServerConfig, ProviderConfig } from "./config_types.ts";
 import {
@@ -45,6 +47,8 @@ export interface ProbeTarget {
   inProcess?: boolean;
   /** Declared but not implemented by Flowcat yet. */
   notWired?: boolean;
+  /** Why the config cannot place the provider (an Azure region or resource missing). */
+  misconfigured?: string;
   /** The request to send; absent when in process or not wired. */
   request?: { url: string; headers: (key: string | undefined) => Record<string, string> };
   /** The key variable, when the provider reads one. */
@@ -115,7 +119,7 @@ function join(base: string, path: string): string {
 
 function serviceTarget(kind: "stt" | "llm" | "tts", p: ProviderConfig): ProbeTarget {
   const info = serviceProviders(kind)[p.name];
-  const keyEnv = info?.keyEnv ?? providerKeyEnv(p.name);
+  const keyEnv = credentialEnv(kind, p.name, p.options);
   const base: ProbeTarget = {
     service: kind,
     provider: p.name,
@@ -150,6 +154,14 @@ function serviceTarget(kind: "stt" | "llm" | "tts", p: ProviderConfig): ProbeTar
       url: p.url === undefined ? "(SigV4-signed API)" : shownUrl(p.url),
       credentialEnv: info.env.filter((v) => v.required).map((v) => v.name),
     };
+  }
+  if (info.family === "azure" || info.family === "azure-openai") {
+    const service = info.family === "azure-openai"
+      ? "openai"
+      : kind === "stt"
+      ? "speech-stt"
+      : "speech-tts";
+    return azureTarget(base, () => azureProbe(p.name, service, p));
   }
   // A vendor's speech-to-text family is keyed and probed like its text-to-speech one.
   const family = SAME_KEY_AS[info.family] ?? info.family;
@@ -194,6 +206,17 @@ const REALTIME_PROBES: Readonly<
   },
 });
 
+function azureTarget(base: ProbeTarget, make: () => AzureProbe): ProbeTarget {
+  let probe: AzureProbe;
+  try {
+    probe = make();
+  } catch (err) {
+    return { ...base, url: "(not placed)", misconfigured: errorMessage(err) };
+  }
+  const { url, headers, expect } = probe;
+  return { ...base, url: shownUrl(url), expect, request: { url, headers } };
+}
+
 function realtimeTarget(p: ProviderConfig): ProbeTarget {
   const info = providersOfKind("realtime")[p.name];
   const base: ProbeTarget = {
@@ -214,7 +237,8 @@ function realtimeTarget(p: ProviderConfig): ProbeTarget {
       credentialEnv: info.env.filter((v) => v.required).map((v) => v.name),
     };
   }
-  base.keyEnv = providerKeyEnv(p.name);
+  base.keyEnv = credentialEnv("realtime", p.name, p.options);
+  if (p.name === "azure") return azureTarget(base, () => azureProbe(p.name, "openai", p));
   const own = REALTIME_PROBES[p.name];
   if (own !== undefined && p.url === undefined) {
     return { ...base, url: own.url, request: { url: own.url, headers: own.headers } };
@@ -229,7 +253,11 @@ function realtimeTarget(p: ProviderConfig): ProbeTarget {
     base.expect = "reachable";
     base.local = isLoopbackUrl(url);
   }
-  const auth = gemini ? FAMILY_AUTH.gemini : bearer;
+  const header = p.name === "openai-compatible" ? p.options.auth_header : undefined;
+  const auth = gemini ? FAMILY_AUTH.gemini : typeof header === "string"
+    // The endpoint's own key header, as the client sends it.
+    ? (key: string | undefined): Record<string, string> => (key ? { [header]: key } : {})
+    : bearer;
   return { ...base, url: shownUrl(url), request: { url, headers: auth } };
 }
 
@@ -305,6 +333,9 @@ export async function probe(t: ProbeTarget, opts: ProbeOptions): Promise<ProbeRe
       return { target: t, ok: false, reason: `${missing.join(", ")} not set`, problem: "key" };
     }
     return { target: t, ok: true, reason: "credentials set (signed API, not called)" };
+  }
+  if (t.misconfigured !== undefined) {
+    return { target: t, ok: false, reason: t.misconfigured, problem: "config" };
   }
   if (t.inProcess || t.request === undefined) {
     return { target: t, ok: true, reason: t.inProcess ? "in process" : "not probed (gRPC)" };

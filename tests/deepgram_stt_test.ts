@@ -6,30 +6,19 @@
 
 import assert from "node:assert/strict";
 import { FlowcatError } from "../core/errors.ts";
-import { audioFrame, type Frame, type StartParams } from "../core/frames.ts";
+import type { Frame } from "../core/frames.ts";
 import { createDeepgramStt, DeepgramStt } from "../providers/deepgram/stt.ts";
 import type { ServiceOptions } from "../providers/service_options.ts";
 import { DeepgramFake } from "./fakes/deepgram_fake.ts";
 import { sleep, until } from "./_core_helpers.ts";
+import {
+  firstRejection,
+  ramp20ms as frame20ms,
+  SERVICE_START_PARAMS as PARAMS,
+  sttFrames,
+} from "./_service_helpers.ts";
 
 const KEY = "dg-secret-key-123";
-const PARAMS: StartParams = {
-  audioInSampleRate: 8000,
-  audioOutSampleRate: 8000,
-  enableMetrics: false,
-  enableUsageMetrics: false,
-  enableTracing: false,
-  reportOnlyInitialTtfb: false,
-};
-
-/** 20 ms of a ramp at `rate` (non-silent, so a resampler bug would show). */
-function frame20ms(rate: number) {
-  const n = rate / 50;
-  const pcm = new Int16Array(n);
-  for (let i = 0; i < n; i++) pcm[i] = (i * 97) % 4000 - 2000;
-  return audioFrame(pcm, rate);
-}
-
 /** Start a fake and a client on it; `fn` runs with both, then both are closed. */
 async function withClient(
   opts: Partial<ServiceOptions>,
@@ -48,31 +37,8 @@ async function withClient(
   }
 }
 
-/** Call runStt with silence-free 16 kHz audio until frames come back (or time out). */
-async function collect(stt: DeepgramStt, want: number, ms = 3000): Promise<Frame[]> {
-  const got: Frame[] = [];
-  const end = Date.now() + ms;
-  while (got.length < want) {
-    if (Date.now() > end) throw new Error(`got ${got.length} of ${want} frames`);
-    got.push(...await stt.runStt(audioFrame(new Int16Array(0), 16000)));
-    if (got.length < want) await sleep(5);
-  }
-  return got;
-}
-
-/** Call `fn` until it rejects; the rejection (or a timeout error). */
-async function firstRejection(fn: () => Promise<unknown>, ms = 3000): Promise<unknown> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    try {
-      await fn();
-    } catch (err) {
-      return err;
-    }
-    await sleep(5);
-  }
-  throw new Error("no rejection within the deadline");
-}
+const collect = (stt: DeepgramStt, want: number, ms?: number) =>
+  sttFrames(stt, want, undefined, ms);
 
 function summary(frames: Frame[]): string[] {
   return frames.map((f) => {

@@ -26,45 +26,60 @@ const messagesOf = (body: Record<string, unknown> | undefined, field: string): M
 
 // ---------------------------------------------------------------- OpenAI chat completions
 
+/** A rig around the OpenAI chat fake: OpenAI's wire, or Azure's URL and `api-key` header. */
+function chatRig(azure: boolean): Promise<LlmRig> {
+  const fake = new OpenAIChatFake();
+  fake.apiKey = "sk-conformance-good-key";
+  if (azure) fake.keyHeader = "api-key";
+  const usage = usageChunk({ prompt_tokens: 9, completion_tokens: 2, total_tokens: 11 });
+  const hello = streamReply([textChunk("Hel"), textChunk("lo"), finishChunk("stop"), usage]);
+  const replies: Record<LlmScenario, Parameters<OpenAIChatFake["reply"]>> = {
+    text: [hello],
+    tool: [
+      streamReply([
+        toolCallChunk(0, { id: "call_1", name: "get_weather" }),
+        toolCallChunk(0, { arguments: '{"city":' }),
+        toolCallChunk(0, { arguments: '"Paris"}' }),
+        finishChunk("tool_calls"),
+        usage,
+      ]),
+      streamReply([textChunk("Sunny."), finishChunk("stop")]),
+    ],
+    stall: [streamReply([textChunk("Hel")], { hold: true })],
+    rate_limit: [errorReply(429, "Rate limit reached", "requests"), hello],
+    server_error: [errorReply(500, "The server had an error", "server_error"), hello],
+    cut: [{ kind: "stream", events: [textChunk("Hel")] }],
+  };
+  const root = fake.baseUrl.replace(/\/v1$/, "");
+  return Promise.resolve({
+    options: azure
+      ? { apiKey: fake.apiKey, baseUrl: root, model: "conformance-deployment" }
+      : { apiKey: fake.apiKey, baseUrl: fake.baseUrl },
+    wrongKey: "sk-conformance-wrong-key",
+    next: (s) => fake.reply(...replies[s]),
+    requests: () => fake.requests.length,
+    lastToolResult: () => {
+      const tool = messagesOf(fake.requests.at(-1)?.body, "messages")
+        .findLast((m) => m.role === "tool");
+      return tool?.content as string | undefined;
+    },
+    dropped: () => fake.dropped,
+    close: () => fake.close(),
+  });
+}
+
 llmConformance({
   provider: "openai",
   create: await LLM_PROVIDERS.openai.load(),
-  rig(): Promise<LlmRig> {
-    const fake = new OpenAIChatFake();
-    fake.apiKey = "sk-conformance-good-key";
-    const usage = usageChunk({ prompt_tokens: 9, completion_tokens: 2, total_tokens: 11 });
-    const hello = streamReply([textChunk("Hel"), textChunk("lo"), finishChunk("stop"), usage]);
-    const replies: Record<LlmScenario, Parameters<OpenAIChatFake["reply"]>> = {
-      text: [hello],
-      tool: [
-        streamReply([
-          toolCallChunk(0, { id: "call_1", name: "get_weather" }),
-          toolCallChunk(0, { arguments: '{"city":' }),
-          toolCallChunk(0, { arguments: '"Paris"}' }),
-          finishChunk("tool_calls"),
-          usage,
-        ]),
-        streamReply([textChunk("Sunny."), finishChunk("stop")]),
-      ],
-      stall: [streamReply([textChunk("Hel")], { hold: true })],
-      rate_limit: [errorReply(429, "Rate limit reached", "requests"), hello],
-      server_error: [errorReply(500, "The server had an error", "server_error"), hello],
-      cut: [{ kind: "stream", events: [textChunk("Hel")] }],
-    };
-    return Promise.resolve({
-      options: { apiKey: fake.apiKey, baseUrl: fake.baseUrl },
-      wrongKey: "sk-conformance-wrong-key",
-      next: (s) => fake.reply(...replies[s]),
-      requests: () => fake.requests.length,
-      lastToolResult: () => {
-        const tool = messagesOf(fake.requests.at(-1)?.body, "messages")
-          .findLast((m) => m.role === "tool");
-        return tool?.content as string | undefined;
-      },
-      dropped: () => fake.dropped,
-      close: () => fake.close(),
-    });
-  },
+  rig: () => chatRig(false),
+});
+
+// ---------------------------------------------------------------- Azure OpenAI (deployment URL)
+
+llmConformance({
+  provider: "azure",
+  create: await LLM_PROVIDERS.azure.load(),
+  rig: () => chatRig(true),
 });
 
 // ---------------------------------------------------------------- Anthropic Messages

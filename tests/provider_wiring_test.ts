@@ -26,10 +26,11 @@ Deno.test("provider wiring: every unwired provider is one problem, naming the wi
   llm: { name: groq }
   tts: { name: playht }`);
   const problems = unwiredProblems(config);
-  assert.deepEqual(problems.map((p) => p.path), ["providers.stt.name", "providers.tts.name"]);
-  assert.match(problems[0]!.message, /^azure: not yet wired \(wired stt providers: openai, /);
-  assert.match(problems[1]!.message, /^playht: not yet wired \(wired tts providers: .*cartesia/);
-  assert.equal(problems[1]!.message.includes("playht,"), false);
+  // azure is wired now: playht (its API closed) is the one unwired provider left.
+  assert.deepEqual(problems.map((p) => p.path), ["providers.tts.name"]);
+  assert.match(problems[0]!.message, /^playht: not yet wired \(wired tts providers: .*cartesia/);
+  assert.match(problems[0]!.message, /wired tts providers: .*azure/);
+  assert.equal(problems[0]!.message.includes("playht,"), false);
   const wired = await cascaded(`  stt: { name: deepgram }
   llm: { name: groq }
   tts: { name: espeak }`);

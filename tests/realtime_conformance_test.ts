@@ -1,7 +1,7 @@
 /**
  * Every realtime (speech-to-speech) provider through the conformance suite
  * (tests/_realtime_conformance.ts), each against its local fake: the echo model (local),
- * Gemini Live, OpenAI Realtime, xAI Grok voice and Ultravox. Clients are made by the registry's loaders.
+ * Gemini Live, OpenAI Realtime, xAI Grok voice, Ultravox and Azure OpenAI. Clients are made by the registry's loaders.
  */
 
 import { REALTIME_PROVIDERS } from "../providers/registry.ts";
@@ -62,4 +62,21 @@ realtimeConformance({
   usage: false,
   afterDrop: "resumes",
   rig: ultravoxRig,
+});
+
+realtimeConformance({
+  provider: "azure",
+  create: await REALTIME_PROVIDERS.azure.load(),
+  inputRate: 24000,
+  outputRate: 24000,
+  exactTranscripts: true,
+  usage: true,
+  survivesErrors: true,
+  afterDrop: "resumes",
+  // The OpenAI fake at Azure's GA path, the deployment as the model, the key as `api-key`.
+  async rig() {
+    const rig = await openAIStyleRig("azure-conformance-key");
+    const root = rig.options.url!.replace(/\/v1\/realtime$/, "");
+    return { ...rig, options: { ...rig.options, url: root, model: "conformance-deployment" } };
+  },
 });

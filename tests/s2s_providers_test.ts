@@ -13,6 +13,7 @@ import { silentLogger } from "../core/log.ts";
 import type { Finalize, RealtimeLlm } from "../core/seams.ts";
 import { createGeminiLive } from "../providers/realtime/gemini_live.ts";
 import { createOpenAIRealtime } from "../providers/realtime/openai_realtime.ts";
+import { createAzureRealtime } from "../providers/azure/realtime.ts";
 import { MemorySessionSource } from "../server/session_store.ts";
 import { sleep, until } from "./_core_helpers.ts";
 import { type TwilioCall, twilioCall } from "./_twilio_client.ts";
@@ -123,11 +124,35 @@ function geminiDriver(): ProviderDriver {
 
 function openaiDriver(): ProviderDriver {
   const fake = new OpenAIRealtimeFake();
+  return openaiStyleDriver(
+    "openai",
+    fake,
+    () => createOpenAIRealtime({ apiKey: "test-key", url: fake.url, logger: silentLogger }),
+  );
+}
+
+/** Azure OpenAI Realtime: the OpenAI client at Azure's URL, refused without its api-key header. */
+function azureDriver(): ProviderDriver {
+  const fake = new OpenAIRealtimeFake({ requireHeader: { name: "api-key", value: "test-key" } });
+  return openaiStyleDriver("azure", fake, () =>
+    createAzureRealtime({
+      apiKey: "test-key",
+      model: "my-realtime",
+      url: fake.url.replace(/\/v1\/realtime$/, ""),
+      logger: silentLogger,
+    }));
+}
+
+function openaiStyleDriver(
+  name: string,
+  fake: OpenAIRealtimeFake,
+  client: () => RealtimeLlm,
+): ProviderDriver {
   const sessions = () => fake.ofType("session.update").map((m) => m.session as Record<string, any>);
   return {
-    name: "openai",
+    name,
     start: () => fake.start(),
-    client: () => createOpenAIRealtime({ apiKey: "test-key", url: fake.url, logger: silentLogger }),
+    client,
     callerAudio() {
       const parts = fake.ofType("input_audio_buffer.append").map((m) =>
         pcm16FromBase64LE(m.audio as string)
@@ -166,7 +191,7 @@ async function soxAccepts(path: string): Promise<boolean | undefined> {
   }
 }
 
-for (const makeDriver of [geminiDriver, openaiDriver]) {
+for (const makeDriver of [geminiDriver, openaiDriver, azureDriver]) {
   const driver = makeDriver();
   Deno.test(`s2s over Twilio framing with the ${driver.name} client against its fake`, async () => {
     await driver.start();

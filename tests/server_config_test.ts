@@ -291,7 +291,11 @@ telephony: { carriers: twilio }`));
 Deno.test("config: missing required fields say what to write", async () => {
   const ps = await problems("providers: { realtime: {} }\n");
   at(ps, "agent", "is missing (add agent.graph");
-  at(ps, "providers.realtime.name", "is missing (a realtime provider: echo, gemini or openai)");
+  at(
+    ps,
+    "providers.realtime.name",
+    "is missing (a realtime provider: echo, gemini, openai, xai, ultravox, nova-sonic, azure or openai-compatible)",
+  );
   const sip = await problems(yaml("telephony: { sip: { server: sip:t.example.com } }"));
   at(sip, "telephony.sip.login", "is missing");
   at(sip, "telephony.sip.password_env", "SIP_PASSWORD");

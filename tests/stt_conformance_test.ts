@@ -8,6 +8,7 @@
 import { STT_PROVIDERS } from "../providers/service_registry.ts";
 import { sttConformance, type SttRig } from "./_stt_conformance.ts";
 import { DeepgramFake } from "./fakes/deepgram_fake.ts";
+import { AzureSpeechFake, type FakeSpeechConnection } from "./fakes/azure_speech_fake.ts";
 import { WhisperHttpFake } from "./fakes/whisper_http_fake.ts";
 import { TranscribeFake } from "./fakes/transcribe_fake.ts";
 import { awsEnv } from "./fakes/aws_http_fake.ts";
@@ -53,6 +54,41 @@ sttConformance({
         void fake.dropConnection();
       },
       audioBytes: () => fake.audioBytes(),
+      close: () => fake.close(),
+    });
+  },
+});
+
+// ---------------------------------------------------------------- Azure Speech (WebSocket)
+
+sttConformance({
+  provider: "azure",
+  create: await STT_PROVIDERS.azure.load(),
+  rig(): Promise<SttRig> {
+    const key = "azure-conformance-key";
+    const fake = new AzureSpeechFake({ key });
+    fake.start();
+    const sum = (f: (c: FakeSpeechConnection) => number) =>
+      fake.connections.reduce((n, c) => n + f(c), 0);
+    return Promise.resolve({
+      options: { apiKey: key, baseUrl: fake.url, options: { retry_interval_ms: 50 } },
+      wrongKey: "azure-conformance-wrong-key",
+      async say(text) {
+        // To the recognition turn open now, once the client (re)connected.
+        const end = Date.now() + 3000;
+        while (Date.now() < end) {
+          const c = fake.connections.at(-1);
+          if (c?.turn !== undefined && c.socket.readyState === WebSocket.OPEN) {
+            return fake.phrase(text);
+          }
+          await new Promise((r) => setTimeout(r, 5));
+        }
+      },
+      fail() {
+        void fake.drop(1011, "Internal service error");
+      },
+      audioBytes: () => sum((c) => [...c.audio.values()].reduce((a, b) => a + b, 0)),
+      loudBytes: () => sum((c) => c.loud),
       close: () => fake.close(),
     });
   },

@@ -11,6 +11,7 @@ import { OpenAITtsFake, type SpeechReply } from "./fakes/openai_tts_fake.ts";
 import { PiperFake } from "./fakes/piper_fake.ts";
 import { ElevenLabsFake } from "./fakes/elevenlabs_fake.ts";
 import { CartesiaFake } from "./fakes/cartesia_fake.ts";
+import { AzureSpeechFake } from "./fakes/azure_speech_fake.ts";
 import { AwsHttpFake } from "./fakes/aws_http_fake.ts";
 import { GoogleTtsFake } from "./fakes/google_tts_fake.ts";
 import { googleError } from "./fakes/gemini_generate_fake.ts";
@@ -177,6 +178,33 @@ ttsConformance({
       utterances: () => fake.messages.filter((m) => typeof m.transcript === "string").length,
       close: () => fake.close(),
     };
+  },
+});
+
+// ---------------------------------------------------------------- Azure Speech WebSocket
+
+ttsConformance({
+  provider: "azure",
+  create: await factory("azure"),
+  sampleRates: [24000, 16000, 8000],
+  skip: {
+    rate_limit: "Azure throttles at the WebSocket upgrade (HTTP 429, azure_tts_test.ts); " +
+      "an open synthesis socket has no rate-limit message",
+  },
+  rig(): Promise<TtsRig> {
+    const fake = new AzureSpeechFake({ key: "azure-conformance-key" });
+    fake.start();
+    return Promise.resolve({
+      options: { apiKey: "azure-conformance-key", baseUrl: fake.url },
+      wrongKey: "azure-wrong-key",
+      next(s) {
+        fake.holdAudio = s === "stall";
+        fake.dropMidAudio = s === "drop";
+        fake.failNextSynthesis = s === "server_error";
+      },
+      utterances: () => fake.sent("ssml").length,
+      close: () => fake.close(),
+    });
   },
 });
 

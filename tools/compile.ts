@@ -17,7 +17,7 @@
  * @module
  */
 
-import { dirname, relative, resolve } from "node:path";
+import { relative, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { DEFAULT_CONFIG, ESPEAK_WASM } from "../server/main.ts";
 import type { AgentServerConfig } from "../server/config_types.ts";

@@ -41,13 +41,14 @@ import type { ServiceOptions } from "../service_options.ts";
 
 export type { ServiceOptions } from "../service_options.ts";
 import {
-  closeSocket,
   decodeBase64,
   isJsonObject,
   Mailbox,
   openSocket,
   parseJsonMessage,
+  raceAbort,
   redact,
+  SharedSocket,
   wsRoot,
 } from "../ws_client.ts";
 import { PcmAssembler, ttsUsageFrame } from "../tts/_shared.ts";
@@ -80,8 +81,7 @@ export class CartesiaTts implements TtsService {
   readonly #timeoutMs: number;
   readonly #generationConfig?: Record<string, unknown>;
   readonly #contexts = new Map<string, Mailbox<ContextEvent>>();
-  #ws: WebSocket | undefined;
-  #connecting: Promise<WebSocket> | undefined;
+  readonly #socket: SharedSocket;
 
   /** Make the service; a missing key or an unusable rate is a config error here. */
   constructor(opts: ServiceOptions) {
@@ -108,6 +108,14 @@ export class CartesiaTts implements TtsService {
     this.#language = (opts.language ?? "en").split("-")[0].toLowerCase();
     this.#timeoutMs = opts.timeoutMs ?? 15_000;
     if (isJsonObject(o.generation_config)) this.#generationConfig = o.generation_config;
+    this.#socket = new SharedSocket(
+      () =>
+        openSocket(this.#url, { "X-API-Key": this.#apiKey }, {
+          provider: this.#name,
+          timeoutMs: this.#timeoutMs,
+        }),
+      (ws) => this.#attach(ws),
+    );
   }
 
   /** Provider name (as configured). */
@@ -127,15 +135,12 @@ export class CartesiaTts implements TtsService {
 
   /** Dial the socket now so the first utterance does not pay for it; a refused key throws. */
   async start(_params: StartParams): Promise<void> {
-    await this.#socket();
+    await this.#socket.get();
   }
 
   /** Close the socket; utterances in flight end with a `closed` error. Idempotent. */
-  async stop(): Promise<void> {
-    await this.#connecting?.catch(() => undefined);
-    const ws = this.#ws;
-    this.#ws = undefined;
-    if (ws) await closeSocket(ws);
+  stop(): Promise<void> {
+    return this.#socket.close();
   }
 
   /**
@@ -151,7 +156,7 @@ export class CartesiaTts implements TtsService {
       yield makeFrame("TtsStopped", { contextId });
       return;
     }
-    const ws = await raceAbort(this.#socket(), signal);
+    const ws = await raceAbort(this.#socket.get(), signal);
     if (!ws) return;
     if (ws.readyState !== WebSocket.OPEN) throw this.#closedError(1006, "");
     const events = new Mailbox<ContextEvent>();
@@ -212,22 +217,8 @@ export class CartesiaTts implements TtsService {
     return req;
   }
 
-  /** The open socket, dialling it once for all concurrent callers. */
-  #socket(): Promise<WebSocket> {
-    if (this.#ws?.readyState === WebSocket.OPEN) return Promise.resolve(this.#ws);
-    this.#connecting ??= openSocket(this.#url, { "X-API-Key": this.#apiKey }, {
-      provider: this.#name,
-      timeoutMs: this.#timeoutMs,
-    }).then((ws) => {
-      this.#attach(ws);
-      return ws;
-    }).finally(() => (this.#connecting = undefined));
-    return this.#connecting;
-  }
-
   /** Route each server message to its context; a close fails every context in flight. */
   #attach(ws: WebSocket): void {
-    this.#ws = ws;
     ws.addEventListener("message", (e) => {
       const msg = parseJsonMessage(e.data);
       if (!msg) return;
@@ -240,7 +231,6 @@ export class CartesiaTts implements TtsService {
       }
     });
     ws.addEventListener("close", (e) => {
-      if (this.#ws === ws) this.#ws = undefined;
       for (const box of this.#contexts.values()) {
         box.push({ type: "closed", code: e.code, reason: e.reason });
       }
@@ -266,13 +256,3 @@ export class CartesiaTts implements TtsService {
 
 /** Make a {@link CartesiaTts}. */
 export const createCartesiaTts = (opts: ServiceOptions): CartesiaTts => new CartesiaTts(opts);
-
-/** `p`, or `undefined` as soon as `signal` aborts (the work behind `p` goes on). */
-function raceAbort<T>(p: Promise<T>, signal?: AbortSignal): Promise<T | undefined> {
-  if (!signal) return p;
-  return new Promise((resolve, reject) => {
-    const onAbort = () => resolve(undefined);
-    signal.addEventListener("abort", onAbort, { once: true });
-    p.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
-  });
-}

@@ -309,19 +309,35 @@ class IdleDeadline {
   }
 }
 
+/**
+ * Where a chat-completions request goes when it is not `{baseUrl}/chat/completions` with a
+ * bearer key: Azure OpenAI's deployment URL and `api-key` header.
+ */
+export interface ChatEndpoint {
+  /** The full request URL. */
+  url: string;
+  /** The auth headers for a key. */
+  auth(key: string): Record<string, string>;
+}
+
 /** Language model over an OpenAI-compatible chat-completions endpoint. */
 export class OpenAIChatLlm implements LlmService {
   readonly #opts: ServiceOptions;
   readonly #url: string;
+  readonly #auth: (key: string) => Record<string, string>;
   readonly #model: string;
   readonly #logger: Logger;
   #tools: ToolDecl[] = [];
 
-  /** A client for `opts.provider` at `opts.baseUrl` (default OpenAI) with `opts.model`. */
-  constructor(opts: ServiceOptions) {
+  /**
+   * A client for `opts.provider` at `opts.baseUrl` (default OpenAI) with `opts.model`;
+   * `endpoint` replaces the URL and the auth header.
+   */
+  constructor(opts: ServiceOptions, endpoint?: ChatEndpoint) {
     this.#opts = opts;
     const root = (opts.baseUrl ?? OPENAI_CHAT_DEFAULT_BASE_URL).replace(/\/+$/, "");
-    this.#url = `${root}/chat/completions`;
+    this.#url = endpoint?.url ?? `${root}/chat/completions`;
+    this.#auth = endpoint?.auth ?? ((key) => ({ authorization: `Bearer ${key}` }));
     this.#model = opts.model ?? OPENAI_CHAT_DEFAULT_MODEL;
     this.#logger = opts.logger ?? silentLogger;
   }
@@ -355,7 +371,7 @@ export class OpenAIChatLlm implements LlmService {
       "content-type": "application/json",
       accept: "text/event-stream",
     };
-    if (this.#opts.apiKey) headers.authorization = `Bearer ${this.#opts.apiKey}`;
+    if (this.#opts.apiKey) Object.assign(headers, this.#auth(this.#opts.apiKey));
     let res: Response;
     try {
       res = await providerFetch(

@@ -114,7 +114,10 @@ export function resolveOpenAIConfig(
   if (url.protocol !== "wss:" && url.protocol !== "ws:") {
     throw new FlowcatError("config", `${provider}: realtime URL must be ws:// or wss://`);
   }
-  if (!url.searchParams.has("model")) url.searchParams.set("model", model);
+  // Azure's preview endpoint names the model as `deployment`.
+  if (!url.searchParams.has("model") && !url.searchParams.has("deployment")) {
+    url.searchParams.set("model", model);
+  }
   const options = opts.options ?? {};
   const protocol = option(provider, options, "protocol", isProtocol, spec.protocol ?? "ga");
   const headers = authHeaders(spec, opts.apiKey);
@@ -179,3 +182,15 @@ export function sessionConfigFor(
     },
   };
 }
+
+/** The key variable of `openai-compatible` when the config names none. */
+export const OPENAI_COMPATIBLE_KEY_ENV = "OPENAI_COMPATIBLE_API_KEY";
+
+/** The key variable an `openai-compatible` config names (`options.key_env`), else the default. */
+export function openAICompatibleKeyEnv(options: Readonly<Record<string, unknown>>): string {
+  const name = options.key_env;
+  return typeof name === "string" && ENV_NAME.test(name) ? name : OPENAI_COMPATIBLE_KEY_ENV;
+}
+
+/** What an environment variable name may be (upper case, digits, `_`). */
+export const ENV_NAME: RegExp = /^[A-Z_][A-Z0-9_]*$/;

@@ -27,6 +27,8 @@ import { pacedStream } from "./_paced_stream.ts";
 export interface RecordedRequest {
   method: string;
   path: string;
+  /** The URL query. */
+  query: Record<string, string>;
   /** Header names lower-case. */
   headers: Record<string, string>;
   /** The parsed JSON body (`{}` when it was not JSON). */
@@ -128,6 +130,8 @@ export class OpenAIChatFake {
   dropped = 0;
   /** The Bearer key the fake accepts; another gets OpenAI's 401. Unset: no check. */
   apiKey: string | undefined;
+  /** Where the key is read: `Authorization: Bearer` (OpenAI) or `api-key` (Azure OpenAI). */
+  keyHeader: "authorization" | "api-key" = "authorization";
 
   readonly #server: Deno.HttpServer<Deno.NetAddr>;
   readonly #replies: FakeReply[] = [];
@@ -181,10 +185,18 @@ export class OpenAIChatFake {
     this.requests.push({
       method: req.method,
       path: new URL(req.url).pathname,
+      query: Object.fromEntries(new URL(req.url).searchParams),
       headers: Object.fromEntries(req.headers),
       body,
     });
-    const given = req.headers.get("authorization")?.replace(/^Bearer /, "") ?? "";
+    const given = this.keyHeader === "api-key"
+      ? req.headers.get("api-key") ?? ""
+      : req.headers.get("authorization")?.replace(/^Bearer /, "") ?? "";
+    if (this.apiKey !== undefined && given !== this.apiKey && this.keyHeader === "api-key") {
+      // Azure OpenAI's answer to a refused key.
+      const message = "Access denied due to invalid subscription key or wrong API endpoint.";
+      return Response.json({ error: { code: "401", message } }, { status: 401 });
+    }
     if (this.apiKey !== undefined && given !== this.apiKey) {
       // OpenAI shows only the key's ends in a 401.
       const shown = given.length > 8 ? `${given.slice(0, 3)}****${given.slice(-4)}` : "****";

@@ -41,6 +41,8 @@ export interface OpenAIRealtimeFakeOptions {
   /** Refuse the WebSocket upgrade with HTTP 401 unless the request carries this key (as
    * `Authorization: Bearer <key>` or an `api-key` header). Default: any key. */
   apiKey?: string;
+  /** Refuse upgrades (HTTP 401) whose header `name` is not `value` (lower-case name). */
+  requireHeader?: { name: string; value: string };
 }
 
 /** Client events of OpenAI's protocol that xAI's server does not define. */
@@ -197,6 +199,10 @@ export class OpenAIRealtimeFake {
       return Response.json({
         error: { type: "invalid_request_error", code: "invalid_api_key", message: "bad key" },
       }, { status: 401 });
+    }
+    const need = this.#opts.requireHeader;
+    if (need !== undefined && req.headers.get(need.name) !== need.value) {
+      return Response.json({ error: { code: "401", message: "Access denied" } }, { status: 401 });
     }
     const url = new URL(req.url);
     this.headers = Object.fromEntries(req.headers);
