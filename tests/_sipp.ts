@@ -10,10 +10,15 @@ export function freeUdpPort(): number {
   return port;
 }
 
-/** An even port base with `count` free even ports (and their odd neighbours) after it. */
-export function freeEvenPortBase(count: number): number {
+/**
+ * An even port base with `count` free even ports (and their odd neighbours) after it, a range
+ * holding none of `avoid` (the SIP port a config puts beside it, which the server refuses
+ * inside its RTP range).
+ */
+export function freeEvenPortBase(count: number, avoid: readonly number[] = []): number {
   for (let attempt = 0; attempt < 50; attempt++) {
     const base = 20000 + 2 * Math.floor(Math.random() * 18000);
+    if (avoid.some((p) => p >= base && p < base + 2 * count)) continue;
     const held: Deno.DatagramConn[] = [];
     try {
       for (let p = base; p < base + 2 * count; p++) {
@@ -27,6 +32,12 @@ export function freeEvenPortBase(count: number): number {
     }
   }
   throw new Error("no free even port range");
+}
+
+/** A free SIP port and an RTP range of `count` even ports beside it, as config fields. */
+export function sipAndRtpPorts(count: number): { sip_port: number; rtp_port_base: number } {
+  const sipPort = freeUdpPort();
+  return { sip_port: sipPort, rtp_port_base: freeEvenPortBase(count, [sipPort]) };
 }
 
 /** True when sipp (Debian `sip-tester`) can be run here. */
@@ -204,7 +215,7 @@ export function echoSipTrunkConfig(graph: unknown, sipPort: number): Record<stri
         password_env: "SIP_PASSWORD",
         caller_id: "+15551230000",
         sip_port: sipPort,
-        rtp_port_base: freeEvenPortBase(4),
+        rtp_port_base: freeEvenPortBase(4, [sipPort]),
         rtp_port_tries: 4,
         allow_hosts: ["127.0.0.1"],
       },

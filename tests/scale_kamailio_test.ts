@@ -71,7 +71,7 @@ async function startAgent(dir: string, n: number, proxyPort: number): Promise<Si
         caller_id: "+15551230000",
         public_ip: "127.0.0.1",
         sip_port: sipPort,
-        rtp_port_base: freeEvenPortBase(48),
+        rtp_port_base: freeEvenPortBase(48, [sipPort]),
         rtp_port_tries: 48,
         keepalive: { mode: "off" },
         // sipp's media comes from 127.0.0.1; signalling only through the proxy.

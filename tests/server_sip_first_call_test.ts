@@ -48,7 +48,7 @@ async function firstCall(): Promise<{ largest: number; packets: number; voice: n
         caller_id: "+15551230000",
         public_ip: "127.0.0.1",
         sip_port: sipPort,
-        rtp_port_base: freeEvenPortBase(2),
+        rtp_port_base: freeEvenPortBase(2, [sipPort]),
         rtp_port_tries: 2,
         keepalive: { mode: "off" },
         allow_hosts: ["127.0.0.1"],

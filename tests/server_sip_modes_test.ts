@@ -55,7 +55,7 @@ async function server(sip: Record<string, unknown>) {
         register: false,
         caller_id: "+15551230000",
         sip_port: sipPort,
-        rtp_port_base: freeEvenPortBase(4),
+        rtp_port_base: freeEvenPortBase(4, [sipPort]),
         rtp_port_tries: 4,
         keepalive: { mode: "off" },
         ...sip,

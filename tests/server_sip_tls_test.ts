@@ -11,7 +11,7 @@ import { createAgentServer } from "../server/app.ts";
 import { parseConfigText } from "../server/config.ts";
 import { hasBaresip, startBaresip } from "./_baresip.ts";
 import { until } from "./_core_helpers.ts";
-import { freeEvenPortBase, freeUdpPort, sine8k } from "./_sipp.ts";
+import { sine8k, sipAndRtpPorts } from "./_sipp.ts";
 import { makeTestCerts } from "./_tls_certs.ts";
 
 Deno.test("sip tls files: certificate, key and CA read; missing or non-PEM files named", async () => {
@@ -80,8 +80,7 @@ Deno.test({
           login: "flowcat",
           password_env: "SIP_PASSWORD",
           caller_id: "+15551230000",
-          sip_port: freeUdpPort(),
-          rtp_port_base: freeEvenPortBase(4),
+          ...sipAndRtpPorts(4),
           rtp_port_tries: 4,
           allow_hosts: ["127.0.0.1"],
           tls: { port: tlsPort, cert_file: certs.certFile, key_file: certs.keyFile },
