@@ -15,6 +15,12 @@
  *   still arrives before `Cleared` is dropped.
  *
  * Permissions: `--allow-net=api.deepgram.com:443` (or the `baseUrl` given).
+ * @example
+ * ```ts
+ * import { createDeepgramTts } from "@flowcat/flowcat/tts/deepgram";
+ * const tts = createDeepgramTts({ provider: "deepgram", apiKey: Deno.env.get("DEEPGRAM_API_KEY") });
+ * for await (const frame of tts.runTts("Hello there.")) console.log(frame.kind);
+ * ```
  * @module
  */
 
@@ -30,6 +36,8 @@ import {
   DEEPGRAM_TTS_DEFAULT_SAMPLE_RATE,
   DEEPGRAM_TTS_RATES,
 } from "./defaults.ts";
+
+export { StreamingTts } from "../tts/_shared.ts";
 
 /** The Deepgram Aura WebSocket text-to-speech service: one socket, one utterance at a time. */
 export class DeepgramTts extends StreamingTts {

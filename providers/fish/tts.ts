@@ -12,6 +12,12 @@
  *   finish); aborting closes that socket.
  *
  * Permissions: `--allow-net=api.fish.audio:443` (or the `baseUrl` given).
+ * @example
+ * ```ts
+ * import { createFishTts } from "@flowcat/flowcat/tts/fish";
+ * const tts = createFishTts({ provider: "fish", apiKey: Deno.env.get("FISH_API_KEY") });
+ * for await (const frame of tts.runTts("Hello there.")) console.log(frame.kind);
+ * ```
  * @module
  */
 
@@ -28,6 +34,8 @@ import {
   FISH_DEFAULT_SAMPLE_RATE,
   FISH_RATES,
 } from "./defaults.ts";
+
+export { StreamingTts } from "../tts/_shared.ts";
 
 /** The Fish Audio live text-to-speech service: a socket per utterance. */
 export class FishTts extends StreamingTts {

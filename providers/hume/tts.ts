@@ -10,6 +10,12 @@
  *   utterance ends with the body. PCM comes at 48 kHz only.
  *
  * Permissions: `--allow-net=api.hume.ai:443` (or the `baseUrl` given).
+ * @example
+ * ```ts
+ * import { createHumeTts } from "@flowcat/flowcat/tts/hume";
+ * const tts = createHumeTts({ provider: "hume", apiKey: Deno.env.get("HUME_API_KEY") });
+ * for await (const frame of tts.runTts("Hello there.")) console.log(frame.kind);
+ * ```
  * @module
  */
 
@@ -19,6 +25,8 @@ import { decodeBase64 } from "../ws_client.ts";
 import { readJsonLines, streamHttpTts } from "../tts/_http_stream.ts";
 import { keyAndRate, StreamingTts } from "../tts/_shared.ts";
 import { HUME_DEFAULT_BASE_URL, HUME_DEFAULT_VOICE, HUME_SAMPLE_RATE } from "./defaults.ts";
+
+export { StreamingTts } from "../tts/_shared.ts";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 

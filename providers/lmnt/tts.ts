@@ -13,6 +13,12 @@
  *   `complete` is dropped.
  *
  * Permissions: `--allow-net=api.lmnt.com:443` (or the `baseUrl` given).
+ * @example
+ * ```ts
+ * import { createLmntTts } from "@flowcat/flowcat/tts/lmnt";
+ * const tts = createLmntTts({ provider: "lmnt", apiKey: Deno.env.get("LMNT_API_KEY") });
+ * for await (const frame of tts.runTts("Hello there.")) console.log(frame.kind);
+ * ```
  * @module
  */
 
@@ -29,6 +35,8 @@ import {
   LMNT_DEFAULT_VOICE,
   LMNT_RATES,
 } from "./defaults.ts";
+
+export { StreamingTts } from "../tts/_shared.ts";
 
 /** The LMNT speech-session text-to-speech service: one socket, one utterance at a time. */
 export class LmntTts extends StreamingTts {

@@ -10,6 +10,12 @@
  *   end-of-utterance message: only the SSE stream says when the audio is complete.
  *
  * Permissions: `--allow-net=api.neuphonic.com:443` (or the `baseUrl` given).
+ * @example
+ * ```ts
+ * import { createNeuphonicTts } from "@flowcat/flowcat/tts/neuphonic";
+ * const tts = createNeuphonicTts({ provider: "neuphonic", apiKey: Deno.env.get("NEUPHONIC_API_KEY") });
+ * for await (const frame of tts.runTts("Hello there.")) console.log(frame.kind);
+ * ```
  * @module
  */
 
@@ -25,6 +31,8 @@ import {
   NEUPHONIC_DEFAULT_SAMPLE_RATE,
   NEUPHONIC_RATES,
 } from "./defaults.ts";
+
+export { StreamingTts } from "../tts/_shared.ts";
 
 /** The Neuphonic SSE text-to-speech service: one HTTP request per utterance. */
 export class NeuphonicTts extends StreamingTts {

@@ -13,6 +13,12 @@
  *   (providers/tts/_serial_socket.ts); events of another context (a cleared one) are dropped.
  *
  * Permissions: `--allow-net=users-ws.rime.ai:443` (or the `baseUrl` given).
+ * @example
+ * ```ts
+ * import { createRimeTts } from "@flowcat/flowcat/tts/rime";
+ * const tts = createRimeTts({ provider: "rime", apiKey: Deno.env.get("RIME_API_KEY") });
+ * for await (const frame of tts.runTts("Hello there.")) console.log(frame.kind);
+ * ```
  * @module
  */
 
@@ -29,6 +35,8 @@ import {
   RIME_DEFAULT_VOICE,
   RIME_PCM_RATES,
 } from "./defaults.ts";
+
+export { StreamingTts } from "../tts/_shared.ts";
 
 /** Rime's three-letter codes for the languages its reference lists. */
 const RIME_LANGUAGES: Readonly<Record<string, string>> = {
