@@ -30,7 +30,7 @@ import type {
 import { serviceProviders } from "./service_registry.ts";
 import { AWS_DEFAULT_REGION, AWS_ENV, awsHostsFor, BEDROCK } from "./aws/defaults.ts";
 import { AZURE_OPENAI_KEY_ENV, openAIHosts } from "./azure/defaults.ts";
-import { openAICompatibleKeyEnv } from "./realtime/openai_config.ts";
+import { openAICompatibleKeyEnv } from "./openai/realtime_config.ts";
 
 // The cascaded-service types, so an embedder passing its own service factories needs only this
 // entry point.
@@ -73,8 +73,8 @@ export const REALTIME_PROVIDERS: Readonly<Record<string, RealtimeProviderInfo>> 
     hosts: [],
     needsKey: false,
     description: "local, credential-free: speaks back what it hears",
-    load: () => import("./realtime/echo.ts").then((m) => m.createEchoRealtime),
-    warm: (opts) => import("./realtime/echo.ts").then((m) => m.warmEchoRealtime(opts)),
+    load: () => import("./echo/realtime.ts").then((m) => m.createEchoRealtime),
+    warm: (opts) => import("./echo/realtime.ts").then((m) => m.warmEchoRealtime(opts)),
   },
   gemini: {
     name: "gemini",
@@ -82,7 +82,7 @@ export const REALTIME_PROVIDERS: Readonly<Record<string, RealtimeProviderInfo>> 
     hosts: ["generativelanguage.googleapis.com:443"],
     needsKey: true,
     description: "Google Gemini Live (BidiGenerateContent)",
-    load: () => import("./realtime/gemini_live.ts").then((m) => m.createGeminiLive),
+    load: () => import("./google/gemini_live.ts").then((m) => m.createGeminiLive),
   },
   openai: {
     name: "openai",
@@ -90,7 +90,7 @@ export const REALTIME_PROVIDERS: Readonly<Record<string, RealtimeProviderInfo>> 
     hosts: ["api.openai.com:443"],
     needsKey: true,
     description: "OpenAI Realtime (GA protocol)",
-    load: () => import("./realtime/openai_realtime.ts").then((m) => m.createOpenAIRealtime),
+    load: () => import("./openai/realtime.ts").then((m) => m.createOpenAIRealtime),
   },
   xai: {
     name: "xai",
@@ -98,7 +98,7 @@ export const REALTIME_PROVIDERS: Readonly<Record<string, RealtimeProviderInfo>> 
     hosts: ["api.x.ai:443"],
     needsKey: true,
     description: "xAI Grok voice (Grok Voice Agent API)",
-    load: () => import("./realtime/xai.ts").then((m) => m.createXaiRealtime),
+    load: () => import("./xai/realtime.ts").then((m) => m.createXaiRealtime),
   },
   ultravox: {
     name: "ultravox",
@@ -106,7 +106,7 @@ export const REALTIME_PROVIDERS: Readonly<Record<string, RealtimeProviderInfo>> 
     hosts: ["api.ultravox.ai:443", "voice.ultravox.ai:443"],
     needsKey: true,
     description: "Ultravox (server WebSocket call)",
-    load: () => import("./realtime/ultravox.ts").then((m) => m.createUltravoxRealtime),
+    load: () => import("./ultravox/realtime.ts").then((m) => m.createUltravoxRealtime),
   },
   "nova-sonic": {
     name: "nova-sonic",
@@ -136,7 +136,7 @@ export const REALTIME_PROVIDERS: Readonly<Record<string, RealtimeProviderInfo>> 
     needsKey: true,
     description: "any OpenAI Realtime endpoint (url; options.key_env, options.auth_header)",
     keyEnvFor: (options) => openAICompatibleKeyEnv(options),
-    load: () => import("./realtime/openai_style.ts").then((m) => m.createOpenAICompatibleRealtime),
+    load: () => import("./openai/realtime_style.ts").then((m) => m.createOpenAICompatibleRealtime),
   },
 });
 

@@ -1,3 +1,4 @@
+// Over 400 lines: a probe target for every provider family (cascaded and realtime) and the probe.
 /**
  * Provider probes: one cheap HTTP request per configured provider, so an operator learns that
  * whisper.cpp or Ollama is not running before the first caller meets silence, and that a cloud

@@ -11,7 +11,7 @@ import { silentLogger } from "../core/log.ts";
 import type { RealtimeEvent, RealtimeLlm } from "../core/seams.ts";
 import { createAzureOpenAILlm } from "../providers/azure/openai_llm.ts";
 import { createAzureRealtime } from "../providers/azure/realtime.ts";
-import { createOpenAICompatibleRealtime } from "../providers/realtime/openai_style.ts";
+import { createOpenAICompatibleRealtime } from "../providers/openai/realtime_style.ts";
 import type { ServiceOptions } from "../providers/service_options.ts";
 import {
   errorReply,

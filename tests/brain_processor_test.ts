@@ -4,7 +4,7 @@ import { BrainProcessor } from "../core/processors/brain.ts";
 import { CallTranscript } from "../core/processors/finalize.ts";
 import { buildS2sTask } from "../core/builders.ts";
 import type { MediaTransport } from "../core/seams.ts";
-import { EchoRealtime } from "../providers/realtime/echo.ts";
+import { EchoRealtime } from "../providers/echo/realtime.ts";
 import { MemorySessionSource } from "../server/session_store.ts";
 import { GraphBrain, parseGraphSpec, RemoteBrain } from "../core/agent/mod.ts";
 import { serveBrain } from "../server/brain_server.ts";

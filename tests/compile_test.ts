@@ -87,8 +87,8 @@ Deno.test("compile argv: a gemini config grants its host and key and leaves echo
   assert.ok(!flag(argv, "--allow-net").includes("api.openai.com:443"));
   assert.ok(flag(argv, "--allow-env").includes("GEMINI_API_KEY"));
   const mods = providerModules(cfg);
-  assert.deepEqual(mods.needed, ["providers/realtime/gemini_live.ts"]);
-  for (const m of ["providers/realtime/echo.ts", "providers/espeak/tts.ts"]) {
+  assert.deepEqual(mods.needed, ["providers/google/gemini_live.ts"]);
+  for (const m of ["providers/echo/realtime.ts", "providers/espeak/tts.ts"]) {
     assert.ok(mods.leftOut.includes(m), m);
   }
   for (const m of [...mods.needed, ...mods.leftOut]) assert.ok((await Deno.stat(m)).isFile, m);
@@ -97,10 +97,10 @@ Deno.test("compile argv: a gemini config grants its host and key and leaves echo
 Deno.test("compile argv: echo keeps espeak; the cascaded example keeps its three families", async () => {
   const echo = providerModules(await config("examples/agent.yaml"));
   assert.deepEqual(echo.needed.toSorted(), [
+    "providers/echo/realtime.ts",
     "providers/espeak/tts.ts",
-    "providers/realtime/echo.ts",
   ]);
-  assert.ok(echo.leftOut.includes("providers/realtime/gemini_live.ts"));
+  assert.ok(echo.leftOut.includes("providers/google/gemini_live.ts"));
   assert.ok(echo.leftOut.includes("providers/anthropic/llm.ts"));
   assert.ok(echo.leftOut.includes("server/mcp/toolbox.ts"), "no tools.mcp: no MCP client");
   const withMcp = await config("examples/agent.yaml");
@@ -134,7 +134,7 @@ Deno.test("compile import map: left-out modules point at the stub, npm imports k
 Deno.test("compile listing: a left-out module still listed is a leak", () => {
   const listing =
     "├─┬ providers\n│ ├── realtime/echo.ts (29KB)\n│ └─┬ espeak\n│   └── tts.ts (28KB)\n";
-  assert.deepEqual(embeddedLeaks(listing, ["providers/realtime/gemini_live.ts"]), []);
+  assert.deepEqual(embeddedLeaks(listing, ["providers/google/gemini_live.ts"]), []);
   assert.deepEqual(embeddedLeaks(listing, ["providers/espeak/tts.ts"]), [
     "providers/espeak/tts.ts",
   ]);

@@ -17,7 +17,7 @@ import { silentLogger } from "../core/log.ts";
 import { echoCancelFor } from "../server/calls.ts";
 import { buildS2sTask } from "../core/builders.ts";
 import type { MediaTransport } from "../core/seams.ts";
-import { EchoRealtime } from "../providers/realtime/echo.ts";
+import { EchoRealtime } from "../providers/echo/realtime.ts";
 import { MemorySessionSource } from "../server/session_store.ts";
 import { GraphBrain, parseGraphSpec } from "../core/agent/mod.ts";
 import { parse, yaml } from "./_server_config_helpers.ts";

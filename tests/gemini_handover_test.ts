@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { concatInt16 } from "../core/audio/pcm.ts";
 import { type LogRecord, memoryLogger } from "../core/log.ts";
 import type { RealtimeEvent } from "../core/seams.ts";
-import { createGeminiLive } from "../providers/realtime/gemini_live.ts";
+import { createGeminiLive } from "../providers/google/gemini_live.ts";
 import { createServerMetrics } from "../server/server_metrics.ts";
 import { sleep, until as untilWithin } from "./_core_helpers.ts";
 import { GeminiLiveFake } from "./fakes/gemini_live_fake.ts";

@@ -5,7 +5,7 @@ import { FlowcatError } from "../core/errors.ts";
 import { memoryLogger } from "../core/log.ts";
 import type { RealtimeEvent, RealtimeSetup } from "../core/seams.ts";
 import type { RealtimeProviderOptions } from "../providers/registry.ts";
-import { createGeminiLive } from "../providers/realtime/gemini_live.ts";
+import { createGeminiLive } from "../providers/google/gemini_live.ts";
 import {
   clientAudioPcm,
   GeminiLiveFake,

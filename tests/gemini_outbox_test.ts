@@ -1,7 +1,7 @@
 /** The Gemini outbound log: what a resumed session gets written again, and its bound. */
 
 import assert from "node:assert/strict";
-import { OutboundLog } from "../providers/realtime/gemini_outbox.ts";
+import { OutboundLog } from "../providers/google/gemini_live_outbox.ts";
 
 function log(maxMs = 1000) {
   const warnings: number[] = [];

@@ -35,16 +35,20 @@ const ALLOWED: Record<string, readonly string[]> = {
 
 /** Client-to-client imports inside providers/ that are deliberate, with the reason. */
 const CLIENT_IMPORTS_ALLOWED: Record<string, string> = {
-  "providers/realtime/openai_style.ts -> providers/realtime/openai_realtime.ts":
+  "providers/openai/realtime_style.ts -> providers/openai/realtime.ts":
     "a wrapper is a line of config over its family's client",
-  "providers/realtime/echo.ts -> providers/espeak/tts.ts":
+  "providers/echo/realtime.ts -> providers/espeak/tts.ts":
     "the echo model speaks its greeting with the local TTS",
-  "providers/realtime/gemini_live.ts -> providers/realtime/env.ts":
+  "providers/google/gemini_live.ts -> providers/realtime/env.ts":
     "env.ts holds the realtime settings read from FLOWCAT_* variables, shared by the family",
-  "providers/realtime/xai.ts -> providers/realtime/openai_style.ts":
+  "providers/xai/realtime.ts -> providers/openai/realtime_style.ts":
     "xAI Grok voice speaks the OpenAI Realtime wire: a wrapper in the client's xai dialect",
   "providers/aws/nova_sonic.ts -> providers/realtime/env.ts":
     "the realtime settings' default voices are other families' names, which Nova Sonic ignores",
+  "providers/azure/openai_llm.ts -> providers/openai/chat.ts":
+    "Azure OpenAI serves OpenAI's chat wire: the same client with a deployment URL and api-key",
+  "providers/azure/realtime.ts -> providers/openai/realtime.ts":
+    "Azure OpenAI Realtime is OpenAI's Realtime wire: the same client, another URL and key header",
   "providers/google/vertex.ts -> providers/google/gemini_llm.ts":
     "Vertex AI serves the Gemini generateContent wire: the same client, another URL and credential",
 };

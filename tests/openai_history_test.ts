@@ -1,7 +1,7 @@
 /** What a reseeded OpenAI session is given: the conversation as heard and the untranscribed audio. */
 
 import assert from "node:assert/strict";
-import { AudioBacklog, OpenAIConversation } from "../providers/realtime/openai_history.ts";
+import { AudioBacklog, OpenAIConversation } from "../providers/openai/realtime_history.ts";
 
 const texts = (c: OpenAIConversation) =>
   c.seedEvents("ga").map((e) => {

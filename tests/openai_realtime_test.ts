@@ -12,8 +12,8 @@ import { audioFrame, type ToolDecl } from "../core/frames.ts";
 import { type LogRecord, memoryLogger } from "../core/log.ts";
 import type { RealtimeEvent, RealtimeLlm, RealtimeSetup } from "../core/seams.ts";
 import type { RealtimeFactory, RealtimeProviderOptions } from "../providers/registry.ts";
-import { createOpenAIRealtime } from "../providers/realtime/openai_realtime.ts";
-import { openAIStyleRealtime } from "../providers/realtime/openai_style.ts";
+import { createOpenAIRealtime } from "../providers/openai/realtime.ts";
+import { openAIStyleRealtime } from "../providers/openai/realtime_style.ts";
 import {
   audioDeltaEvent,
   botTranscriptEvent,

@@ -10,8 +10,8 @@ import { concatInt16 } from "../core/audio/pcm.ts";
 import { audioFrame } from "../core/frames.ts";
 import { memoryLogger } from "../core/log.ts";
 import type { RealtimeEvent, ToolDecl } from "../core/seams.ts";
-import { createOpenAIRealtime } from "../providers/realtime/openai_realtime.ts";
-import { openAIStyleRealtime } from "../providers/realtime/openai_style.ts";
+import { createOpenAIRealtime } from "../providers/openai/realtime.ts";
+import { openAIStyleRealtime } from "../providers/openai/realtime_style.ts";
 import { sleep, until as untilWithin } from "./_core_helpers.ts";
 import {
   audioDeltaEvent,

@@ -8,7 +8,7 @@ import { rms, sine } from "../core/audio/pcm.ts";
 import { visibleLength } from "../core/heard_text.ts";
 import { silentLogger } from "../core/log.ts";
 import type { Finalize } from "../core/seams.ts";
-import { EchoRealtime } from "../providers/realtime/echo.ts";
+import { EchoRealtime } from "../providers/echo/realtime.ts";
 import { MemorySessionSource } from "../server/session_store.ts";
 import { type TwilioCall, twilioCall } from "./_twilio_client.ts";
 import { sleep, until } from "./_core_helpers.ts";

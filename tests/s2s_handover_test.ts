@@ -11,7 +11,7 @@ import { sine } from "../core/audio/pcm.ts";
 import { buildS2sTask } from "../core/builders.ts";
 import { silentLogger } from "../core/log.ts";
 import type { Finalize } from "../core/seams.ts";
-import { createGeminiLive } from "../providers/realtime/gemini_live.ts";
+import { createGeminiLive } from "../providers/google/gemini_live.ts";
 import { MemorySessionSource } from "../server/session_store.ts";
 import { sleep, until } from "./_core_helpers.ts";
 import { twilioCall } from "./_twilio_client.ts";

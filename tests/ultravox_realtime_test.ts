@@ -6,7 +6,7 @@
 
 import assert from "node:assert/strict";
 import type { RealtimeEvent } from "../core/seams.ts";
-import { createUltravoxRealtime } from "../providers/realtime/ultravox.ts";
+import { createUltravoxRealtime } from "../providers/ultravox/realtime.ts";
 import { until } from "./_realtime_conformance.ts";
 import { UltravoxFake } from "./fakes/ultravox_fake.ts";
 

@@ -5,7 +5,7 @@
  */
 
 import assert from "node:assert/strict";
-import { createXaiRealtime } from "../providers/realtime/xai.ts";
+import { createXaiRealtime } from "../providers/xai/realtime.ts";
 import {
   audioDeltaEvent,
   OpenAIRealtimeFake,

@@ -1,5 +1,5 @@
 /**
- * Azure OpenAI Realtime: the OpenAI Realtime client (providers/realtime/openai_realtime.ts) at an
+ * Azure OpenAI Realtime: the OpenAI Realtime client (providers/openai/realtime.ts) at an
  * Azure resource, with the key in an `api-key` header. Two endpoints, by `options.api_version`:
  *
  * - absent or `v1` (GA): `wss://<resource>.openai.azure.com/openai/v1/realtime?model=<deployment>`,
@@ -23,7 +23,7 @@
 
 import type { RealtimeLlm } from "../../core/seams.ts";
 import type { RealtimeProviderOptions } from "../provider_types.ts";
-import { OpenAIRealtimeClient } from "../realtime/openai_realtime.ts";
+import { OpenAIRealtimeClient } from "../openai/realtime.ts";
 import { deploymentOf, openAIRoot, stringOption } from "./defaults.ts";
 
 /** The realtime socket URL of a deployment for an API version (`v1`: GA). */

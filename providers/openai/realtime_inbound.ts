@@ -5,7 +5,7 @@
  */
 
 import type { LlmTokenUsage } from "../../core/frames.ts";
-import { messageText, pcm16FromBase64 } from "./_shared.ts";
+import { messageText, pcm16FromBase64 } from "../realtime/_shared.ts";
 
 /** A server event: a JSON object with a string `type`. */
 export type ServerEvent = { type: string } & Record<string, unknown>;

@@ -24,21 +24,26 @@ import type { Logger } from "../../core/log.ts";
 import type { RealtimeEvent, RealtimeLlm, RealtimeSetup } from "../../core/seams.ts";
 import type { RealtimeFactory, RealtimeProviderOptions } from "../provider_types.ts";
 import { handoverReply, reportHandover } from "../../core/handover.ts";
-import { retryWithBackoff } from "./retry.ts";
-import { closeSocket, dtmfUserText, openRealtimeSocket, RealtimeEventQueue } from "./_shared.ts";
+import { retryWithBackoff } from "../realtime/retry.ts";
+import {
+  closeSocket,
+  dtmfUserText,
+  openRealtimeSocket,
+  RealtimeEventQueue,
+} from "../realtime/_shared.ts";
 import {
   AudioBacklog,
   continueAnswerText,
   type CutAnswer,
   OpenAIConversation,
-} from "./openai_history.ts";
+} from "./realtime_history.ts";
 import {
   OPENAI_REALTIME_SPEC,
   type OpenAIClientConfig,
   type OpenAIStyleSpec,
   resolveOpenAIConfig,
   sessionConfigFor,
-} from "./openai_config.ts";
+} from "./realtime_config.ts";
 import {
   AUDIO_DELTA_EVENTS,
   audioDeltaOf,
@@ -49,9 +54,9 @@ import {
   serverErrorInfo,
   type ServerEvent,
   usageFromResponse,
-} from "./openai_inbound.ts";
-import { SessionHandshake } from "./openai_handshake.ts";
-import { ResponseGate } from "./openai_responses.ts";
+} from "./realtime_inbound.ts";
+import { SessionHandshake } from "./realtime_handshake.ts";
+import { ResponseGate } from "./realtime_responses.ts";
 import {
   type ClientEvent,
   functionOutputEvent,
@@ -61,7 +66,7 @@ import {
   sessionUpdateEvent,
   toolOutputText,
   userTextEvent,
-} from "./openai_wire.ts";
+} from "./realtime_wire.ts";
 
 type State = "idle" | "connecting" | "open" | "reconnecting" | "closed";
 

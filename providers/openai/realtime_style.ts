@@ -21,11 +21,11 @@
 import { FlowcatError } from "../../core/errors.ts";
 import type { RealtimeLlm } from "../../core/seams.ts";
 import type { RealtimeFactory, RealtimeProviderOptions } from "../provider_types.ts";
-import { ENV_NAME, OPENAI_REALTIME_SPEC, type OpenAIStyleSpec } from "./openai_config.ts";
-import { OpenAIRealtimeClient } from "./openai_realtime.ts";
+import { ENV_NAME, OPENAI_REALTIME_SPEC, type OpenAIStyleSpec } from "./realtime_config.ts";
+import { OpenAIRealtimeClient } from "./realtime.ts";
 
-export type { OpenAIStyleSpec } from "./openai_config.ts";
-export type { OpenAIRealtimeProtocol } from "./openai_wire.ts";
+export type { OpenAIStyleSpec } from "./realtime_config.ts";
+export type { OpenAIRealtimeProtocol } from "./realtime_wire.ts";
 
 /**
  * A {@link RealtimeFactory} for a provider speaking the OpenAI Realtime protocol at

@@ -4,7 +4,7 @@
  * @module
  */
 
-import { openRealtimeSocket, type OpenSocketOptions } from "./_shared.ts";
+import { openRealtimeSocket, type OpenSocketOptions } from "../realtime/_shared.ts";
 
 /** Tracks sockets from opening to closed. */
 export class SocketPool {

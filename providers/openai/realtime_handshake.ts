@@ -7,8 +7,8 @@
  */
 
 import { FlowcatError } from "../../core/errors.ts";
-import { serverErrorInfo, type ServerEvent } from "./openai_inbound.ts";
-import type { ClientEvent } from "./openai_wire.ts";
+import { serverErrorInfo, type ServerEvent } from "./realtime_inbound.ts";
+import type { ClientEvent } from "./realtime_wire.ts";
 
 interface Pending {
   phase: "created" | "updated";

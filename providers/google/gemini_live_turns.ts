@@ -6,7 +6,7 @@
  */
 
 import type { RealtimeEvent } from "../../core/seams.ts";
-import type { GeminiServerMessage } from "./gemini_parse.ts";
+import type { GeminiServerMessage } from "./gemini_live_parse.ts";
 
 /** What a tool result may do with a call id. */
 export type ToolCallLookup =

@@ -7,7 +7,7 @@
 
 import { Resampler } from "../../core/audio/resample.ts";
 import type { AudioFrame, ToolDecl } from "../../core/frames.ts";
-import { pcm16ToBase64 } from "./_shared.ts";
+import { pcm16ToBase64 } from "../realtime/_shared.ts";
 
 /**
  * Which OpenAI Realtime dialect: the GA protocol, the older beta one (`OpenAI-Beta` header), or

@@ -31,7 +31,7 @@ import { FlowcatError } from "../../core/errors.ts";
 import type { AudioFrame, KeypadEntry, ToolDecl, VadParams } from "../../core/frames.ts";
 import type { RealtimeEvent, RealtimeLlm, RealtimeSetup } from "../../core/seams.ts";
 import type { RealtimeFactory, RealtimeProviderOptions } from "../provider_types.ts";
-import { RealtimeEventQueue } from "./_shared.ts";
+import { RealtimeEventQueue } from "../realtime/_shared.ts";
 
 /** A scripted tool call: after the caller's `afterTurn`-th turn, call `tool`. */
 export interface EchoCue {

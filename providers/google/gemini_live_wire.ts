@@ -6,7 +6,7 @@
  */
 
 import type { RealtimeVadSettings, ToolDecl } from "../../core/seams.ts";
-import { pcm16ToBase64 } from "./_shared.ts";
+import { pcm16ToBase64 } from "../realtime/_shared.ts";
 
 /** Public Gemini Developer API endpoint (the key goes in `?key=`). */
 export const GEMINI_LIVE_URL =

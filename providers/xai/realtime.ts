@@ -17,8 +17,8 @@
  */
 
 import type { RealtimeFactory } from "../provider_types.ts";
-import type { OpenAIStyleSpec } from "./openai_config.ts";
-import { openAIStyleRealtime } from "./openai_style.ts";
+import type { OpenAIStyleSpec } from "../openai/realtime_config.ts";
+import { openAIStyleRealtime } from "../openai/realtime_style.ts";
 
 /** xAI's endpoint and defaults: the newest voice model and xAI's default voice. */
 export const XAI_REALTIME_SPEC: Readonly<OpenAIStyleSpec> = Object.freeze({

@@ -4,8 +4,8 @@
  * @module
  */
 
-import type { GeminiConnection } from "./gemini_session.ts";
-import { retireConnection } from "./gemini_session.ts";
+import type { GeminiConnection } from "./gemini_live_session.ts";
+import { retireConnection } from "./gemini_live_session.ts";
 
 interface Standby {
   handle: string | undefined;

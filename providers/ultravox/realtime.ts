@@ -26,7 +26,7 @@ import { type AudioFrame, audioFrame, type KeypadEntry, type ToolDecl } from "..
 import { type Logger, silentLogger } from "../../core/log.ts";
 import type { RealtimeEvent, RealtimeLlm, RealtimeSetup } from "../../core/seams.ts";
 import { providerFetch } from "../http.ts";
-import { retryWithBackoff } from "./retry.ts";
+import { retryWithBackoff } from "../realtime/retry.ts";
 import type { RealtimeFactory, RealtimeProviderOptions } from "../provider_types.ts";
 import {
   closeSocket,
@@ -34,7 +34,7 @@ import {
   messageText,
   openRealtimeSocket,
   RealtimeEventQueue,
-} from "./_shared.ts";
+} from "../realtime/_shared.ts";
 import {
   createCallBody,
   parseUltravoxMessage,
@@ -46,7 +46,7 @@ import {
   type UltravoxMessage,
   ultravoxTools,
   userTextMessage,
-} from "./ultravox_wire.ts";
+} from "./realtime_wire.ts";
 
 const P = "ultravox";
 const CLOSE_WAIT_MS = 2000;

@@ -5,8 +5,8 @@
  */
 
 import type { AudioFrame, LlmTokenUsage } from "../../core/frames.ts";
-import { pcm16FromBase64 } from "./_shared.ts";
-import { GEMINI_OUTPUT_RATE, isPlainObject } from "./gemini_wire.ts";
+import { pcm16FromBase64 } from "../realtime/_shared.ts";
+import { GEMINI_OUTPUT_RATE, isPlainObject } from "./gemini_live_wire.ts";
 
 /** A function call the model asks for. */
 export interface GeminiToolCall {

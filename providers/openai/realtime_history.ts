@@ -6,8 +6,8 @@
  * @module
  */
 
-import type { OpenAIRealtimeProtocol } from "./openai_wire.ts";
-import type { ClientEvent } from "./openai_wire.ts";
+import type { OpenAIRealtimeProtocol } from "./realtime_wire.ts";
+import type { ClientEvent } from "./realtime_wire.ts";
 
 type Item =
   | { kind: "user"; text: string }

@@ -6,7 +6,7 @@
 
 import { FlowcatError } from "../../core/errors.ts";
 import type { Logger } from "../../core/log.ts";
-import { GEMINI_DEFAULT_MODEL } from "./gemini_wire.ts";
+import { GEMINI_DEFAULT_MODEL } from "./gemini_live_wire.ts";
 
 /** Options of the Gemini Live client. */
 export interface GeminiLiveOptions {

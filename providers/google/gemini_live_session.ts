@@ -6,10 +6,10 @@
  */
 
 import { FlowcatError } from "../../core/errors.ts";
-import { messageText } from "./_shared.ts";
-import { type GeminiServerMessage, parseGeminiServerMessage } from "./gemini_parse.ts";
-import type { SocketPool } from "./gemini_sockets.ts";
-import { geminiSetupMessage, type GeminiSetupParams } from "./gemini_wire.ts";
+import { messageText } from "../realtime/_shared.ts";
+import { type GeminiServerMessage, parseGeminiServerMessage } from "./gemini_live_parse.ts";
+import type { SocketPool } from "./gemini_live_sockets.ts";
+import { geminiSetupMessage, type GeminiSetupParams } from "./gemini_live_wire.ts";
 
 /** A connection of one client. */
 export interface GeminiConnection {

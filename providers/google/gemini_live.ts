@@ -21,15 +21,19 @@ import { type Logger, silentLogger } from "../../core/log.ts";
 import type { AudioFrame, KeypadEntry } from "../../core/frames.ts";
 import type { RealtimeEvent, RealtimeLlm, RealtimeSetup, ToolDecl } from "../../core/seams.ts";
 import type { RealtimeFactory } from "../provider_types.ts";
-import { dtmfUserText, RealtimeEventQueue } from "./_shared.ts";
-import { DEFAULT_VOICES } from "./env.ts";
-import type { GeminiServerMessage } from "./gemini_parse.ts";
-import { OutboundLog } from "./gemini_outbox.ts";
-import { type GeminiConnection, openGeminiConnection, retireConnection } from "./gemini_session.ts";
-import { SocketPool } from "./gemini_sockets.ts";
-import { retryWithBackoff } from "./retry.ts";
-import { StandbySlot } from "./gemini_standby.ts";
-import { GeminiTurnTracker } from "./gemini_turns.ts";
+import { dtmfUserText, RealtimeEventQueue } from "../realtime/_shared.ts";
+import { DEFAULT_VOICES } from "../realtime/env.ts";
+import type { GeminiServerMessage } from "./gemini_live_parse.ts";
+import { OutboundLog } from "./gemini_live_outbox.ts";
+import {
+  type GeminiConnection,
+  openGeminiConnection,
+  retireConnection,
+} from "./gemini_live_session.ts";
+import { SocketPool } from "./gemini_live_sockets.ts";
+import { retryWithBackoff } from "../realtime/retry.ts";
+import { StandbySlot } from "./gemini_live_standby.ts";
+import { GeminiTurnTracker } from "./gemini_live_turns.ts";
 import {
   GEMINI_LIVE_URL,
   geminiAudioMessage,
@@ -38,16 +42,16 @@ import {
   geminiResumeReplyMessage,
   geminiToolResponseMessage,
   geminiUserTurnMessage,
-} from "./gemini_wire.ts";
+} from "./gemini_live_wire.ts";
 import { handoverReply, reportHandover } from "../../core/handover.ts";
 import {
   type GeminiLiveOptions,
   geminiOptionsFrom,
   type ResolvedGeminiOptions,
   resolveGeminiOptions,
-} from "./gemini_options.ts";
+} from "./gemini_live_options.ts";
 
-export type { GeminiLiveOptions } from "./gemini_options.ts";
+export type { GeminiLiveOptions } from "./gemini_live_options.ts";
 
 /** How long after a `goAway` deadline the client gives up on a server that did not close. */
 const DEADLINE_GRACE_MS = 500;

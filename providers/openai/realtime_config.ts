@@ -9,7 +9,7 @@ import { FlowcatError } from "../../core/errors.ts";
 import { type Logger, silentLogger } from "../../core/log.ts";
 import type { RealtimeSetup } from "../../core/seams.ts";
 import type { RealtimeProviderOptions } from "../provider_types.ts";
-import type { OpenAIRealtimeProtocol, OpenAISessionConfig } from "./openai_wire.ts";
+import type { OpenAIRealtimeProtocol, OpenAISessionConfig } from "./realtime_wire.ts";
 
 /** A provider that speaks the OpenAI Realtime protocol. */
 export interface OpenAIStyleSpec {

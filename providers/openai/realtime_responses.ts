@@ -5,8 +5,8 @@
  * @module
  */
 
-import type { ClientEvent } from "./openai_wire.ts";
-import { OPENAI_PCM_RATE } from "./openai_wire.ts";
+import type { ClientEvent } from "./realtime_wire.ts";
+import { OPENAI_PCM_RATE } from "./realtime_wire.ts";
 
 /** The assistant audio item being received. */
 interface AudioItem {
