@@ -84,17 +84,24 @@ export function grpcStatusName(code: number): string {
   return STATUS_NAMES[code] ?? `STATUS_${code}`;
 }
 
-function statusKind(code: number): FlowcatErrorKind {
+function statusKind(code: number, details: string): FlowcatErrorKind {
   if (code === 16 || code === 7) return "auth";
   if (code === 4) return "timeout";
   if (code === 14 || code === 1) return "closed";
+  // grpc-js reports a connection cut mid-stream as UNAVAILABLE or, depending on which side of
+  // HTTP/2 notices first, as INTERNAL with the stream's reset: both are a closed connection.
+  if (
+    code === 13 && /RST_STREAM|ECONNRESET|socket hang up|connection (dropped|closed)/i.test(details)
+  ) {
+    return "closed";
+  }
   return "protocol";
 }
 
 /** A gRPC status as a FlowcatError: `<provider>: gRPC <NAME>: <details>`. */
 export function grpcError(provider: string, code: number, details: string): FlowcatError {
   const err = new FlowcatError(
-    statusKind(code),
+    statusKind(code, details),
     `${provider}: gRPC ${grpcStatusName(code)}${details ? `: ${details}` : ""}`,
   );
   (err as FlowcatError & { grpcCode?: number }).grpcCode = code;
