@@ -35,8 +35,12 @@ export interface Turn {
 export interface RealtimeRig {
   /** Options that point the client at the fake with the key it accepts. */
   options: RealtimeProviderOptions;
-  /** The key the fake refuses; absent for a provider without credentials. */
+  /** The key the fake refuses (the secret an error must never hold); absent without credentials. */
   wrongKey?: string;
+  /** Options carrying {@link wrongKey}; default `{ apiKey: wrongKey }` (AWS: credentials). */
+  wrongOptions?: Partial<RealtimeProviderOptions>;
+  /** Options with the credentials left out; default `{ apiKey: undefined }`. */
+  missingOptions?: Partial<RealtimeProviderOptions>;
   /** The model answers the caller's turn `turn`: its audio, both transcripts, the turn end. */
   answer(llm: RealtimeLlm, turn: Turn): Promise<void>;
   /** The model starts an answer and keeps it open (audio sent, no turn end). */
@@ -225,7 +229,7 @@ export function realtimeConformance(t: RealtimeTarget): void {
     try {
       if (rig.wrongKey === undefined) return; // no credentials: checked below
       assert.throws(
-        () => t.create({ ...rig.options, apiKey: undefined }),
+        () => t.create({ ...rig.options, ...(rig.missingOptions ?? { apiKey: undefined }) }),
         (e) => e instanceof FlowcatError && e.kind === "config" && e.message.includes(t.provider),
       );
     } finally {
@@ -243,7 +247,7 @@ export function realtimeConformance(t: RealtimeTarget): void {
         await llm.close();
         return;
       }
-      const llm = t.create({ ...rig.options, apiKey: rig.wrongKey });
+      const llm = t.create({ ...rig.options, ...(rig.wrongOptions ?? { apiKey: rig.wrongKey }) });
       const err = await llm.connect(SETUP).then(() => undefined, (e) => e);
       await llm.close();
       assert.ok(err instanceof FlowcatError, `not a FlowcatError: ${String(err)}`);

@@ -1,12 +1,14 @@
 /**
  * Every realtime (speech-to-speech) provider through the conformance suite
  * (tests/_realtime_conformance.ts), each against its local fake: the echo model (local),
- * Gemini Live, OpenAI Realtime, xAI Grok voice, Ultravox and Azure OpenAI. Clients are made by the registry's loaders.
+ * Gemini Live, OpenAI Realtime, xAI Grok voice, Ultravox, Azure OpenAI and Amazon Nova Sonic.
+ * Clients are made by the registry's loaders.
  */
 
 import { REALTIME_PROVIDERS } from "../providers/registry.ts";
 import { realtimeConformance } from "./_realtime_conformance.ts";
 import { echoRig, geminiRig, openAIStyleRig, ultravoxRig } from "./_realtime_rigs.ts";
+import { novaSonicRig } from "./_realtime_rig_nova.ts";
 
 realtimeConformance({
   provider: "echo",
@@ -79,4 +81,15 @@ realtimeConformance({
     const root = rig.options.url!.replace(/\/v1\/realtime$/, "");
     return { ...rig, options: { ...rig.options, url: root, model: "conformance-deployment" } };
   },
+});
+
+realtimeConformance({
+  provider: "nova-sonic",
+  create: await REALTIME_PROVIDERS["nova-sonic"].load(),
+  inputRate: 16000,
+  outputRate: 24000,
+  exactTranscripts: true,
+  usage: true,
+  afterDrop: "resumes",
+  rig: novaSonicRig,
 });

@@ -27,6 +27,7 @@
  */
 
 import { errorMessage, FlowcatError } from "../../core/errors.ts";
+import { Resampler } from "../../core/audio/resample.ts";
 import type { AudioFrame, ToolDecl } from "../../core/frames.ts";
 import { type Logger, silentLogger } from "../../core/log.ts";
 import type { RealtimeEvent, RealtimeLlm, RealtimeSetup } from "../../core/seams.ts";
@@ -83,6 +84,7 @@ export function createNovaSonic(opts: RealtimeProviderOptions): RealtimeLlm {
 
 /** A Nova Sonic session for one call. */
 export class NovaSonicRealtime implements RealtimeLlm {
+  #up: Resampler | undefined;
   #cfg: Settings;
   #log: Logger;
   #fetch: typeof fetch | undefined;
@@ -122,13 +124,19 @@ export class NovaSonicRealtime implements RealtimeLlm {
     this.#log.info(`${PROVIDER}: session ready`, { model: this.#cfg.model, voice: this.#voice() });
   }
 
-  /** Caller audio, 16 kHz; dropped while no session is open. */
+  /** Caller audio (other rates are resampled to 16 kHz); dropped while no session is open. */
   sendAudio(audio: AudioFrame): void {
     if (this.#state !== "open" || this.#stream === undefined) return;
+    let pcm = audio.pcm;
     if (audio.sampleRate !== NOVA_INPUT_RATE) {
-      throw new FlowcatError("other", `${PROVIDER}: audio must be ${NOVA_INPUT_RATE} Hz`);
+      // Telephony audio (8 kHz) is brought to the 16 kHz the audio block was opened at.
+      if (this.#up?.inRate !== audio.sampleRate) {
+        this.#up = new Resampler(audio.sampleRate, NOVA_INPUT_RATE);
+      }
+      pcm = this.#up.process(audio.pcm);
+      if (pcm.length === 0) return;
     }
-    this.#stream.send(audioInput(this.#promptName, this.#audioName, pcm16ToBase64(audio.pcm)));
+    this.#stream.send(audioInput(this.#promptName, this.#audioName, pcm16ToBase64(pcm)));
   }
 
   /** New prompt and tools: a new session, seeded with the conversation so far. */
