@@ -1,7 +1,8 @@
 /**
- * `deno task wasm`: assembles core/audio/fir.wat (the resampler's SIMD kernel) with wabt and
- * writes core/audio/fir_wasm.ts, the bytes as a module the runtime imports (no file read, no
- * network at run time). It also copies the Opus codec's WebAssembly out of the pinned npm
+ * `deno task wasm`: assembles the SIMD kernels (core/audio/fir.wat, the resampler's, and
+ * core/audio/aec.wat, the echo canceller's) with wabt and writes each as a module of bytes the
+ * runtime imports (core/audio/fir_wasm.ts, core/audio/aec_wasm.ts: no file read, no network at
+ * run time). It also copies the Opus codec's WebAssembly out of the pinned npm
  * package `opusscript` (deno.json) into core/audio/opus_wasm.ts, gzip-compressed, for the same
  * reason. `--check` only compares and exits 1 when a committed module is stale.
  * @module
@@ -13,6 +14,34 @@ import { ToolInputError } from "./tool_error.ts";
 export const FIR_WAT = "core/audio/fir.wat";
 /** The generated module holding the kernel's bytes. */
 export const FIR_MODULE = "core/audio/fir_wasm.ts";
+
+/** One WebAssembly text source and the module that carries its bytes. */
+export interface WatKernel {
+  /** The .wat source, relative to the repository root. */
+  wat: string;
+  /** The generated TypeScript module. */
+  module: string;
+  /** The exported constant holding the base64 bytes. */
+  constant: string;
+  /** What the kernel is, for the module's doc line ("The resampler's FIR kernel"). */
+  title: string;
+}
+
+/** Every kernel `deno task wasm` assembles. */
+export const WAT_KERNELS: readonly WatKernel[] = [
+  {
+    wat: FIR_WAT,
+    module: FIR_MODULE,
+    constant: "FIR_WASM_BASE64",
+    title: "The resampler's FIR kernel",
+  },
+  {
+    wat: "core/audio/aec.wat",
+    module: "core/audio/aec_wasm.ts",
+    constant: "AEC_WASM_BASE64",
+    title: "The echo canceller's partitioned filter kernel",
+  },
+];
 
 /** The generated module holding the Opus codec's bytes (gzip, base64). */
 export const OPUS_MODULE = "core/audio/opus_wasm.ts";
@@ -133,20 +162,22 @@ export async function assembleWat(name: string, text: string): Promise<Uint8Arra
   }
 }
 
-/** The TypeScript module that carries `bytes`. */
-export function wasmModuleSource(bytes: Uint8Array): string {
+/** The TypeScript module that carries `bytes` of `kernel` (the resampler's by default). */
+export function wasmModuleSource(bytes: Uint8Array, kernel: WatKernel = WAT_KERNELS[0]): string {
   const b64 = bytes.toBase64();
   const lines: string[] = [];
   for (let i = 0; i < b64.length; i += 92) lines.push(`  "${b64.slice(i, i + 92)}"`);
   return [
     "/**",
-    ` * The resampler's FIR kernel as WebAssembly bytes (${bytes.length} bytes), assembled from`,
-    " * ./fir.wat by `deno task wasm`. Generated: edit the .wat, not this file.",
+    ` * ${kernel.title} as WebAssembly bytes (${bytes.length} bytes), assembled from`,
+    ` * ./${
+      kernel.wat.split("/").pop()
+    } by \`deno task wasm\`. Generated: edit the .wat, not this file.`,
     " * @module",
     " */",
     "",
     "/** Base64 of the kernel module. */",
-    "export const FIR_WASM_BASE64: string =",
+    `export const ${kernel.constant}: string =`,
     lines.join(" +\n") + ";",
     "",
   ].join("\n");
@@ -162,17 +193,22 @@ async function committedOpus(): Promise<{ pkg: string; sha: string } | undefined
 
 if (import.meta.main) {
   try {
-    const bytes = await assembleWat(FIR_WAT, await Deno.readTextFile(FIR_WAT));
-    const source = wasmModuleSource(bytes);
+    const kernels = [];
+    for (const kernel of WAT_KERNELS) {
+      const bytes = await assembleWat(kernel.wat, await Deno.readTextFile(kernel.wat));
+      kernels.push({ kernel, bytes, source: wasmModuleSource(bytes, kernel) });
+    }
     const pkg = await opusPackage();
     const opus = await readOpusWasm(pkg);
     if (Deno.args.includes("--check")) {
       let stale = false;
-      const current = await Deno.readTextFile(FIR_MODULE).catch(() => "");
-      if (current !== source) {
-        console.error(`${FIR_MODULE} is stale: run deno task wasm`);
-        stale = true;
-      } else console.log(`${FIR_MODULE} matches ${FIR_WAT}`);
+      for (const { kernel, source } of kernels) {
+        const current = await Deno.readTextFile(kernel.module).catch(() => "");
+        if (current !== source) {
+          console.error(`${kernel.module} is stale: run deno task wasm`);
+          stale = true;
+        } else console.log(`${kernel.module} matches ${kernel.wat}`);
+      }
       // The gzip stream may differ between Deno versions: compare what it decompresses to.
       const committed = await committedOpus();
       if (committed?.pkg !== pkg || committed.sha !== await sha256Hex(opus)) {
@@ -181,8 +217,10 @@ if (import.meta.main) {
       } else console.log(`${OPUS_MODULE} matches ${pkg}`);
       if (stale) Deno.exit(1);
     } else {
-      await Deno.writeTextFile(FIR_MODULE, source);
-      console.log(`wrote ${FIR_MODULE} (${bytes.length} bytes of WebAssembly)`);
+      for (const { kernel, bytes, source } of kernels) {
+        await Deno.writeTextFile(kernel.module, source);
+        console.log(`wrote ${kernel.module} (${bytes.length} bytes of WebAssembly)`);
+      }
       await Deno.writeTextFile(OPUS_MODULE, await opusModuleSource(pkg, opus));
       console.log(`wrote ${OPUS_MODULE} (${opus.length} bytes of WebAssembly from ${pkg})`);
     }

@@ -55,8 +55,8 @@ export class DriftTracker {
     this.#interval = opts.interval ?? 32;
     this.#gain = opts.gain ?? 0.5;
     this.#maxRate = ((opts.maxPpm ?? 1000) * 1e-6) * filter.block;
-    this.#snapRe = new Float32Array(filter.partitions * this.#bins);
-    this.#snapIm = new Float32Array(filter.partitions * this.#bins);
+    this.#snapRe = new Float32Array(filter.partitions * filter.stride);
+    this.#snapIm = new Float32Array(filter.partitions * filter.stride);
   }
 
   /**
@@ -92,7 +92,7 @@ export class DriftTracker {
     if (
       this.#snapped && filter.restores === this.#restores && this.#clean * 4 >= this.#blocks * 3
     ) {
-      const moved = this.#measure(w.re, w.im);
+      const moved = this.#measure(w.re, w.im, w.stride);
       if (!Number.isNaN(moved)) {
         const r = this.#rate + (this.#gain * (moved - this.#applied)) / this.#blocks;
         this.#rate = Math.max(-this.#maxRate, Math.min(this.#maxRate, r));
@@ -110,12 +110,12 @@ export class DriftTracker {
    * How far (samples) the path `re`/`im` lies behind the snapshot, from the slope of the phase of
    * their cross-spectrum; NaN when the two are too unlike to say.
    */
-  #measure(re: Float32Array, im: Float32Array): number {
+  #measure(re: Float32Array, im: Float32Array, stride: number): number {
     const bins = this.#bins, sr = this.#snapRe, si = this.#snapIm;
     let num = 0, den = 0, cross = 0, pNow = 0, pSnap = 0;
     for (let j = 1; j < bins - 1; j++) {
       let cr = 0, ci = 0;
-      for (let o = j; o < re.length; o += bins) {
+      for (let o = j; o < re.length; o += stride) {
         // now x conj(snapshot)
         cr += re[o] * sr[o] + im[o] * si[o];
         ci += im[o] * sr[o] - re[o] * si[o];

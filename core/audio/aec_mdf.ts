@@ -14,10 +14,15 @@
  *
  * The gradient constraint (zeroing the wrapped-around half of a partition's impulse response)
  * is applied to two partitions per block in turn, so it costs four FFTs per block, not 2K.
+ *
+ * The loops over every partition and bin (the two estimates, the NLMS step, the partitions'
+ * energies, the drift rotation) run in the WebAssembly SIMD kernel of ./aec_kernel.ts where it
+ * loads; the spectra live in the kernel's memory as rows padded to a multiple of 4 bins.
  * @module
  */
 
 import { RealFft } from "./fft.ts";
+import { type AecArena, aecArena, type AecKernelExports } from "./aec_kernel.ts";
 
 /** Energies of one block, for the double-talk detector and the suppressor. */
 export interface MdfBlockEnergy {
@@ -29,14 +34,28 @@ export interface MdfBlockEnergy {
   error: number;
 }
 
+/** Options of an {@link MdfFilter}. */
+export interface MdfOptions {
+  /** Use the WebAssembly SIMD kernel where it loads (default true; false: JavaScript loops). */
+  simd?: boolean;
+}
+
 /** Two-path partitioned-block frequency-domain NLMS. */
 export class MdfFilter {
   /** Block length in samples (half the FFT length). */
   readonly block: number;
   /** Number of partitions. */
   readonly partitions: number;
+  /** Floats per partition row: the B + 1 bins padded to a multiple of 4. */
+  readonly stride: number;
+  /** True when the WebAssembly SIMD kernel runs the partitioned loops. */
+  readonly simd: boolean;
   readonly #fft: RealFft;
   readonly #bins: number;
+  readonly #kernel: AecKernelExports | undefined;
+  readonly #arena: AecArena;
+  /** Per-partition NLMS steps handed to the kernel. */
+  readonly #gains: Float32Array;
   /** Reference spectra, partition-major ring of K x bins. */
   readonly #xr: Float32Array;
   readonly #xi: Float32Array;
@@ -71,31 +90,36 @@ export class MdfFilter {
   restores = 0;
 
   /** A filter of `partitions` blocks of `block` samples (a power of two). */
-  constructor(block: number, partitions: number) {
+  constructor(block: number, partitions: number, options: MdfOptions = {}) {
     this.block = block;
     this.partitions = partitions;
     this.#fft = new RealFft(2 * block);
     const bins = (this.#bins = block + 1);
-    const n = partitions * bins;
-    this.#xr = new Float32Array(n);
-    this.#xi = new Float32Array(n);
-    this.#fr = new Float32Array(n);
-    this.#fi = new Float32Array(n);
-    this.#br = new Float32Array(n);
-    this.#bi = new Float32Array(n);
+    const stride = (this.stride = (bins + 3) & ~3);
+    const n = partitions * stride;
+    const arena = (this.#arena = aecArena(6 * n + 6 * stride + partitions + 3, options.simd));
+    this.#kernel = arena.kernel;
+    this.simd = arena.kernel !== undefined;
+    this.#xr = arena.take(n);
+    this.#xi = arena.take(n);
+    this.#fr = arena.take(n);
+    this.#fi = arena.take(n);
+    this.#br = arena.take(n);
+    this.#bi = arena.take(n);
+    this.#yr = arena.take(stride);
+    this.#yi = arena.take(stride);
+    this.#er = arena.take(stride);
+    this.#ei = arena.take(stride);
+    this.#rotRe = arena.take(stride);
+    this.#rotIm = arena.take(stride);
+    this.#gains = arena.take(partitions);
     this.#power = new Float64Array(bins);
     this.#prop = new Float64Array(partitions);
     this.#win = new Float32Array(2 * block);
     this.#tmp = new Float32Array(2 * block);
-    this.#yr = new Float32Array(bins);
-    this.#yi = new Float32Array(bins);
-    this.#er = new Float32Array(bins);
-    this.#ei = new Float32Array(bins);
     this.#eb = new Float32Array(block);
-    this.#rotRe = new Float32Array(bins);
-    this.#rotIm = new Float32Array(bins);
     for (let p = 0; p < partitions; p++) {
-      const o = p * bins;
+      const o = p * stride;
       this.#xrView.push(this.#xr.subarray(o, o + bins));
       this.#xiView.push(this.#xi.subarray(o, o + bins));
       this.#brView.push(this.#br.subarray(o, o + bins));
@@ -134,7 +158,7 @@ export class MdfFilter {
       px += ref[i] * ref[i];
     }
     const oldest = (this.#head + 1) % k; // the slot about to be overwritten
-    const ob = oldest * bins;
+    const ob = oldest * this.stride;
     for (let j = 0; j < bins; j++) pw[j] -= (xr[ob + j] * xr[ob + j] + xi[ob + j] * xi[ob + j]) / k;
     this.#head = oldest;
     fft.forward(win, this.#xrView[oldest], this.#xiView[oldest]);
@@ -186,9 +210,12 @@ export class MdfFilter {
     if (active && adapt > 0) this.#adapt(adapt * this.step);
   }
 
-  /** The background filter's coefficients, partition-major K x (B + 1) bins (read only). */
-  get background(): { re: Float32Array; im: Float32Array } {
-    return { re: this.#br, im: this.#bi };
+  /**
+   * The background filter's coefficients, partition-major: K rows of `stride` floats, the B + 1
+   * bins then zeros (read only).
+   */
+  get background(): { re: Float32Array; im: Float32Array; stride: number } {
+    return { re: this.#br, im: this.#bi, stride: this.stride };
   }
 
   /**
@@ -196,14 +223,21 @@ export class MdfFilter {
    * advances), as a phase rotation of every partition: what clock drift does to the path.
    */
   shift(samples: number): void {
-    const bins = this.#bins, rr = this.#rotRe, ri = this.#rotIm;
+    const bins = this.#bins, stride = this.stride, rr = this.#rotRe, ri = this.#rotIm;
     const w = (-Math.PI * samples) / this.block; // -2 pi k s / 2B per bin k
     for (let j = 0; j < bins; j++) {
       rr[j] = Math.cos(w * j);
       ri[j] = Math.sin(w * j);
     }
+    const kernel = this.#kernel;
+    if (kernel !== undefined) {
+      const at = this.#arena.addressOf, k = this.partitions;
+      kernel.rotate(at(this.#fr), at(this.#fi), k, stride, at(rr), at(ri));
+      kernel.rotate(at(this.#br), at(this.#bi), k, stride, at(rr), at(ri));
+      return;
+    }
     for (const [re, im] of [[this.#fr, this.#fi], [this.#br, this.#bi]]) {
-      for (let o = 0; o < re.length; o += bins) {
+      for (let o = 0; o < re.length; o += stride) {
         for (let j = 0; j < bins; j++) {
           const a = re[o + j], b = im[o + j];
           re[o + j] = a * rr[j] - b * ri[j];
@@ -215,12 +249,19 @@ export class MdfFilter {
 
   /** Echo estimate of `wr`/`wi` over the reference history, in the second half of #tmp. */
   #estimate(wr: Float32Array, wi: Float32Array): void {
-    const bins = this.#bins, k = this.partitions, xr = this.#xr, xi = this.#xi;
-    const yr = this.#yr, yi = this.#yi;
+    const bins = this.#bins, stride = this.stride, k = this.partitions;
+    const xr = this.#xr, xi = this.#xi, yr = this.#yr, yi = this.#yi;
+    const kernel = this.#kernel;
+    if (kernel !== undefined) {
+      const at = this.#arena.addressOf;
+      kernel.estimate(at(wr), at(wi), at(xr), at(xi), this.#head, k, stride, at(yr), at(yi));
+      this.#fft.inverse(yr, yi, this.#tmp);
+      return;
+    }
     yr.fill(0);
     yi.fill(0);
     for (let p = 0; p < k; p++) {
-      const xo = ((this.#head - p + k) % k) * bins, wo = p * bins;
+      const xo = ((this.#head - p + k) % k) * stride, wo = p * stride;
       for (let j = 0; j < bins; j++) {
         const ar = wr[wo + j], ai = wi[wo + j], br = xr[xo + j], bi = xi[xo + j];
         yr[j] += ar * br - ai * bi;
@@ -232,8 +273,8 @@ export class MdfFilter {
 
   /** Proportionate NLMS step of the background filter on its last error. */
   #adapt(mu: number): void {
-    const b = this.block, bins = this.#bins, k = this.partitions, fft = this.#fft;
-    const tmp = this.#tmp, er = this.#er, ei = this.#ei, eb = this.#eb;
+    const b = this.block, bins = this.#bins, stride = this.stride, k = this.partitions;
+    const fft = this.#fft, tmp = this.#tmp, er = this.#er, ei = this.#ei, eb = this.#eb;
     const wr = this.#br, wi = this.#bi, xr = this.#xr, xi = this.#xi, pw = this.#power;
     for (let i = 0; i < b; i++) {
       tmp[i] = 0;
@@ -242,12 +283,17 @@ export class MdfFilter {
     fft.forward(tmp, er, ei);
     // Step per partition in proportion to the energy it already holds, plus a floor so empty
     // partitions still learn.
-    const prop = this.#prop;
+    const prop = this.#prop, kernel = this.#kernel, gains = this.#gains;
+    const at = this.#arena.addressOf;
+    if (kernel !== undefined) kernel.energies(at(wr), at(wi), k, stride, at(gains));
     let max = 0;
     for (let p = 0; p < k; p++) {
       let s = 0;
-      const wo = p * bins;
-      for (let j = 0; j < bins; j++) s += wr[wo + j] * wr[wo + j] + wi[wo + j] * wi[wo + j];
+      if (kernel !== undefined) s = gains[p];
+      else {
+        const wo = p * stride;
+        for (let j = 0; j < bins; j++) s += wr[wo + j] * wr[wo + j] + wi[wo + j] * wi[wo + j];
+      }
       prop[p] = Math.sqrt(s);
       if (prop[p] > max) max = prop[p];
     }
@@ -262,18 +308,41 @@ export class MdfFilter {
       er[j] *= g;
       ei[j] *= g;
     }
+    if (kernel !== undefined) {
+      for (let p = 0; p < k; p++) gains[p] = (mu * prop[p]) / sum;
+      kernel.adapt(
+        at(wr),
+        at(wi),
+        at(xr),
+        at(xi),
+        this.#head,
+        k,
+        stride,
+        at(er),
+        at(ei),
+        at(gains),
+      );
+    } else {
+      this.#adaptJs(mu, prop, sum);
+    }
+    for (let c = 0; c < 2; c++) {
+      this.#constrain(this.#constrainAt);
+      this.#constrainAt = (this.#constrainAt + 1) % k;
+    }
+  }
+
+  /** The NLMS step in JavaScript, where the kernel is not loaded. */
+  #adaptJs(mu: number, prop: Float64Array, sum: number): void {
+    const bins = this.#bins, stride = this.stride, k = this.partitions;
+    const er = this.#er, ei = this.#ei, wr = this.#br, wi = this.#bi, xr = this.#xr, xi = this.#xi;
     for (let p = 0; p < k; p++) {
       const g = (mu * prop[p]) / sum;
-      const xo = ((this.#head - p + k) % k) * bins, wo = p * bins;
+      const xo = ((this.#head - p + k) % k) * stride, wo = p * stride;
       for (let j = 0; j < bins; j++) {
         const ar = xr[xo + j], ai = -xi[xo + j]; // conj(X)
         wr[wo + j] += g * (ar * er[j] - ai * ei[j]);
         wi[wo + j] += g * (ar * ei[j] + ai * er[j]);
       }
-    }
-    for (let c = 0; c < 2; c++) {
-      this.#constrain(this.#constrainAt);
-      this.#constrainAt = (this.#constrainAt + 1) % k;
     }
   }
 
