@@ -26,43 +26,29 @@ import { int16ToBytes } from "../core/audio/pcm.ts";
 import { Resampler } from "../core/audio/resample.ts";
 import type { ServiceOptions } from "./service_options.ts";
 import { closeSocket, openSocket } from "./ws_client.ts";
+import { SttConnection } from "./stt_connection.ts";
 import { msOption } from "./service_option_values.ts";
 
 export type { SttEvent, WsSttDialect, WsSttEndpoint } from "./ws_stt_dialect.ts";
-
-type State = "idle" | "open" | "reconnecting" | "failed" | "stopped";
 
 /** A streaming WebSocket speech-to-text client; one per call. */
 export class WsStt implements SttService {
   readonly #opts: ServiceOptions;
   readonly #dialect: WsSttDialect;
   readonly #log: Logger;
-  readonly #reconnectDelayMs: number;
-  readonly #retryMs: number;
   readonly #chunkBytes: number;
-  readonly #backlogMax: number;
-  #state: State = "idle";
-  #ws: WebSocket | undefined;
-  readonly #sockets = new Set<WebSocket>();
+  readonly #conn: SttConnection;
   /** Messages of a dialled socket that arrived before it was attached. */
   readonly #early = new WeakMap<WebSocket, unknown[]>();
-  #dialing: Promise<WebSocket> | undefined;
   #sent = 0;
-  #queue: Frame[] = [];
   #held: string[] = [];
   #language: string | undefined;
-  #error: FlowcatError | undefined;
-  #failedAt = 0;
   #pending: Uint8Array[] = [];
   #pendingBytes = 0;
-  #backlog: Uint8Array[] = [];
-  #backlogBytes = 0;
   #muted = false;
   #audioSinceTick = false;
   #keepalive: ReturnType<typeof setInterval> | undefined;
-  #reconnectTimer: ReturnType<typeof setTimeout> | undefined;
   #resampler: Resampler | undefined;
-  readonly #stopped = new AbortController();
 
   /** Make a client for `dialect`; nothing is dialled until {@link WsStt.start}. */
   constructor(opts: ServiceOptions, dialect: WsSttDialect) {
@@ -70,10 +56,21 @@ export class WsStt implements SttService {
     this.#dialect = dialect;
     this.#log = opts.logger ?? silentLogger;
     const o = opts.options ?? {};
-    this.#reconnectDelayMs = msOption(opts.provider, o, "reconnect_delay_ms", 250);
-    this.#retryMs = msOption(opts.provider, o, "retry_interval_ms", 2000);
     this.#chunkBytes = Math.round((dialect.chunkMs ?? 0) * dialect.sampleRate / 1000) * 2;
-    this.#backlogMax = dialect.sampleRate * 2 * 2;
+    this.#conn = new SttConnection({
+      provider: opts.provider,
+      log: this.#log,
+      retryIntervalMs: msOption(opts.provider, o, "retry_interval_ms", 2000),
+      reconnectDelayMs: msOption(opts.provider, o, "reconnect_delay_ms", 250),
+      backlogMaxBytes: dialect.sampleRate * 2 * 2,
+      dial: (signal) => this.#dial(signal),
+      attach: (ws) => this.#attach(ws),
+      drain: (ws, held, heldBytes) => {
+        this.#pending = held;
+        this.#pendingBytes = heldBytes;
+        if (this.#pendingBytes >= this.#chunkBytes) this.#flush(ws);
+      },
+    });
   }
 
   /** The provider name from the config. */
@@ -83,31 +80,16 @@ export class WsStt implements SttService {
 
   /** Open the stream; a refused key is an `auth` FlowcatError. */
   async start(_params: StartParams): Promise<void> {
-    if (this.#state !== "idle") return;
-    const ws = await this.#dial();
-    if (this.#state !== "idle") return void ws.close(1000);
-    this.#attach(ws);
+    if (!(await this.#conn.start())) return;
     const ka = this.#dialect.keepalive;
     if (ka) this.#keepalive = setInterval(() => this.#tick(ka.message), ka.everyMs);
   }
 
   /** Send audio (unless muted) and return the frames that arrived since the last call. */
   runStt(audio: AudioFrame): Promise<Frame[]> {
-    const err = this.#error;
-    if (err !== undefined) {
-      this.#error = undefined;
-      return Promise.reject(err);
-    }
-    if (
-      this.#state === "failed" && this.#dialing === undefined &&
-      performance.now() - this.#failedAt >= this.#retryMs
-    ) {
-      this.#reconnect();
-    }
-    if (!this.#muted && audio.pcm.length > 0) this.#sendAudio(audio);
-    const out = this.#queue;
-    this.#queue = [];
-    return Promise.resolve(out);
+    return this.#conn.exchange(() => {
+      if (!this.#muted && audio.pcm.length > 0) this.#sendAudio(audio);
+    });
   }
 
   /** While muted no audio is sent. */
@@ -117,62 +99,44 @@ export class WsStt implements SttService {
 
   /** The local VAD heard the end of speech: ask the vendor for its result now. */
   speechStopped(): Promise<Frame[]> {
-    const ws = this.#ws;
+    const ws = this.#conn.socket;
     const msg = this.#dialect.finalize?.();
     if (ws?.readyState === WebSocket.OPEN && msg !== undefined) this.#sendRaw(ws, msg);
     return Promise.resolve([]);
   }
 
   /** Send the vendor's end-of-stream message, close, clear every timer. Idempotent. */
-  async stop(): Promise<void> {
-    if (this.#state === "stopped") return;
-    this.#state = "stopped";
+  stop(): Promise<void> {
     clearInterval(this.#keepalive);
-    clearTimeout(this.#reconnectTimer);
-    const ws = this.#ws;
-    // A tail shorter than a chunk is dropped: vendors with a minimum chunk refuse it.
-    const msg = this.#dialect.closing?.(this.#sent);
-    if (ws?.readyState === WebSocket.OPEN && msg !== undefined) this.#sendRaw(ws, msg);
-    this.#stopped.abort();
-    await this.#dialing?.catch(() => {});
-    await Promise.all([...this.#sockets].map((s) => closeSocket(s)));
-    this.#ws = undefined;
-    this.#backlog = [];
+    return this.#conn.stop((ws) => {
+      // A tail shorter than a chunk is dropped: vendors with a minimum chunk refuse it.
+      const msg = this.#dialect.closing?.(this.#sent);
+      if (msg !== undefined) this.#sendRaw(ws, msg);
+    });
   }
 
   // ---------------------------------------------------------------- socket
 
-  #dial(): Promise<WebSocket> {
-    const dialing = (async () => {
-      const signal = this.#stopped.signal;
-      const { url, headers } = await this.#dialect.endpoint(signal);
-      const timeoutMs = this.#opts.timeoutMs ?? 15_000;
-      const ws = await openSocket(url, headers, { provider: this.name(), timeoutMs, signal });
-      this.#sockets.add(ws);
-      ws.addEventListener("close", () => this.#sockets.delete(ws));
-      const ready = this.#dialect.awaitReady ? this.#readyOf(ws, timeoutMs) : undefined;
-      // A vendor may speak before the socket is attached (in the same event-loop turn as the
-      // open): hold those messages for #attach rather than read them as a stale socket's.
-      const early: unknown[] = [];
-      this.#early.set(ws, early);
-      ws.addEventListener("message", (ev) => {
-        if (this.#ws === ws) this.#onMessage(ws, ev.data);
-        else if (this.#early.has(ws)) early.push(ev.data);
-      });
-      for (const m of this.#dialect.opening?.() ?? []) ws.send(m);
-      if (ready) await ready;
-      return ws;
-    })();
-    this.#dialing = dialing;
-    const clear = () => {
-      if (this.#dialing === dialing) this.#dialing = undefined;
-    };
-    dialing.then(clear, clear);
-    return dialing;
+  async #dial(signal: AbortSignal): Promise<WebSocket> {
+    const { url, headers } = await this.#dialect.endpoint(signal);
+    const timeoutMs = this.#opts.timeoutMs ?? 15_000;
+    const ws = await openSocket(url, headers, { provider: this.name(), timeoutMs, signal });
+    const ready = this.#dialect.awaitReady ? this.#readyOf(ws, timeoutMs, signal) : undefined;
+    // A vendor may speak before the socket is attached (in the same event-loop turn as the
+    // open): hold those messages for #attach rather than read them as a stale socket's.
+    const early: unknown[] = [];
+    this.#early.set(ws, early);
+    ws.addEventListener("message", (ev) => {
+      if (this.#conn.socket === ws) this.#onMessage(ws, ev.data);
+      else if (this.#early.has(ws)) early.push(ev.data);
+    });
+    for (const m of this.#dialect.opening?.() ?? []) ws.send(m);
+    if (ready) await ready;
+    return ws;
   }
 
   /** Resolves on the vendor's `ready`; rejects on its error, a close or the deadline. */
-  #readyOf(ws: WebSocket, timeoutMs: number): Promise<void> {
+  #readyOf(ws: WebSocket, timeoutMs: number, stopped: AbortSignal): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       const fail = (err: FlowcatError) => {
         cleanup();
@@ -195,70 +159,21 @@ export class WsStt implements SttService {
         clearTimeout(timer);
         ws.removeEventListener("message", onMessage);
         ws.removeEventListener("close", onClose);
-        this.#stopped.signal.removeEventListener("abort", onAbort);
+        stopped.removeEventListener("abort", onAbort);
       };
       ws.addEventListener("message", onMessage);
       ws.addEventListener("close", onClose);
       // stop() during the wait ends it at once, not at the deadline.
-      this.#stopped.signal.addEventListener("abort", onAbort);
+      stopped.addEventListener("abort", onAbort);
     });
   }
 
+  /** A new socket: read what the vendor said before it was attached. */
   #attach(ws: WebSocket): void {
-    this.#ws = ws;
-    this.#state = "open";
     this.#sent = 0;
     const early = this.#early.get(ws) ?? [];
     this.#early.delete(ws);
     for (const data of early) this.#onMessage(ws, data);
-    if (this.#ws !== ws) return; // an early message refused the key
-    const onClose = (code: number) => {
-      if (this.#ws !== ws) return;
-      this.#ws = undefined;
-      if (this.#state !== "open") return;
-      this.#log.warn(`${this.name()}: socket closed, reconnecting`, { code });
-      this.#state = "reconnecting";
-      this.#reconnectTimer = setTimeout(() => {
-        this.#reconnectTimer = undefined;
-        this.#reconnect();
-      }, this.#reconnectDelayMs);
-    };
-    ws.addEventListener("close", (ev) => onClose(ev.code));
-    // Closed between its dial and now: the close event has been and gone.
-    if (ws.readyState === WebSocket.CLOSED) return onClose(1006);
-    this.#pending = this.#backlog;
-    this.#pendingBytes = this.#backlogBytes;
-    this.#backlog = [];
-    this.#backlogBytes = 0;
-    if (this.#pendingBytes >= this.#chunkBytes) this.#flush(ws);
-  }
-
-  #reconnect(): void {
-    this.#state = "reconnecting";
-    this.#dial().then(
-      (ws) => {
-        if (this.#state === "stopped") return void ws.close(1000);
-        this.#log.info(`${this.name()}: reconnected`);
-        this.#attach(ws);
-      },
-      (err: unknown) => {
-        if (this.#state === "stopped") return;
-        const why = err instanceof Error ? err.message : String(err);
-        const kind = err instanceof FlowcatError ? err.kind : "closed";
-        this.#fail(
-          new FlowcatError(kind, `${this.name()}: connection lost (${why})`, { cause: err }),
-        );
-      },
-    );
-  }
-
-  #fail(err: FlowcatError): void {
-    this.#state = "failed";
-    this.#failedAt = performance.now();
-    this.#backlog = [];
-    this.#backlogBytes = 0;
-    this.#error = err;
-    this.#log.error(`${this.name()}: connection failed`, { kind: err.kind });
   }
 
   #vendorError(kind: FlowcatErrorKind, message: string): FlowcatError {
@@ -270,19 +185,16 @@ export class WsStt implements SttService {
       if (e.type === "ready") continue;
       if (e.type === "error") {
         const err = this.#vendorError(e.kind, e.message);
-        if (e.kind === "auth" && this.#ws === ws) {
-          // A refused key is not cured by reopening at once: wait the retry interval.
-          this.#ws = undefined;
-          this.#fail(err);
-          void closeSocket(ws);
-        } else this.#error = err;
+        // A refused key is not cured by reopening at once: wait the retry interval.
+        if (e.kind === "auth" && this.#conn.socket === ws) this.#conn.fail(err);
+        else this.#conn.report(err);
       } else if (e.type === "end") this.#flushUtterance();
       else {
         if (e.language) this.#language = e.language;
         if (e.type === "final") {
           if (e.text.trim()) this.#held.push(e.text.trim());
         } else if (e.text.trim()) {
-          this.#queue.push(makeFrame("InterimTranscription", {
+          this.#conn.emit(makeFrame("InterimTranscription", {
             text: [...this.#held, e.text.trim()].join(" "),
             userId: "user",
             ...this.#languageField(),
@@ -298,7 +210,7 @@ export class WsStt implements SttService {
     const language = this.#languageField();
     this.#held = [];
     this.#language = undefined;
-    this.#queue.push(
+    this.#conn.emit(
       makeFrame("Transcription", { text, userId: "user", final: true, ...language }),
     );
   }
@@ -319,19 +231,11 @@ export class WsStt implements SttService {
     if (pcm.length === 0) return;
     // Copy: the bytes may be a view on the caller's buffer, which it is free to reuse.
     const bytes = int16ToBytes(pcm).slice();
-    const ws = this.#ws;
-    if (this.#state === "open" && ws?.readyState === WebSocket.OPEN) {
-      this.#pending.push(bytes);
-      this.#pendingBytes += bytes.length;
-      if (this.#pendingBytes >= this.#chunkBytes) this.#flush(ws);
-      return;
-    }
-    if (this.#state !== "reconnecting") return;
-    this.#backlog.push(bytes);
-    this.#backlogBytes += bytes.length;
-    while (this.#backlogBytes > this.#backlogMax) {
-      this.#backlogBytes -= this.#backlog.shift()?.length ?? 0;
-    }
+    const ws = this.#conn.live;
+    if (ws === undefined) return this.#conn.hold(bytes);
+    this.#pending.push(bytes);
+    this.#pendingBytes += bytes.length;
+    if (this.#pendingBytes >= this.#chunkBytes) this.#flush(ws);
   }
 
   /** Send the audio held for the current chunk, if any. */
@@ -363,7 +267,7 @@ export class WsStt implements SttService {
   }
 
   #tick(message: string): void {
-    const ws = this.#ws;
+    const ws = this.#conn.socket;
     // Audio counts as keep-alive; only a quiet period needs the explicit message.
     if (!this.#audioSinceTick && ws?.readyState === WebSocket.OPEN) this.#sendRaw(ws, message);
     this.#audioSinceTick = false;

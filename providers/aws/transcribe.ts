@@ -40,7 +40,8 @@ import type { SttService } from "../../core/seams.ts";
 import { int16ToBytes } from "../../core/audio/pcm.ts";
 import { Resampler } from "../../core/audio/resample.ts";
 import type { ServiceOptions } from "../service_options.ts";
-import { closeSocket, openSocket } from "../ws_client.ts";
+import { openSocket } from "../ws_client.ts";
+import { SttConnection } from "../stt_connection.ts";
 import { type AwsAccess, awsAccess, TRANSCRIBE_DEFAULT_LANGUAGE } from "./defaults.ts";
 import { EventStreamDecoder } from "./event_stream.ts";
 import {
@@ -53,8 +54,6 @@ import {
 } from "./transcribe_wire.ts";
 
 export type { ServiceOptions } from "../service_options.ts";
-
-type State = "idle" | "open" | "reconnecting" | "failed" | "stopped";
 
 const STABILITY = ["low", "medium", "high"];
 /**
@@ -69,21 +68,13 @@ export class TranscribeStt implements SttService {
   readonly #opts: ServiceOptions;
   readonly #access: AwsAccess;
   readonly #params: TranscribeParams;
-  readonly #retryMs: number;
   readonly #log: Logger;
-  #state: State = "idle";
-  #ws: WebSocket | undefined;
-  readonly #sockets = new Set<WebSocket>();
-  #dialing: Promise<WebSocket> | undefined;
-  #queue: Frame[] = [];
-  #error: FlowcatError | undefined;
-  #failedAt = 0;
+  readonly #conn: SttConnection;
   #muted = false;
   #resampler: Resampler | undefined;
   /** Audio held until a chunk of {@link CHUNK_MS} is complete. */
   #pending: Uint8Array[] = [];
   #pendingBytes = 0;
-  readonly #stopped = new AbortController();
 
   /** Make a client; nothing is dialled until {@link TranscribeStt.start}. */
   constructor(opts: ServiceOptions) {
@@ -115,8 +106,20 @@ export class TranscribeStt implements SttService {
       ...(typeof o.vocabulary_name === "string" ? { vocabularyName: o.vocabulary_name } : {}),
       ...(stability ? { stability: stability as TranscribeParams["stability"] } : {}),
     };
-    this.#retryMs = typeof o.retry_interval_ms === "number" ? o.retry_interval_ms : 2000;
     this.#log = opts.logger ?? silentLogger;
+    this.#conn = new SttConnection({
+      provider: p,
+      log: this.#log,
+      retryIntervalMs: typeof o.retry_interval_ms === "number" ? o.retry_interval_ms : 2000,
+      // A dropped socket is redialled at once (a freshly presigned URL); the gap's audio is lost.
+      reconnectDelayMs: 0,
+      backlogMaxBytes: 0,
+      dial: (signal) => this.#dial(signal),
+      attach: (ws) => {
+        const decoder = new EventStreamDecoder();
+        ws.addEventListener("message", (ev) => this.#onMessage(decoder, ev.data));
+      },
+    });
   }
 
   /** The provider name from the config (`aws`). */
@@ -126,29 +129,14 @@ export class TranscribeStt implements SttService {
 
   /** Open the stream; a refused signature is an `auth` FlowcatError. */
   async start(_params: StartParams): Promise<void> {
-    if (this.#state !== "idle") return;
-    const ws = await this.#dial();
-    if (this.#state !== "idle") return void ws.close(1000);
-    this.#attach(ws);
+    await this.#conn.start();
   }
 
   /** Send audio (silence while muted) and return the frames that arrived since the last call. */
   runStt(audio: AudioFrame): Promise<Frame[]> {
-    const err = this.#error;
-    if (err !== undefined) {
-      this.#error = undefined;
-      return Promise.reject(err);
-    }
-    if (
-      this.#state === "failed" && this.#dialing === undefined &&
-      performance.now() - this.#failedAt >= this.#retryMs
-    ) {
-      this.#reconnect();
-    }
-    if (audio.pcm.length > 0) this.#send(audio);
-    const out = this.#queue;
-    this.#queue = [];
-    return Promise.resolve(out);
+    return this.#conn.exchange(() => {
+      if (audio.pcm.length > 0) this.#send(audio);
+    });
   }
 
   /** While muted, silence is sent in place of the caller's audio. */
@@ -157,78 +145,22 @@ export class TranscribeStt implements SttService {
   }
 
   /** End the audio stream (an empty AudioEvent) and close. Idempotent. */
-  async stop(): Promise<void> {
-    if (this.#state === "stopped") return;
-    this.#state = "stopped";
-    const ws = this.#ws;
-    if (ws?.readyState === WebSocket.OPEN) {
-      try {
-        this.#flush(ws);
-        ws.send(audioEvent(new Uint8Array(0)));
-      } catch { /* closing anyway */ }
-    }
-    this.#stopped.abort();
-    await this.#dialing?.catch(() => {});
-    await Promise.all([...this.#sockets].map((s) => closeSocket(s)));
-    this.#ws = undefined;
+  stop(): Promise<void> {
+    return this.#conn.stop((ws) => {
+      this.#flush(ws);
+      ws.send(audioEvent(new Uint8Array(0)));
+    });
   }
 
   // ---------------------------------------------------------------- socket
 
-  async #dial(): Promise<WebSocket> {
-    const dialing = (async () => {
-      const url = await transcribeUrl(this.#params, this.#access, this.#opts.baseUrl, new Date());
-      const ws = await openSocket(url, {}, {
-        provider: this.name(),
-        timeoutMs: this.#opts.timeoutMs ?? 15_000,
-        signal: this.#stopped.signal,
-      });
-      this.#sockets.add(ws);
-      ws.addEventListener("close", () => this.#sockets.delete(ws));
-      return ws;
-    })();
-    this.#dialing = dialing;
-    try {
-      return await dialing;
-    } finally {
-      if (this.#dialing === dialing) this.#dialing = undefined;
-    }
-  }
-
-  #attach(ws: WebSocket): void {
-    this.#ws = ws;
-    this.#state = "open";
-    const decoder = new EventStreamDecoder();
-    ws.addEventListener("message", (ev) => this.#onMessage(decoder, ev.data));
-    ws.addEventListener("close", (ev) => {
-      if (this.#ws !== ws) return;
-      this.#ws = undefined;
-      if (this.#state !== "open") return;
-      this.#log.warn(`${this.name()}: socket closed, reconnecting`, { code: ev.code });
-      this.#reconnect();
+  async #dial(signal: AbortSignal): Promise<WebSocket> {
+    const url = await transcribeUrl(this.#params, this.#access, this.#opts.baseUrl, new Date());
+    return await openSocket(url, {}, {
+      provider: this.name(),
+      timeoutMs: this.#opts.timeoutMs ?? 15_000,
+      signal,
     });
-  }
-
-  #reconnect(): void {
-    this.#state = "reconnecting";
-    this.#dial().then(
-      (ws) => {
-        if (this.#state === "stopped") return void ws.close(1000);
-        this.#log.info(`${this.name()}: reconnected`);
-        this.#attach(ws);
-      },
-      (err: unknown) => {
-        if (this.#state === "stopped") return;
-        this.#state = "failed";
-        this.#failedAt = performance.now();
-        const why = err instanceof Error ? err.message : String(err);
-        const kind = err instanceof FlowcatError ? err.kind : "closed";
-        this.#error = new FlowcatError(kind, `${this.name()}: connection lost (${why})`, {
-          cause: err,
-        });
-        this.#log.error(`${this.name()}: reconnect failed`, { kind });
-      },
-    );
   }
 
   #onMessage(decoder: EventStreamDecoder, data: unknown): void {
@@ -237,13 +169,15 @@ export class TranscribeStt implements SttService {
     try {
       messages = decoder.push(new Uint8Array(data));
     } catch (err) {
-      this.#error = err instanceof FlowcatError ? err : new FlowcatError("protocol", String(err));
-      this.#ws?.close(1000);
+      this.#conn.report(
+        err instanceof FlowcatError ? err : new FlowcatError("protocol", String(err)),
+      );
+      this.#conn.socket?.close(1000);
       return;
     }
     for (const m of messages) {
       const msg = parseTranscribeMessage(this.name(), m);
-      if (msg.type === "error") this.#error = msg.error;
+      if (msg.type === "error") this.#conn.report(msg.error);
       else if (msg.type === "ignored") {
         this.#log.debug(`${this.name()}: ignored`, { what: msg.what });
       } else for (const r of msg.results) this.#onResult(r);
@@ -254,7 +188,7 @@ export class TranscribeStt implements SttService {
     const text = r.text.trim();
     if (text === "") return;
     const language = r.language ?? this.#params.languageCode;
-    this.#queue.push(
+    this.#conn.emit(
       r.partial
         ? makeFrame("InterimTranscription", { text, userId: "user", language })
         : makeFrame("Transcription", { text, userId: "user", language, final: true }),
@@ -264,8 +198,8 @@ export class TranscribeStt implements SttService {
   // ---------------------------------------------------------------- sending
 
   #send(audio: AudioFrame): void {
-    const ws = this.#ws;
-    if (this.#state !== "open" || ws?.readyState !== WebSocket.OPEN) return;
+    const ws = this.#conn.live;
+    if (ws === undefined) return;
     if (this.#resampler?.inRate !== audio.sampleRate) {
       this.#resampler = new Resampler(audio.sampleRate, this.#params.sampleRate);
     }

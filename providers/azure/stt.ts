@@ -32,7 +32,8 @@ import type { SttService } from "../../core/seams.ts";
 import { int16ToBytes } from "../../core/audio/pcm.ts";
 import { Resampler } from "../../core/audio/resample.ts";
 import type { ServiceOptions } from "../service_options.ts";
-import { closeSocket, openSocket, redact } from "../ws_client.ts";
+import { openSocket, redact } from "../ws_client.ts";
+import { SttConnection } from "../stt_connection.ts";
 import { positiveOption } from "../tts/_shared.ts";
 import { AZURE_STT_DEFAULT_LANGUAGE, AZURE_STT_RATES, speechRoot } from "./defaults.ts";
 import {
@@ -57,8 +58,6 @@ const FAILED_STATUS: Readonly<Record<string, FlowcatErrorKind>> = {
   Forbidden: "auth",
 };
 
-type State = "idle" | "open" | "reconnecting" | "failed" | "stopped";
-
 /** Caller audio held while a dropped socket is reopened. */
 const BACKLOG_SECONDS = 2;
 /** A socket closed sooner than this after it opened lived short (see {@link REFUSALS}). */
@@ -78,23 +77,16 @@ export class AzureSpeechStt implements SttService {
   readonly #rate: number;
   readonly #language: string;
   readonly #timeoutMs: number;
-  readonly #retryMs: number;
   readonly #log: Logger;
-  #state: State = "idle";
-  #ws: WebSocket | undefined;
+  readonly #conn: SttConnection;
   #requestId = "";
-  #queue: Frame[] = [];
-  #error: FlowcatError | undefined;
-  #failedAt = 0;
   #muted = false;
   readonly #context: string;
-  #backlog: Uint8Array[] = [];
+  /** When the current socket opened. */
+  #openedAt = 0;
   /** Sockets in a row that closed soon after opening. */
   #shortLived = 0;
-  #backlogBytes = 0;
   #resampler: Resampler | undefined;
-  #dialing: Promise<void> | undefined;
-  readonly #stopped = new AbortController();
 
   /** Check the options now (key, region or url, rate); nothing is dialled until start. */
   constructor(opts: ServiceOptions) {
@@ -118,8 +110,29 @@ export class AzureSpeechStt implements SttService {
     this.#context = speechContextBody(silence);
     this.#url = `${root}${AZURE_STT_PATH}?${query}`;
     this.#timeoutMs = opts.timeoutMs ?? 15_000;
-    this.#retryMs = positiveOption(this.#name, o, "retry_interval_ms") ?? 2000;
     this.#log = opts.logger ?? silentLogger;
+    this.#conn = new SttConnection({
+      provider: this.#name,
+      log: this.#log,
+      retryIntervalMs: positiveOption(this.#name, o, "retry_interval_ms") ?? 2000,
+      reconnectDelayMs: 0,
+      // Held while the socket is reopened, so words said in the gap are still heard.
+      backlogMaxBytes: rate * 2 * BACKLOG_SECONDS,
+      secret: this.#key,
+      dial: (signal) =>
+        openSocket(this.#url, speechUpgradeHeaders(this.#key), {
+          provider: this.#name,
+          timeoutMs: this.#timeoutMs,
+          signal,
+        }),
+      attach: (ws) => this.#attach(ws),
+      drain: (ws, held) => {
+        for (const bytes of held) {
+          ws.send(encodeBinaryMessage("audio", this.#requestId, undefined, bytes));
+        }
+      },
+      refusal: (code, reason) => this.#refusal(code, reason),
+    });
   }
 
   /** The provider name from the config (`azure`). */
@@ -134,27 +147,14 @@ export class AzureSpeechStt implements SttService {
 
   /** Open the socket and start the first turn; a refused key throws kind `auth`. */
   async start(_params: StartParams): Promise<void> {
-    if (this.#state !== "idle") return;
-    await this.#connect();
+    await this.#conn.start();
   }
 
   /** Send audio (silence while muted) and return the frames that arrived since the last call. */
   runStt(audio: AudioFrame): Promise<Frame[]> {
-    const err = this.#error;
-    if (err !== undefined) {
-      this.#error = undefined;
-      return Promise.reject(err);
-    }
-    if (
-      this.#state === "failed" && this.#dialing === undefined &&
-      performance.now() - this.#failedAt >= this.#retryMs
-    ) {
-      this.#reconnect();
-    }
-    if (audio.pcm.length > 0) this.#sendAudio(audio);
-    const out = this.#queue;
-    this.#queue = [];
-    return Promise.resolve(out);
+    return this.#conn.exchange(() => {
+      if (audio.pcm.length > 0) this.#sendAudio(audio);
+    });
   }
 
   /** While muted, silence of the same length replaces the caller's audio. */
@@ -163,70 +163,33 @@ export class AzureSpeechStt implements SttService {
   }
 
   /** Send the end-of-audio marker, close the socket. Idempotent. */
-  async stop(): Promise<void> {
-    if (this.#state === "stopped") return;
-    this.#state = "stopped";
-    this.#stopped.abort();
-    const ws = this.#ws;
-    this.#ws = undefined;
-    if (ws?.readyState === WebSocket.OPEN) {
-      ws.send(encodeBinaryMessage("audio", this.#requestId, undefined, undefined));
-    }
-    await this.#dialing?.catch(() => {});
-    if (ws !== undefined) await closeSocket(ws);
+  stop(): Promise<void> {
+    return this.#conn.stop((ws) =>
+      ws.send(encodeBinaryMessage("audio", this.#requestId, undefined, undefined))
+    );
   }
 
   // ---------------------------------------------------------------- socket
 
-  #connect(): Promise<void> {
-    const dialing = openSocket(this.#url, speechUpgradeHeaders(this.#key), {
-      provider: this.#name,
-      timeoutMs: this.#timeoutMs,
-      signal: this.#stopped.signal,
-    }).then((ws) => {
-      if (this.#state === "stopped") {
-        ws.close(1000);
-        return;
-      }
-      this.#attach(ws);
-    });
-    const tracked = dialing.finally(() => {
-      if (this.#dialing === tracked) this.#dialing = undefined;
-    });
-    this.#dialing = tracked;
-    return tracked;
-  }
-
+  /** A new socket: the connection's speech.config, then the first turn's opening. */
   #attach(ws: WebSocket): void {
-    this.#ws = ws;
-    this.#state = "open";
-    const openedAt = performance.now();
+    this.#openedAt = performance.now();
     ws.addEventListener("message", (ev) => this.#onMessage(ev.data));
-    ws.addEventListener("close", (ev) => {
-      if (this.#ws !== ws) return;
-      this.#ws = undefined;
-      if (this.#state !== "open") return;
-      const why = `code ${ev.code}${
-        ev.reason ? `: ${redact(ev.reason, this.#key).slice(0, 200)}` : ""
-      }`;
-      const short = performance.now() - openedAt < SHORT_LIVED_MS;
-      this.#shortLived = short ? this.#shortLived + 1 : 0;
-      if (REFUSALS.has(ev.code) || this.#shortLived >= 2) {
-        this.#fail(
-          new FlowcatError("closed", `${this.#name}: the service closed the socket (${why})`),
-        );
-        return;
-      }
-      this.#log.warn(`${this.#name}: socket closed, reconnecting`, { why });
-      this.#reconnect();
-    });
     // As the SDK does: the connection's speech.config carries the first turn's request id.
     this.#requestId = newRequestId();
     ws.send(
       encodeTextMessage("speech.config", this.#requestId, "application/json", speechConfigBody()),
     );
     this.#openTurn(ws);
-    this.#flushBacklog(ws);
+  }
+
+  /** A drop that must wait for the retry interval rather than be redialled at once. */
+  #refusal(code: number, reason: string): FlowcatError | undefined {
+    const short = performance.now() - this.#openedAt < SHORT_LIVED_MS;
+    this.#shortLived = short ? this.#shortLived + 1 : 0;
+    if (!REFUSALS.has(code) && this.#shortLived < 2) return undefined;
+    const why = `code ${code}${reason ? `: ${redact(reason, this.#key).slice(0, 200)}` : ""}`;
+    return new FlowcatError("closed", `${this.#name}: the service closed the socket (${why})`);
   }
 
   /** `speech.context`, then the WAV header, under the current request id: a turn's opening. */
@@ -235,33 +198,6 @@ export class AzureSpeechStt implements SttService {
       encodeTextMessage("speech.context", this.#requestId, "application/json", this.#context),
     );
     ws.send(encodeBinaryMessage("audio", this.#requestId, "audio/x-wav", wavHeader(this.#rate)));
-  }
-
-  #reconnect(): void {
-    this.#state = "reconnecting";
-    this.#connect().then(
-      () => {
-        if (this.#state === "open") this.#log.info(`${this.#name}: reconnected`);
-      },
-      (err: unknown) => {
-        if (this.#state === "stopped") return;
-        const why = err instanceof Error ? err.message : String(err);
-        const kind = err instanceof FlowcatError ? err.kind : "closed";
-        this.#fail(
-          new FlowcatError(kind, `${this.#name}: connection lost (${why})`, { cause: err }),
-        );
-      },
-    );
-  }
-
-  /** Give up for now: the next runStt throws `err`; later ones retry once per interval. */
-  #fail(err: FlowcatError): void {
-    this.#state = "failed";
-    this.#failedAt = performance.now();
-    this.#backlog = [];
-    this.#backlogBytes = 0;
-    this.#error = err;
-    this.#log.error(`${this.#name}: recognition socket lost`, { kind: err.kind });
   }
 
   #onMessage(data: unknown): void {
@@ -276,7 +212,7 @@ export class AzureSpeechStt implements SttService {
       case "speech.hypothesis": {
         const text = jsonBody(msg)?.Text;
         if (typeof text === "string" && text.trim() !== "") {
-          this.#queue.push(makeFrame("InterimTranscription", this.#transcript(text.trim())));
+          this.#conn.emit(makeFrame("InterimTranscription", this.#transcript(text.trim())));
         }
         return;
       }
@@ -284,8 +220,8 @@ export class AzureSpeechStt implements SttService {
         return this.#onPhrase(jsonBody(msg) ?? {});
       case "turn.end": {
         // The service ended the turn while the call goes on: start another on this socket.
-        const ws = this.#ws;
-        if (this.#state === "open" && ws?.readyState === WebSocket.OPEN) {
+        const ws = this.#conn.live;
+        if (ws !== undefined) {
           this.#requestId = newRequestId();
           this.#openTurn(ws);
         }
@@ -301,13 +237,15 @@ export class AzureSpeechStt implements SttService {
     const status = String(body.RecognitionStatus ?? "");
     const failed = FAILED_STATUS[status];
     if (failed !== undefined) {
-      this.#error = new FlowcatError(failed, `${this.#name}: recognition failed (${status})`);
+      this.#conn.report(
+        new FlowcatError(failed, `${this.#name}: recognition failed (${status})`),
+      );
       return;
     }
     const text = typeof body.DisplayText === "string" ? body.DisplayText.trim() : "";
     // NoMatch, InitialSilenceTimeout, BabbleTimeout, EndOfDictation: nothing was said.
     if (status !== "Success" || text === "") return;
-    this.#queue.push(
+    this.#conn.emit(
       makeFrame("Transcription", { ...this.#transcript(text), final: true, endOfUtterance: true }),
     );
   }
@@ -319,10 +257,9 @@ export class AzureSpeechStt implements SttService {
   // ---------------------------------------------------------------- sending
 
   #sendAudio(audio: AudioFrame): void {
-    const ws = this.#ws;
-    const open = this.#state === "open" && ws?.readyState === WebSocket.OPEN;
+    const ws = this.#conn.live;
     // Held also while an open socket is closing: its close event starts the reconnect.
-    if (!open && this.#state !== "reconnecting" && this.#state !== "open") return;
+    if (ws === undefined && !this.#conn.holding) return;
     if (this.#resampler?.inRate !== audio.sampleRate) {
       this.#resampler = new Resampler(audio.sampleRate, this.#rate);
     }
@@ -330,25 +267,8 @@ export class AzureSpeechStt implements SttService {
     if (pcm.length === 0) return;
     // A copy (int16ToBytes makes one): the caller may reuse its buffer while this waits.
     const bytes = this.#muted ? new Uint8Array(pcm.length * 2) : int16ToBytes(pcm);
-    if (open) {
-      ws!.send(encodeBinaryMessage("audio", this.#requestId, undefined, bytes));
-      return;
-    }
-    // Held while the socket is reopened, so words said in the gap are still heard.
-    this.#backlog.push(bytes);
-    this.#backlogBytes += bytes.length;
-    while (this.#backlogBytes > this.#rate * 2 * BACKLOG_SECONDS) {
-      this.#backlogBytes -= this.#backlog.shift()?.length ?? 0;
-    }
-  }
-
-  /** Send what was held during a reconnect, after the new turn's WAV header. */
-  #flushBacklog(ws: WebSocket): void {
-    for (const bytes of this.#backlog) {
-      ws.send(encodeBinaryMessage("audio", this.#requestId, undefined, bytes));
-    }
-    this.#backlog = [];
-    this.#backlogBytes = 0;
+    if (ws !== undefined) ws.send(encodeBinaryMessage("audio", this.#requestId, undefined, bytes));
+    else this.#conn.hold(bytes);
   }
 }
 

@@ -32,26 +32,14 @@
  * @module
  */
 
-// Same imports and socket skeleton as tts/elevenlabs.ts: two WebSocket protocols behind one
-// TtsService; the socket plumbing they share is providers/ws_client.ts.
 import { FlowcatError, type FlowcatErrorKind } from "../../core/errors.ts";
-import { type Frame, makeFrame, type StartParams, ttsAudio } from "../../core/frames.ts";
-import type { TtsService } from "../../core/seams.ts";
+import type { Frame, StartParams } from "../../core/frames.ts";
 import type { ServiceOptions } from "../service_options.ts";
 
 export type { ServiceOptions } from "../service_options.ts";
-import {
-  decodeBase64,
-  isJsonObject,
-  Mailbox,
-  openSocket,
-  parseJsonMessage,
-  raceAbort,
-  redact,
-  SharedSocket,
-  wsRoot,
-} from "../ws_client.ts";
-import { PcmAssembler, ttsUsageFrame } from "../tts/_shared.ts";
+import { decodeBase64, isJsonObject, parseJsonMessage, redact, wsRoot } from "../ws_client.ts";
+import { MuxSocket } from "../tts/_mux_socket.ts";
+import { keyAndRate, StreamingTts } from "../tts/_shared.ts";
 import { CARTESIA_DEFAULT_BASE_URL, CARTESIA_DEFAULT_MODEL } from "./defaults.ts";
 export { CARTESIA_DEFAULT_BASE_URL, CARTESIA_DEFAULT_MODEL } from "./defaults.ts";
 
@@ -64,30 +52,21 @@ export const CARTESIA_DEFAULT_SAMPLE_RATE = 24000;
 /** Rates Cartesia's raw container accepts. */
 export const CARTESIA_PCM_RATES: readonly number[] = [8000, 16000, 22050, 24000, 44100, 48000];
 
-/** What the socket listener hands to the context it concerns. */
-type ContextEvent =
-  | { type: "message"; msg: Record<string, unknown> }
-  | { type: "closed"; code: number; reason: string };
-
 /** The Cartesia WebSocket text-to-speech service: one socket, one context per utterance. */
-export class CartesiaTts implements TtsService {
-  readonly #name: string;
+export class CartesiaTts extends StreamingTts {
   readonly #apiKey: string;
   readonly #url: string;
   readonly #model: string;
   readonly #voice: string;
-  readonly #rate: number;
   readonly #language: string;
-  readonly #timeoutMs: number;
   readonly #generationConfig?: Record<string, unknown>;
-  readonly #contexts = new Map<string, Mailbox<ContextEvent>>();
-  readonly #socket: SharedSocket;
+  readonly #socket: MuxSocket<Record<string, unknown>>;
 
   /** Make the service; a missing key or an unusable rate is a config error here. */
   constructor(opts: ServiceOptions) {
-    this.#name = opts.provider;
-    if (!opts.apiKey) throw new FlowcatError("config", `${this.#name}: apiKey is required`);
-    this.#apiKey = opts.apiKey;
+    const { apiKey, rate } = keyAndRate(opts, CARTESIA_PCM_RATES, CARTESIA_DEFAULT_SAMPLE_RATE);
+    super(opts.provider, rate);
+    this.#apiKey = apiKey;
     const o = opts.options ?? {};
     const version = typeof o.cartesia_version === "string"
       ? o.cartesia_version
@@ -96,36 +75,24 @@ export class CartesiaTts implements TtsService {
     this.#url = `${root}/tts/websocket?${new URLSearchParams({ cartesia_version: version })}`;
     this.#model = opts.model ?? CARTESIA_DEFAULT_MODEL;
     this.#voice = opts.voice ?? CARTESIA_DEFAULT_VOICE;
-    const rate = o.sample_rate ?? o.sampleRate ?? CARTESIA_DEFAULT_SAMPLE_RATE;
-    if (typeof rate !== "number" || !CARTESIA_PCM_RATES.includes(rate)) {
-      throw new FlowcatError(
-        "config",
-        `${this.#name}: sample rate must be one of ${CARTESIA_PCM_RATES.join(", ")}`,
-      );
-    }
-    this.#rate = rate;
     // Cartesia takes ISO 639-1 codes (`en`, `de`), not full BCP-47 tags.
     this.#language = (opts.language ?? "en").split("-")[0].toLowerCase();
-    this.#timeoutMs = opts.timeoutMs ?? 15_000;
     if (isJsonObject(o.generation_config)) this.#generationConfig = o.generation_config;
-    this.#socket = new SharedSocket(
-      () =>
-        openSocket(this.#url, { "X-API-Key": this.#apiKey }, {
-          provider: this.#name,
-          timeoutMs: this.#timeoutMs,
-        }),
-      (ws) => this.#attach(ws),
-    );
-  }
-
-  /** Provider name (as configured). */
-  name(): string {
-    return this.#name;
-  }
-
-  /** Rate of the audio {@link runTts} yields (`output_format.sample_rate`). */
-  sampleRate(): number {
-    return this.#rate;
+    this.#socket = new MuxSocket({
+      provider: opts.provider,
+      url: this.#url,
+      headers: { "X-API-Key": apiKey },
+      timeoutMs: opts.timeoutMs ?? 15_000,
+      secret: apiKey,
+      route: (data) => {
+        const msg = parseJsonMessage(data);
+        if (!msg) return undefined;
+        const id = msg.context_id;
+        if (typeof id === "string" && id) return { id, msg };
+        // An error without a context concerns the whole connection.
+        return msg.type === "error" ? { msg } : undefined;
+      },
+    });
   }
 
   /** The handshake URL (the key is not in it). */
@@ -134,13 +101,13 @@ export class CartesiaTts implements TtsService {
   }
 
   /** Dial the socket now so the first utterance does not pay for it; a refused key throws. */
-  async start(_params: StartParams): Promise<void> {
-    await this.#socket.get();
+  override start(_params: StartParams): Promise<void> {
+    return this.#socket.start();
   }
 
   /** Close the socket; utterances in flight end with a `closed` error. Idempotent. */
-  stop(): Promise<void> {
-    return this.#socket.close();
+  override stop(): Promise<void> {
+    return this.#socket.stop();
   }
 
   /**
@@ -148,59 +115,31 @@ export class CartesiaTts implements TtsService {
    * fresh context of the shared socket. Aborting `signal` sends `{context_id, cancel:true}` and
    * ends the stream at once (no TtsStopped); so does a consumer that stops iterating early.
    */
-  async *runTts(text: string, signal?: AbortSignal): AsyncGenerator<Frame> {
-    if (signal?.aborted) return;
-    const contextId = crypto.randomUUID();
-    if (text.trim() === "") {
-      yield makeFrame("TtsStarted", { contextId });
-      yield makeFrame("TtsStopped", { contextId });
-      return;
-    }
-    const ws = await raceAbort(this.#socket.get(), signal);
-    if (!ws) return;
-    if (ws.readyState !== WebSocket.OPEN) throw this.#closedError(1006, "");
-    const events = new Mailbox<ContextEvent>();
-    this.#contexts.set(contextId, events);
-    const onAbort = () => events.poke();
-    signal?.addEventListener("abort", onAbort);
-    const pcm = new PcmAssembler();
-    let ended = false;
-    try {
-      ws.send(JSON.stringify(this.#request(text, contextId)));
-      yield makeFrame("TtsStarted", { contextId });
-      while (!ended) {
-        // Checked before waiting too: an abort while suspended at a yield finds no waiter.
-        if (signal?.aborted) return;
-        const ev = await events.next();
-        if (signal?.aborted) return;
-        if (!ev) continue;
-        if (ev.type === "closed") {
-          ended = true;
-          throw this.#closedError(ev.code, ev.reason);
+  runTts(text: string, signal?: AbortSignal): AsyncGenerator<Frame> {
+    const id = crypto.randomUUID();
+    return this.#socket.speak({
+      id,
+      text,
+      model: this.#model,
+      sampleRate: this.sampleRate(),
+      send: (ws) => ws.send(JSON.stringify(this.#request(text, id))),
+      step: (msg) => {
+        // An error ends the context server-side (`done: true`).
+        if (msg.type === "error" || typeof msg.error === "string") throw this.#serverError(msg);
+        const done = msg.type === "done" || msg.done === true;
+        if (msg.type !== "chunk" || typeof msg.data !== "string" || !msg.data) return { done };
+        try {
+          return { audio: decodeBase64(this.name(), msg.data), done };
+        } catch (err) {
+          return { fault: err as FlowcatError };
         }
-        const msg = ev.msg;
-        if (msg.type === "error" || typeof msg.error === "string") {
-          ended = true; // an error ends the context server-side (`done: true`)
-          throw this.#serverError(msg);
-        }
-        if (msg.type === "chunk" && typeof msg.data === "string" && msg.data) {
-          const samples = pcm.push(decodeBase64(this.#name, msg.data));
-          if (samples.length) {
-            yield ttsAudio({ pcm: samples, sampleRate: this.#rate, numChannels: 1 }, contextId);
-          }
-        }
-        if (msg.type === "done" || msg.done === true) ended = true;
-      }
-      yield ttsUsageFrame(this.#name, this.#model, text.length);
-      yield makeFrame("TtsStopped", { contextId });
-    } finally {
-      signal?.removeEventListener("abort", onAbort);
-      this.#contexts.delete(contextId);
-      if (!ended && ws.readyState === WebSocket.OPEN) {
+      },
+      cancel: (ws) => {
         // Stop generation (and billing) for a context nobody will play.
-        ws.send(JSON.stringify({ context_id: contextId, cancel: true }));
-      }
-    }
+        if (ws.readyState !== WebSocket.OPEN) return;
+        ws.send(JSON.stringify({ context_id: id, cancel: true }));
+      },
+    }, signal);
   }
 
   #request(text: string, contextId: string): Record<string, unknown> {
@@ -209,7 +148,7 @@ export class CartesiaTts implements TtsService {
       model_id: this.#model,
       transcript: text,
       voice: { mode: "id", id: this.#voice },
-      output_format: { container: "raw", encoding: "pcm_s16le", sample_rate: this.#rate },
+      output_format: { container: "raw", encoding: "pcm_s16le", sample_rate: this.sampleRate() },
       language: this.#language,
       continue: false,
     };
@@ -217,40 +156,12 @@ export class CartesiaTts implements TtsService {
     return req;
   }
 
-  /** Route each server message to its context; a close fails every context in flight. */
-  #attach(ws: WebSocket): void {
-    ws.addEventListener("message", (e) => {
-      const msg = parseJsonMessage(e.data);
-      if (!msg) return;
-      const id = msg.context_id;
-      if (typeof id === "string" && id) {
-        this.#contexts.get(id)?.push({ type: "message", msg });
-      } else if (msg.type === "error") {
-        // An error without a context concerns the whole connection.
-        for (const box of this.#contexts.values()) box.push({ type: "message", msg });
-      }
-    });
-    ws.addEventListener("close", (e) => {
-      for (const box of this.#contexts.values()) {
-        box.push({ type: "closed", code: e.code, reason: e.reason });
-      }
-    });
-  }
-
   #serverError(msg: Record<string, unknown>): FlowcatError {
     const text = typeof msg.error === "string" && msg.error ? msg.error : "unknown error";
     const status = typeof msg.status_code === "number" ? msg.status_code : undefined;
     const kind: FlowcatErrorKind = status === 401 || status === 403 ? "auth" : "other";
     const where = status ? ` (status ${status})` : "";
-    return new FlowcatError(kind, `${this.#name}: ${redact(text, this.#apiKey)}${where}`);
-  }
-
-  #closedError(code: number, reason: string): FlowcatError {
-    const why = reason ? `: ${redact(reason, this.#apiKey).slice(0, 300)}` : "";
-    return new FlowcatError(
-      "closed",
-      `${this.#name}: socket closed before the audio ended (code ${code})${why}`,
-    );
+    return new FlowcatError(kind, `${this.name()}: ${redact(text, this.#apiKey)}${where}`);
   }
 }
 

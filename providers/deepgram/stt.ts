@@ -40,7 +40,8 @@ import type { ServiceOptions } from "../service_options.ts";
 
 export type { ServiceOptions } from "../service_options.ts";
 import { messageText } from "../realtime/_shared.ts";
-import { closeSocket, openSocket } from "../ws_client.ts";
+import { openSocket } from "../ws_client.ts";
+import { SttConnection } from "../stt_connection.ts";
 import {
   DEEPGRAM_DEFAULT_URL,
   DEEPGRAM_SAMPLE_RATE,
@@ -56,31 +57,17 @@ export { DEEPGRAM_DEFAULT_MODEL, DEEPGRAM_SAMPLE_RATE } from "./stt_wire.ts";
 /** Audio held while a dropped socket is reopened: 2 s of 16 kHz 16-bit mono. */
 const BACKLOG_MAX_BYTES = DEEPGRAM_SAMPLE_RATE * 2 * 2;
 
-type State = "idle" | "open" | "reconnecting" | "failed" | "stopped";
-
 /** Deepgram live transcription client; one instance per call. */
 export class DeepgramStt implements SttService {
   readonly #opts: ServiceOptions;
   readonly #tuning: DeepgramTuning;
   readonly #log: Logger;
   readonly #joiner: UtteranceJoiner;
-  #state: State = "idle";
-  #ws: WebSocket | undefined;
-  /** Every socket this client opened, until each has closed. */
-  readonly #sockets = new Set<WebSocket>();
-  #dialing: Promise<unknown> | undefined;
-  #queue: Frame[] = [];
-  #error: FlowcatError | undefined;
-  #failedAt = 0;
-  #backlog: Uint8Array[] = [];
-  #backlogBytes = 0;
+  readonly #conn: SttConnection;
   #muted = false;
   #audioSinceTick = false;
   #keepalive: ReturnType<typeof setInterval> | undefined;
-  #reconnectTimer: ReturnType<typeof setTimeout> | undefined;
   #resampler: Resampler | undefined;
-  /** Aborted by stop(): ends a dial in flight at once. */
-  readonly #stopped = new AbortController();
 
   /** Make a client; nothing is dialled until {@link DeepgramStt.start}. */
   constructor(opts: ServiceOptions) {
@@ -88,6 +75,17 @@ export class DeepgramStt implements SttService {
     this.#tuning = deepgramTuning(opts.options);
     this.#log = opts.logger ?? silentLogger;
     this.#joiner = new UtteranceJoiner(opts.language);
+    this.#conn = new SttConnection({
+      provider: opts.provider,
+      log: this.#log,
+      retryIntervalMs: this.#tuning.retryIntervalMs,
+      reconnectDelayMs: this.#tuning.reconnectDelayMs,
+      backlogMaxBytes: BACKLOG_MAX_BYTES,
+      secret: opts.apiKey,
+      dial: (signal) => this.#dial(signal),
+      attach: (ws) => ws.addEventListener("message", (ev) => this.#onMessage(ev.data)),
+      drain: (ws, held) => held.forEach((bytes) => ws.send(bytes)),
+    });
   }
 
   /** The provider name from the config (`deepgram`). */
@@ -97,38 +95,20 @@ export class DeepgramStt implements SttService {
 
   /** Open the socket; throws FlowcatError (kind `auth` on a 401/403 handshake). */
   async start(_params: StartParams): Promise<void> {
-    if (this.#state !== "idle") return;
     const usesDeepgramCloud = (this.#opts.baseUrl ?? DEEPGRAM_DEFAULT_URL)
       .includes("api.deepgram.com");
     if (!this.#opts.apiKey && usesDeepgramCloud) {
       throw new FlowcatError("config", `${this.name()}: missing API key (DEEPGRAM_API_KEY)`);
     }
-    const ws = await this.#dial();
-    if (this.#state !== "idle") {
-      ws.close(1000);
-      return;
-    }
-    this.#attach(ws);
+    if (!(await this.#conn.start())) return;
     this.#keepalive = setInterval(() => this.#tick(), this.#tuning.keepaliveMs);
   }
 
   /** Send audio (unless muted) and return the frames that arrived since the last call. */
   runStt(audio: AudioFrame): Promise<Frame[]> {
-    const err = this.#error;
-    if (err !== undefined) {
-      this.#error = undefined;
-      return Promise.reject(err);
-    }
-    if (
-      this.#state === "failed" && this.#dialing === undefined &&
-      performance.now() - this.#failedAt >= this.#tuning.retryIntervalMs
-    ) {
-      this.#reconnect();
-    }
-    if (!this.#muted && audio.pcm.length > 0) this.#sendAudio(audio);
-    const out = this.#queue;
-    this.#queue = [];
-    return Promise.resolve(out);
+    return this.#conn.exchange(() => {
+      if (!this.#muted && audio.pcm.length > 0) this.#sendAudio(audio);
+    });
   }
 
   /** While muted no audio is sent; KeepAlive holds the socket open. */
@@ -143,91 +123,23 @@ export class DeepgramStt implements SttService {
   }
 
   /** Send CloseStream, close the socket, clear every timer. Idempotent. */
-  async stop(): Promise<void> {
-    if (this.#state === "stopped") return;
-    this.#state = "stopped";
+  stop(): Promise<void> {
     clearInterval(this.#keepalive);
-    clearTimeout(this.#reconnectTimer);
-    this.#keepalive = this.#reconnectTimer = undefined;
-    this.#sendText({ type: "CloseStream" });
-    this.#stopped.abort();
-    await this.#dialing?.catch(() => {});
-    // closeSocket gives up on a server that never answers the close, so stop() cannot hang.
-    await Promise.all([...this.#sockets].map((ws) => closeSocket(ws)));
-    this.#ws = undefined;
-    this.#backlog = [];
+    this.#keepalive = undefined;
+    return this.#conn.stop(() => this.#sendText({ type: "CloseStream" }));
   }
 
   // ---------------------------------------------------------------- socket
 
-  #dial(): Promise<WebSocket> {
+  #dial(signal: AbortSignal): Promise<WebSocket> {
     const headers: Record<string, string> = {};
     if (this.#opts.apiKey) headers.Authorization = `Token ${this.#opts.apiKey}`;
     const url = deepgramListenUrl(this.#opts, this.#tuning);
-    const dialing = openSocket(url, headers, {
+    return openSocket(url, headers, {
       timeoutMs: this.#opts.timeoutMs ?? 15_000,
       provider: this.name(),
-      signal: this.#stopped.signal,
+      signal,
     });
-    const tracked = dialing.then((ws) => {
-      this.#sockets.add(ws);
-      ws.addEventListener("close", () => this.#sockets.delete(ws));
-      return ws;
-    });
-    this.#dialing = tracked;
-    const clear = () => {
-      if (this.#dialing === tracked) this.#dialing = undefined;
-    };
-    tracked.then(clear, clear);
-    return tracked;
-  }
-
-  #attach(ws: WebSocket): void {
-    this.#ws = ws;
-    this.#state = "open";
-    ws.addEventListener("message", (ev) => this.#onMessage(ev.data));
-    ws.addEventListener("close", (ev) => {
-      if (this.#ws !== ws) return;
-      this.#ws = undefined;
-      if (this.#state !== "open") return;
-      this.#log.warn(`${this.name()}: socket closed, reconnecting`, { code: ev.code });
-      this.#state = "reconnecting";
-      this.#reconnectTimer = setTimeout(() => {
-        this.#reconnectTimer = undefined;
-        this.#reconnect();
-      }, this.#tuning.reconnectDelayMs);
-    });
-    const held = this.#backlog;
-    this.#backlog = [];
-    this.#backlogBytes = 0;
-    for (const bytes of held) ws.send(bytes);
-  }
-
-  #reconnect(): void {
-    this.#state = "reconnecting";
-    this.#dial().then(
-      (ws) => {
-        if (this.#state === "stopped") {
-          ws.close(1000);
-          return;
-        }
-        this.#log.info(`${this.name()}: reconnected`);
-        this.#attach(ws);
-      },
-      (err: unknown) => {
-        if (this.#state === "stopped") return;
-        this.#state = "failed";
-        this.#failedAt = performance.now();
-        this.#backlog = [];
-        this.#backlogBytes = 0;
-        const why = err instanceof Error ? err.message : String(err);
-        const kind = err instanceof FlowcatError ? err.kind : "closed";
-        this.#error = new FlowcatError(kind, `${this.name()}: connection lost (${why})`, {
-          cause: err,
-        });
-        this.#log.error(`${this.name()}: reconnect failed`, { kind });
-      },
-    );
   }
 
   #onMessage(data: unknown): void {
@@ -235,14 +147,14 @@ export class DeepgramStt implements SttService {
     if (text === undefined) return;
     const msg = parseDeepgramMessage(text);
     if (msg.type === "error") {
-      this.#error = new FlowcatError("protocol", `${this.name()}: ${msg.description}`);
+      this.#conn.report(new FlowcatError("protocol", `${this.name()}: ${msg.description}`));
       return;
     }
     if (msg.type === "ignored") {
       this.#log.debug(`${this.name()}: ignored message`, { what: msg.what });
       return;
     }
-    for (const f of this.#joiner.onMessage(msg)) this.#queue.push(f);
+    for (const f of this.#joiner.onMessage(msg)) this.#conn.emit(f);
   }
 
   // ---------------------------------------------------------------- sending
@@ -254,23 +166,18 @@ export class DeepgramStt implements SttService {
     const pcm = this.#resampler.process(audio.pcm);
     if (pcm.length === 0) return;
     const bytes = int16ToBytes(pcm);
-    const ws = this.#ws;
-    if (this.#state === "open" && ws?.readyState === WebSocket.OPEN) {
+    const ws = this.#conn.live;
+    if (ws !== undefined) {
       ws.send(bytes);
       this.#audioSinceTick = true;
       return;
     }
-    if (this.#state !== "reconnecting") return;
     // Copy: `bytes` may be a view on the caller's buffer, which it is free to reuse.
-    this.#backlog.push(bytes.slice());
-    this.#backlogBytes += bytes.length;
-    while (this.#backlogBytes > BACKLOG_MAX_BYTES) {
-      this.#backlogBytes -= this.#backlog.shift()?.length ?? 0;
-    }
+    if (this.#conn.holding) this.#conn.hold(bytes.slice());
   }
 
   #sendText(msg: { type: string }): void {
-    const ws = this.#ws;
+    const ws = this.#conn.socket;
     if (ws?.readyState !== WebSocket.OPEN) return;
     try {
       ws.send(JSON.stringify(msg));

@@ -7,18 +7,17 @@
  * @module
  */
 
-import { FlowcatError } from "../../core/errors.ts";
-import { type Frame, makeFrame, ttsAudio } from "../../core/frames.ts";
+import type { Frame } from "../../core/frames.ts";
 import { closeSocket, Mailbox, openSocket, redact } from "../ws_client.ts";
-import { PcmAssembler, ttsUsageFrame } from "./_shared.ts";
+import {
+  silentUtterance,
+  type SocketEvent,
+  type SpeakStep,
+  type UtteranceEnd,
+  utteranceFrames,
+} from "./_socket_utterance.ts";
 
-/** What one server message means to the utterance in progress. */
-export interface SpeakStep {
-  /** 16-bit little-endian PCM bytes to play. */
-  audio?: Uint8Array;
-  /** The utterance's audio is complete. */
-  done?: boolean;
-}
+export type { SpeakStep } from "./_socket_utterance.ts";
 
 /** Where and how to dial. */
 export interface SerialSocketOptions {
@@ -60,17 +59,11 @@ export interface Utterance {
   cancel(ws: WebSocket, contextId: string): void;
 }
 
-type SocketEvent = { type: "data"; data: unknown } | {
-  type: "closed";
-  code: number;
-  reason: string;
-};
-
 /** One kept WebSocket that utterances use in turn. */
 export class SerialSocket {
   readonly #o: SerialSocketOptions;
   #ws: WebSocket | undefined;
-  #current: Mailbox<SocketEvent> | undefined;
+  #current: Mailbox<SocketEvent<unknown>> | undefined;
   #turn: Promise<void> = Promise.resolve();
   /** One-shot sockets being closed, awaited by {@link SerialSocket.stop}. */
   readonly #closing = new Set<Promise<void>>();
@@ -97,19 +90,13 @@ export class SerialSocket {
   async *speak(u: Utterance, signal?: AbortSignal): AsyncGenerator<Frame> {
     if (signal?.aborted) return;
     const contextId = crypto.randomUUID();
-    if (u.text.trim() === "") {
-      yield makeFrame("TtsStarted", { contextId });
-      yield makeFrame("TtsStopped", { contextId });
-      return;
-    }
+    if (u.text.trim() === "") return yield* silentUtterance(contextId);
     const previous = this.#turn;
     let release!: () => void;
     this.#turn = new Promise((r) => (release = r));
-    const events = new Mailbox<SocketEvent>();
-    const onAbort = () => events.poke();
-    signal?.addEventListener("abort", onAbort);
+    const events = new Mailbox<SocketEvent<unknown>>();
     let ws: WebSocket | undefined;
-    let ended = false;
+    const end: UtteranceEnd = { ended: false };
     try {
       await untilAborted(previous, signal);
       if (signal?.aborted) return;
@@ -121,39 +108,24 @@ export class SerialSocket {
       }
       this.#current = events;
       u.send(ws, contextId);
-      yield makeFrame("TtsStarted", { contextId });
-      const pcm = new PcmAssembler();
-      while (!ended) {
-        // Checked before waiting too: an abort while suspended at a yield finds no waiter.
-        if (signal?.aborted) return;
-        const ev = await events.next();
-        if (signal?.aborted) return;
-        if (!ev) continue;
-        if (ev.type === "closed") {
-          ended = true;
-          throw this.#closedError(ev.code, ev.reason);
-        }
-        let step: SpeakStep | undefined;
-        try {
-          step = u.step(ev.data, contextId);
-        } catch (err) {
-          ended = true; // a server error ends the utterance server-side
-          throw err;
-        }
-        if (step?.audio?.length) {
-          const samples = pcm.push(step.audio);
-          if (samples.length) {
-            yield ttsAudio({ pcm: samples, sampleRate: u.sampleRate, numChannels: 1 }, contextId);
-          }
-        }
-        if (step?.done) ended = true;
-      }
-      yield ttsUsageFrame(this.#o.provider, u.model, u.text.length);
-      yield makeFrame("TtsStopped", { contextId });
+      const { provider, secret } = this.#o;
+      yield* utteranceFrames(
+        events,
+        {
+          provider,
+          secret,
+          contextId,
+          model: u.model,
+          characters: u.text.length,
+          sampleRate: u.sampleRate,
+          step: (data) => u.step(data, contextId),
+        },
+        end,
+        signal,
+      );
     } finally {
-      signal?.removeEventListener("abort", onAbort);
       if (this.#current === events) this.#current = undefined;
-      if (!ended && ws?.readyState === WebSocket.OPEN) u.cancel(ws, contextId);
+      if (!end.ended && ws?.readyState === WebSocket.OPEN) u.cancel(ws, contextId);
       if (this.#o.oneShot && ws) this.#retire(ws);
       release();
     }
@@ -181,7 +153,7 @@ export class SerialSocket {
     if (this.#o.hello) ws.send(this.#o.hello);
     ws.addEventListener("message", (e) => {
       if (this.#o.admit && !this.#o.admit(e.data)) return;
-      this.#current?.push({ type: "data", data: e.data });
+      this.#current?.push({ type: "message", msg: e.data });
     });
     ws.addEventListener("close", (e) => {
       if (this.#ws !== ws) return;
@@ -189,14 +161,6 @@ export class SerialSocket {
       this.#current?.push({ type: "closed", code: e.code, reason: e.reason });
     });
     return ws;
-  }
-
-  #closedError(code: number, reason: string): FlowcatError {
-    const why = reason ? `: ${this.clean(reason)}` : "";
-    return new FlowcatError(
-      "closed",
-      `${this.#o.provider}: socket closed before the audio ended (code ${code})${why}`,
-    );
   }
 }
 
