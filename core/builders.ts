@@ -10,9 +10,9 @@
  * The call runs at the rates the model takes and speaks on this leg (core/call_rates.ts): caller
  * audio is resampled to the model's input rate by the input (16 kHz unless the model takes the
  * leg's own rate), the model's voice to the leg's rate by the transport, each only where the two
- * differ. The brain's moves travel upstream to the model; its End
- * drains the pipeline, the output plays out, and the finalize processor uploads the recording
- * and transcript and completes the call once (also on hang-up, model failure or cancel).
+ * differ. The brain's moves travel upstream to the model; its End drains the pipeline, the output
+ * plays out, and the finalize processor uploads the recording and transcript and completes the
+ * call once (also on hang-up, model failure or cancel).
  * @module
  */
 

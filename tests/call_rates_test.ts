@@ -14,10 +14,12 @@ import { silentLogger } from "../core/log.ts";
 import type { Finalize, RealtimeLlm } from "../core/seams.ts";
 import { echoRatesOption } from "../providers/echo/echo_rates.ts";
 import { EchoRealtime, type EchoRealtimeOptions } from "../providers/echo/realtime.ts";
+import { loadCallShape } from "../server/call_shapes.ts";
 import { MemorySessionSource } from "../server/session_store.ts";
 import { twilioCall } from "./_twilio_client.ts";
 import { until } from "./_core_helpers.ts";
 import { movingOnBrain } from "./_graph_fixture.ts";
+import { parse } from "./_server_config_helpers.ts";
 
 /** The echo model, noting the rate of every frame it is given. */
 class WatchedEcho extends EchoRealtime {
@@ -140,4 +142,17 @@ Deno.test("call rates: the echo's rates option", () => {
     );
   }
   assert.throws(() => new EchoRealtime({ rates: { input: 16000, output: 100 } }), FlowcatError);
+});
+
+Deno.test("call rates: a bad echo rates option stops the server at start, in one line", async () => {
+  const res = await parse(`agent: { graph: graph.yaml }
+pipeline: s2s
+providers:
+  realtime: { name: echo, options: { rates: "16k" } }
+`);
+  if (!res.ok) throw new Error(JSON.stringify(res.problems));
+  await assert.rejects(
+    loadCallShape({ config: res.config, env: () => undefined, logger: silentLogger }),
+    (e) => e instanceof FlowcatError && e.kind === "config" && /options\.rates/.test(e.message),
+  );
 });

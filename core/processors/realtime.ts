@@ -8,8 +8,8 @@
  * FunctionCallResult becomes `sendToolResult`, in arrival order, so the model has its new
  * prompt and tools before it reads the result.
  *
- * Model events out: audio -> TtsAudio (at the model's output rate); caller text -> InterimTranscription /
- * Transcription (`userId` "user"); model text -> TtsText / Transcription (`userId` "bot");
+ * Model events out: audio -> TtsAudio (at the model's output rate); caller text ->
+ * InterimTranscription / Transcription (`userId` "user"); model text -> TtsText / Transcription (`userId` "bot");
  * tool call -> FunctionCallsStarted; interrupted -> Interruption broadcast (the output
  * transport clears the far end's playback); usage -> Metrics and {@link RealtimeProcessor.usage};
  * turn complete -> TtsStopped (the turn has all its audio); closed -> End upstream (the call

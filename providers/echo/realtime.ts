@@ -293,7 +293,7 @@ export class EchoRealtime implements RealtimeLlm {
     }
     this.#q.push({ type: "bot_text", text: `(echoing ${secs} s)`, final: true });
     this.#emitAudio(this.#voice.convert(heard));
-    this.#usage(Math.round(heard.length / 320));
+    this.#usage(Math.round((heard.length * 50) / this.#inRate)); // 20 ms frames
   }
 
   #callTool(name: string, args: Record<string, unknown>): void {
