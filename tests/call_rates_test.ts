@@ -6,19 +6,16 @@
 import assert from "node:assert/strict";
 import { ulawDecode, ulawEncode } from "../core/audio/g711.ts";
 import { rms } from "../core/audio/pcm.ts";
-import { buildS2sTask } from "../core/builders.ts";
 import { s2sRates } from "../core/call_rates.ts";
 import { FlowcatError } from "../core/errors.ts";
 import type { AudioFrame } from "../core/frames.ts";
 import { silentLogger } from "../core/log.ts";
-import type { Finalize, RealtimeLlm } from "../core/seams.ts";
+import type { RealtimeLlm } from "../core/seams.ts";
 import { echoRatesOption } from "../providers/echo/echo_rates.ts";
 import { EchoRealtime, type EchoRealtimeOptions } from "../providers/echo/realtime.ts";
 import { loadCallShape } from "../server/call_shapes.ts";
-import { MemorySessionSource } from "../server/session_store.ts";
-import { twilioCall } from "./_twilio_client.ts";
 import { until } from "./_core_helpers.ts";
-import { movingOnBrain } from "./_graph_fixture.ts";
+import { s2sTwilioCall } from "./_s2s_twilio.ts";
 import { parse } from "./_server_config_helpers.ts";
 
 /** The echo model, noting the rate of every frame it is given. */
@@ -51,40 +48,17 @@ function voice(n: number): Int16Array {
  */
 async function echoCall(pcm: Int16Array, opts: EchoRealtimeOptions = {}) {
   const echo = new WatchedEcho({ mode: "frame", ...opts });
-  const sessions = new MemorySessionSource({ provider: "echo" });
-  const run = await sessions.createRun("carrier", { carrier: "twilio" });
-  const finished = Promise.withResolvers<Finalize>();
-  let parts: ReturnType<typeof buildS2sTask>["parts"] | undefined;
-  const call = await twilioCall((transport) => {
-    const task = buildS2sTask({
-      transport,
-      realtime: echo,
-      brain: movingOnBrain(),
-      session: sessions,
-      runId: run.runId,
-      token: run.token,
-      logger: silentLogger,
-      onFinalized: finished.resolve,
-      taskParams: { idleTimeoutMs: null },
-    });
-    parts = task.parts;
-    task.run().catch(finished.reject);
-  }, run.token);
-  await until(() => parts !== undefined, 3000, "call built");
+  const { call, finished, sessions, runId, parts } = await s2sTwilioCall(echo);
   const frames = pcm.length / 160;
   await call.speak(pcm, 5);
   await until(() => call.media().length >= frames, 5000, "echoed audio");
   await call.hangup();
-  await finished.promise;
+  await finished;
   const back = call.decode(call.media());
-  const wav = sessions.memoryArtifact(`run-${run.runId}-recording.wav`)!;
+  const wav = sessions.memoryArtifact(`run-${runId}-recording.wav`)!;
   await call.close();
-  return {
-    back,
-    echo,
-    parts: parts!,
-    wavRate: new DataView(wav.buffer, wav.byteOffset).getUint32(24, true),
-  };
+  const wavRate = new DataView(wav.buffer, wav.byteOffset).getUint32(24, true);
+  return { back, echo, parts, wavRate };
 }
 
 Deno.test("call rates: a Twilio call on the echo runs at 8 kHz and comes back sample for sample", async () => {

@@ -9,16 +9,12 @@
 import assert from "node:assert/strict";
 import { ulawDecode, ulawEncode } from "../core/audio/g711.ts";
 import { sine } from "../core/audio/pcm.ts";
-import { buildS2sTask } from "../core/builders.ts";
 import { FlowcatError } from "../core/errors.ts";
 import { audioFrame } from "../core/frames.ts";
-import { silentLogger } from "../core/log.ts";
-import type { Finalize, RealtimeLlm } from "../core/seams.ts";
+import type { RealtimeLlm } from "../core/seams.ts";
 import { createOpenAIRealtime } from "../providers/openai/realtime.ts";
-import { MemorySessionSource } from "../server/session_store.ts";
-import { twilioCall } from "./_twilio_client.ts";
 import { until } from "./_core_helpers.ts";
-import { movingOnBrain } from "./_graph_fixture.ts";
+import { s2sTwilioCall } from "./_s2s_twilio.ts";
 import {
   audioDeltaEvent,
   OpenAIRealtimeFake,
@@ -50,16 +46,11 @@ async function withG711(
 
 /** The mu-law bytes of every `input_audio_buffer.append` so far, in order. */
 function appended(fake: OpenAIRealtimeFake): Uint8Array {
-  const parts = fake.ofType("input_audio_buffer.append").map((m) =>
-    Uint8Array.fromBase64(m.audio as string)
+  return Uint8Array.from(
+    fake.ofType("input_audio_buffer.append").flatMap((m) => [
+      ...Uint8Array.fromBase64(m.audio as string),
+    ]),
   );
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let off = 0;
-  for (const p of parts) {
-    out.set(p, off);
-    off += p.length;
-  }
-  return out;
 }
 
 Deno.test("openai g711: GA session asks for audio/pcmu both ways; 8 kHz goes out as mu-law", async () => {
@@ -128,28 +119,12 @@ Deno.test("openai g711: pcm16 stays the default; a bad format or xAI is a config
 Deno.test("openai g711: a Twilio call passes mu-law through both ways, no resampler", async () => {
   const fake = new OpenAIRealtimeFake();
   await fake.start();
-  const sessions = new MemorySessionSource({ provider: "openai" });
-  const run = await sessions.createRun("carrier", { carrier: "twilio" });
-  const finished = Promise.withResolvers<Finalize>();
   const realtime = createOpenAIRealtime({
     apiKey: "k",
     url: fake.url,
     options: { audioFormat: "g711_ulaw" },
   });
-  const call = await twilioCall((transport) => {
-    buildS2sTask({
-      transport,
-      realtime,
-      brain: movingOnBrain(),
-      session: sessions,
-      runId: run.runId,
-      token: run.token,
-      logger: silentLogger,
-      record: false,
-      onFinalized: finished.resolve,
-      taskParams: { idleTimeoutMs: null },
-    }).run().catch(finished.reject);
-  }, run.token);
+  const { call, finished } = await s2sTwilioCall(realtime, { record: false }, "openai");
   try {
     await fake.waitForConnections(1);
     await until(() => fake.session.audio !== undefined, 3000, "session configured");
@@ -173,7 +148,7 @@ Deno.test("openai g711: a Twilio call passes mu-law through both ways, no resamp
     got.forEach((b) => assert.equal(b.length, 160));
     assert.deepEqual(Uint8Array.from(got.flatMap((b) => [...b])), voice);
     await call.hangup();
-    await finished.promise;
+    await finished;
   } finally {
     await call.close();
     await fake.close();
