@@ -43,6 +43,7 @@ export {
 export * from "./core/audio/mod.ts";
 export * from "./core/processors/mod.ts";
 export * from "./core/builders.ts";
+export * from "./core/call_rates.ts";
 export * from "./core/memory_sessions.ts";
 export * from "./core/static_brain.ts";
 export * from "./core/call_control.ts";

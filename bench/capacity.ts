@@ -1,20 +1,13 @@
 /**
- * Capacity benchmark: N concurrent Twilio-framed calls through the whole
- * speech-to-speech pipeline of a server child (transport, resample, realtime processor on the
- * local echo model in frame mode, transport out), swept over N. Per point: per-frame echo
- * latency p50 / p99 / p99.9, frames lost, server CPU and RSS, heap and timers per idle session.
- * Method and caveats: docs/performance.md ("Capacity").
- *
- * ```sh
- * deno run --v8-flags=--expose-gc --allow-run=deno --allow-net=127.0.0.1 \
- *   --allow-read=. --allow-write=./bench/results,./.tmp \
- *   --allow-sys=hostname,systemMemoryInfo \
- *   bench/capacity.ts --calls 10,100,500 --duration 10 --workers 1
- * ```
+ * Capacity benchmark: N concurrent Twilio-framed calls through the whole speech-to-speech
+ * pipeline of a server child (transport, realtime processor on the local echo model in frame
+ * mode, transport out), swept over N. Per point: per-frame echo latency p50 / p99 / p99.9,
+ * frames lost, server CPU and RSS, heap and timers per idle session. Method and caveats:
+ * docs/performance.md ("Capacity"). Usage: `--help`; the flags below.
  *
  * Options: `--calls` (comma list), `--duration` (s per point), `--workers` (comma list of
- * worker-thread counts of the one server process, as `deno task start --workers`), `--no-trace` (no server-side latency split), `--no-up` (do not
- * continue past the list while healthy), `--profile N|auto` (one extra point at N calls, or
+ * worker-thread counts of the one server process, as `deno task start --workers`), `--no-trace`
+ * (no server-side latency split), `--no-up` (do not continue past the list while healthy), `--profile N|auto` (one extra point at N calls, or
  * the largest carried without loss, with a CPU profile), `--floor` (the same loads against a
  * bare echo with no pipeline, bench/capacity_floor.ts: the latency that is not Flowcat's),
  * `--out` (JSON path; the SVG goes beside it), `--no-write`; `--replot file.json` redraws the
@@ -23,12 +16,14 @@
  * `--repeat`: the agent of another checkout, e.g. `git archive` of the commit before, measured
  * in every round too; DIR needs its own `node_modules`, a link to this one's will do, and the
  * bench writes its config there, so keep DIR under `.tmp/`),
- * `--contention text` (what else ran on the machine, recorded with its load average).
+ * `--contention text` (what else ran on the machine, recorded with its load average),
+ * `--echo-rates leg|16000/24000` (the echo model's rates: `leg`, the default, runs the calls
+ * at 8 kHz with no resampler; `16000/24000` is a hosted model's 8 -> 16 -> 24 -> 8 kHz chain).
  * @module
  */
 
 import { parseArgs } from "node:util";
-import { writeBenchConfig } from "./capacity_child.ts";
+import { type BenchEchoRates, benchEchoRates, writeBenchConfig } from "./capacity_child.ts";
 import { type CapacityPoint, describe, measurePoint } from "./capacity_point.ts";
 import { capacitySvg } from "./capacity_plot.ts";
 import { type ProfileSummary, profileSummary } from "./capacity_profile.ts";
@@ -75,6 +70,8 @@ export interface CapacityOptions {
   baseline?: string;
   /** What else ran on the machine meanwhile, in words (recorded in the result). */
   contention?: string;
+  /** The echo model's rates (default `leg`: 8 kHz through, no resampler). */
+  echoRates?: BenchEchoRates;
   /** The command line recorded in the result. */
   command?: string;
   log?: (line: string) => void;
@@ -87,6 +84,8 @@ export interface CapacityResult {
   machine: MachineInfo;
   deno: typeof Deno.version;
   method: Record<string, string>;
+  /** The echo model's rates in the agent under test (`leg`: 8 kHz, no resampler). */
+  echo_rates: BenchEchoRates;
   points: CapacityPoint[];
   /**
    * Per worker count: the first unhealthy point after the last healthy one (null when the
@@ -113,7 +112,8 @@ const METHOD: Record<string, string> = {
     "server/main.ts, or for workers > 1 that many worker threads on one port (server/workers.ts, " +
     "as deno task start --workers N; each worker counts its timers and splits its own latency, " +
     "bench/capacity_worker_probe.ts); " +
-    "echo model mode=frame tts=none, Twilio carrier, recording off, graph agent",
+    "echo model mode=frame tts=none rates=echo_rates (leg: 8 kHz, no resampler; 16000/24000: " +
+    "8 -> 16 -> 24 -> 8 kHz; a baseline without the option runs 16/24), Twilio, no recording",
   calls: "each call: signed POST /telephony/answer/twilio, then the TwiML stream URL (token), " +
     "Twilio connected + start messages; audio: 20 ms mu-law media at 50/s, starts jittered " +
     "uniformly over the first second (1 ms phase slots)",
@@ -183,10 +183,11 @@ export async function runCapacityBench(opts: CapacityOptions = {}): Promise<Capa
   const durationS = opts.durationS ?? 10;
   const calls = opts.calls ?? DEFAULT_CALLS;
   const maxCalls = opts.maxCalls ?? 20000;
-  const configPath = await writeBenchConfig(scratch, maxCalls * 2);
+  const echoRates = opts.echoRates ?? "leg";
+  const configPath = await writeBenchConfig(scratch, maxCalls * 2, echoRates);
   // A baseline's server child runs in its own directory and reads the same path there.
   if (opts.baseline !== undefined) {
-    await writeBenchConfig(`${opts.baseline}/${scratch}`, maxCalls * 2);
+    await writeBenchConfig(`${opts.baseline}/${scratch}`, maxCalls * 2, echoRates);
   }
   const result: CapacityResult = {
     command: opts.command ?? "runCapacityBench",
@@ -194,6 +195,7 @@ export async function runCapacityBench(opts: CapacityOptions = {}): Promise<Capa
     machine: machineInfo(),
     deno: Deno.version,
     method: METHOD,
+    echo_rates: echoRates,
     points: [],
     saturated_at: {},
     tasks_per_call: TASKS_PER_CALL,
@@ -347,6 +349,7 @@ if (import.meta.main) {
       repeat: { type: "string" },
       contention: { type: "string" },
       baseline: { type: "string" },
+      "echo-rates": { type: "string" },
       help: { type: "boolean", short: "h", default: false },
     },
   });
@@ -355,6 +358,7 @@ if (import.meta.main) {
       "Usage: deno run ... bench/capacity.ts [--calls 10,100,500] [--duration 10] " +
         "[--workers 1,2] [--no-trace] [--no-up] [--profile N|auto] [--floor] " +
         "[--repeat N [--baseline DIR]] [--contention 'what else ran'] " +
+        "[--echo-rates leg|16000/24000] " +
         "[--out file] [--no-write] | --replot results.json",
     );
     Deno.exit(0);
@@ -367,6 +371,7 @@ if (import.meta.main) {
     Deno.exit(0);
   }
   const result = await runCapacityBench({
+    echoRates: benchEchoRates(values["echo-rates"]),
     calls: numbers(values.calls, DEFAULT_CALLS),
     durationS: Number(values.duration ?? 10),
     workers: numbers(values.workers, [1]),

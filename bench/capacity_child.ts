@@ -15,8 +15,27 @@ export const BENCH_TWILIO_TOKEN = "capacity-bench-twilio-token";
 /** The public origin the child's answer documents name (never dialled: the bench rewrites it). */
 export const BENCH_PUBLIC_URL = "https://capacity.flowcat.invalid";
 
-/** The agent config the child serves: the echo model in frame mode, Twilio, no recording. */
-export function benchAgentConfig(maxCalls: number): Record<string, unknown> {
+/**
+ * The echo model's `rates` in the bench: `leg` (default) runs the call at Twilio's 8 kHz with no
+ * resampler; `16000/24000` takes 16 kHz and speaks 24 kHz as a hosted model does (the 8 -> 16
+ * kHz, 16 -> 24 kHz and 24 -> 8 kHz chain).
+ */
+export type BenchEchoRates = "leg" | "16000/24000";
+
+/** The `--echo-rates` flag's value (default `leg`); an error names the two it takes. */
+export function benchEchoRates(flag: string | undefined): BenchEchoRates {
+  if (flag === undefined || flag === "leg" || flag === "16000/24000") return flag ?? "leg";
+  throw new Error(`--echo-rates must be leg or 16000/24000 (got ${flag})`);
+}
+
+/**
+ * The agent config the child serves: the echo model in frame mode at `echoRates`, Twilio, no
+ * recording.
+ */
+export function benchAgentConfig(
+  maxCalls: number,
+  echoRates: BenchEchoRates = "leg",
+): Record<string, unknown> {
   return {
     version: 1,
     agent: {
@@ -35,7 +54,9 @@ export function benchAgentConfig(maxCalls: number): Record<string, unknown> {
       },
     },
     pipeline: "s2s",
-    providers: { realtime: { name: "echo", options: { mode: "frame", tts: "none" } } },
+    providers: {
+      realtime: { name: "echo", options: { mode: "frame", tts: "none", rates: echoRates } },
+    },
     telephony: { public_url: BENCH_PUBLIC_URL, carriers: ["twilio"] },
     recording: { enabled: false },
     limits: { max_calls: maxCalls, max_call_seconds: 3600, drain_seconds: 1 },
@@ -128,10 +149,15 @@ export function selfSample(): ProcSample {
 }
 
 /** Write the child's config (JSON) under `dir`; returns its path. */
-export async function writeBenchConfig(dir: string, maxCalls: number): Promise<string> {
+export async function writeBenchConfig(
+  dir: string,
+  maxCalls: number,
+  echoRates: BenchEchoRates = "leg",
+): Promise<string> {
   await Deno.mkdir(dir, { recursive: true });
   const path = `${dir}/agent.json`;
-  await Deno.writeTextFile(path, JSON.stringify(benchAgentConfig(maxCalls), null, 2) + "\n");
+  const config = benchAgentConfig(maxCalls, echoRates);
+  await Deno.writeTextFile(path, JSON.stringify(config, null, 2) + "\n");
   return path;
 }
 

@@ -7,10 +7,12 @@
  *   -> RecorderProcessor -> TransportOutput -> FinalizeProcessor
  * ```
  *
- * Caller audio is resampled to 16 kHz by the input, the model's 24 kHz voice is converted to
- * the leg's rate by the transport. The brain's moves travel upstream to the model; its End
- * drains the pipeline, the output plays out, and the finalize processor uploads the recording
- * and transcript and completes the call once (also on hang-up, model failure or cancel).
+ * The call runs at the rates the model takes and speaks on this leg (core/call_rates.ts): caller
+ * audio is resampled to the model's input rate by the input (16 kHz unless the model takes the
+ * leg's own rate), the model's voice to the leg's rate by the transport, each only where the two
+ * differ. The brain's moves travel upstream to the model; its End drains the pipeline, the output
+ * plays out, and the finalize processor uploads the recording and transcript and completes the
+ * call once (also on hang-up, model failure or cancel).
  * @module
  */
 
@@ -40,11 +42,13 @@ import { RealtimeProcessor } from "./processors/realtime.ts";
 import { RecorderProcessor } from "./processors/recorder.ts";
 import { TransportInput, TransportOutput } from "./processors/transport.ts";
 import { EchoCancelProcessor } from "./processors/echo_cancel.ts";
+import { s2sRates } from "./call_rates.ts";
 import type { Finalize } from "./seams.ts";
 import type {
   AgentBrain,
   LlmService,
   MediaTransport,
+  RealtimeAudioRates,
   RealtimeLlm,
   RealtimeVadSettings,
   SessionSource,
@@ -102,14 +106,16 @@ export function buildS2sTask(opts: S2sTaskOptions): PipelineTask & { parts: S2sP
     ...(opts.vad !== undefined ? { vad: opts.vad } : {}),
   };
   const model = opts.model ?? "realtime";
-  const realtime = new RealtimeProcessor(opts.realtime, setup, { model });
-  const call = callParts(opts, () => ({ ...realtime.usage, model }));
+  const rates = s2sRates(opts.realtime, opts.transport.carrierRate());
+  const realtime = new RealtimeProcessor(opts.realtime, setup, { model, inputRate: rates.input });
+  // The recording is made at the call's input rate: at the leg's own rate it resamples nothing.
+  const call = callParts(opts, () => ({ ...realtime.usage, model }), false, rates.input);
   const task = assemble(
     `s2s-${opts.runId}`,
     [input, ...echoStage(call), realtime, call.brain],
     call,
     opts,
-    24000,
+    rates,
     { after: realtime, byDefault: false },
   );
   return Object.assign(task, { parts: { input, realtime, ...call } });
@@ -173,6 +179,7 @@ function callParts(
   opts: CallBase,
   usage: () => Record<string, unknown>,
   sayUpstream = false,
+  recordRate = 16000,
 ): CallParts {
   const { session, runId, token, brain } = opts;
   const transcript = new CallTranscript(opts.onTranscript);
@@ -181,7 +188,9 @@ function callParts(
     sayUpstream,
     workflowTool: (nodeId, tool, args) => session.toolCall(runId, token, nodeId, tool, args),
   });
-  const recorder = opts.record === false ? undefined : new RecorderProcessor();
+  const recorder = opts.record === false
+    ? undefined
+    : new RecorderProcessor({ sampleRate: recordRate });
   const output = new TransportOutput(opts.transport);
   let echoCancel: EchoCancelProcessor | undefined;
   if (opts.echoCancel === true) {
@@ -209,7 +218,7 @@ function assemble(
   head: FrameProcessor[],
   call: CallParts,
   opts: CallBase,
-  outRate: number,
+  rates: RealtimeAudioRates,
   words: { after: FrameProcessor; byDefault: boolean },
 ): PipelineTask {
   const processors = [...head];
@@ -228,8 +237,8 @@ function assemble(
   const task = new PipelineTask(new Pipeline(processors, name), {
     ...(opts.logger ? { logger: opts.logger } : {}),
     ...opts.taskParams,
-    audioInSampleRate: 16000,
-    audioOutSampleRate: outRate,
+    audioInSampleRate: rates.input,
+    audioOutSampleRate: rates.output,
   });
   finalizeWhenFinished(task, call.finalize, opts.onFinalized);
   return task;
@@ -376,7 +385,8 @@ export function buildCascadedTask(
   const head: FrameProcessor[] = [input, ...echoStage(call), vad, stt, user];
   if (opts.greeting) head.push(new GreetingProcessor(opts.greeting, context));
   head.push(llm, assistant, call.brain, tts);
-  const task = assemble(`cascaded-${opts.runId}`, head, call, opts, opts.tts.sampleRate(), {
+  const rates = { input: 16000, output: opts.tts.sampleRate() };
+  const task = assemble(`cascaded-${opts.runId}`, head, call, opts, rates, {
     after: stt,
     byDefault: true,
   });

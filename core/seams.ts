@@ -211,11 +211,32 @@ export type RealtimeEvent =
   | { type: "usage"; usage: LlmTokenUsage }
   | { type: "closed"; reason?: string };
 
+/** The sample rates a realtime model takes the caller's audio at and speaks at, in Hz. */
+export interface RealtimeAudioRates {
+  /** Rate of the audio `sendAudio` is given. */
+  input: number;
+  /** Rate of the model's `audio_out`. */
+  output: number;
+}
+
+/** The rates of a model that does not say ({@link RealtimeLlm.audioRates}): 16 kHz in, 24 kHz out. */
+export const DEFAULT_REALTIME_RATES: Readonly<RealtimeAudioRates> = Object.freeze({
+  input: 16000,
+  output: 24000,
+});
+
 /** A speech-to-speech model client. */
 export interface RealtimeLlm {
   /** Open the session with the given prompt, tools and voice. */
   connect(setup: RealtimeSetup): Promise<void>;
-  /** 16 kHz PCM in. */
+  /**
+   * Optional, asked once before `connect`: the rates this model will take and speak on a leg
+   * that carries `legRate` Hz. A model that can work at the leg's own rate (the local echo, an
+   * OpenAI session in G.711 on an 8 kHz leg) answers it, and the call then runs without a
+   * resampler; without this method a model gets {@link DEFAULT_REALTIME_RATES}.
+   */
+  audioRates?(legRate: number): RealtimeAudioRates;
+  /** Caller audio at the model's input rate (16 kHz unless `audioRates` said otherwise). */
   sendAudio(audio: AudioFrame): void | Promise<void>;
   /** Replace the system prompt and tools mid-call (after a brain transition). */
   updateSystem(prompt: string, tools: ToolDecl[]): Promise<void>;

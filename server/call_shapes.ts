@@ -147,7 +147,7 @@ async function loadS2s(opts: LoadShapeOptions): Promise<CallShape> {
     // A cloud client only resolves its options when made: make one now, so a bad option (an
     // Azure resource or deployment missing) fails at start, not on the first call.
     if (opts.realtimeFactory === undefined) factory(base);
-  }
+  } else if (opts.realtimeFactory === undefined) factory(base); // the echo's `rates`, likewise
   // Other providers' clients pick their own default voice; Azure's and OpenAI-compatible ones
   // are OpenAI's client.
   const family = OPENAI_FAMILY.has(p.name) ? "openai" : p.name === "gemini" ? "gemini" : undefined;

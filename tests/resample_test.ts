@@ -250,3 +250,24 @@ Deno.test("resample: transitionFor picks centered for telephony legs; 24k -> 8k 
   const alias = db(toneAmplitude(out, 3000, 8000) / 16000);
   assert.ok(alias <= -50, `alias at ${alias.toFixed(1)} dB`);
 });
+
+Deno.test("resample: processLent gives process's samples in one reused buffer", () => {
+  const input = noise(480 * 10, 8000, 5);
+  const plain = new Resampler(24000, 8000, { transition: transitionFor(24000, 8000) });
+  const lent = new Resampler(24000, 8000, { transition: transitionFor(24000, 8000) });
+  const buffers = new Set<ArrayBufferLike>();
+  for (let i = 0; i < input.length; i += 480) {
+    const frame = input.subarray(i, i + 480);
+    const out = lent.processLent(frame);
+    assert.deepEqual(out, plain.process(frame));
+    buffers.add(out.buffer);
+  }
+  assert.equal(buffers.size, 1, "every frame in the same buffer");
+  // A larger chunk grows the buffer; equal rates copy into it.
+  assert.equal(lent.processLent(new Int16Array(4800)).length, 1600);
+  const same = new Resampler(8000, 8000);
+  const pcm = new Int16Array([1, 2, 3]);
+  const got = same.processLent(pcm);
+  assert.deepEqual(got, pcm);
+  assert.notEqual(got.buffer, pcm.buffer);
+});

@@ -3,16 +3,14 @@
  * WsMediaTransport -> buildS2sTask(EchoRealtime, GraphBrain, MemorySessionSource).
  */
 import assert from "node:assert/strict";
-import { buildS2sTask } from "../core/builders.ts";
 import { rms, sine } from "../core/audio/pcm.ts";
 import { visibleLength } from "../core/heard_text.ts";
-import { silentLogger } from "../core/log.ts";
 import type { Finalize } from "../core/seams.ts";
 import { EchoRealtime } from "../providers/echo/realtime.ts";
-import { MemorySessionSource } from "../server/session_store.ts";
-import { type TwilioCall, twilioCall } from "./_twilio_client.ts";
+import type { MemorySessionSource } from "../server/session_store.ts";
+import type { TwilioCall } from "./_twilio_client.ts";
 import { sleep, until } from "./_core_helpers.ts";
-import { movingOnBrain } from "./_graph_fixture.ts";
+import { s2sTwilioCall } from "./_s2s_twilio.ts";
 
 interface Harness {
   call: TwilioCall;
@@ -24,25 +22,8 @@ interface Harness {
 async function harness(
   echo = new EchoRealtime({ greeting: "hi", vad: { stopSecs: 0.3 } }),
 ): Promise<Harness> {
-  const sessions = new MemorySessionSource({ provider: "echo" });
-  const run = await sessions.createRun("carrier", { carrier: "twilio" });
-  const finished = Promise.withResolvers<Finalize>();
-  const call = await twilioCall((transport) => {
-    const task = buildS2sTask({
-      transport,
-      realtime: echo,
-      brain: movingOnBrain(),
-      session: sessions,
-      runId: run.runId,
-      token: run.token,
-      model: "echo",
-      logger: silentLogger,
-      onFinalized: finished.resolve,
-      taskParams: { idleTimeoutMs: null },
-    });
-    task.run().catch(finished.reject);
-  }, run.token);
-  return { call, finished: finished.promise, echo, sessions };
+  const { call, finished, sessions } = await s2sTwilioCall(echo, { model: "echo" });
+  return { call, finished, echo, sessions };
 }
 
 Deno.test("s2s echo call: greeting, echo, dtmf transition, hang-up finalizes once", async () => {

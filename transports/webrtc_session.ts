@@ -189,7 +189,7 @@ export class WebRtcSession implements MediaTransport {
           transition: transitionFor(audio.sampleRate, rate),
         });
       }
-      pcm = this.#down.process(pcm);
+      pcm = this.#down.processLent(pcm); // both paths below copy the samples
     }
     if (this.#started) this.#pacer?.push(pcm); // the pacer copies
     else if (this.#earlySamples + pcm.length <= (MAX_EARLY_MS * rate) / 1000) {

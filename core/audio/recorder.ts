@@ -147,7 +147,7 @@ export class AudioRecorder {
       if (track.resampler?.inRate !== audio.sampleRate) {
         track.resampler = new Resampler(audio.sampleRate, this.sampleRate);
       }
-      pcm = track.resampler.process(pcm);
+      pcm = track.resampler.processLent(pcm); // copied into the track's chunks below
     }
     let pos = track.length;
     if (ptsNs !== undefined) {

@@ -210,6 +210,8 @@ export class Resampler {
   #wasm: WasmBank | undefined;
   /** Position of the next output, in units of 1/up input samples, relative to the next input. */
   #t = 0;
+  /** The buffer {@link Resampler.processLent} lends (empty until first used). */
+  #lent = new Int16Array(0);
 
   /** Make a resampler from `inRate` to `outRate` (integers, Hz). */
   constructor(inRate: number, outRate: number, opts: ResamplerOptions = {}) {
@@ -270,6 +272,18 @@ export class Resampler {
     if (!this.#bank) return inputSamples;
     const end = inputSamples * this.up;
     return this.#t < end ? Math.ceil((end - this.#t) / this.down) : 0;
+  }
+
+  /**
+   * {@link process} into a buffer this resampler owns and reuses (grown when too small): no
+   * allocation per chunk. The samples are lent: the next call overwrites them, so use them at
+   * once (encode, copy into a packet) and copy what is kept; never make them a frame's, which
+   * whoever receives it may keep (docs/decisions.md, "A frame owns its samples").
+   */
+  processLent(pcm: Int16Array): Int16Array {
+    const n = this.outputLength(pcm.length);
+    if (this.#lent.length < n) this.#lent = new Int16Array(n);
+    return this.process(pcm, this.#lent);
   }
 
   /** Forget all history, as if newly made. */

@@ -1,14 +1,15 @@
 /**
  * RealtimeProcessor: drives one speech-to-speech model through the {@link RealtimeLlm} seam.
  *
- * Downstream in: InputAudio (resampled to 16 kHz when needed) and InputDtmf go to the model;
+ * Downstream in: InputAudio (resampled to the model's input rate when needed: 16 kHz unless the
+ * `inputRate` option says otherwise) and InputDtmf go to the model;
  * both are also forwarded, so a recorder or transcript tap further down sees the caller. Upstream in, from the
  * brain processor: UpdateSettings (target `llm`) becomes `updateSystem` (then `say`), and
  * FunctionCallResult becomes `sendToolResult`, in arrival order, so the model has its new
  * prompt and tools before it reads the result.
  *
- * Model events out: audio -> TtsAudio (24 kHz); caller text -> InterimTranscription /
- * Transcription (`userId` "user"); model text -> TtsText / Transcription (`userId` "bot");
+ * Model events out: audio -> TtsAudio (at the model's output rate); caller text ->
+ * InterimTranscription / Transcription (`userId` "user"); model text -> TtsText / Transcription (`userId` "bot");
  * tool call -> FunctionCallsStarted; interrupted -> Interruption broadcast (the output
  * transport clears the far end's playback); usage -> Metrics and {@link RealtimeProcessor.usage};
  * turn complete -> TtsStopped (the turn has all its audio); closed -> End upstream (the call
@@ -29,6 +30,7 @@
 import { Resampler } from "../audio/resample.ts";
 import { errorMessage } from "../errors.ts";
 import {
+  type AudioFrame,
   type Direction,
   type Frame,
   type LlmTokenUsage,
@@ -39,7 +41,12 @@ import {
   ttsAudio,
 } from "../frames.ts";
 import { FrameProcessor, type Link, type ProcessorSetup } from "../processor.ts";
-import type { RealtimeEvent, RealtimeLlm, RealtimeSetup } from "../seams.ts";
+import {
+  DEFAULT_REALTIME_RATES,
+  type RealtimeEvent,
+  type RealtimeLlm,
+  type RealtimeSetup,
+} from "../seams.ts";
 import type { CallTracer, RequestTrace } from "../tracing.ts";
 import { newUtteranceId } from "../utterance.ts";
 import { settlesWithin } from "../wait.ts";
@@ -52,10 +59,12 @@ export interface RealtimeProcessorOptions {
   connectTimeoutMs?: number;
   /** Processor name in logs and metrics (default `RealtimeProcessor`). */
   name?: string;
+  /**
+   * Rate the model takes the caller's audio at, Hz: what its `audioRates()` answered (default
+   * 16000, {@link DEFAULT_REALTIME_RATES}). Caller audio at another rate is resampled to it.
+   */
+  inputRate?: number;
 }
-
-/** Rate the realtime seam takes. */
-const MODEL_INPUT_RATE = 16000;
 
 /** Accumulated token usage of a call. */
 export interface RealtimeUsage extends LlmTokenUsage {
@@ -71,6 +80,7 @@ export class RealtimeProcessor extends FrameProcessor {
   readonly #setup: RealtimeSetup;
   readonly #model: string | undefined;
   readonly #connectTimeoutMs: number;
+  readonly #inputRate: number;
   #up: Resampler | undefined;
   #chain: Promise<void> = Promise.resolve();
   #connected = false;
@@ -107,6 +117,7 @@ export class RealtimeProcessor extends FrameProcessor {
     this.#setup = setup;
     this.#model = options.model;
     this.#connectTimeoutMs = options.connectTimeoutMs ?? 15_000;
+    this.#inputRate = options.inputRate ?? DEFAULT_REALTIME_RATES.input;
     if (options.model !== undefined) this.usage.model = options.model;
   }
 
@@ -160,7 +171,7 @@ export class RealtimeProcessor extends FrameProcessor {
   override processFrame(frame: Frame, dir: Direction, link: Link): void {
     if (dir === "downstream") {
       if (frame.kind === "InputAudio") {
-        this.#sendAudio(frame.audio.pcm, frame.audio.sampleRate, link);
+        this.#sendAudio(frame.audio, link);
       } else if (frame.kind === "InputDtmf") {
         const send = this.#llm.sendDtmf;
         if (send !== undefined) this.#then(link, "dtmf", () => send.call(this.#llm, frame.key));
@@ -224,16 +235,17 @@ export class RealtimeProcessor extends FrameProcessor {
     session?.end(outcome);
   }
 
-  #sendAudio(pcm: Int16Array, rate: number, link: Link): void {
+  #sendAudio(audio: AudioFrame, link: Link): void {
     if (!this.#connected) return;
-    if (rate !== MODEL_INPUT_RATE) {
-      if (this.#up === undefined || this.#up.inRate !== rate) {
-        this.#up = new Resampler(rate, MODEL_INPUT_RATE);
+    const want = this.#inputRate;
+    if (audio.sampleRate !== want) {
+      if (this.#up === undefined || this.#up.inRate !== audio.sampleRate) {
+        this.#up = new Resampler(audio.sampleRate, want);
       }
-      pcm = this.#up.process(pcm);
+      audio = { pcm: this.#up.process(audio.pcm), sampleRate: want, numChannels: 1 };
     }
     try {
-      const r = this.#llm.sendAudio({ pcm, sampleRate: MODEL_INPUT_RATE, numChannels: 1 });
+      const r = this.#llm.sendAudio(audio);
       if (r !== undefined) r.catch((err) => link.pushError(`send audio: ${errorMessage(err)}`));
     } catch (err) {
       link.pushError(`send audio: ${errorMessage(err)}`);

@@ -9,7 +9,9 @@
  * - calls a tool on a keypad press (digit N = the N-th tool offered; `#` = the end-call tool)
  *   or on a scripted cue (after the N-th caller turn);
  * - reports transcripts (it cannot transcribe, so it describes: "(you spoke for 1.4 s)") and
- *   usage in 20 ms frames heard and spoken.
+ *   usage in 20 ms frames heard and spoken;
+ * - works at the leg's own rate ({@link EchoRealtime.audioRates}): a telephone call through it
+ *   is resampled nowhere; `rates: {input: 16000, output: 24000}` is a hosted model's chain.
  *
  * Permissions: none with `{ tts: "none" }` (a chime); its local voice is eSpeak NG, which needs
  * what `./tts/espeak` states (`--allow-read` of `espeak-ng.wasm`).
@@ -25,13 +27,27 @@
  */
 
 import { Resampler } from "../../core/audio/resample.ts";
-import { concatInt16, sine } from "../../core/audio/pcm.ts";
+import { concatInt16 } from "../../core/audio/pcm.ts";
 import { EnergyVad } from "../../core/audio/vad_energy.ts";
 import { FlowcatError } from "../../core/errors.ts";
 import type { AudioFrame, KeypadEntry, ToolDecl, VadParams } from "../../core/frames.ts";
-import type { RealtimeEvent, RealtimeLlm, RealtimeSetup } from "../../core/seams.ts";
+import type {
+  RealtimeAudioRates,
+  RealtimeEvent,
+  RealtimeLlm,
+  RealtimeSetup,
+} from "../../core/seams.ts";
 import type { RealtimeFactory, RealtimeProviderOptions } from "../provider_types.ts";
 import { RealtimeEventQueue } from "../realtime/_shared.ts";
+import {
+  checkEchoRates,
+  ECHO_INPUT_RATE,
+  ECHO_OUTPUT_RATE,
+  echoRatesOn,
+  echoRatesOption,
+  EchoVoiceRate,
+  spokenAt,
+} from "./echo_rates.ts";
 
 /** A scripted tool call: after the caller's `afterTurn`-th turn, call `tool`. */
 export interface EchoCue {
@@ -62,11 +78,15 @@ export interface EchoRealtimeOptions {
    * with no greeting and no turn-taking (a loopback model for load tests).
    */
   mode?: "turn" | "frame";
+  /**
+   * Fixed rates, whatever the leg: the model takes `input` and speaks `output` (8-48 kHz).
+   * Default: the leg's own rate both ways when {@link EchoRealtime.audioRates} is asked for one
+   * from 8 to 48 kHz, else 16 kHz in and 24 kHz out.
+   */
+  rates?: RealtimeAudioRates;
 }
 
-/** Rate of the model's voice, as the real providers. */
-export const ECHO_OUTPUT_RATE = 24000;
-const INPUT_RATE = 16000;
+export { ECHO_OUTPUT_RATE };
 const DEFAULT_GREETING =
   "Hello, this is the Flowcat echo agent. Say something and I will say it back.";
 
@@ -75,15 +95,13 @@ export class EchoRealtime implements RealtimeLlm {
   readonly #q = new RealtimeEventQueue();
   readonly #opts: EchoRealtimeOptions;
   readonly #now: () => number;
-  readonly #maxSamples: number;
-  #vad: EnergyVad;
+  #maxSamples = 0;
+  #vad!: EnergyVad;
+  /** The rates it takes and speaks (Hz; 16 and 24 kHz until told the leg's), its voice between. */
+  #inRate = ECHO_INPUT_RATE;
+  #outRate = ECHO_OUTPUT_RATE;
+  #voice!: EchoVoiceRate;
   #up: Resampler | undefined;
-  // The echo stands in for a model in tests and the capacity bench: its own resampling is not
-  // Flowcat's cost, so it takes the cheaper centered filter (made on the first turn), and frame
-  // mode, a loopback for load tests, only interpolates.
-  #down: Resampler | undefined;
-  /** Frame mode: the last input sample, so the interpolation runs on across frames. */
-  #last = 0;
   #captured: Int16Array[] = [];
   #capturedLen = 0;
   #preroll: Int16Array[] = [];
@@ -101,9 +119,24 @@ export class EchoRealtime implements RealtimeLlm {
   constructor(opts: EchoRealtimeOptions = {}) {
     this.#opts = opts;
     this.#now = opts.now ?? (() => performance.now());
-    this.#maxSamples = Math.round((opts.maxTurnSecs ?? 8) * INPUT_RATE);
+    this.#setRates(opts.rates === undefined ? echoRatesOn(0) : checkEchoRates(opts.rates));
+  }
+
+  /** On a leg of `legRate` Hz: the leg's own rate both ways (8-48 kHz), or the fixed `rates`. */
+  audioRates(legRate: number): RealtimeAudioRates {
+    this.#setRates(echoRatesOn(legRate, this.#opts.rates));
+    return { input: this.#inRate, output: this.#outRate };
+  }
+
+  #setRates(rates: RealtimeAudioRates): void {
+    this.#inRate = rates.input;
+    this.#outRate = rates.output;
+    this.#up = undefined;
+    const opts = this.#opts;
+    this.#voice = new EchoVoiceRate(rates, opts.mode === "frame");
+    this.#maxSamples = Math.round((opts.maxTurnSecs ?? 8) * rates.input);
     this.#vad = new EnergyVad({
-      sampleRate: INPUT_RATE,
+      sampleRate: rates.input,
       params: {
         confidence: 0.7,
         startSecs: opts.vad?.startSecs ?? 0.15,
@@ -133,26 +166,26 @@ export class EchoRealtime implements RealtimeLlm {
     await this.#speak(this.#opts.greeting ?? DEFAULT_GREETING);
   }
 
-  /** Caller audio (16 kHz; other rates are resampled). */
+  /** Caller audio (at its input rate, see {@link EchoRealtime.audioRates}; others are resampled). */
   sendAudio(audio: AudioFrame): void {
     if (!this.#connected || this.#closed) return;
+    const rate = this.#inRate;
     let pcm = audio.pcm;
-    if (audio.sampleRate !== INPUT_RATE) {
+    if (audio.sampleRate !== rate) {
       if (this.#up === undefined || this.#up.inRate !== audio.sampleRate) {
-        this.#up = new Resampler(audio.sampleRate, INPUT_RATE);
+        this.#up = new Resampler(audio.sampleRate, rate);
       }
       pcm = this.#up.process(pcm);
     }
     if (this.#opts.mode === "frame") {
-      const out = this.#interpolate(pcm);
-      this.#q.push({
-        type: "audio_out",
-        audio: { pcm: out, sampleRate: ECHO_OUTPUT_RATE, numChannels: 1 },
-      });
+      // At one rate both ways the caller's samples go back as they are: a frame's samples are
+      // never written to by whoever keeps them (docs/decisions.md, "A frame owns its samples").
+      const out = { pcm: this.#voice.convert(pcm), sampleRate: this.#outRate, numChannels: 1 };
+      this.#q.push({ type: "audio_out", audio: out });
       return;
     }
     this.#heardFrames++;
-    const state = this.#vad.analyze({ pcm, sampleRate: INPUT_RATE, numChannels: 1 });
+    const state = this.#vad.analyze({ pcm, sampleRate: rate, numChannels: 1 });
     const voiced = state !== "quiet";
     if (voiced && !this.#capturing) {
       this.#capturing = true;
@@ -251,7 +284,7 @@ export class EchoRealtime implements RealtimeLlm {
     this.#captured = [];
     this.#capturedLen = 0;
     this.#turns++;
-    const secs = (heard.length / INPUT_RATE).toFixed(1);
+    const secs = (heard.length / this.#inRate).toFixed(1);
     this.#q.push({ type: "user_text", text: `(you spoke for ${secs} s)`, final: true });
     const cue = this.#opts.cues?.find((c) => c.afterTurn === this.#turns);
     if (cue !== undefined && this.#tools.some((t) => t.name === cue.tool)) {
@@ -259,29 +292,8 @@ export class EchoRealtime implements RealtimeLlm {
       return;
     }
     this.#q.push({ type: "bot_text", text: `(echoing ${secs} s)`, final: true });
-    this.#down ??= new Resampler(INPUT_RATE, ECHO_OUTPUT_RATE, { transition: "centered" });
-    this.#emitAudio(this.#down.process(heard));
-    this.#usage(Math.round(heard.length / 320));
-  }
-
-  /**
-   * 16 -> 24 kHz by linear interpolation, one sample behind (it needs the next one): what a
-   * loopback needs, at a small fraction of a filter's cost. Two samples in, three out.
-   */
-  #interpolate(pcm: Int16Array): Int16Array {
-    const out = new Int16Array((pcm.length * 3) >> 1);
-    let prev = this.#last;
-    let j = 0;
-    for (let i = 0; i + 1 < pcm.length; i += 2) {
-      const a = pcm[i];
-      const b = pcm[i + 1];
-      out[j++] = prev + ((a - prev) * 2) / 3; // positions 2/3 apart, from the held sample on
-      out[j++] = a + (b - a) / 3;
-      out[j++] = b;
-      prev = b;
-    }
-    this.#last = prev;
-    return out;
+    this.#emitAudio(this.#voice.convert(heard));
+    this.#usage(Math.round((heard.length * 50) / this.#inRate)); // 20 ms frames
   }
 
   #callTool(name: string, args: Record<string, unknown>): void {
@@ -299,29 +311,26 @@ export class EchoRealtime implements RealtimeLlm {
     }
     if (this.#closed) return;
     this.#q.push({ type: "bot_text", text, final: true });
-    let pcm: Int16Array;
-    if (audio === undefined) pcm = chime();
-    else if (audio.sampleRate === ECHO_OUTPUT_RATE) pcm = audio.pcm;
-    else pcm = new Resampler(audio.sampleRate, ECHO_OUTPUT_RATE).process(audio.pcm);
-    this.#emitAudio(pcm);
+    this.#emitAudio(spokenAt(audio, this.#outRate));
     this.#usage(0);
   }
 
   #emitAudio(pcm: Int16Array): void {
     // Real providers stream ~40-100 ms chunks; do the same so playback starts at once.
-    const n = ECHO_OUTPUT_RATE / 10;
+    const rate = this.#outRate;
+    const n = rate / 10;
     for (let i = 0; i < pcm.length; i += n) {
       this.#q.push({
         type: "audio_out",
         audio: {
           pcm: pcm.subarray(i, Math.min(pcm.length, i + n)),
-          sampleRate: ECHO_OUTPUT_RATE,
+          sampleRate: rate,
           numChannels: 1,
         },
       });
     }
     const start = Math.max(this.#now(), this.#speakingUntil);
-    this.#speakingUntil = start + (pcm.length * 1000) / ECHO_OUTPUT_RATE;
+    this.#speakingUntil = start + (pcm.length * 1000) / rate;
   }
 
   #usage(spokenFrames: number): void {
@@ -337,13 +346,6 @@ export class EchoRealtime implements RealtimeLlm {
     });
     this.#q.push({ type: "turn_complete" });
   }
-}
-
-/** Two short rising tones (0.4 s): the greeting when no TTS is available. */
-function chime(): Int16Array {
-  const a = sine({ freq: 660, sampleRate: ECHO_OUTPUT_RATE, samples: 4800, amplitude: 6000 });
-  const b = sine({ freq: 880, sampleRate: ECHO_OUTPUT_RATE, samples: 4800, amplitude: 6000 });
-  return concatInt16([a, b]);
 }
 
 /** Utterances kept: the greeting comes back every call, and espeak blocks while it speaks. */
@@ -378,16 +380,19 @@ export async function warmEchoRealtime(opts: RealtimeProviderOptions): Promise<v
 
 /**
  * Registry factory. Options: `greeting`, `max_turn_secs`, `cues`, `mode` (`turn` or `frame`),
- * and `tts`: `"espeak"` (the local engine; default) or `"none"` (a chime, nothing loaded).
+ * `rates` (`leg`, the default, or `IN/OUT` in Hz: see {@link echoRatesOption}), and `tts`:
+ * `"espeak"` (the local engine; default) or `"none"` (a chime, nothing loaded).
  */
 export const createEchoRealtime: RealtimeFactory = (opts): RealtimeLlm => {
   const o = opts.options ?? {};
   const cues = Array.isArray(o.cues) ? (o.cues as EchoCue[]) : undefined;
+  const rates = echoRatesOption(o.rates);
   return new EchoRealtime({
     greeting: typeof o.greeting === "string" ? o.greeting : undefined,
     maxTurnSecs: typeof o.max_turn_secs === "number" ? o.max_turn_secs : undefined,
     cues,
     mode: o.mode === "frame" ? "frame" : "turn",
     speak: o.tts === "none" ? undefined : espeakSpeak,
+    ...(rates !== undefined ? { rates } : {}),
   });
 };

@@ -3,7 +3,10 @@
  * OpenAI Realtime client over WebSocket: the GA protocol by default, the older beta dialect with
  * `options.protocol: "beta"`. Also the client behind every `openAIStyleRealtime` wrapper.
  *
- * Audio in is resampled to 24 kHz PCM16; audio out is 24 kHz. Barge-in, tool calls, transcripts
+ * Audio both ways is 24 kHz PCM16 (caller audio at 16 kHz is resampled), or with
+ * `options.audioFormat: "g711_ulaw"` 8 kHz mu-law, which a telephone call takes and plays as
+ * it is: the call then runs at 8 kHz with no resampler ({@link OpenAIRealtimeClient.audioRates}).
+ * Barge-in, tool calls, transcripts
  * and usage map onto {@link RealtimeEvent}s. See docs/realtime-openai.md.
  *
  * Permissions: `--allow-net=api.openai.com:443` (or the compatible service's host).
@@ -21,7 +24,13 @@
 import { errorMessage, FlowcatError } from "../../core/errors.ts";
 import { type AudioFrame, audioFrame, type KeypadEntry, type ToolDecl } from "../../core/frames.ts";
 import type { Logger } from "../../core/log.ts";
-import type { RealtimeEvent, RealtimeLlm, RealtimeSetup } from "../../core/seams.ts";
+import {
+  DEFAULT_REALTIME_RATES,
+  type RealtimeAudioRates,
+  type RealtimeEvent,
+  type RealtimeLlm,
+  type RealtimeSetup,
+} from "../../core/seams.ts";
 import type { RealtimeFactory, RealtimeProviderOptions } from "../provider_types.ts";
 import { handoverReply, reportHandover } from "../../core/handover.ts";
 import { retryWithBackoff } from "../realtime/retry.ts";
@@ -62,7 +71,7 @@ import {
   functionOutputEvent,
   InputAudioEncoder,
   instructionsUpdateEvent,
-  OPENAI_PCM_RATE,
+  openAIFormatRate,
   sessionUpdateEvent,
   toolOutputText,
   userTextEvent,
@@ -82,8 +91,8 @@ export class OpenAIRealtimeClient implements RealtimeLlm {
   #socketClosed: Promise<void> = Promise.resolve();
   #closing: Promise<void> | undefined;
   readonly #handshake: SessionHandshake;
-  readonly #audioIn = new InputAudioEncoder();
-  readonly #responses = new ResponseGate((ev) => this.#send(ev));
+  readonly #audioIn: InputAudioEncoder;
+  readonly #responses: ResponseGate;
   #setup: RealtimeSetup | undefined;
   /** The conversation as heard, to seed a new session after a drop. */
   readonly #history = new OpenAIConversation();
@@ -101,11 +110,26 @@ export class OpenAIRealtimeClient implements RealtimeLlm {
     this.#cfg = resolveOpenAIConfig(spec, opts);
     this.#log = this.#cfg.logger;
     this.#handshake = new SessionHandshake(this.#cfg.provider);
+    this.#audioIn = new InputAudioEncoder(this.#cfg.audioFormat);
+    this.#responses = new ResponseGate(
+      (ev) => this.#send(ev),
+      openAIFormatRate(this.#cfg.audioFormat),
+    );
     this.#backlog = new AudioBacklog(
       this.#cfg.audioBufferMs,
       () =>
         this.#log.warn(`${this.#cfg.provider}: reconnect buffer full; oldest caller audio dropped`),
     );
+  }
+
+  /**
+   * In G.711 (`audioFormat: g711_ulaw`) 8 kHz both ways, whatever the leg; in PCM16 16 kHz in
+   * (the client makes it 24) and 24 kHz out.
+   */
+  audioRates(_legRate: number): RealtimeAudioRates {
+    return this.#cfg.audioFormat === "g711_ulaw"
+      ? { input: 8000, output: 8000 }
+      : DEFAULT_REALTIME_RATES;
   }
 
   /** Open the socket, configure the session and, with `setup.kickoff`, make the model speak. */
@@ -404,16 +428,17 @@ export class OpenAIRealtimeClient implements RealtimeLlm {
   }
 
   #onAudioDelta(ev: ServerEvent): void {
-    const delta = audioDeltaOf(ev);
+    const format = this.#cfg.audioFormat;
+    const delta = audioDeltaOf(ev, format);
     if (delta === undefined) {
-      this.#log.debug(`${this.#cfg.provider}: skipped an audio delta that is not base64 PCM16`);
+      this.#log.debug(`${this.#cfg.provider}: skipped an audio delta that is not base64 ${format}`);
       return;
     }
     const { pcm, itemId } = delta;
     if (pcm.length === 0) return;
     if (itemId !== undefined) this.#responses.audio(itemId, delta.contentIndex, pcm.length);
     this.#history.answerPart("");
-    this.#queue.push({ type: "audio_out", audio: audioFrame(pcm, OPENAI_PCM_RATE) });
+    this.#queue.push({ type: "audio_out", audio: audioFrame(pcm, openAIFormatRate(format)) });
   }
 
   #onSpeechStarted(): void {

@@ -9,7 +9,11 @@ import { FlowcatError } from "../../core/errors.ts";
 import { type Logger, silentLogger } from "../../core/log.ts";
 import type { RealtimeSetup } from "../../core/seams.ts";
 import type { RealtimeProviderOptions } from "../provider_types.ts";
-import type { OpenAIRealtimeProtocol, OpenAISessionConfig } from "./realtime_wire.ts";
+import type {
+  OpenAIAudioFormat,
+  OpenAIRealtimeProtocol,
+  OpenAISessionConfig,
+} from "./realtime_wire.ts";
 
 /** A provider that speaks the OpenAI Realtime protocol. */
 export interface OpenAIStyleSpec {
@@ -54,6 +58,8 @@ export interface OpenAIClientConfig {
   reconnectBackoffMs: number;
   /** Caller audio kept for a reseeded session (not yet a transcribed turn), ms. */
   audioBufferMs: number;
+  /** Audio both ways: 24 kHz PCM16, or 8 kHz mu-law (a telephone leg's own). */
+  audioFormat: OpenAIAudioFormat;
   logger: Logger;
 }
 
@@ -88,12 +94,14 @@ const isUnit = (v: unknown): v is number => typeof v === "number" && v >= 0 && v
 const isPositive = (v: unknown): v is number =>
   typeof v === "number" && Number.isFinite(v) && v > 0;
 const isCount = (v: unknown): v is number => Number.isInteger(v) && (v as number) >= 0;
+const isFormat = (v: unknown): v is OpenAIAudioFormat => v === "pcm16" || v === "g711_ulaw";
 
 /**
  * Resolve a client config. Options read from `opts.options`: `protocol` (`"ga"` | `"beta"` | `"xai"`),
  * `transcriptionModel`, `vadThreshold` (0..1, default 0.5), `serverInterrupt` (default true),
  * `timeoutMs`, `reconnectAttempts` (default 3), `reconnectBackoffMs` (default 250),
- * `audioBufferMs` (default 30000). Throws `FlowcatError("config")` on a missing key, a bad URL or a bad option;
+ * `audioBufferMs` (default 30000), `audioFormat` (`"pcm16"`, the default, or `"g711_ulaw"`: 8 kHz
+ * mu-law both ways, not with `xai`). Throws `FlowcatError("config")` on a missing key, a bad URL or a bad option;
  * the messages never hold the key or the URL.
  */
 export function resolveOpenAIConfig(
@@ -122,6 +130,13 @@ export function resolveOpenAIConfig(
   const protocol = option(provider, options, "protocol", isProtocol, spec.protocol ?? "ga");
   const headers = authHeaders(spec, opts.apiKey);
   if (protocol === "beta") headers["OpenAI-Beta"] = "realtime=v1";
+  const audioFormat = option(provider, options, "audioFormat", isFormat, "pcm16");
+  if (audioFormat !== "pcm16" && protocol === "xai") {
+    throw new FlowcatError(
+      "config",
+      `${provider}: options.audioFormat ${audioFormat} needs ga or beta`,
+    );
+  }
   return {
     provider,
     url: url.href,
@@ -143,6 +158,7 @@ export function resolveOpenAIConfig(
     reconnectAttempts: option(provider, options, "reconnectAttempts", isCount, 3),
     reconnectBackoffMs: option(provider, options, "reconnectBackoffMs", isPositive, 250),
     audioBufferMs: option(provider, options, "audioBufferMs", isPositive, 30_000),
+    audioFormat,
     logger: opts.logger ?? silentLogger,
   };
 }
@@ -174,6 +190,7 @@ export function sessionConfigFor(
     voice: cfg.voiceOverride ?? setup.voice ?? cfg.defaultVoice,
     tools: setup.tools,
     transcriptionModel: cfg.transcriptionModel,
+    audioFormat: cfg.audioFormat,
     turnDetection: {
       threshold: cfg.vadThreshold,
       prefixPaddingMs: setup.vad?.prefixPaddingMs ?? DEFAULT_PREFIX_PADDING_MS,

@@ -4,8 +4,10 @@
  * @module
  */
 
+import { ulawDecode } from "../../core/audio/g711.ts";
 import type { LlmTokenUsage } from "../../core/frames.ts";
 import { messageText, pcm16FromBase64 } from "../realtime/_shared.ts";
+import type { OpenAIAudioFormat } from "./realtime_wire.ts";
 
 /** A server event: a JSON object with a string `type`. */
 export type ServerEvent = { type: string } & Record<string, unknown>;
@@ -64,10 +66,20 @@ export interface AudioDelta {
   contentIndex: number;
 }
 
-/** The PCM of an audio delta event; `undefined` when `delta` is not base64 PCM16. */
-export function audioDeltaOf(ev: ServerEvent): AudioDelta | undefined {
+/**
+ * The PCM of an audio delta event in the session's `format`; `undefined` when `delta` is not
+ * base64 PCM16 (or, for `g711_ulaw`, not base64).
+ */
+export function audioDeltaOf(
+  ev: ServerEvent,
+  format: OpenAIAudioFormat = "pcm16",
+): AudioDelta | undefined {
   const b64 = str(ev.delta);
-  const pcm = b64 === undefined ? undefined : pcm16FromBase64(b64);
+  const pcm = b64 === undefined
+    ? undefined
+    : format === "g711_ulaw"
+    ? ulawFromBase64(b64)
+    : pcm16FromBase64(b64);
   if (pcm === undefined) return undefined;
   const ci = ev.content_index;
   return {
@@ -75,6 +87,15 @@ export function audioDeltaOf(ev: ServerEvent): AudioDelta | undefined {
     itemId: str(ev.item_id),
     contentIndex: typeof ci === "number" && Number.isInteger(ci) && ci >= 0 ? ci : 0,
   };
+}
+
+/** 8 kHz PCM of base64 mu-law; `undefined` when it is not base64. */
+function ulawFromBase64(b64: string): Int16Array | undefined {
+  try {
+    return ulawDecode(Uint8Array.fromBase64(b64));
+  } catch {
+    return undefined;
+  }
 }
 
 /** A completed function call; `args` is `undefined` when the arguments are not a JSON object. */

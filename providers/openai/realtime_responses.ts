@@ -24,7 +24,8 @@ export class ResponseGate {
   #item: AudioItem | undefined;
 
   /** @param send writes a client event */
-  constructor(readonly send: (ev: ClientEvent) => void) {}
+  /** `rate`: the sample rate of the session's output audio (24 kHz PCM16 by default). */
+  constructor(readonly send: (ev: ClientEvent) => void, readonly rate: number = OPENAI_PCM_RATE) {}
 
   /** True while a response runs. */
   get active(): boolean {
@@ -73,7 +74,7 @@ export class ResponseGate {
         type: "conversation.item.truncate",
         item_id: item.id,
         content_index: item.contentIndex,
-        audio_end_ms: Math.floor((item.samples * 1000) / OPENAI_PCM_RATE),
+        audio_end_ms: Math.floor((item.samples * 1000) / this.rate),
       });
       this.#item = undefined;
     }

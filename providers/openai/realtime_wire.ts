@@ -5,6 +5,7 @@
  * @module
  */
 
+import { ulawEncode } from "../../core/audio/g711.ts";
 import { Resampler } from "../../core/audio/resample.ts";
 import type { AudioFrame, ToolDecl } from "../../core/frames.ts";
 import { pcm16ToBase64 } from "../realtime/_shared.ts";
@@ -17,6 +18,17 @@ export type OpenAIRealtimeProtocol = "ga" | "beta" | "xai";
 
 /** Sample rate of OpenAI Realtime PCM in both directions. */
 export const OPENAI_PCM_RATE = 24000;
+
+/**
+ * The session's audio format, both ways: `pcm16` (24 kHz PCM16) or `g711_ulaw` (8 kHz mu-law,
+ * GA `audio/pcmu`), which a telephone leg carries as it is.
+ */
+export type OpenAIAudioFormat = "pcm16" | "g711_ulaw";
+
+/** Sample rate of an audio format. */
+export function openAIFormatRate(format: OpenAIAudioFormat): number {
+  return format === "g711_ulaw" ? 8000 : OPENAI_PCM_RATE;
+}
 
 /** Server-VAD values sent in `turn_detection`. */
 export interface OpenAITurnDetection {
@@ -34,6 +46,8 @@ export interface OpenAISessionConfig {
   tools: readonly ToolDecl[];
   transcriptionModel: string;
   turnDetection: OpenAITurnDetection;
+  /** Audio both ways (default `pcm16`). */
+  audioFormat?: OpenAIAudioFormat;
 }
 
 /** A client event: a JSON object with a `type`. */
@@ -73,8 +87,8 @@ export function sessionUpdateEvent(
         modalities: ["audio", "text"],
         instructions: cfg.instructions,
         voice: cfg.voice,
-        input_audio_format: "pcm16",
-        output_audio_format: "pcm16",
+        input_audio_format: cfg.audioFormat ?? "pcm16",
+        output_audio_format: cfg.audioFormat ?? "pcm16",
         input_audio_transcription: { model: cfg.transcriptionModel },
         turn_detection: turnDetection(cfg.turnDetection),
         tools,
@@ -82,7 +96,9 @@ export function sessionUpdateEvent(
       },
     };
   }
-  const format = { type: "audio/pcm", rate: OPENAI_PCM_RATE };
+  const format = cfg.audioFormat === "g711_ulaw"
+    ? { type: "audio/pcmu" }
+    : { type: "audio/pcm", rate: OPENAI_PCM_RATE };
   if (protocol === "xai") return xaiSessionUpdate(cfg, format);
   return {
     type: "session.update",
@@ -185,20 +201,33 @@ function downmix(pcm: Int16Array, channels: number): Int16Array {
 }
 
 /**
- * Caller audio at any rate and channel count -> base64 24 kHz mono PCM16 for
- * `input_audio_buffer.append`. Streaming: one per call, the resampler keeps its state (and is
- * remade when the input rate changes).
+ * Caller audio at any rate and channel count -> base64 mono audio in the session's format (24
+ * kHz PCM16 or 8 kHz mu-law) for `input_audio_buffer.append`. Streaming: one per call, the
+ * resampler keeps its state (and is remade when the input rate changes); audio already at the
+ * format's rate is not resampled. The resampled samples are encoded at once, so they are lent
+ * (one reused buffer).
  */
 export class InputAudioEncoder {
+  readonly #format: OpenAIAudioFormat;
+  readonly #rate: number;
   #resampler: Resampler | undefined;
 
-  /** Base64 of the next 24 kHz samples; `undefined` when the chunk yields none yet. */
+  /** An encoder for `format` (default `pcm16`). */
+  constructor(format: OpenAIAudioFormat = "pcm16") {
+    this.#format = format;
+    this.#rate = openAIFormatRate(format);
+  }
+
+  /** Base64 of the next samples in the format; `undefined` when the chunk yields none yet. */
   encode(audio: AudioFrame): string | undefined {
-    const mono = audio.numChannels > 1 ? downmix(audio.pcm, audio.numChannels) : audio.pcm;
-    if (this.#resampler?.inRate !== audio.sampleRate) {
-      this.#resampler = new Resampler(audio.sampleRate, OPENAI_PCM_RATE);
+    let pcm = audio.numChannels > 1 ? downmix(audio.pcm, audio.numChannels) : audio.pcm;
+    if (audio.sampleRate !== this.#rate) {
+      if (this.#resampler?.inRate !== audio.sampleRate) {
+        this.#resampler = new Resampler(audio.sampleRate, this.#rate);
+      }
+      pcm = this.#resampler.processLent(pcm);
     }
-    const pcm = this.#resampler.process(mono);
-    return pcm.length === 0 ? undefined : pcm16ToBase64(pcm);
+    if (pcm.length === 0) return undefined;
+    return this.#format === "g711_ulaw" ? ulawEncode(pcm).toBase64() : pcm16ToBase64(pcm);
   }
 }

@@ -147,7 +147,8 @@ export class SipMediaTransport implements MediaTransport {
           transition: "centered", // G.711 at 8 kHz: see transitionFor
         });
       }
-      pcm = this.#resampler.process(pcm);
+      // Lent: sendPcm8k copies the samples into its packets at once.
+      pcm = this.#resampler.processLent(pcm);
     }
     const out = this.#out;
     if (out === undefined) return Promise.resolve();

@@ -1,3 +1,4 @@
+// Over 400 lines: the fake server and the server-event builders its tests share.
 /**
  * A local fake of the OpenAI Realtime WebSocket server for tests. It speaks the real protocol:
  * `session.created` on connect, `session.updated` (echoing the merged session) for every
@@ -302,9 +303,12 @@ export function pcm16FromBase64LE(b64: string): Int16Array {
   return out;
 }
 
-/** An assistant audio chunk (24 kHz PCM16) of item `itemId`. */
+/**
+ * An assistant audio chunk of item `itemId`: 24 kHz PCM16, or mu-law bytes as they are (a
+ * session in `g711_ulaw` / `audio/pcmu`).
+ */
 export function audioDeltaEvent(
-  pcm24k: Int16Array,
+  pcm24k: Int16Array | Uint8Array,
   itemId: string,
   protocol: "ga" | "beta" = "ga",
 ): Record<string, unknown> {
@@ -314,7 +318,7 @@ export function audioDeltaEvent(
     item_id: itemId,
     output_index: 0,
     content_index: 0,
-    delta: base64Pcm16(pcm24k),
+    delta: pcm24k instanceof Uint8Array ? pcm24k.toBase64() : base64Pcm16(pcm24k),
   };
 }
 
