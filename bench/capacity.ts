@@ -7,18 +7,18 @@
  *
  * Options: `--calls` (comma list), `--duration` (s per point), `--workers` (comma list of
  * worker-thread counts of the one server process, as `deno task start --workers`), `--no-trace`
- * (no server-side latency split), `--no-up` (do not continue past the list while healthy), `--profile N|auto` (one extra point at N calls, or
- * the largest carried without loss, with a CPU profile), `--floor` (the same loads against a
- * bare echo with no pipeline, bench/capacity_floor.ts: the latency that is not Flowcat's),
- * `--out` (JSON path; the SVG goes beside it), `--no-write`; `--replot file.json` redraws the
- * SVG of a saved result; `--repeat N` (each call count N times on one thread, agent and floor
- * interleaved, median and spread in `repeated`: bench/capacity_repeat.ts), `--baseline DIR` (with
- * `--repeat`: the agent of another checkout, e.g. `git archive` of the commit before, measured
- * in every round too; DIR needs its own `node_modules`, a link to this one's will do, and the
- * bench writes its config there, so keep DIR under `.tmp/`),
- * `--contention text` (what else ran on the machine, recorded with its load average),
- * `--echo-rates leg|16000/24000` (the echo model's rates: `leg`, the default, runs the calls
- * at 8 kHz with no resampler; `16000/24000` is a hosted model's 8 -> 16 -> 24 -> 8 kHz chain).
+ * (no server-side latency split), `--no-up` (not past the list while healthy), `--profile N|auto`
+ * (one extra point at N calls, or the largest carried without loss, with a CPU profile), `--floor`
+ * (the same loads against a bare echo with no pipeline, bench/capacity_floor.ts: the latency that
+ * is not Flowcat's), `--out` (JSON path; the SVG goes beside it), `--no-write`; `--replot
+ * file.json` redraws the SVG of a saved result; `--repeat N` (each call count N times on one
+ * thread, agent and floor interleaved, median and spread in `repeated`: bench/capacity_repeat.ts),
+ * `--baseline DIR` (with `--repeat`: the agent of another checkout, e.g. `git archive` of the
+ * commit before, measured in every round too; DIR needs its own `node_modules`, a link to this
+ * one's will do, and the bench writes its config there, so keep DIR under `.tmp/`), `--contention
+ * text` (what else ran on the machine, recorded with its load average), `--echo-rates
+ * leg|16000/24000` (the echo model's rates: `leg`, the default, runs the calls at 8 kHz with no
+ * resampler; `16000/24000` is a hosted model's 8 -> 16 -> 24 -> 8 kHz chain).
  * @module
  */
 
@@ -44,8 +44,7 @@ export interface CapacityOptions {
   maxCalls?: number;
   /** A point is healthy when p99 is at most this (ms) and nothing is lost. Default 5. */
   p99LimitMs?: number;
-  /** Profile one extra single-process point at this many calls ("auto": the largest load of
-   * the single-process sweep without a lost frame). */
+  /** One extra profiled point at N calls ("auto": the most carried without a lost frame). */
   profileCalls?: number | "auto";
   /** Scratch directory (config, profiles). Default .tmp/capacity. */
   scratchDir?: string;

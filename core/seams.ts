@@ -1,3 +1,4 @@
+// Over 400 lines: every interface an embedder or provider implements, one contract in one file.
 /**
  * Trait seams: the interfaces an embedder or a provider implements.
  *
