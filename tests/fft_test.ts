@@ -80,13 +80,15 @@ Deno.test("real fft: the SIMD kernel loads in Deno and serves by default, JavaSc
     assert.equal(new RealFft(n).simd, true);
     assert.equal(new RealFft(n, { simd: false }).simd, false);
   }
-  // Below 8 points the kernel's four-wide passes do not fit: JavaScript serves.
-  assert.equal(new RealFft(4).simd, false);
+  // Below 32 points the kernel's first pass (four groups of four at a time) does not fit.
+  assert.equal(new RealFft(32).simd, true);
+  assert.equal(new RealFft(16).simd, false);
 });
 
 Deno.test("real fft: SIMD and JavaScript agree to float32 rounding, odd inputs included", () => {
-  for (const n of [8, 16, ...IN_USE, 1024]) {
+  for (const n of [32, 64, ...IN_USE, 1024]) {
     const simd = new RealFft(n), js = new RealFft(n, { simd: false });
+    assert.ok(simd.simd, `n=${n}: the kernel serves`);
     const bins = n / 2 + 1;
     for (const kind of ["mixed", "zeros", "impulse", "full-scale"] as const) {
       const x = signal(n, kind);

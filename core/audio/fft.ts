@@ -7,9 +7,9 @@
  * separate real and imaginary arrays of N/2+1 bins. The inverse includes the 1/N scale, so
  * `inverse(forward(x)) = x`.
  *
- * The transform runs in WebAssembly SIMD in float32 (./fft_kernel.ts) where that loads, and
- * otherwise (or with `simd: false`) in JavaScript in float64 (./fft_js.ts, the reference); the
- * two agree to float32 rounding.
+ * The transform runs in WebAssembly SIMD in float32 (./fft_kernel.ts) where that loads and the
+ * length is at least 32, and otherwise (or with `simd: false`) in JavaScript in float64
+ * (./fft_js.ts, the reference); the two agree to float32 rounding.
  *
  * @example
  * ```ts
@@ -29,7 +29,7 @@ import { type FftKernelPlan, fftKernelPlan } from "./fft_kernel.ts";
 
 /** Options of a {@link RealFft}. */
 export interface RealFftOptions {
-  /** Use the WebAssembly SIMD transform where it loads (default true; false: JavaScript). */
+  /** Use the WebAssembly SIMD transform where it loads, from 32 points (default true). */
   simd?: boolean;
 }
 

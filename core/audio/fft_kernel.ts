@@ -3,7 +3,7 @@
  *
  * One instance and one memory serve every transform of the thread: each length's tables and work
  * buffers are laid out there once, on first use, and a transform copies its input in and its
- * output out (a few hundred floats, far cheaper than the transform). A call therefore adds no
+ * output out (a few hundred floats: about a fifth of a forward + inverse pair at 128 points). A call therefore adds no
  * memory of its own, and since transforms are synchronous, one set of buffers per length is
  * never shared by two at once.
  *
@@ -68,12 +68,13 @@ function reserve(k: Kernel, floats: number): number {
 }
 
 /**
- * The kernel's transform of `size` real points (a power of two, at least 8), made once per
- * length and shared; undefined where the kernel does not load.
+ * The kernel's transform of `size` real points (a power of two), made once per length and shared;
+ * undefined where the kernel does not load or below 32 points (its first pass takes four groups of
+ * four points at a time).
  */
 export function fftKernelPlan(size: number): FftKernelPlan | undefined {
   const k = load();
-  if (k === null || size < 8) return undefined;
+  if (k === null || size < 32) return undefined;
   const cached = k.plans.get(size);
   if (cached !== undefined) return cached;
   const p = fftPlan(size), m = p.half;
@@ -85,12 +86,24 @@ export function fftKernelPlan(size: number): FftKernelPlan | undefined {
       for (let v = 0; v < per; v++) tw[o + 4 * v + j] = p.twiddles[o + per * j + v];
     }
   }
-  const header = reserve(k, 8), bitrev = reserve(k, m), twiddles = reserve(k, tw.length);
+  const header = reserve(k, 10), bitrev = reserve(k, m), twiddles = reserve(k, tw.length);
   const cos = reserve(k, m + 4), sin = reserve(k, m + 4);
   const zr = reserve(k, m + 4), zi = reserve(k, m + 4);
+  const ur = reserve(k, m + 4), ui = reserve(k, m + 4);
   const x = reserve(k, size), re = reserve(k, m + 4), im = reserve(k, m + 4);
   const buffer = k.memory.buffer; // final for this plan: nothing below grows it
-  new Int32Array(buffer, header, 8).set([m, bitrev, p.radix2 ? 1 : 0, twiddles, cos, sin, zr, zi]);
+  new Int32Array(buffer, header, 10).set([
+    m,
+    bitrev,
+    p.radix2 ? 1 : 0,
+    twiddles,
+    cos,
+    sin,
+    zr,
+    zi,
+    ur,
+    ui,
+  ]);
   new Uint32Array(buffer, bitrev, m).set(p.bitrev);
   new Float32Array(buffer, twiddles, tw.length).set(tw);
   new Float32Array(buffer, cos, m + 1).set(p.splitCos);
