@@ -1,21 +1,21 @@
 /**
  * `deno task bench`: runs the benchmarks and writes JSON under bench/results/.
- * Options: --only routing|demo|memory|audio|aec|srtp|webrtc|turns|bargein|capacity|observe|guard
- * (repeatable),
- * --quick (fewer runs).
+ * Options: --only routing|demo|memory|audio|aec|fft|srtp|webrtc|turns|bargein|capacity|observe|
+ * guard (repeatable), --quick (fewer runs).
  *
- * routing, demo, memory and audio go to `core-<host>.json`; aec, webrtc, turns, bargein and capacity
- * write their own file (`aec-<host>.json`, `webrtc-<host>.json`, `turns-<host>.json`, `bargein-<host>.json`,
- * `capacity-<host>.json`) and leave a pointer in the core file, which is written only when one of
- * its own groups ran (so `--only webrtc` does not wipe it). `observe` (server CPU per frame
- * unobserved vs traced and scraped) and `guard` (CPU per media message through the connection
- * guard, written to `guard-<host>.json`) run only when named.
+ * routing, demo, memory and audio go to `core-<host>.json`; aec, fft, webrtc, turns, bargein and
+ * capacity write their own file (`aec-<host>.json`, `fft-<host>.json`, `webrtc-<host>.json`,
+ * `turns-<host>.json`, `bargein-<host>.json`, `capacity-<host>.json`) and leave a pointer in the
+ * core file, which is written only when one of its own groups ran (so `--only webrtc` does not
+ * wipe it). `observe` (server CPU per frame unobserved vs traced and scraped) and `guard` (CPU per
+ * media message through the connection guard, written to `guard-<host>.json`) run only when named.
  * @module
  */
 
 import { parseArgs } from "node:util";
 import { runAecBench } from "./aec.ts";
 import { runAudioBench } from "./audio.ts";
+import { runFftBench } from "./fft.ts";
 import { runCapacityBench, writeCapacityResults } from "./capacity.ts";
 import { runGuardBench } from "./guard.ts";
 import { runObserveBench } from "./capacity_observe.ts";
@@ -36,7 +36,7 @@ const { values } = parseArgs({
 });
 if (values.help) {
   console.log(
-    "Usage: deno task bench [--only routing|demo|memory|audio|aec|srtp|webrtc|turns|bargein|capacity|" +
+    "Usage: deno task bench [--only routing|demo|memory|audio|aec|fft|srtp|webrtc|turns|bargein|capacity|" +
       "observe|guard]... [--quick]",
   );
   Deno.exit(0);
@@ -112,6 +112,11 @@ if (want("aec")) {
     const file = await writeGroup("aec", aec);
     result.aec = { file, cpu: aec.cpu, summary: aec.summary };
   }
+}
+if (want("fft")) {
+  console.error("bench: fft (the canceller's real FFT, WebAssembly SIMD and JavaScript)...");
+  const fft = runFftBench(quick);
+  result.fft = { file: await writeGroup("fft", fft), sizes: fft.sizes };
 }
 if (want("webrtc")) {
   console.error("bench: WebRTC leg (Opus and G.711 per 20 ms frame, jitter buffer, resamplers)...");

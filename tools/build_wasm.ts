@@ -1,10 +1,10 @@
 /**
- * `deno task wasm`: assembles the SIMD kernels (core/audio/fir.wat, the resampler's, and
- * core/audio/aec.wat, the echo canceller's) with wabt and writes each as a module of bytes the
- * runtime imports (core/audio/fir_wasm.ts, core/audio/aec_wasm.ts: no file read, no network at
- * run time). It also copies the Opus codec's WebAssembly out of the pinned npm
- * package `opusscript` (deno.json) into core/audio/opus_wasm.ts, gzip-compressed, for the same
- * reason. `--check` only compares and exits 1 when a committed module is stale.
+ * `deno task wasm`: assembles the SIMD kernels (core/audio/fir.wat, the resampler's,
+ * core/audio/aec.wat, the echo canceller's, and core/audio/fft.wat, the real FFT's) with wabt and
+ * writes each as a module of bytes the runtime imports (core/audio/fir_wasm.ts,
+ * core/audio/aec_wasm.ts, core/audio/fft_wasm.ts: no file read, no network at run time). It also
+ * copies the Opus codec's WebAssembly out of the pinned npm package `opusscript` (deno.json) into
+ * core/audio/opus_wasm.ts, gzip-compressed, for the same reason. `--check` only compares and exits 1 when a committed module is stale.
  * @module
  */
 
@@ -40,6 +40,12 @@ export const WAT_KERNELS: readonly WatKernel[] = [
     module: "core/audio/aec_wasm.ts",
     constant: "AEC_WASM_BASE64",
     title: "The echo canceller's partitioned filter kernel",
+  },
+  {
+    wat: "core/audio/fft.wat",
+    module: "core/audio/fft_wasm.ts",
+    constant: "FFT_WASM_BASE64",
+    title: "The real FFT kernel",
   },
 ];
 

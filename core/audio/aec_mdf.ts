@@ -93,7 +93,7 @@ export class MdfFilter {
   constructor(block: number, partitions: number, options: MdfOptions = {}) {
     this.block = block;
     this.partitions = partitions;
-    this.#fft = new RealFft(2 * block);
+    this.#fft = new RealFft(2 * block, { simd: options.simd });
     const bins = (this.#bins = block + 1);
     const stride = (this.stride = (bins + 3) & ~3);
     const n = partitions * stride;

@@ -103,4 +103,4 @@ export {
 } from "./jitter_buffer.ts";
 export { EchoCanceller, type EchoCancellerOptions } from "./aec.ts";
 export { EchoReference } from "./aec_reference.ts";
-export { RealFft } from "./fft.ts";
+export { RealFft, type RealFftOptions } from "./fft.ts";

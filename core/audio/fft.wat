@@ -1,0 +1,322 @@
+;; The real FFT (core/audio/fft.ts) in WebAssembly SIMD, f32x4: the same algorithm as the
+;; JavaScript reference core/audio/fft_js.ts, in float32. Source of core/audio/fft_wasm.ts: `deno
+;; task wasm` rebuilds it and tests/fft_test.ts fails when the two drift apart.
+;;
+;; Memory is imported (core/audio/fft_kernel.ts lays it out). A plan is a header of ten i32 at
+;; byte address $P: M (complex points, N/2, at least 16), the bit-reversal table's address (M i32
+;; indices), whether a lone radix-2 pass comes first (1 or 0), the pass twiddles' address, the
+;; split step's cos and -sin addresses (M + 4 f32 each, k = 0..M then padding), the complex work
+;; buffer's real and imaginary addresses (M + 4 f32 each), and those of a second such buffer for
+;; the points in natural order. Pass twiddles come in blocks of
+;; four j: the radix-2 pass as (cos x4, -sin x4) of 2 pi j / 8; a two-stage pass of lengths L and
+;; 2L as (cos x4, -sin x4) of 2 pi j / L then of 2 pi j / 2L. All addresses are in bytes and
+;; 16-byte aligned; signal and spectra may be anywhere.
+(module
+  (import "env" "memory" (memory 1))
+
+  ;; Lanes in reverse order.
+  (func $rev (param $v v128) (result v128)
+    (i8x16.shuffle 12 13 14 15 8 9 10 11 4 5 6 7 0 1 2 3 (local.get $v) (local.get $v)))
+
+  ;; Every pass after the first two stages, in place on the work buffer.
+  (func $passes (param $P i32)
+    (local $mb i32) (local $zr i32) (local $zi i32) (local $t i32) (local $tt i32)
+    (local $len i32) (local $hb i32) (local $lb i32) (local $i i32) (local $j i32)
+    (local $a i32) (local $b i32) (local $c i32) (local $d i32)
+    (local $wc v128) (local $ws v128) (local $uc v128) (local $us v128)
+    (local $xr v128) (local $xi v128) (local $ar v128) (local $ai v128) (local $br v128)
+    (local $bi v128) (local $cr v128) (local $ci v128) (local $dr v128) (local $di v128)
+    (local.set $mb (i32.shl (i32.load (local.get $P)) (i32.const 2)))
+    (local.set $t (i32.load offset=12 (local.get $P)))
+    (local.set $zr (i32.load offset=24 (local.get $P)))
+    (local.set $zi (i32.load offset=28 (local.get $P)))
+    (local.set $len (i32.const 8))
+    (if (i32.load offset=8 (local.get $P))
+      (then
+        ;; Radix-2 stage of length 8: pairs (i + j, i + 4 + j), j = 0..3, one vector each.
+        (local.set $wc (v128.load (local.get $t)))
+        (local.set $ws (v128.load offset=16 (local.get $t)))
+        (local.set $i (i32.const 0))
+        (block $r_done
+          (loop $r
+            (br_if $r_done (i32.ge_u (local.get $i) (local.get $mb)))
+            (local.set $a (local.get $i))
+            (local.set $b (i32.add (local.get $i) (i32.const 16)))
+            (local.set $br (v128.load (i32.add (local.get $zr) (local.get $b))))
+            (local.set $bi (v128.load (i32.add (local.get $zi) (local.get $b))))
+            (local.set $ar (v128.load (i32.add (local.get $zr) (local.get $a))))
+            (local.set $ai (v128.load (i32.add (local.get $zi) (local.get $a))))
+            (local.set $xr (f32x4.sub (f32x4.mul (local.get $br) (local.get $wc))
+              (f32x4.mul (local.get $bi) (local.get $ws))))
+            (local.set $xi (f32x4.add (f32x4.mul (local.get $br) (local.get $ws))
+              (f32x4.mul (local.get $bi) (local.get $wc))))
+            (v128.store (i32.add (local.get $zr) (local.get $b)) (f32x4.sub (local.get $ar) (local.get $xr)))
+            (v128.store (i32.add (local.get $zi) (local.get $b)) (f32x4.sub (local.get $ai) (local.get $xi)))
+            (v128.store (i32.add (local.get $zr) (local.get $a)) (f32x4.add (local.get $ar) (local.get $xr)))
+            (v128.store (i32.add (local.get $zi) (local.get $a)) (f32x4.add (local.get $ai) (local.get $xi)))
+            (local.set $i (i32.add (local.get $i) (i32.const 32)))
+            (br $r)))
+        (local.set $t (i32.add (local.get $t) (i32.const 32)))
+        (local.set $len (i32.const 16))))
+    ;; Two stages per pass, lengths L and 2L, while 2L <= M.
+    (block $s_done
+      (loop $stages
+        (br_if $s_done (i32.gt_u (i32.shl (local.get $len) (i32.const 3)) (local.get $mb)))
+        (local.set $lb (i32.shl (local.get $len) (i32.const 2)))
+        (local.set $hb (i32.shr_u (local.get $lb) (i32.const 1)))
+        (local.set $i (i32.const 0))
+        (block $g_done
+          (loop $groups
+            (br_if $g_done (i32.ge_u (local.get $i) (local.get $mb)))
+            (local.set $j (i32.const 0))
+            (local.set $tt (local.get $t))
+            (block $j_done
+              (loop $js
+                (br_if $j_done (i32.ge_u (local.get $j) (local.get $hb)))
+                (local.set $wc (v128.load (local.get $tt)))
+                (local.set $ws (v128.load offset=16 (local.get $tt)))
+                (local.set $uc (v128.load offset=32 (local.get $tt)))
+                (local.set $us (v128.load offset=48 (local.get $tt)))
+                (local.set $a (i32.add (local.get $i) (local.get $j)))
+                (local.set $b (i32.add (local.get $a) (local.get $hb)))
+                (local.set $c (i32.add (local.get $a) (local.get $lb)))
+                (local.set $d (i32.add (local.get $c) (local.get $hb)))
+                ;; Stage L: (a, b) and (c, d) with w.
+                (local.set $br (v128.load (i32.add (local.get $zr) (local.get $b))))
+                (local.set $bi (v128.load (i32.add (local.get $zi) (local.get $b))))
+                (local.set $xr (f32x4.sub (f32x4.mul (local.get $br) (local.get $wc))
+                  (f32x4.mul (local.get $bi) (local.get $ws))))
+                (local.set $xi (f32x4.add (f32x4.mul (local.get $br) (local.get $ws))
+                  (f32x4.mul (local.get $bi) (local.get $wc))))
+                (local.set $ar (v128.load (i32.add (local.get $zr) (local.get $a))))
+                (local.set $ai (v128.load (i32.add (local.get $zi) (local.get $a))))
+                (local.set $br (f32x4.sub (local.get $ar) (local.get $xr)))
+                (local.set $bi (f32x4.sub (local.get $ai) (local.get $xi)))
+                (local.set $ar (f32x4.add (local.get $ar) (local.get $xr)))
+                (local.set $ai (f32x4.add (local.get $ai) (local.get $xi)))
+                (local.set $dr (v128.load (i32.add (local.get $zr) (local.get $d))))
+                (local.set $di (v128.load (i32.add (local.get $zi) (local.get $d))))
+                (local.set $xr (f32x4.sub (f32x4.mul (local.get $dr) (local.get $wc))
+                  (f32x4.mul (local.get $di) (local.get $ws))))
+                (local.set $xi (f32x4.add (f32x4.mul (local.get $dr) (local.get $ws))
+                  (f32x4.mul (local.get $di) (local.get $wc))))
+                (local.set $cr (v128.load (i32.add (local.get $zr) (local.get $c))))
+                (local.set $ci (v128.load (i32.add (local.get $zi) (local.get $c))))
+                (local.set $dr (f32x4.sub (local.get $cr) (local.get $xr)))
+                (local.set $di (f32x4.sub (local.get $ci) (local.get $xi)))
+                (local.set $cr (f32x4.add (local.get $cr) (local.get $xr)))
+                (local.set $ci (f32x4.add (local.get $ci) (local.get $xi)))
+                ;; Stage 2L: (a, c) with u, (b, d) with -i u.
+                (local.set $xr (f32x4.sub (f32x4.mul (local.get $cr) (local.get $uc))
+                  (f32x4.mul (local.get $ci) (local.get $us))))
+                (local.set $xi (f32x4.add (f32x4.mul (local.get $cr) (local.get $us))
+                  (f32x4.mul (local.get $ci) (local.get $uc))))
+                (v128.store (i32.add (local.get $zr) (local.get $a)) (f32x4.add (local.get $ar) (local.get $xr)))
+                (v128.store (i32.add (local.get $zi) (local.get $a)) (f32x4.add (local.get $ai) (local.get $xi)))
+                (v128.store (i32.add (local.get $zr) (local.get $c)) (f32x4.sub (local.get $ar) (local.get $xr)))
+                (v128.store (i32.add (local.get $zi) (local.get $c)) (f32x4.sub (local.get $ai) (local.get $xi)))
+                ;; D u (-i) = Im(D u) - i Re(D u)
+                (local.set $xr (f32x4.add (f32x4.mul (local.get $dr) (local.get $us))
+                  (f32x4.mul (local.get $di) (local.get $uc))))
+                (local.set $xi (f32x4.sub (f32x4.mul (local.get $di) (local.get $us))
+                  (f32x4.mul (local.get $dr) (local.get $uc))))
+                (v128.store (i32.add (local.get $zr) (local.get $b)) (f32x4.add (local.get $br) (local.get $xr)))
+                (v128.store (i32.add (local.get $zi) (local.get $b)) (f32x4.add (local.get $bi) (local.get $xi)))
+                (v128.store (i32.add (local.get $zr) (local.get $d)) (f32x4.sub (local.get $br) (local.get $xr)))
+                (v128.store (i32.add (local.get $zi) (local.get $d)) (f32x4.sub (local.get $bi) (local.get $xi)))
+                (local.set $j (i32.add (local.get $j) (i32.const 16)))
+                (local.set $tt (i32.add (local.get $tt) (i32.const 64)))
+                (br $js)))
+            (local.set $i (i32.add (local.get $i) (i32.shl (local.get $lb) (i32.const 1))))
+            (br $groups)))
+        (local.set $t (i32.add (local.get $t) (i32.shl (local.get $hb) (i32.const 2))))
+        (local.set $len (i32.shl (local.get $len) (i32.const 2)))
+        (br $stages))))
+
+;; The transpose of the 4 x 4 block of lanes of $a..$d: row l (a[l], b[l], c[l], d[l]) goes to
+  ;; byte address $base + 4 * bitrev[n + l], the table's entries read from $brv.
+  (func $rows (param $base i32) (param $brv i32) (param $a v128) (param $b v128) (param $c v128)
+    (param $d v128)
+    (local $t0 v128) (local $t1 v128) (local $t2 v128) (local $t3 v128)
+    (local.set $t0 (i8x16.shuffle 0 1 2 3 16 17 18 19 4 5 6 7 20 21 22 23 (local.get $a) (local.get $b)))
+    (local.set $t1 (i8x16.shuffle 8 9 10 11 24 25 26 27 12 13 14 15 28 29 30 31 (local.get $a) (local.get $b)))
+    (local.set $t2 (i8x16.shuffle 0 1 2 3 16 17 18 19 4 5 6 7 20 21 22 23 (local.get $c) (local.get $d)))
+    (local.set $t3 (i8x16.shuffle 8 9 10 11 24 25 26 27 12 13 14 15 28 29 30 31 (local.get $c) (local.get $d)))
+    (v128.store (i32.add (local.get $base) (i32.shl (i32.load (local.get $brv)) (i32.const 2)))
+      (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23 (local.get $t0) (local.get $t2)))
+    (v128.store (i32.add (local.get $base) (i32.shl (i32.load offset=4 (local.get $brv)) (i32.const 2)))
+      (i8x16.shuffle 8 9 10 11 12 13 14 15 24 25 26 27 28 29 30 31 (local.get $t0) (local.get $t2)))
+    (v128.store (i32.add (local.get $base) (i32.shl (i32.load offset=8 (local.get $brv)) (i32.const 2)))
+      (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23 (local.get $t1) (local.get $t3)))
+    (v128.store (i32.add (local.get $base) (i32.shl (i32.load offset=12 (local.get $brv)) (i32.const 2)))
+      (i8x16.shuffle 8 9 10 11 12 13 14 15 24 25 26 27 28 29 30 31 (local.get $t1) (local.get $t3))))
+
+  ;; Stages of length 2 and 4 (twiddles 1 and -i) from the points in natural order at $ur/$ui into
+  ;; the work buffer in bit-reversed order. With Q = M/4, work group g (places 4g..4g+3) takes the
+  ;; points n, n + 2Q, n + Q, n + 3Q where 4g = bitrev[n], n < Q: four consecutive n at a time, one
+  ;; vector per quarter, each result transposed into its group.
+  (func $first (param $P i32) (param $ur i32) (param $ui i32)
+    (local $qb i32) (local $nb i32) (local $zr i32) (local $zi i32) (local $brv i32) (local $o i32)
+    (local $s1r v128) (local $s1i v128) (local $d1r v128) (local $d1i v128)
+    (local $s2r v128) (local $s2i v128) (local $d2r v128) (local $d2i v128)
+    (local $ar v128) (local $ai v128) (local $br v128) (local $bi v128)
+    (local.set $qb (i32.load (local.get $P))) ;; Q floats = M bytes
+    (local.set $brv (i32.load offset=4 (local.get $P)))
+    (local.set $zr (i32.load offset=24 (local.get $P)))
+    (local.set $zi (i32.load offset=28 (local.get $P)))
+    (block $n_done
+      (loop $n
+        (br_if $n_done (i32.ge_u (local.get $nb) (local.get $qb)))
+        ;; a = points n (quarter 0), b = n + 2Q (quarter 2), then c = n + Q, d = n + 3Q
+        (local.set $o (i32.add (local.get $ur) (local.get $nb)))
+        (local.set $ar (v128.load (local.get $o)))
+        (local.set $br (v128.load (i32.add (local.get $o) (i32.shl (local.get $qb) (i32.const 1)))))
+        (local.set $s1r (f32x4.add (local.get $ar) (local.get $br)))
+        (local.set $d1r (f32x4.sub (local.get $ar) (local.get $br)))
+        (local.set $ar (v128.load (i32.add (local.get $o) (local.get $qb))))
+        (local.set $br (v128.load (i32.add (local.get $o) (i32.mul (local.get $qb) (i32.const 3)))))
+        (local.set $s2r (f32x4.add (local.get $ar) (local.get $br)))
+        (local.set $d2r (f32x4.sub (local.get $ar) (local.get $br)))
+        (local.set $o (i32.add (local.get $ui) (local.get $nb)))
+        (local.set $ai (v128.load (local.get $o)))
+        (local.set $bi (v128.load (i32.add (local.get $o) (i32.shl (local.get $qb) (i32.const 1)))))
+        (local.set $s1i (f32x4.add (local.get $ai) (local.get $bi)))
+        (local.set $d1i (f32x4.sub (local.get $ai) (local.get $bi)))
+        (local.set $ai (v128.load (i32.add (local.get $o) (local.get $qb))))
+        (local.set $bi (v128.load (i32.add (local.get $o) (i32.mul (local.get $qb) (i32.const 3)))))
+        (local.set $s2i (f32x4.add (local.get $ai) (local.get $bi)))
+        (local.set $d2i (f32x4.sub (local.get $ai) (local.get $bi)))
+        ;; group places 0..3: s1 + s2, d1 - i d2, s1 - s2, d1 + i d2
+        (local.set $o (i32.add (local.get $brv) (local.get $nb)))
+        (call $rows (local.get $zr) (local.get $o)
+          (f32x4.add (local.get $s1r) (local.get $s2r)) (f32x4.add (local.get $d1r) (local.get $d2i))
+          (f32x4.sub (local.get $s1r) (local.get $s2r)) (f32x4.sub (local.get $d1r) (local.get $d2i)))
+        (call $rows (local.get $zi) (local.get $o)
+          (f32x4.add (local.get $s1i) (local.get $s2i)) (f32x4.sub (local.get $d1i) (local.get $d2r))
+          (f32x4.sub (local.get $s1i) (local.get $s2i)) (f32x4.add (local.get $d1i) (local.get $d2r)))
+        (local.set $nb (i32.add (local.get $nb) (i32.const 16)))
+        (br $n))))
+
+  ;; Spectrum of the N f32 at $x into the M + 1 f32 at $re and at $im.
+  (func (export "forward") (param $P i32) (param $x i32) (param $re i32) (param $im i32)
+    (local $m i32) (local $mb i32) (local $zr i32) (local $zi i32)
+    (local $cos i32) (local $sin i32) (local $o i32) (local $ur i32) (local $ui i32) (local $kb i32)
+    (local $rb i32)
+    (local $half v128) (local $ar v128) (local $ai v128) (local $br v128) (local $bi v128)
+    (local $er v128) (local $ei v128) (local $or v128) (local $oi v128) (local $c v128)
+    (local $s v128) (local $z0r f32) (local $z0i f32)
+    (local.set $m (i32.load (local.get $P)))
+    (local.set $mb (i32.shl (local.get $m) (i32.const 2)))
+    (local.set $cos (i32.load offset=16 (local.get $P)))
+    (local.set $sin (i32.load offset=20 (local.get $P)))
+    (local.set $zr (i32.load offset=24 (local.get $P)))
+    (local.set $zi (i32.load offset=28 (local.get $P)))
+    (local.set $ur (i32.load offset=32 (local.get $P)))
+    (local.set $ui (i32.load offset=36 (local.get $P)))
+    ;; Complex points (x[2n], x[2n+1]) split into real and imaginary rows, four at a time.
+    (block $g_done
+      (loop $g
+        (br_if $g_done (i32.ge_u (local.get $o) (local.get $mb)))
+        (local.set $ar (v128.load (i32.add (local.get $x) (i32.shl (local.get $o) (i32.const 1)))))
+        (local.set $ai (v128.load offset=16 (i32.add (local.get $x) (i32.shl (local.get $o) (i32.const 1)))))
+        (v128.store (i32.add (local.get $ur) (local.get $o))
+          (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $ar) (local.get $ai)))
+        (v128.store (i32.add (local.get $ui) (local.get $o))
+          (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $ar) (local.get $ai)))
+        (local.set $o (i32.add (local.get $o) (i32.const 16)))
+        (br $g)))
+    (call $first (local.get $P) (local.get $ur) (local.get $ui))
+    (call $passes (local.get $P))
+    ;; Split: bins k = 1..M four at a time (k = M is written again below), Z[k] and Z[M-k].
+    (local.set $half (f32x4.splat (f32.const 0.5)))
+    (local.set $kb (i32.const 4))
+    (block $k_done
+      (loop $k
+        (br_if $k_done (i32.ge_u (local.get $kb) (local.get $mb)))
+        (local.set $rb (i32.sub (i32.sub (local.get $mb) (local.get $kb)) (i32.const 12)))
+        (local.set $ar (v128.load (i32.add (local.get $zr) (local.get $kb))))
+        (local.set $ai (v128.load (i32.add (local.get $zi) (local.get $kb))))
+        (local.set $br (call $rev (v128.load (i32.add (local.get $zr) (local.get $rb)))))
+        (local.set $bi (call $rev (v128.load (i32.add (local.get $zi) (local.get $rb)))))
+        ;; Fe = (Z[k] + conj(Z[M-k])) / 2, Fo = (Z[k] - conj(Z[M-k])) / 2i
+        (local.set $er (f32x4.mul (local.get $half) (f32x4.add (local.get $ar) (local.get $br))))
+        (local.set $ei (f32x4.mul (local.get $half) (f32x4.sub (local.get $ai) (local.get $bi))))
+        (local.set $or (f32x4.mul (local.get $half) (f32x4.add (local.get $ai) (local.get $bi))))
+        (local.set $oi (f32x4.mul (local.get $half) (f32x4.sub (local.get $br) (local.get $ar))))
+        (local.set $c (v128.load (i32.add (local.get $cos) (local.get $kb))))
+        (local.set $s (v128.load (i32.add (local.get $sin) (local.get $kb))))
+        (v128.store (i32.add (local.get $re) (local.get $kb))
+          (f32x4.add (local.get $er) (f32x4.sub (f32x4.mul (local.get $or) (local.get $c))
+            (f32x4.mul (local.get $oi) (local.get $s)))))
+        (v128.store (i32.add (local.get $im) (local.get $kb))
+          (f32x4.add (local.get $ei) (f32x4.add (f32x4.mul (local.get $or) (local.get $s))
+            (f32x4.mul (local.get $oi) (local.get $c)))))
+        (local.set $kb (i32.add (local.get $kb) (i32.const 16)))
+        (br $k)))
+    (local.set $z0r (f32.load (local.get $zr)))
+    (local.set $z0i (f32.load (local.get $zi)))
+    (f32.store (local.get $re) (f32.add (local.get $z0r) (local.get $z0i)))
+    (f32.store (local.get $im) (f32.const 0))
+    (f32.store (i32.add (local.get $re) (local.get $mb)) (f32.sub (local.get $z0r) (local.get $z0i)))
+    (f32.store (i32.add (local.get $im) (local.get $mb)) (f32.const 0)))
+
+  ;; Signal (N f32 at $x) of the spectrum of M + 1 f32 at $re and at $im, scaled by 1/N.
+  (func (export "inverse") (param $P i32) (param $re i32) (param $im i32) (param $x i32)
+    (local $m i32) (local $mb i32) (local $ur i32) (local $ui i32) (local $zr i32) (local $zi i32)
+    (local $cos i32) (local $sin i32) (local $kb i32) (local $rb i32)
+    (local $half v128) (local $ar v128) (local $ai v128) (local $cr v128) (local $ci v128)
+    (local $er v128) (local $ei v128) (local $dr v128) (local $di v128) (local $c v128)
+    (local $s v128) (local $vr v128) (local $vi v128) (local $sc v128) (local $nsc v128)
+    (local $a i32)
+    (local.set $m (i32.load (local.get $P)))
+    (local.set $mb (i32.shl (local.get $m) (i32.const 2)))
+    (local.set $cos (i32.load offset=16 (local.get $P)))
+    (local.set $sin (i32.load offset=20 (local.get $P)))
+    (local.set $zr (i32.load offset=24 (local.get $P)))
+    (local.set $zi (i32.load offset=28 (local.get $P)))
+    (local.set $ur (i32.load offset=32 (local.get $P)))
+    (local.set $ui (i32.load offset=36 (local.get $P)))
+    (local.set $half (f32x4.splat (f32.const 0.5)))
+    ;; Z[k] = Fe + i Fo for k = 0..M-1, four at a time, conjugated (so the forward stages give
+    ;; the inverse).
+    (block $k_done
+      (loop $k
+        (br_if $k_done (i32.ge_u (local.get $kb) (local.get $mb)))
+        (local.set $rb (i32.sub (i32.sub (local.get $mb) (local.get $kb)) (i32.const 12)))
+        (local.set $ar (v128.load (i32.add (local.get $re) (local.get $kb))))
+        (local.set $ai (v128.load (i32.add (local.get $im) (local.get $kb))))
+        (local.set $cr (call $rev (v128.load (i32.add (local.get $re) (local.get $rb)))))
+        (local.set $ci (f32x4.neg (call $rev (v128.load (i32.add (local.get $im) (local.get $rb))))))
+        (local.set $er (f32x4.mul (local.get $half) (f32x4.add (local.get $ar) (local.get $cr))))
+        (local.set $ei (f32x4.mul (local.get $half) (f32x4.add (local.get $ai) (local.get $ci))))
+        (local.set $dr (f32x4.mul (local.get $half) (f32x4.sub (local.get $ar) (local.get $cr))))
+        (local.set $di (f32x4.mul (local.get $half) (f32x4.sub (local.get $ai) (local.get $ci))))
+        ;; Fo = D W^-k, W^-k = c + i sin
+        (local.set $c (v128.load (i32.add (local.get $cos) (local.get $kb))))
+        (local.set $s (f32x4.neg (v128.load (i32.add (local.get $sin) (local.get $kb)))))
+        (local.set $vr (f32x4.sub (local.get $er) (f32x4.add (f32x4.mul (local.get $dr) (local.get $s))
+          (f32x4.mul (local.get $di) (local.get $c)))))
+        (local.set $vi (f32x4.neg (f32x4.add (local.get $ei)
+          (f32x4.sub (f32x4.mul (local.get $dr) (local.get $c)) (f32x4.mul (local.get $di) (local.get $s))))))
+        (v128.store (i32.add (local.get $ur) (local.get $kb)) (local.get $vr))
+        (v128.store (i32.add (local.get $ui) (local.get $kb)) (local.get $vi))
+        (local.set $kb (i32.add (local.get $kb) (i32.const 16)))
+        (br $k)))
+    (call $first (local.get $P) (local.get $ur) (local.get $ui))
+    (call $passes (local.get $P))
+    ;; x[2n] = Re z[n] / M, x[2n+1] = -Im z[n] / M, interleaved four points at a time.
+    (local.set $sc (f32x4.splat (f32.div (f32.const 1) (f32.convert_i32_u (local.get $m)))))
+    (local.set $nsc (f32x4.neg (local.get $sc)))
+    (local.set $kb (i32.const 0))
+    (block $o_done
+      (loop $out
+        (br_if $o_done (i32.ge_u (local.get $kb) (local.get $mb)))
+        (local.set $vr (f32x4.mul (v128.load (i32.add (local.get $zr) (local.get $kb))) (local.get $sc)))
+        (local.set $vi (f32x4.mul (v128.load (i32.add (local.get $zi) (local.get $kb))) (local.get $nsc)))
+        (local.set $a (i32.add (local.get $x) (i32.shl (local.get $kb) (i32.const 1))))
+        (v128.store (local.get $a)
+          (i8x16.shuffle 0 1 2 3 16 17 18 19 4 5 6 7 20 21 22 23 (local.get $vr) (local.get $vi)))
+        (v128.store offset=16 (local.get $a)
+          (i8x16.shuffle 8 9 10 11 24 25 26 27 12 13 14 15 28 29 30 31 (local.get $vr) (local.get $vi)))
+        (local.set $kb (i32.add (local.get $kb) (i32.const 16)))
+        (br $out)))))
