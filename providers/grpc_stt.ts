@@ -35,9 +35,7 @@ import { int16ToBytes } from "../core/audio/pcm.ts";
 import { Resampler } from "../core/audio/resample.ts";
 import { type GrpcBidiCall, GrpcChannel, grpcCodeOf, type GrpcTarget } from "./grpc.ts";
 import type { ServiceOptions } from "./service_options.ts";
-
-/** Audio requests held while a stream opens: 1 s of 20 ms frames. */
-const HELD_MAX = 50;
+import { HeldAudio, SttExchange } from "./stt_exchange.ts";
 
 /** One recognition result, decoded from a provider's response. */
 export interface RecognizedText {
@@ -73,16 +71,13 @@ export class GrpcStreamingStt implements SttService {
   readonly #wire: RecognizeWire;
   readonly #language: string | undefined;
   readonly #log: Logger;
-  readonly #retryMs: number;
+  readonly #exchange: SttExchange;
   readonly #stopped = new AbortController();
   #channel: GrpcChannel | undefined;
   #call: GrpcBidiCall | undefined;
   #opening: Promise<GrpcBidiCall> | undefined;
-  /** Audio requests made while a stream opens, sent once it is open. */
-  #held: Uint8Array[] = [];
-  #queue: Frame[] = [];
-  #error: FlowcatError | undefined;
-  #failedAt = -Infinity;
+  /** Audio (wire-rate PCM bytes) that came while a stream opens, sent once it is open. */
+  readonly #held: HeldAudio;
   #muted = false;
   #resampler: Resampler | undefined;
 
@@ -93,7 +88,9 @@ export class GrpcStreamingStt implements SttService {
     this.#language = opts.language;
     this.#log = opts.logger ?? silentLogger;
     const retry = opts.options?.retry_interval_ms;
-    this.#retryMs = typeof retry === "number" && retry >= 0 ? retry : 1000;
+    this.#exchange = new SttExchange(typeof retry === "number" && retry >= 0 ? retry : 1000);
+    // One second of 16-bit audio at the wire's rate.
+    this.#held = new HeldAudio(wire.sampleRate * 2);
   }
 
   /** The provider name from the config. */
@@ -110,15 +107,9 @@ export class GrpcStreamingStt implements SttService {
 
   /** Send audio (unless muted) and return the transcripts that arrived since the last call. */
   runStt(audio: AudioFrame): Promise<Frame[]> {
-    const err = this.#error;
-    if (err !== undefined) {
-      this.#error = undefined;
-      return Promise.reject(err);
-    }
-    if (!this.#muted && audio.pcm.length > 0) this.#send(audio);
-    const out = this.#queue;
-    this.#queue = [];
-    return Promise.resolve(out);
+    return this.#exchange.take(() => {
+      if (!this.#muted && audio.pcm.length > 0) this.#send(audio);
+    });
   }
 
   /** Muted: end the stream (its finals still arrive); the next audio after unmuting opens one. */
@@ -160,10 +151,11 @@ export class GrpcStreamingStt implements SttService {
     }
     const pcm = this.#resampler.process(audio.pcm);
     if (pcm.length === 0 || this.#channel === undefined) return;
-    // Copy: the request is queued in the HTTP/2 stream, and the caller may reuse its buffer.
-    const request = this.#wire.audioRequest(int16ToBytes(pcm).slice());
+    // Copy: the request is queued in the HTTP/2 stream (or held), and the caller may reuse its
+    // buffer.
+    const bytes = int16ToBytes(pcm).slice();
     if (this.#call !== undefined) {
-      this.#call.write(request);
+      this.#call.write(this.#wire.audioRequest(bytes));
       return;
     }
     // No stream: hold the audio for the one opening (or about to), unless a failure is too
@@ -172,12 +164,11 @@ export class GrpcStreamingStt implements SttService {
       if (!this.#mayOpen()) return;
       this.#open().catch(() => {});
     }
-    this.#held.push(request);
-    if (this.#held.length > HELD_MAX) this.#held.shift();
+    this.#held.push(bytes);
   }
 
   #mayOpen(): boolean {
-    return this.#opening === undefined && performance.now() - this.#failedAt >= this.#retryMs;
+    return this.#opening === undefined && this.#exchange.retryDue;
   }
 
   #open(): Promise<GrpcBidiCall> {
@@ -186,8 +177,8 @@ export class GrpcStreamingStt implements SttService {
       try {
         metadata = await this.#wire.metadata(this.#stopped.signal);
       } catch (err) {
-        this.#failedAt = performance.now();
-        this.#held = [];
+        this.#exchange.failed();
+        this.#held.clear();
         throw err;
       }
       if (this.#stopped.signal.aborted || this.#channel === undefined) {
@@ -195,8 +186,7 @@ export class GrpcStreamingStt implements SttService {
       }
       const call = this.#channel.bidi(this.#wire.path, metadata);
       call.write(this.#wire.configRequest());
-      for (const request of this.#held) call.write(request);
-      this.#held = [];
+      for (const pcm of this.#held.take().chunks) call.write(this.#wire.audioRequest(pcm));
       this.#call = call;
       return call;
     })();
@@ -210,7 +200,7 @@ export class GrpcStreamingStt implements SttService {
     }, (err) => {
       settled();
       // A failure while opening a later stream is said by the next runStt.
-      if (!this.#stopped.signal.aborted && err instanceof FlowcatError) this.#error ??= err;
+      if (!this.#stopped.signal.aborted && err instanceof FlowcatError) this.#reportFirst(err);
     });
     return opening;
   }
@@ -228,13 +218,18 @@ export class GrpcStreamingStt implements SttService {
         : new FlowcatError("protocol", `${this.#provider}: ${String(err)}`);
       // Google ends a stream at its length limit with OUT_OF_RANGE: reopen on the next audio.
       if (grpcCodeOf(e) === 11) return;
-      this.#failedAt = performance.now();
+      this.#exchange.failed();
       if (e.kind === "auth") this.#wire.refused?.();
       this.#log.warn(`${this.#provider}: stream failed`, { kind: e.kind });
-      this.#error ??= e;
+      this.#reportFirst(e);
       return;
     }
     if (this.#call === call) this.#call = undefined;
+  }
+
+  /** Of the failures between two runStt calls (an ended stream's, the next's), the first. */
+  #reportFirst(err: FlowcatError): void {
+    if (this.#exchange.pending === undefined) this.#exchange.report(err);
   }
 
   /**
@@ -252,14 +247,14 @@ export class GrpcStreamingStt implements SttService {
       }
       const text = r.transcript.trim();
       if (text) {
-        this.#queue.push(
+        this.#exchange.emit(
           makeFrame("Transcription", { text, userId: "user", final: true, ...language }),
         );
       }
     }
     const text = interim.trim().replace(/\s+/g, " ");
     if (text) {
-      this.#queue.push(makeFrame("InterimTranscription", { text, userId: "user", ...language }));
+      this.#exchange.emit(makeFrame("InterimTranscription", { text, userId: "user", ...language }));
     }
   }
 }

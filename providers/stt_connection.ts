@@ -11,12 +11,16 @@
  *   once by the next {@link SttConnection.exchange}; later ones redial at most once per
  *   `retryIntervalMs`, and audio is dropped meanwhile;
  * - `stop` sends the client's farewell, ends a dial in flight and closes every socket it opened.
+ *
+ * The frames, the failure thrown once, the retry interval and the held audio are
+ * providers/stt_exchange.ts's, which the gRPC client (a stream an utterance) shares.
  * @module
  */
 
 import { FlowcatError } from "../core/errors.ts";
 import type { Frame } from "../core/frames.ts";
 import type { Logger } from "../core/log.ts";
+import { HeldAudio, SttExchange } from "./stt_exchange.ts";
 import { closeSocket, redact } from "./ws_client.ts";
 
 type State = "idle" | "open" | "reconnecting" | "failed" | "stopped";
@@ -53,11 +57,8 @@ export class SttConnection {
   /** Every socket this connection opened, until each has closed. */
   readonly #sockets = new Set<WebSocket>();
   #dialing: Promise<WebSocket> | undefined;
-  #frames: Frame[] = [];
-  #error: FlowcatError | undefined;
-  #failedAt = 0;
-  #backlog: Uint8Array[] = [];
-  #backlogBytes = 0;
+  readonly #exchange: SttExchange;
+  readonly #backlog: HeldAudio;
   #reconnectTimer: ReturnType<typeof setTimeout> | undefined;
   /** Aborted by stop(): ends a dial in flight at once. */
   readonly #stopped = new AbortController();
@@ -65,6 +66,8 @@ export class SttConnection {
   /** Nothing is dialled until {@link SttConnection.start}. */
   constructor(opts: SttConnectionOptions) {
     this.#o = opts;
+    this.#exchange = new SttExchange(opts.retryIntervalMs);
+    this.#backlog = new HeldAudio(opts.backlogMaxBytes);
   }
 
   /** The current socket, open or closing; `undefined` between sockets. */
@@ -101,31 +104,22 @@ export class SttConnection {
    * whose retry interval has passed, run `send` and resolve with the frames queued since.
    */
   exchange(send: () => void): Promise<Frame[]> {
-    const err = this.#error;
-    if (err !== undefined) {
-      this.#error = undefined;
-      return Promise.reject(err);
-    }
-    if (
-      this.#state === "failed" && this.#dialing === undefined &&
-      performance.now() - this.#failedAt >= this.#o.retryIntervalMs
-    ) {
-      this.#reconnect();
-    }
-    send();
-    const out = this.#frames;
-    this.#frames = [];
-    return Promise.resolve(out);
+    return this.#exchange.take(() => {
+      if (this.#state === "failed" && this.#dialing === undefined && this.#exchange.retryDue) {
+        this.#reconnect();
+      }
+      send();
+    });
   }
 
   /** Queue a frame for the next {@link SttConnection.exchange}. */
   emit(frame: Frame): void {
-    this.#frames.push(frame);
+    this.#exchange.emit(frame);
   }
 
   /** An error the next exchange throws (the latest wins); the socket goes on. */
   report(err: FlowcatError): void {
-    this.#error = err;
+    this.#exchange.report(err);
   }
 
   /**
@@ -137,22 +131,16 @@ export class SttConnection {
     const ws = this.#ws;
     this.#ws = undefined;
     this.#state = "failed";
-    this.#failedAt = performance.now();
-    this.#backlog = [];
-    this.#backlogBytes = 0;
-    this.#error = err;
+    this.#exchange.failed();
+    this.#exchange.report(err);
+    this.#backlog.clear();
     this.#o.log.error(`${this.#o.provider}: connection failed`, { kind: err.kind });
     if (ws !== undefined) void closeSocket(ws);
   }
 
   /** Hold audio for the socket being redialled (the oldest goes first past the cap), if any. */
   hold(bytes: Uint8Array): void {
-    if (!this.holding) return;
-    this.#backlog.push(bytes);
-    this.#backlogBytes += bytes.length;
-    while (this.#backlogBytes > this.#o.backlogMaxBytes) {
-      this.#backlogBytes -= this.#backlog.shift()?.length ?? 0;
-    }
+    if (this.holding) this.#backlog.push(bytes);
   }
 
   /**
@@ -175,8 +163,7 @@ export class SttConnection {
     // closeSocket gives up on a server that never answers the close, so stop() cannot hang.
     await Promise.all([...this.#sockets].map((s) => closeSocket(s)));
     this.#ws = undefined;
-    this.#backlog = [];
-    this.#backlogBytes = 0;
+    this.#backlog.clear();
   }
 
   #dial(): Promise<WebSocket> {
@@ -201,11 +188,8 @@ export class SttConnection {
     ws.addEventListener("close", (ev) => this.#dropped(ws, ev.code, ev.reason));
     // Closed between its dial and now: the close event has been and gone.
     if (ws.readyState === WebSocket.CLOSED) return this.#dropped(ws, 1006, "");
-    const held = this.#backlog;
-    const heldBytes = this.#backlogBytes;
-    this.#backlog = [];
-    this.#backlogBytes = 0;
-    this.#o.drain?.(ws, held, heldBytes);
+    const held = this.#backlog.take();
+    this.#o.drain?.(ws, held.chunks, held.bytes);
   }
 
   #dropped(ws: WebSocket, code: number, reason: string): void {

@@ -16,6 +16,8 @@ export interface S2sTwilioCall {
   finished: Promise<Finalize>;
   sessions: MemorySessionSource;
   runId: number;
+  /** How many times the run was completed in the control plane (once, for a call done right). */
+  completions(): number;
   /** The call's processors (built when the socket was accepted, before this resolves). */
   parts: S2sParts;
 }
@@ -31,6 +33,9 @@ export async function s2sTwilioCall(
 ): Promise<S2sTwilioCall> {
   const sessions = new MemorySessionSource({ provider });
   const run = await sessions.createRun("carrier", { carrier: "twilio" });
+  let completions = 0;
+  const complete = sessions.complete.bind(sessions);
+  sessions.complete = (id, token, f) => (completions++, complete(id, token, f));
   const finished = Promise.withResolvers<Finalize>();
   let parts: S2sParts | undefined;
   const call = await twilioCall((transport) => {
@@ -51,5 +56,12 @@ export async function s2sTwilioCall(
   }, run.token);
   // The server side is built when it accepts the socket, which the client's open waited for.
   if (parts === undefined) throw new Error("the call was not built");
-  return { call, finished: finished.promise, sessions, runId: run.runId, parts };
+  return {
+    call,
+    finished: finished.promise,
+    sessions,
+    runId: run.runId,
+    completions: () => completions,
+    parts,
+  };
 }

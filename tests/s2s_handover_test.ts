@@ -8,13 +8,10 @@ import assert from "node:assert/strict";
 import { GraphBrain } from "../core/agent/graph_brain.ts";
 import { parseGraphSpec } from "../core/agent/graph_spec.ts";
 import { sine } from "../core/audio/pcm.ts";
-import { buildS2sTask } from "../core/builders.ts";
 import { silentLogger } from "../core/log.ts";
-import type { Finalize } from "../core/seams.ts";
 import { createGeminiLive } from "../providers/google/gemini_live.ts";
-import { MemorySessionSource } from "../server/session_store.ts";
 import { sleep, until } from "./_core_helpers.ts";
-import { twilioCall } from "./_twilio_client.ts";
+import { s2sTwilioCall } from "./_s2s_twilio.ts";
 import { GeminiLiveFake } from "./fakes/gemini_live_fake.ts";
 
 const GRAPH = `
@@ -39,12 +36,6 @@ Deno.test("s2s call across a goAway cut and a TCP drop: whole answer heard, comp
   const fake = await new GeminiLiveFake().start();
   const spec = parseGraphSpec(GRAPH);
   if (!spec.ok) throw new Error(JSON.stringify(spec.problems));
-  const sessions = new MemorySessionSource({ provider: "gemini" });
-  const run = await sessions.createRun("carrier", { carrier: "twilio" });
-  const finished = Promise.withResolvers<Finalize>();
-  let completes = 0;
-  const complete = sessions.complete.bind(sessions);
-  sessions.complete = (id, token, f) => (completes++, complete(id, token, f));
   // The model goes on from the heard point when told its answer was cut.
   fake.model.onClientContent = (n, turns, answerNow) => {
     if (!answerNow) return;
@@ -52,25 +43,17 @@ Deno.test("s2s call across a goAway cut and a TCP drop: whole answer heard, comp
     const from = heard === "" ? 0 : heard.split(" ").length;
     void fake.model.reply(n, ANSWER.slice(from), { firstWord: from + 1, wordMs: 100 });
   };
-  const call = await twilioCall((transport) => {
-    buildS2sTask({
-      transport,
-      realtime: createGeminiLive({
-        apiKey: "k",
-        url: fake.url,
-        logger: silentLogger,
-        options: { reconnectBackoffMs: 20 },
-      }),
-      brain: new GraphBrain(spec.spec),
-      session: sessions,
-      runId: run.runId,
-      token: run.token,
-      model: "gemini",
-      logger: silentLogger,
-      onFinalized: finished.resolve,
-      taskParams: { idleTimeoutMs: null },
-    }).run().catch(finished.reject);
-  }, run.token);
+  const realtime = createGeminiLive({
+    apiKey: "k",
+    url: fake.url,
+    logger: silentLogger,
+    options: { reconnectBackoffMs: 20 },
+  });
+  const { call, finished, sessions, completions } = await s2sTwilioCall(
+    realtime,
+    { brain: new GraphBrain(spec.spec), model: "gemini" },
+    "gemini",
+  );
   try {
     await fake.waitFor((m) => m.kind === "setup");
     await until(() => fake.timeline.includes("c1 >setupComplete"), 3000, "c1 ready");
@@ -92,8 +75,8 @@ Deno.test("s2s call across a goAway cut and a TCP drop: whole answer heard, comp
     await until(() => fake.timeline.includes("c3 >setupComplete"), 5000, "c3 ready");
     await sleep(100);
     fake.send({ toolCall: { functionCalls: [{ id: "c-end", name: "end_call", args: {} }] } }, 3);
-    const report = await finished.promise;
-    assert.equal(completes, 1, "the call completed once");
+    const report = await finished;
+    assert.equal(completions(), 1, "the call completed once");
     assert.match(String(report.usage.endedBy), /^end: brain/);
     const doc = JSON.parse(
       new TextDecoder().decode(sessions.memoryArtifact("run-1-transcript.json")),

@@ -5,18 +5,16 @@
  * fake speaking the provider's wire protocol.
  */
 import assert from "node:assert/strict";
-import { buildS2sTask } from "../core/builders.ts";
 import { GraphBrain } from "../core/agent/graph_brain.ts";
 import { parseGraphSpec } from "../core/agent/graph_spec.ts";
 import { concatInt16, rms, sine } from "../core/audio/pcm.ts";
 import { silentLogger } from "../core/log.ts";
-import type { Finalize, RealtimeLlm } from "../core/seams.ts";
+import type { RealtimeLlm } from "../core/seams.ts";
 import { createGeminiLive } from "../providers/google/gemini_live.ts";
 import { createOpenAIRealtime } from "../providers/openai/realtime.ts";
 import { createAzureRealtime } from "../providers/azure/realtime.ts";
-import { MemorySessionSource } from "../server/session_store.ts";
 import { sleep, until } from "./_core_helpers.ts";
-import { type TwilioCall, twilioCall } from "./_twilio_client.ts";
+import { s2sTwilioCall } from "./_s2s_twilio.ts";
 import { clientAudioPcm, GeminiLiveFake, serverAudio } from "./fakes/gemini_live_fake.ts";
 import {
   audioDeltaEvent,
@@ -195,26 +193,11 @@ for (const makeDriver of [geminiDriver, openaiDriver, azureDriver]) {
   const driver = makeDriver();
   Deno.test(`s2s over Twilio framing with the ${driver.name} client against its fake`, async () => {
     await driver.start();
-    const sessions = new MemorySessionSource({ provider: driver.name });
-    const run = await sessions.createRun("carrier", { carrier: "twilio" });
-    const finished = Promise.withResolvers<Finalize>();
-    let completes = 0;
-    const complete = sessions.complete.bind(sessions);
-    sessions.complete = (id, token, f) => (completes++, complete(id, token, f));
-    const call: TwilioCall = await twilioCall((transport) => {
-      buildS2sTask({
-        transport,
-        realtime: driver.client(),
-        brain: brain(),
-        session: sessions,
-        runId: run.runId,
-        token: run.token,
-        model: driver.name,
-        logger: silentLogger,
-        onFinalized: finished.resolve,
-        taskParams: { idleTimeoutMs: null },
-      }).run().catch(finished.reject);
-    }, run.token);
+    const { call, finished, sessions, completions } = await s2sTwilioCall(
+      driver.client(),
+      { brain: brain(), model: driver.name },
+      driver.name,
+    );
 
     // Caller audio (8 kHz mu-law) reaches the fake at the provider's input rate.
     const tone = sine({ freq: 400, sampleRate: 8000, samples: 1600, amplitude: 8000 });
@@ -246,8 +229,8 @@ for (const makeDriver of [geminiDriver, openaiDriver, azureDriver]) {
 
     // The end tool: the pipeline drains and the call completes once.
     driver.toolCall("call-2", "end_call");
-    const report = await finished.promise;
-    assert.equal(completes, 1);
+    const report = await finished;
+    assert.equal(completions(), 1);
     assert.match(String(report.usage.endedBy), /^end: brain/);
     assert.ok(report.recordingUrl && report.transcriptUrl);
     const wav = sessions.memoryArtifact("run-1-recording.wav")!;

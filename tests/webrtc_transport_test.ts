@@ -216,13 +216,43 @@ async function drain(session: WebRtcSession, ms = 5000): Promise<MediaIn[]> {
 }
 
 /** The next `n` inbound audio chunks (each checked to be audio); fails after `ms`. */
-async function audioChunks(session: WebRtcSession, n: number, ms = 10_000): Promise<AudioFrame[]> {
+function audioChunks(session: WebRtcSession, n: number, ms = 10_000): Promise<AudioFrame[]> {
+  return collectAudio(session, (got) => got >= n, `${n} audio chunks`, ms);
+}
+
+/**
+ * Inbound audio until each of the `sent` frames is accounted for: played (or concealed), or
+ * discarded by the jitter buffer to bound the delay, as it does when its playout clock fell
+ * behind the sender (an event loop stalled on a busy machine). A frame that never arrives fails
+ * it after `ms`.
+ */
+function playedOut(session: WebRtcSession, sent: number, ms = 10_000): Promise<AudioFrame[]> {
+  return collectAudio(
+    session,
+    (got) => {
+      const s = session.inboundStats;
+      return got + s.discarded + (s.lost - s.concealed) >= sent;
+    },
+    `${sent} frames played or discarded`,
+    ms,
+  );
+}
+
+async function collectAudio(
+  session: WebRtcSession,
+  done: (got: number) => boolean,
+  what: string,
+  ms: number,
+): Promise<AudioFrame[]> {
   const out: AudioFrame[] = [];
   const deadline = sleepAbortable(ms);
   try {
-    while (out.length < n) {
+    while (!done(out.length)) {
       const m = await Promise.race([session.recv(), deadline.promise]);
-      if (m === "timeout") throw new Error(`timed out with ${out.length} of ${n} audio chunks`);
+      if (m === "timeout") {
+        const stats = JSON.stringify(session.inboundStats);
+        throw new Error(`timed out with ${out.length} audio chunks, waiting for ${what}: ${stats}`);
+      }
       if (m?.type !== "audio") throw new Error(`expected audio, got ${JSON.stringify(m)}`);
       out.push(m.audio);
     }
@@ -230,6 +260,11 @@ async function audioChunks(session: WebRtcSession, n: number, ms = 10_000): Prom
   } finally {
     deadline.cancel();
   }
+}
+
+function median(xs: number[]): number {
+  const sorted = [...xs].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)];
 }
 
 function sleepAbortable(ms: number): { promise: Promise<"timeout">; cancel: () => void } {
@@ -269,25 +304,29 @@ Deno.test("webrtc: an offer with Opus gets Opus; wideband audio both ways, 960 a
     const b = sine({ freq: 6000, sampleRate: 48000, samples: 48000, amplitude: 4000 });
     const spoken = a.map((x, i) => x + b[i]);
     const speaking = browser.speak(spoken);
-    const inbound: Int16Array[] = [];
-    for (const a of await audioChunks(session, 50)) {
+    // Every packet arrives; a loaded machine may see a few discarded to keep the delay bounded.
+    const inbound = await playedOut(session, 50);
+    await speaking;
+    const stats = session.inboundStats;
+    assert.deepEqual(
+      [stats.received, stats.lost, stats.late, stats.undecodable],
+      [50, 0, 0, 0],
+    );
+    assert.equal(inbound.length + stats.discarded, 50);
+    assert.ok(inbound.length >= 25, `${inbound.length} frames played`);
+    for (const a of inbound) {
       assert.equal(a.sampleRate, 48000);
       assert.equal(a.pcm.length, 960);
-      inbound.push(a.pcm);
     }
-    await speaking;
-    const heard = new Int16Array(inbound.length * 960);
-    inbound.forEach((p, i) => heard.set(p, i * 960));
-    const body = heard.subarray(4800, 43200);
-    const at440 = toneAmplitude(body, 440, 48000);
-    const at6k = toneAmplitude(body, 6000, 48000);
+    // Tone levels frame by frame (a discarded frame breaks the phase of the whole), the median
+    // of the frames past the codec's start and before its end.
+    const level = (freq: number) =>
+      median(inbound.slice(5, -5).map((a) => toneAmplitude(a.pcm, freq, 48000)));
+    const at440 = level(440);
+    const at6k = level(6000);
     assert.ok(at440 > 4800, `440 Hz amplitude ${at440}`);
     assert.ok(at6k > 3000, `6 kHz amplitude ${at6k} (wideband)`);
-    assert.ok(toneAmplitude(body, 5000, 48000) < 300, "no foreign tone in the inbound audio");
-    assert.deepEqual(
-      [session.inboundStats.lost, session.inboundStats.late, session.inboundStats.undecodable],
-      [0, 0, 0],
-    );
+    assert.ok(level(5000) < 300, "no foreign tone in the inbound audio");
 
     // The greeting reached the browser as ~50 paced Opus packets, seq +1 and timestamp +960.
     await until(() => browser.got.length >= 48, 5000, "greeting packets");
