@@ -160,6 +160,14 @@ export interface TransportOutputOptions {
    * rest of the call; a longer gap is a pause, and playout after it starts afresh from now.
    */
   catchUpMs?: number;
+  /**
+   * How long the far end must have played everything sent before BotStoppedSpeaking, in ms
+   * (default 350). Audio that comes back within it continues the same speech: a model's or a
+   * TTS's gap between two bursts, or a frame that arrives a little after the one before it
+   * finished playing, is not a stop and a new start. A barge-in, a hang-up or the end of the
+   * call stop the speech at once.
+   */
+  stopHoldOffMs?: number;
 }
 
 /**
@@ -176,6 +184,7 @@ export class TransportOutput extends FrameProcessor {
   readonly #speakingEvery: number;
   readonly #leadMs: number;
   readonly #catchUpMs: number;
+  readonly #stopHoldOffMs: number;
   #queue: AudioFrame[] = [];
   #link: Link | undefined;
   #playing = false;
@@ -189,6 +198,12 @@ export class TransportOutput extends FrameProcessor {
   #holdUntil = 0;
   readonly #ledger = new PlayoutLedger();
   #drained: (() => void) | undefined;
+  /**
+   * Until when (performance.now() ms) a playout tick has nothing to do for this call: nothing
+   * queued, no hold, nothing the ledger could report, the far end still playing or in the stop
+   * hold-off. Set by a full pass; cleared by whatever changes what a pass would do.
+   */
+  #quietUntil = 0;
   readonly #sentListeners: SentAudioListener[] = [];
   /** Queued chunks of in-band keypad tones, and how many are queued (0: no lookups needed). */
   readonly #toneChunks = new WeakSet<AudioFrame>();
@@ -208,6 +223,7 @@ export class TransportOutput extends FrameProcessor {
     this.#speakingEvery = options.speakingEvery ?? 10;
     this.#leadMs = options.leadMs ?? 40;
     this.#catchUpMs = options.catchUpMs ?? 200;
+    this.#stopHoldOffMs = Math.max(0, options.stopHoldOffMs ?? 350);
   }
 
   /** True while audio is being played. */
@@ -232,6 +248,7 @@ export class TransportOutput extends FrameProcessor {
         case "BotAudioHold":
           // Stop sending now; the clock keeps serving, and resumes once the hold lapses.
           this.#holdUntil = Math.max(this.#holdUntil, performance.now() + frame.ms);
+          this.#quietUntil = 0;
           return;
         case "OutputAudio":
         case "TtsAudio":
@@ -254,11 +271,13 @@ export class TransportOutput extends FrameProcessor {
         case "TtsText":
           if (frame.utteranceId === undefined) break;
           this.#ledger.text(frame.utteranceId, frame.text);
+          this.#quietUntil = 0;
           // A new segment ends the one before, which may have played already.
           this.#reportPlayed(performance.now());
           break;
         case "TtsStopped":
           this.#ledger.close();
+          this.#quietUntil = 0;
           this.#reportPlayed(performance.now());
           break;
       }
@@ -280,6 +299,7 @@ export class TransportOutput extends FrameProcessor {
     const droppedFrames = this.#queue.length - kept.length;
     this.#queue = kept;
     this.#holdUntil = 0;
+    this.#quietUntil = 0;
     const clear = this.#toneUntil <= now;
     // The clear drops what the far end had buffered: a new timeline. Without one, what it still
     // holds opens the new timeline.
@@ -311,6 +331,7 @@ export class TransportOutput extends FrameProcessor {
   override async stop(reason: StopReason): Promise<void> {
     const hungUp = reason.kind === "end" && reason.reason === CALLER_HUNG_UP;
     if (reason.kind === "end" && !hungUp && this.#queue.length > 0) {
+      this.#quietUntil = 0;
       await new Promise<void>((resolve) => (this.#drained = resolve));
     }
     this.#queue = [];
@@ -371,22 +392,22 @@ export class TransportOutput extends FrameProcessor {
       this.#tonesQueued += this.#queue.length - first;
     }
     const now = performance.now();
-    if (!this.#playing) {
-      this.#play(now);
-    } else {
-      // Within the lead a chunk goes out as it arrives, not at the clock's next tick (up to
-      // 10 ms later); the clock only serves what the lead held back.
-      this.#service(now);
-    }
+    this.#quietUntil = 0;
+    // Within the lead a chunk goes out as it arrives, not at the clock's next tick (up to 10 ms
+    // later); the clock only serves what the lead held back. Audio after a dry queue (on the
+    // clock through the stop hold-off, or off it) may start a new timeline.
+    if (!this.#playing || first === 0) this.#play(now);
+    else this.#service(now);
   }
 
   /** Starts playing what is queued, on the playout clock while the lead holds some back. */
   #play(now: number): void {
+    const onClock = this.#playing;
     this.#playing = true;
     // Audio that is late by less than `catchUpMs` keeps the timeline (the chunks after it go
     // out on schedule, not behind it); after a longer gap playout starts afresh from now.
     if (this.#nextAt < now - this.#catchUpMs) this.#nextAt = now;
-    if (this.#service(now)) joinPlayoutClock(this.#service);
+    if (this.#service(now) && !onClock) joinPlayoutClock(this.#service);
   }
 
   /** True when `chunk` is a queued keypad tone (no lookup unless tones are queued). */
@@ -401,13 +422,9 @@ export class TransportOutput extends FrameProcessor {
 
   /** Send every chunk now due; false (off the clock) once the far end has played them all. */
   #service = (now: number): boolean => {
-    // Between two chunks of a call (most ticks): nothing queued, the far end still playing what
-    // was sent, no hold, and no finished segment the ledger could report. The full pass below
-    // would do nothing either.
-    if (
-      this.#queue.length === 0 && now < this.#nextAt && now >= this.#holdUntil &&
-      !this.#ledger.headClosed
-    ) return true;
+    // Between two chunks of a call (most ticks), or in the stop hold-off: the full pass below
+    // would do nothing (one field read: every playing call is served 100 times a second).
+    if (now < this.#quietUntil) return true;
     const link = this.#link;
     // Held: nothing but keypad tones goes out (a tone cut in two could be heard as two presses).
     const held = now < this.#holdUntil;
@@ -419,7 +436,10 @@ export class TransportOutput extends FrameProcessor {
     }
     // A late tick (the thread was busy) sends what fell due meanwhile, so the call does not fall
     // behind its timeline for good; a lag past `catchUpMs` is given up (the timeline moves).
-    if (this.#nextAt < now - this.#catchUpMs) this.#nextAt = now - this.#catchUpMs;
+    // (With nothing queued the timeline stays: the stop hold-off counts from its end.)
+    if (this.#queue.length > 0 && this.#nextAt < now - this.#catchUpMs) {
+      this.#nextAt = now - this.#catchUpMs;
+    }
     while (this.#queue.length > 0 && this.#nextAt - now < this.#leadMs) {
       if (held && !this.#isTone(this.#queue[0])) break;
       const chunk = this.#queue.shift()!;
@@ -443,7 +463,16 @@ export class TransportOutput extends FrameProcessor {
       this.#sentMs += ms;
     }
     if (this.#ledger.active) this.#reportPlayed(now);
-    if (this.#queue.length > 0 || now < this.#nextAt || held) return true;
+    // Once the far end has played everything, still speaking through the hold-off: more audio
+    // in it continues this speech (no BotStoppedSpeaking and BotStartedSpeaking through the
+    // whole pipeline for a gap between two bursts). An End waiting for the drain does not wait.
+    const holdOff = this.#speaking && this.#drained === undefined ? this.#stopHoldOffMs : 0;
+    if (this.#queue.length > 0 || held || now < this.#nextAt + holdOff) {
+      if (this.#queue.length === 0 && !held && !this.#ledger.headClosed) {
+        this.#quietUntil = this.#nextAt + holdOff;
+      }
+      return true;
+    }
     this.#playing = false;
     this.#stopSpeaking();
     this.#drained?.();
