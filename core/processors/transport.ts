@@ -32,7 +32,7 @@ import {
   type TransferOutcome,
 } from "../frames.ts";
 import { FrameProcessor, type Link, type ProcessorSetup } from "../processor.ts";
-import { type MediaIn, type MediaTransport, SENT } from "../seams.ts";
+import { MEDIA_STOPPED, type MediaIn, type MediaTransport, SENT } from "../seams.ts";
 import { joinPlayoutClock, leavePlayoutClock } from "../playout_clock.ts";
 import { PlayoutLedger, type SpokenPiece } from "../playout_ledger.ts";
 
@@ -40,8 +40,8 @@ import { PlayoutLedger, type SpokenPiece } from "../playout_ledger.ts";
 export const CALLER_HUNG_UP = "caller hung up";
 
 /** The leg ended (stop, close): End goes upstream so the task drains the call. */
-function hangUp(link: Link): void {
-  link.push(makeFrame("End", { reason: CALLER_HUNG_UP }), "upstream");
+function hangUp(link: Link, reason = CALLER_HUNG_UP): void {
+  link.push(makeFrame("End", { reason }), "upstream");
 }
 
 /** Reads a media leg and turns it into frames. */
@@ -72,7 +72,7 @@ export class TransportInput extends FrameProcessor {
           if (ended || !this.#running) return;
           if (m === undefined || m.type === "stop" || setup.cancel.aborted) {
             ended = true;
-            hangUp(link);
+            hangUp(link, m?.type === "stop" ? m.reason : undefined);
             return;
           }
           try {
@@ -99,7 +99,10 @@ export class TransportInput extends FrameProcessor {
       while (this.#running && !setup.cancel.aborted) {
         const m = await this.#t.recv();
         if (!this.#running) return;
-        if (m === undefined || m.type === "stop") break;
+        if (m === undefined || m.type === "stop") {
+          if (this.#running) hangUp(link, m?.reason);
+          return;
+        }
         this.#handle(m, rate, link);
       }
     } catch (err) {
@@ -329,7 +332,8 @@ export class TransportOutput extends FrameProcessor {
    * call would stay open for as long as the queue lasts); Cancel drops it. Then the leg closes.
    */
   override async stop(reason: StopReason): Promise<void> {
-    const hungUp = reason.kind === "end" && reason.reason === CALLER_HUNG_UP;
+    const hungUp = reason.kind === "end" &&
+      (reason.reason === CALLER_HUNG_UP || reason.reason === MEDIA_STOPPED);
     if (reason.kind === "end" && !hungUp && this.#queue.length > 0) {
       this.#quietUntil = 0;
       await new Promise<void>((resolve) => (this.#drained = resolve));
