@@ -175,9 +175,10 @@ export interface WsMediaTransportOptions {
   /** How {@link WsMediaTransport.transfer} hands the call over (e.g. `carrierTransfer`). */
   transfer?: CarrierTransferFn;
   /**
-   * End the call when the carrier sends no audio for this long, in ms (default: never). Carriers
-   * stream audio all through a call, so a socket that stays open with none coming has lost its
-   * peer: the leg then stops with the reason {@link MEDIA_STOPPED} and the socket is closed.
+   * End the call when the carrier sends no audio for this long, in ms (default: never), counted
+   * from its first audio message. Carriers stream audio all through a call, so a socket that stays
+   * open with none coming has lost its peer: the leg then stops with the reason
+   * {@link MEDIA_STOPPED} and the socket is closed.
    * The server sets it and turns off Deno's own idle timeout, whose timer is re-armed on every
    * message (docs/decisions.md).
    */
@@ -244,7 +245,8 @@ export class WsMediaTransport implements MediaTransport {
   #pushTo: ((m: MediaIn | undefined) => void) | undefined;
   /** Set when the leg ended for silence: the reason its stop gives. */
   #stopReason: string | undefined;
-  readonly #silence: SilenceWatch | undefined;
+  readonly #silenceLimitMs: number;
+  #silence: SilenceWatch | undefined;
 
   /** Compose `socket` with `serializer`. */
   constructor(
@@ -261,15 +263,19 @@ export class WsMediaTransport implements MediaTransport {
     this.#allowanceMs = this.#burstMs;
     this.#now = options.now ?? perfNow;
     this.#transfer = options.transfer;
-    const limit = options.silenceLimitMs ?? 0;
-    if (limit > 0) {
-      const since = this.#now();
-      this.#silence = new SilenceWatch(
-        limit,
-        () => this.#allowanceAt ?? since,
-        (ms) => this.#silent(ms),
-      );
-    }
+    this.#silenceLimitMs = options.silenceLimitMs ?? 0;
+  }
+
+  /**
+   * Watch for silence from the first audio on: a leg that never sent any is left to the task's
+   * idle timeout (a benchmark's idle calls send none; a carrier's calls always do).
+   */
+  #watchSilence(): void {
+    this.#silence = new SilenceWatch(
+      this.#silenceLimitMs,
+      () => this.#allowanceAt ?? this.#now(),
+      (ms) => this.#silent(ms),
+    );
   }
 
   /** No audio for the silence limit: the leg stops (with why), and the socket is closed. */
@@ -428,6 +434,9 @@ export class WsMediaTransport implements MediaTransport {
       this.#allowanceMs = Math.min(this.#burstMs, this.#allowanceMs + (now - this.#allowanceAt));
     }
     this.#allowanceAt = now;
+    if (this.#silence === undefined && this.#silenceLimitMs > 0 && !this.#ended) {
+      this.#watchSilence();
+    }
     if (ms > this.#allowanceMs) {
       this.droppedTooFast++;
       if (this.droppedTooFast === 1) {

@@ -70,9 +70,14 @@ Deno.test("WsMediaTransport: a leg silent past the limit stops with its reason; 
   assert.equal(endReason({ kind: "end", reason: MEDIA_STOPPED }), "caller_hung_up");
 });
 
-Deno.test("WsMediaTransport: closing the leg stops its silence watch", async () => {
+Deno.test("WsMediaTransport: the watch starts with the first audio and stops with the leg", async () => {
   const before = pendingDeadlines();
-  const t = new WsMediaTransport(pushSocket(), createTwilioSerializer(), { silenceLimitMs: 250 });
+  const sock = pushSocket();
+  const t = new WsMediaTransport(sock, createTwilioSerializer(), { silenceLimitMs: 250 });
+  t.listen(() => {});
+  sock.push({ type: "text", data: START });
+  assert.equal(pendingDeadlines(), before, "no audio yet: not watched");
+  sock.push({ type: "text", data: MEDIA });
   assert.equal(pendingDeadlines(), before + 1);
   await t.close();
   assert.equal(pendingDeadlines(), before);

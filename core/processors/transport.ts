@@ -6,8 +6,9 @@
  *   start, InputAudio resampled to the task's input rate, InputDtmf, and an upstream End when
  *   the stream stops or the leg closes (the task turns it into End downstream).
  * - {@link TransportOutput} (the sink): plays OutputAudio and TtsAudio paced at real time in
- *   20 ms chunks, broadcasts BotStartedSpeaking / BotSpeaking / BotStoppedSpeaking, and on
- *   Interruption drops what is queued and clears the far end's playback. It knows which bot
+ *   20 ms chunks, broadcasts BotStartedSpeaking / BotSpeaking / BotStoppedSpeaking (the stop
+ *   once the far end has been silent for a short hold-off), and on Interruption drops what is
+ *   queued and clears the far end's playback. It knows which bot
  *   words have played (a {@link PlayoutLedger} fed by TtsText): SpokenText goes upstream as each
  *   piece finishes playing, and an Interruption sends BotInterrupted with where playout stopped,
  *   so the transcript and the context keep only what the caller heard. BotAudioHold pauses the
