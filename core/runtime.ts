@@ -227,7 +227,9 @@ export class ProcessorRuntime implements Link, FrameTarget {
     } finally {
       this.#pushing--;
     }
-    if (classOf(frame) !== "system" && target.isFull()) this.#blocked = target;
+    // Whether the neighbour is full first: it almost never is, and the frame's class is a
+    // keyed lookup on every hop.
+    if (target.isFull() && classOf(frame) !== "system") this.#blocked = target;
   }
 
   /** Push downstream. */

@@ -27,6 +27,12 @@ export type { ToolDecl } from "./frames.ts";
 
 // ---------------------------------------------------------------- media transport
 
+/**
+ * The stop reason of a leg whose peer stopped sending media without hanging up (a carrier
+ * socket silent past its limit): nobody is left to hear the call, as when the caller hangs up.
+ */
+export const MEDIA_STOPPED = "carrier media stopped";
+
 /** What a media transport delivers to the pipeline. */
 export type MediaIn =
   | { type: "start"; callId: string }
@@ -40,7 +46,11 @@ export type MediaIn =
     lent?: boolean;
   }
   | { type: "dtmf"; key: KeypadEntry }
-  | { type: "stop" };
+  | {
+    type: "stop";
+    /** Why the leg stopped, when it was not the caller hanging up (the call's End reason). */
+    reason?: string;
+  };
 
 /** How a {@link MediaTransport.warmTransfer} goes. */
 export interface WarmTransferOptions {

@@ -472,7 +472,21 @@ export class PipelineTask {
   }
 
   #fire(hooks: readonly KindHook[], frame: Frame): void {
-    for (const h of hooks) if (h.kinds.has(frame.kind)) void this.#call("frame", h.fn, frame);
+    for (const h of hooks) {
+      if (!h.kinds.has(frame.kind)) continue;
+      // Called directly, as #call would (its body runs synchronously up to the first await),
+      // but a synchronous hook, the common case, costs no promise per frame.
+      try {
+        const r = h.fn(frame);
+        if (r instanceof Promise) r.catch((err) => this.#frameHookFailed(err));
+      } catch (err) {
+        this.#frameHookFailed(err);
+      }
+    }
+  }
+
+  #frameHookFailed(err: unknown): void {
+    this.#log.error("frame hook failed", { err: String(err) });
   }
 
   async #call<A extends unknown[]>(what: string, fn: TaskHook<A>, ...args: A): Promise<void> {

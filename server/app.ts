@@ -96,6 +96,8 @@ export interface AgentServerOptions {
   dialer?: OutboundDialer;
   /** Where carrier calls are transferred over REST (tests: a fake API's origin). */
   carrierApi?: CarrierTransferOptions;
+  /** Carrier silence after which a call counts as lost, ms (default 20000; tests shorten it). */
+  mediaSilenceLimitMs?: number;
   /** WebRTC answer options for the playground (ICE mode, extra host addresses). */
   webrtc?: Omit<WebRtcAnswerOptions, "logger">;
   /** Set on each worker when several share one port (see `server/workers.ts`). */
@@ -242,6 +244,9 @@ export async function createAgentServer(opts: AgentServerOptions): Promise<Agent
       dialer,
       webrtc: opts.webrtc,
       ...(opts.carrierApi !== undefined ? { carrierApi: opts.carrierApi } : {}),
+      ...(opts.mediaSilenceLimitMs !== undefined
+        ? { mediaSilenceLimitMs: opts.mediaSilenceLimitMs }
+        : {}),
     }),
     {
       maxBodyBytes: config.limits.maxBodyBytes,

@@ -101,6 +101,9 @@ export interface WatchShared {
   now?: () => number;
 }
 
+/** The default clock, made once (not a bound function per frame). */
+const performanceNow = (): number => performance.now();
+
 /** Frame kinds looked at, as Sets shared by every call. */
 const UP_KINDS: ReadonlySet<FrameKind> = new Set([
   "UserStartedSpeaking",
@@ -162,7 +165,7 @@ export class CallWatch extends TurnMeter {
 
   #frame(f: Frame): void {
     const { metrics, providers } = this.#shared;
-    const now = this.#shared.now ?? performance.now.bind(performance);
+    const now = this.#shared.now ?? performanceNow;
     switch (f.kind) {
       case "UserStartedSpeaking":
         return this.userStarted();

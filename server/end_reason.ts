@@ -7,6 +7,7 @@
 
 import { TRANSFERRED } from "../core/call_control.ts";
 import type { StopReason } from "../core/frames.ts";
+import { MEDIA_STOPPED } from "../core/seams.ts";
 
 /** Every end reason, in the order docs/observability.md lists them. */
 export const END_REASONS = [
@@ -50,6 +51,8 @@ export function endReason(stop: StopReason | undefined, facts: EndFacts = {}): E
     if (why === "caller hung up") {
       return facts.disposition === TRANSFERRED ? "transferred" : "caller_hung_up";
     }
+    // The carrier stopped sending media without closing: the leg is gone all the same.
+    if (why === MEDIA_STOPPED) return "caller_hung_up";
     if (why.startsWith("brain:")) {
       return /transfer/i.test(facts.disposition ?? why) ? "transferred" : "agent_ended";
     }

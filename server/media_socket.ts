@@ -25,6 +25,12 @@ import type { MemorySessionSource } from "./session_store.ts";
 /** Sockets that may wait for their start message at once, and how long each may wait. */
 const MAX_PENDING_SOCKETS = 200;
 const START_DEADLINE_MS = 5000;
+/**
+ * A call whose carrier sends no audio for this long has lost its peer and ends (carriers stream
+ * audio all through a call). It replaces Deno's WebSocket idle timeout, off on these sockets:
+ * that one re-arms a timer on every message (docs/decisions.md).
+ */
+export const MEDIA_SILENCE_LIMIT_MS = 20_000;
 
 /** What the media-socket handler uses of the server. */
 export interface MediaSocketContext {
@@ -42,6 +48,8 @@ export interface MediaSocketContext {
   carrierApi?: CarrierTransferOptions;
   /** The server's public origin as the carrier reached it (where Plivo fetches a transfer). */
   dialOrigin?: (req: Request, remote: string | undefined) => string;
+  /** Silence after which a carrier leg counts as lost (default {@link MEDIA_SILENCE_LIMIT_MS}). */
+  mediaSilenceLimitMs?: number;
 }
 
 /** Media sockets upgraded but not yet past their start message (counted and capped). */
@@ -99,12 +107,13 @@ async function mediaSocket(ctx: Ctx, req: Request, c: RouteContext): Promise<Res
     });
     return jsonError(503, "too many media sockets waiting for their start");
   }
-  const { socket, response } = Deno.upgradeWebSocket(req);
+  const { socket, response } = Deno.upgradeWebSocket(req, { idleTimeout: 0 });
   const limits = ctx.config.limits;
   const transport = new WsMediaTransport(socketFromWebSocket(socket), createSerializer(carrier), {
     logger: ctx.logger,
     maxMessageAudioMs: limits.maxMessageAudioMs,
     maxAudioBurstMs: limits.mediaBurstMs,
+    silenceLimitMs: ctx.mediaSilenceLimitMs ?? MEDIA_SILENCE_LIMIT_MS,
     // Only Plivo's transfer names this server's public origin (its <Dial> document URL),
     // which depends on the request; the other carriers' functions are shared.
     transfer: carrier === "plivo" && ctx.dialOrigin !== undefined

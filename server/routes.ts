@@ -83,6 +83,8 @@ export interface ServerContext {
   webrtc?: Omit<WebRtcAnswerOptions, "logger">;
   /** How carrier calls are transferred over REST (tests point it at a fake API). */
   carrierApi?: CarrierTransferOptions;
+  /** Carrier silence after which a call counts as lost, ms (server/media_socket.ts). */
+  mediaSilenceLimitMs?: number;
 }
 
 /** The route table of the agent server. */

@@ -23,9 +23,11 @@ import { Resampler, transitionFor } from "../core/audio/resample.ts";
 import type { AudioFrame, TransferOutcome } from "../core/frames.ts";
 import type { CarrierTransferFn } from "./carrier_transfer.ts";
 import { transferLeg } from "./transfer_leg.ts";
+import { SilenceWatch } from "./media_silence.ts";
 import { type Logger, silentLogger } from "../core/log.ts";
 import { errorMessage } from "../core/errors.ts";
 import {
+  MEDIA_STOPPED,
   type MediaIn,
   type MediaSerializer,
   type MediaSocket,
@@ -172,6 +174,15 @@ export interface WsMediaTransportOptions {
   now?: () => number;
   /** How {@link WsMediaTransport.transfer} hands the call over (e.g. `carrierTransfer`). */
   transfer?: CarrierTransferFn;
+  /**
+   * End the call when the carrier sends no audio for this long, in ms (default: never), counted
+   * from its first audio message. Carriers stream audio all through a call, so a socket that stays
+   * open with none coming has lost its peer: the leg then stops with the reason
+   * {@link MEDIA_STOPPED} and the socket is closed.
+   * The server sets it and turns off Deno's own idle timeout, whose timer is re-armed on every
+   * message (docs/decisions.md).
+   */
+  silenceLimitMs?: number;
 }
 
 /** Default of {@link WsMediaTransportOptions.maxMessageAudioMs}. */
@@ -230,6 +241,12 @@ export class WsMediaTransport implements MediaTransport {
   /** Audio (ms) the peer may still send ahead of real time, and when that was worked out. */
   #allowanceMs: number;
   #allowanceAt: number | undefined;
+  /** Push mode's receiver, until the leg ends. */
+  #pushTo: ((m: MediaIn | undefined) => void) | undefined;
+  /** Set when the leg ended for silence: the reason its stop gives. */
+  #stopReason: string | undefined;
+  readonly #silenceLimitMs: number;
+  #silence: SilenceWatch | undefined;
 
   /** Compose `socket` with `serializer`. */
   constructor(
@@ -246,6 +263,35 @@ export class WsMediaTransport implements MediaTransport {
     this.#allowanceMs = this.#burstMs;
     this.#now = options.now ?? perfNow;
     this.#transfer = options.transfer;
+    this.#silenceLimitMs = options.silenceLimitMs ?? 0;
+  }
+
+  /**
+   * Watch for silence from the first audio on: a leg that never sent any is left to the task's
+   * idle timeout (a benchmark's idle calls send none; a carrier's calls always do).
+   */
+  #watchSilence(): void {
+    this.#silence = new SilenceWatch(
+      this.#silenceLimitMs,
+      () => this.#allowanceAt ?? this.#now(),
+      (ms) => this.#silent(ms),
+    );
+  }
+
+  /** No audio for the silence limit: the leg stops (with why), and the socket is closed. */
+  #silent(ms: number): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    this.#stopReason = MEDIA_STOPPED;
+    this.#log.warn("carrier sent no audio; ending the call", {
+      silentSeconds: Math.round(ms / 1000),
+    });
+    const deliver = this.#pushTo;
+    this.#pushTo = undefined;
+    deliver?.({ type: "stop", reason: MEDIA_STOPPED });
+    deliver?.(undefined);
+    // Pull mode: the pending read ends with the close (see recv).
+    void this.#socket.close?.();
   }
 
   /** Cold transfer through the carrier (options.transfer); refused without one. */
@@ -279,14 +325,11 @@ export class WsMediaTransport implements MediaTransport {
       return { type: "start", callId: held.callId };
     }
     const m = await this.#next();
-    if (m === undefined || m.type === "start" || m.type === "stop") {
-      return m === undefined
-        ? undefined
-        : m.type === "stop"
-        ? m
-        : { type: "start", callId: m.callId };
-    }
-    return m;
+    // Ended for silence: the read the close ended says so.
+    const reason = this.#stopReason;
+    if (reason !== undefined) return { type: "stop", reason };
+    if (m === undefined || m.type === "stop") return m;
+    return m.type === "start" ? { type: "start", callId: m.callId } : m;
   }
 
   /**
@@ -314,11 +357,12 @@ export class WsMediaTransport implements MediaTransport {
     // Each event is handed on inside the socket's callback, before the next message is decoded,
     // so the serializer may decode audio into its one reused buffer (marked `lent`).
     this.#ser.lendAudio?.();
-    let done = false;
+    this.#pushTo = deliver;
     socket.listen((msg) => {
-      if (done) return;
+      if (this.#pushTo === undefined) return;
       const r = msg === undefined ? undefined : this.#decode(msg);
-      if (msg === undefined || this.#ended) done = true;
+      const done = msg === undefined || this.#ended;
+      if (done) this.#pushTo = undefined;
       if (r !== undefined) deliver(r.type === "start" ? { type: "start", callId: r.callId } : r);
       if (done) deliver(undefined);
     });
@@ -390,6 +434,9 @@ export class WsMediaTransport implements MediaTransport {
       this.#allowanceMs = Math.min(this.#burstMs, this.#allowanceMs + (now - this.#allowanceAt));
     }
     this.#allowanceAt = now;
+    if (this.#silence === undefined && this.#silenceLimitMs > 0 && !this.#ended) {
+      this.#watchSilence();
+    }
     if (ms > this.#allowanceMs) {
       this.droppedTooFast++;
       if (this.droppedTooFast === 1) {
@@ -497,6 +544,7 @@ export class WsMediaTransport implements MediaTransport {
   /** Close the socket. */
   async close(): Promise<void> {
     this.#ended = true;
+    this.#silence?.stop();
     await this.#socket.close?.();
   }
 

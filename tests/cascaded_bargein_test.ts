@@ -103,9 +103,10 @@ async function rig(
   };
   leg.feed({ type: "start", callId: "call-1" });
   if (greeting === GREETING) {
-    // The greeting plays out in full before the caller's first turn.
+    // The greeting plays out in full before the caller's first turn, and the bot has stopped
+    // speaking (the output's stop hold-off has passed): speech sooner would talk over it.
     await until(() => leg.sentMs() >= ms(GREETING), 3000, "greeting played");
-    await sleep(100);
+    await until(() => !parts.output.speaking, 3000, "bot stopped speaking");
   }
   return {
     leg,

@@ -6,8 +6,9 @@
  *   start, InputAudio resampled to the task's input rate, InputDtmf, and an upstream End when
  *   the stream stops or the leg closes (the task turns it into End downstream).
  * - {@link TransportOutput} (the sink): plays OutputAudio and TtsAudio paced at real time in
- *   20 ms chunks, broadcasts BotStartedSpeaking / BotSpeaking / BotStoppedSpeaking, and on
- *   Interruption drops what is queued and clears the far end's playback. It knows which bot
+ *   20 ms chunks, broadcasts BotStartedSpeaking / BotSpeaking / BotStoppedSpeaking (the stop
+ *   once the far end has been silent for a short hold-off), and on Interruption drops what is
+ *   queued and clears the far end's playback. It knows which bot
  *   words have played (a {@link PlayoutLedger} fed by TtsText): SpokenText goes upstream as each
  *   piece finishes playing, and an Interruption sends BotInterrupted with where playout stopped,
  *   so the transcript and the context keep only what the caller heard. BotAudioHold pauses the
@@ -32,7 +33,7 @@ import {
   type TransferOutcome,
 } from "../frames.ts";
 import { FrameProcessor, type Link, type ProcessorSetup } from "../processor.ts";
-import { type MediaIn, type MediaTransport, SENT } from "../seams.ts";
+import { MEDIA_STOPPED, type MediaIn, type MediaTransport, SENT } from "../seams.ts";
 import { joinPlayoutClock, leavePlayoutClock } from "../playout_clock.ts";
 import { PlayoutLedger, type SpokenPiece } from "../playout_ledger.ts";
 
@@ -40,8 +41,8 @@ import { PlayoutLedger, type SpokenPiece } from "../playout_ledger.ts";
 export const CALLER_HUNG_UP = "caller hung up";
 
 /** The leg ended (stop, close): End goes upstream so the task drains the call. */
-function hangUp(link: Link): void {
-  link.push(makeFrame("End", { reason: CALLER_HUNG_UP }), "upstream");
+function hangUp(link: Link, reason = CALLER_HUNG_UP): void {
+  link.push(makeFrame("End", { reason }), "upstream");
 }
 
 /** Reads a media leg and turns it into frames. */
@@ -72,7 +73,7 @@ export class TransportInput extends FrameProcessor {
           if (ended || !this.#running) return;
           if (m === undefined || m.type === "stop" || setup.cancel.aborted) {
             ended = true;
-            hangUp(link);
+            hangUp(link, m?.type === "stop" ? m.reason : undefined);
             return;
           }
           try {
@@ -99,7 +100,10 @@ export class TransportInput extends FrameProcessor {
       while (this.#running && !setup.cancel.aborted) {
         const m = await this.#t.recv();
         if (!this.#running) return;
-        if (m === undefined || m.type === "stop") break;
+        if (m === undefined || m.type === "stop") {
+          if (this.#running) hangUp(link, m?.reason);
+          return;
+        }
         this.#handle(m, rate, link);
       }
     } catch (err) {
@@ -160,6 +164,14 @@ export interface TransportOutputOptions {
    * rest of the call; a longer gap is a pause, and playout after it starts afresh from now.
    */
   catchUpMs?: number;
+  /**
+   * How long the far end must have played everything sent before BotStoppedSpeaking, in ms
+   * (default 350). Audio that comes back within it continues the same speech: a model's or a
+   * TTS's gap between two bursts, or a frame that arrives a little after the one before it
+   * finished playing, is not a stop and a new start. A barge-in, a hang-up or the end of the
+   * call stop the speech at once.
+   */
+  stopHoldOffMs?: number;
 }
 
 /**
@@ -176,6 +188,7 @@ export class TransportOutput extends FrameProcessor {
   readonly #speakingEvery: number;
   readonly #leadMs: number;
   readonly #catchUpMs: number;
+  readonly #stopHoldOffMs: number;
   #queue: AudioFrame[] = [];
   #link: Link | undefined;
   #playing = false;
@@ -189,6 +202,12 @@ export class TransportOutput extends FrameProcessor {
   #holdUntil = 0;
   readonly #ledger = new PlayoutLedger();
   #drained: (() => void) | undefined;
+  /**
+   * Until when (performance.now() ms) a playout tick has nothing to do for this call: nothing
+   * queued, no hold, nothing the ledger could report, the far end still playing or in the stop
+   * hold-off. Set by a full pass; cleared by whatever changes what a pass would do.
+   */
+  #quietUntil = 0;
   readonly #sentListeners: SentAudioListener[] = [];
   /** Queued chunks of in-band keypad tones, and how many are queued (0: no lookups needed). */
   readonly #toneChunks = new WeakSet<AudioFrame>();
@@ -208,6 +227,7 @@ export class TransportOutput extends FrameProcessor {
     this.#speakingEvery = options.speakingEvery ?? 10;
     this.#leadMs = options.leadMs ?? 40;
     this.#catchUpMs = options.catchUpMs ?? 200;
+    this.#stopHoldOffMs = Math.max(0, options.stopHoldOffMs ?? 350);
   }
 
   /** True while audio is being played. */
@@ -232,6 +252,7 @@ export class TransportOutput extends FrameProcessor {
         case "BotAudioHold":
           // Stop sending now; the clock keeps serving, and resumes once the hold lapses.
           this.#holdUntil = Math.max(this.#holdUntil, performance.now() + frame.ms);
+          this.#quietUntil = 0;
           return;
         case "OutputAudio":
         case "TtsAudio":
@@ -254,11 +275,13 @@ export class TransportOutput extends FrameProcessor {
         case "TtsText":
           if (frame.utteranceId === undefined) break;
           this.#ledger.text(frame.utteranceId, frame.text);
+          this.#quietUntil = 0;
           // A new segment ends the one before, which may have played already.
           this.#reportPlayed(performance.now());
           break;
         case "TtsStopped":
           this.#ledger.close();
+          this.#quietUntil = 0;
           this.#reportPlayed(performance.now());
           break;
       }
@@ -280,6 +303,7 @@ export class TransportOutput extends FrameProcessor {
     const droppedFrames = this.#queue.length - kept.length;
     this.#queue = kept;
     this.#holdUntil = 0;
+    this.#quietUntil = 0;
     const clear = this.#toneUntil <= now;
     // The clear drops what the far end had buffered: a new timeline. Without one, what it still
     // holds opens the new timeline.
@@ -309,8 +333,10 @@ export class TransportOutput extends FrameProcessor {
    * call would stay open for as long as the queue lasts); Cancel drops it. Then the leg closes.
    */
   override async stop(reason: StopReason): Promise<void> {
-    const hungUp = reason.kind === "end" && reason.reason === CALLER_HUNG_UP;
+    const hungUp = reason.kind === "end" &&
+      (reason.reason === CALLER_HUNG_UP || reason.reason === MEDIA_STOPPED);
     if (reason.kind === "end" && !hungUp && this.#queue.length > 0) {
+      this.#quietUntil = 0;
       await new Promise<void>((resolve) => (this.#drained = resolve));
     }
     this.#queue = [];
@@ -371,22 +397,22 @@ export class TransportOutput extends FrameProcessor {
       this.#tonesQueued += this.#queue.length - first;
     }
     const now = performance.now();
-    if (!this.#playing) {
-      this.#play(now);
-    } else {
-      // Within the lead a chunk goes out as it arrives, not at the clock's next tick (up to
-      // 10 ms later); the clock only serves what the lead held back.
-      this.#service(now);
-    }
+    this.#quietUntil = 0;
+    // Within the lead a chunk goes out as it arrives, not at the clock's next tick (up to 10 ms
+    // later); the clock only serves what the lead held back. Audio after a dry queue (on the
+    // clock through the stop hold-off, or off it) may start a new timeline.
+    if (!this.#playing || first === 0) this.#play(now);
+    else this.#service(now);
   }
 
   /** Starts playing what is queued, on the playout clock while the lead holds some back. */
   #play(now: number): void {
+    const onClock = this.#playing;
     this.#playing = true;
     // Audio that is late by less than `catchUpMs` keeps the timeline (the chunks after it go
     // out on schedule, not behind it); after a longer gap playout starts afresh from now.
     if (this.#nextAt < now - this.#catchUpMs) this.#nextAt = now;
-    if (this.#service(now)) joinPlayoutClock(this.#service);
+    if (this.#service(now) && !onClock) joinPlayoutClock(this.#service);
   }
 
   /** True when `chunk` is a queued keypad tone (no lookup unless tones are queued). */
@@ -401,13 +427,9 @@ export class TransportOutput extends FrameProcessor {
 
   /** Send every chunk now due; false (off the clock) once the far end has played them all. */
   #service = (now: number): boolean => {
-    // Between two chunks of a call (most ticks): nothing queued, the far end still playing what
-    // was sent, no hold, and no finished segment the ledger could report. The full pass below
-    // would do nothing either.
-    if (
-      this.#queue.length === 0 && now < this.#nextAt && now >= this.#holdUntil &&
-      !this.#ledger.headClosed
-    ) return true;
+    // Between two chunks of a call (most ticks), or in the stop hold-off: the full pass below
+    // would do nothing (one field read: every playing call is served 100 times a second).
+    if (now < this.#quietUntil) return true;
     const link = this.#link;
     // Held: nothing but keypad tones goes out (a tone cut in two could be heard as two presses).
     const held = now < this.#holdUntil;
@@ -419,7 +441,10 @@ export class TransportOutput extends FrameProcessor {
     }
     // A late tick (the thread was busy) sends what fell due meanwhile, so the call does not fall
     // behind its timeline for good; a lag past `catchUpMs` is given up (the timeline moves).
-    if (this.#nextAt < now - this.#catchUpMs) this.#nextAt = now - this.#catchUpMs;
+    // (With nothing queued the timeline stays: the stop hold-off counts from its end.)
+    if (this.#queue.length > 0 && this.#nextAt < now - this.#catchUpMs) {
+      this.#nextAt = now - this.#catchUpMs;
+    }
     while (this.#queue.length > 0 && this.#nextAt - now < this.#leadMs) {
       if (held && !this.#isTone(this.#queue[0])) break;
       const chunk = this.#queue.shift()!;
@@ -443,7 +468,16 @@ export class TransportOutput extends FrameProcessor {
       this.#sentMs += ms;
     }
     if (this.#ledger.active) this.#reportPlayed(now);
-    if (this.#queue.length > 0 || now < this.#nextAt || held) return true;
+    // Once the far end has played everything, still speaking through the hold-off: more audio
+    // in it continues this speech (no BotStoppedSpeaking and BotStartedSpeaking through the
+    // whole pipeline for a gap between two bursts). An End waiting for the drain does not wait.
+    const holdOff = this.#speaking && this.#drained === undefined ? this.#stopHoldOffMs : 0;
+    if (this.#queue.length > 0 || held || now < this.#nextAt + holdOff) {
+      if (this.#queue.length === 0 && !held && !this.#ledger.headClosed) {
+        this.#quietUntil = this.#nextAt + holdOff;
+      }
+      return true;
+    }
     this.#playing = false;
     this.#stopSpeaking();
     this.#drained?.();
