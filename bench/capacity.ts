@@ -18,17 +18,25 @@
  * one's will do, and the bench writes its config there, so keep DIR under `.tmp/`), `--contention
  * text` (what else ran on the machine, recorded with its load average), `--echo-rates
  * leg|16000/24000` (the echo model's rates: `leg`, the default, runs the calls at 8 kHz with no
- * resampler; `16000/24000` is a hosted model's 8 -> 16 -> 24 -> 8 kHz chain).
+ * resampler; `16000/24000` is a hosted model's 8 -> 16 -> 24 -> 8 kHz chain), `--echo-cancel
+ * on|off` (the echo canceller on every call; default off).
  * @module
  */
 
 import { parseArgs } from "node:util";
-import { type BenchEchoRates, benchEchoRates, writeBenchConfig } from "./capacity_child.ts";
+import {
+  type BenchEchoCancel,
+  benchEchoCancel,
+  type BenchEchoRates,
+  benchEchoRates,
+  writeBenchConfig,
+} from "./capacity_child.ts";
 import { type CapacityPoint, describe, measurePoint } from "./capacity_point.ts";
 import { capacitySvg } from "./capacity_plot.ts";
 import { type ProfileSummary, profileSummary } from "./capacity_profile.ts";
 import { type MachineInfo, machineInfo } from "./capacity_stats.ts";
 import { type RepeatedPoint, runRepeated } from "./capacity_repeat.ts";
+import { CAPACITY_METHOD as METHOD, TASKS_PER_CALL } from "./capacity_method.ts";
 
 /** Options of {@link runCapacityBench}. */
 export interface CapacityOptions {
@@ -71,6 +79,8 @@ export interface CapacityOptions {
   contention?: string;
   /** The echo model's rates (default `leg`: 8 kHz through, no resampler). */
   echoRates?: BenchEchoRates;
+  /** The echo canceller on every call (default `off`). */
+  echoCancel?: BenchEchoCancel;
   /** The command line recorded in the result. */
   command?: string;
   log?: (line: string) => void;
@@ -85,6 +95,8 @@ export interface CapacityResult {
   method: Record<string, string>;
   /** The echo model's rates in the agent under test (`leg`: 8 kHz, no resampler). */
   echo_rates: BenchEchoRates;
+  /** The echo canceller on every call, or off (`audio.echo_cancel` in the agent's config). */
+  echo_cancel?: BenchEchoCancel;
   points: CapacityPoint[];
   /**
    * Per worker count: the first unhealthy point after the last healthy one (null when the
@@ -106,69 +118,6 @@ export interface CapacityResult {
 /** Default sweep. */
 export const DEFAULT_CALLS: readonly number[] = [10, 100, 500, 1000, 2000];
 
-const METHOD: Record<string, string> = {
-  server: "one bench/capacity_server.ts child process: createAgentServer + Deno.serve as " +
-    "server/main.ts, or for workers > 1 that many worker threads on one port (server/workers.ts, " +
-    "as deno task start --workers N; each worker counts its timers and splits its own latency, " +
-    "bench/capacity_worker_probe.ts); " +
-    "echo model mode=frame tts=none rates=echo_rates (leg: 8 kHz, no resampler; 16000/24000: " +
-    "8 -> 16 -> 24 -> 8 kHz; a baseline without the option runs 16/24), Twilio, no recording",
-  calls: "each call: signed POST /telephony/answer/twilio, then the TwiML stream URL (token), " +
-    "Twilio connected + start messages; audio: 20 ms mu-law media at 50/s, starts jittered " +
-    "uniformly over the first second (1 ms phase slots)",
-  latency: "k-th outbound media message on a call matched to the k-th frame sent (frame mode " +
-    "echoes 1:1; odd_size_messages would show a split); send and receive timed in the " +
-    "generator with performance.now(); each call's first 50 frames are warm-up (not sampled)",
-  lost: "frames sent minus media messages received within 3 s after sending stopped",
-  cpu: "process.cpuUsage() (user + system) in each server over the sending window and the " +
-    "drain, of the server process (all its threads); 100% = one core",
-  idle_memory: "calls open (start sent, no audio) on server processes that carried no " +
-    "audio yet, forced GC (--expose-gc); marginal cost of the second half of the N calls: " +
-    "heapUsed, external (typed-array stores) and RSS deltas divided by N/2",
-  timers: "setTimeout/setInterval wrapped in the server child: live timers, marginal per idle " +
-    "call as above",
-  warmup: "2 s of audio on min(N, 100) extra calls before the measured audio (JIT)",
-  server_split: "bench/capacity_trace.ts in the server, per frame after warm-up: server = " +
-    "carrier message reaching our code (the serializer's onMessage, before the JSON parse) -> " +
-    "send of the reply audio it caused (the k-th reply on a leg is the echo of its k-th audio " +
-    "message), split into pipeline (-> output transport) and pacing wait (-> carrier send); " +
-    "a match out of order or past the leg's ring is counted in unmatched, never sampled; the " +
-    "wait before the message callback runs (other calls' messages handled first in the same " +
-    "turn) and Deno's WebSocket receive show only end to end",
-  healthy: "no call refused, no frame lost, server pipeline p99 <= 5 ms, end-to-end p99 <= " +
-    "50 ms; the sweep stops after two unhealthy points in a row or a loss",
-  generator: "one load-generator process (this one) on the same machine, loopback only",
-  repeated: "with --repeat N: each call count N times on one worker thread, the agent and the " +
-    "floor back to back in every round, rounds one after the other; per call count the median " +
-    "and spread (min, max, values) of every run's figures, the agent / floor CPU per frame of " +
-    "each round, and the 1-minute load average before each run",
-};
-
-/** What runs per call, counted from the code (core/builders.ts, server/media_socket.ts). */
-const TASKS_PER_CALL = {
-  processor_loops: 5,
-  processor_loops_are:
-    "TransportInput, RealtimeProcessor, BrainProcessor (keeps the transcript), TransportOutput, " +
-    "FinalizeProcessor (6 with recording on: + RecorderProcessor); each runs only while it has " +
-    "frames (parked loops hold no coroutine)",
-  reader_tasks: 0,
-  reader_tasks_are: "none: the media leg pushes its events from the socket's message callback " +
-    "(MediaTransport.listen) and the model from its own (RealtimeLlm.listen); a model without " +
-    "push mode gets a reader task (RealtimeProcessor#readEvents)",
-  call_coroutines: 0,
-  call_coroutines_are: "none: the media-socket handler, CallManager.run and PipelineTask.run " +
-    "return once the call is wired; its end arrives through the task's promise chain",
-  total_async_tasks: 5,
-  suspended_while_idle: 0,
-  suspended_while_idle_are: "none (heap snapshot of idle calls; tests/capacity_heap_test.ts " +
-    "checks it)",
-  timers_idle:
-    "measured per point (idle.timers_per_session): none per call; the call limit and the " +
-    "task idle watch are deadlines on one isolate-wide timer (core/deadlines.ts); pacing " +
-    "while audio plays is one shared 10 ms playout clock per isolate, not a timer per call",
-  not_counted: "Deno's own per-WebSocket read loop in ext/websocket",
-};
-
 function nextUp(n: number): number {
   const x = n * 1.5;
   const mag = 10 ** Math.floor(Math.log10(x));
@@ -182,12 +131,11 @@ export async function runCapacityBench(opts: CapacityOptions = {}): Promise<Capa
   const durationS = opts.durationS ?? 10;
   const calls = opts.calls ?? DEFAULT_CALLS;
   const maxCalls = opts.maxCalls ?? 20000;
-  const echoRates = opts.echoRates ?? "leg";
-  const configPath = await writeBenchConfig(scratch, maxCalls * 2, echoRates);
+  const echoRates = opts.echoRates ?? "leg", echoCancel = opts.echoCancel ?? "off";
+  const configPath = await writeBenchConfig(scratch, maxCalls * 2, echoRates, echoCancel);
   // A baseline's server child runs in its own directory and reads the same path there.
-  if (opts.baseline !== undefined) {
-    await writeBenchConfig(`${opts.baseline}/${scratch}`, maxCalls * 2, echoRates);
-  }
+  const base = opts.baseline;
+  if (base) await writeBenchConfig(`${base}/${scratch}`, maxCalls * 2, echoRates, echoCancel);
   const result: CapacityResult = {
     command: opts.command ?? "runCapacityBench",
     date: new Date().toISOString(),
@@ -195,6 +143,7 @@ export async function runCapacityBench(opts: CapacityOptions = {}): Promise<Capa
     deno: Deno.version,
     method: METHOD,
     echo_rates: echoRates,
+    echo_cancel: echoCancel,
     points: [],
     saturated_at: {},
     tasks_per_call: TASKS_PER_CALL,
@@ -349,6 +298,7 @@ if (import.meta.main) {
       contention: { type: "string" },
       baseline: { type: "string" },
       "echo-rates": { type: "string" },
+      "echo-cancel": { type: "string" },
       help: { type: "boolean", short: "h", default: false },
     },
   });
@@ -357,8 +307,8 @@ if (import.meta.main) {
       "Usage: deno run ... bench/capacity.ts [--calls 10,100,500] [--duration 10] " +
         "[--workers 1,2] [--no-trace] [--no-up] [--profile N|auto] [--floor] " +
         "[--repeat N [--baseline DIR]] [--contention 'what else ran'] " +
-        "[--echo-rates leg|16000/24000] " +
-        "[--out file] [--no-write] | --replot results.json",
+        "[--echo-rates leg|16000/24000] [--echo-cancel on|off] [--out file] [--no-write] " +
+        "| --replot results.json",
     );
     Deno.exit(0);
   }
@@ -371,6 +321,7 @@ if (import.meta.main) {
   }
   const result = await runCapacityBench({
     echoRates: benchEchoRates(values["echo-rates"]),
+    echoCancel: benchEchoCancel(values["echo-cancel"]),
     calls: numbers(values.calls, DEFAULT_CALLS),
     durationS: Number(values.duration ?? 10),
     workers: numbers(values.workers, [1]),

@@ -28,13 +28,24 @@ export function benchEchoRates(flag: string | undefined): BenchEchoRates {
   throw new Error(`--echo-rates must be leg or 16000/24000 (got ${flag})`);
 }
 
+/** `--echo-cancel`: the echo canceller on every call, or off (default: off, stated in the config). */
+export type BenchEchoCancel = "on" | "off";
+
+/** The `--echo-cancel` flag's value (default `off`); an error names the two it takes. */
+export function benchEchoCancel(flag: string | undefined): BenchEchoCancel {
+  if (flag === undefined || flag === "on" || flag === "off") return flag ?? "off";
+  throw new Error(`--echo-cancel must be on or off (got ${flag})`);
+}
+
 /**
  * The agent config the child serves: the echo model in frame mode at `echoRates`, Twilio, no
- * recording.
+ * recording, the echo canceller as `echoCancel` says (explicit, so the figures do not move with
+ * the default by transport).
  */
 export function benchAgentConfig(
   maxCalls: number,
   echoRates: BenchEchoRates = "leg",
+  echoCancel: BenchEchoCancel = "off",
 ): Record<string, unknown> {
   return {
     version: 1,
@@ -59,6 +70,7 @@ export function benchAgentConfig(
     },
     telephony: { public_url: BENCH_PUBLIC_URL, carriers: ["twilio"] },
     recording: { enabled: false },
+    audio: { echo_cancel: echoCancel },
     limits: { max_calls: maxCalls, max_call_seconds: 3600, drain_seconds: 1 },
     playground: { enabled: false },
   };
@@ -153,10 +165,11 @@ export async function writeBenchConfig(
   dir: string,
   maxCalls: number,
   echoRates: BenchEchoRates = "leg",
+  echoCancel: BenchEchoCancel = "off",
 ): Promise<string> {
   await Deno.mkdir(dir, { recursive: true });
   const path = `${dir}/agent.json`;
-  const config = benchAgentConfig(maxCalls, echoRates);
+  const config = benchAgentConfig(maxCalls, echoRates, echoCancel);
   await Deno.writeTextFile(path, JSON.stringify(config, null, 2) + "\n");
   return path;
 }
