@@ -211,7 +211,11 @@ export class EchoCanceller {
     const farRecent = this.#sinceFar <= this.#hangBlocks;
     this.#farPeak = Math.max(px, this.#farPeak * (1 - 1 / this.#hangBlocks));
     const adapt = this.#strongDt > 0 ? 0.1 : 1;
-    this.#mdf.process(ref, this.#mic, this.#err, adapt, e);
+    // With the reference silent over the whole span there is no echo to predict: the filter only
+    // keeps the reference's history, at a fraction of the cost (half a call, or more, is the
+    // caller talking while the agent listens).
+    if (farRecent) this.#mdf.process(ref, this.#mic, this.#err, adapt, e);
+    else this.#mdf.pass(ref, this.#mic, this.#err, e);
     const mispredicted = e.error > e.mic;
     if (mispredicted) {
       // The estimate adds more than it removes (a stray tap predicting echo that is not there

@@ -148,24 +148,8 @@ export class MdfFilter {
     adapt: number,
     energy: MdfBlockEnergy,
   ): void {
-    const b = this.block, bins = this.#bins, k = this.partitions, fft = this.#fft;
-    const win = this.#win, xr = this.#xr, xi = this.#xi, pw = this.#power;
-    // Overlap-save window of the reference: the previous block, then this one.
-    let px = 0;
-    for (let i = 0; i < b; i++) {
-      win[i] = win[b + i];
-      win[b + i] = ref[i];
-      px += ref[i] * ref[i];
-    }
-    const oldest = (this.#head + 1) % k; // the slot about to be overwritten
-    const ob = oldest * this.stride;
-    for (let j = 0; j < bins; j++) pw[j] -= (xr[ob + j] * xr[ob + j] + xi[ob + j] * xi[ob + j]) / k;
-    this.#head = oldest;
-    fft.forward(win, this.#xrView[oldest], this.#xiView[oldest]);
-    for (let j = 0; j < bins; j++) {
-      pw[j] += (xr[ob + j] * xr[ob + j] + xi[ob + j] * xi[ob + j]) / k;
-      if (pw[j] < 0) pw[j] = 0;
-    }
+    const b = this.block;
+    const px = this.#pushReference(ref);
 
     // Foreground: the output.
     this.#estimate(this.#fr, this.#fi);
@@ -208,6 +192,45 @@ export class MdfFilter {
       return;
     }
     if (active && adapt > 0) this.#adapt(adapt * this.step);
+  }
+
+  /**
+   * One block while the reference has been silent for longer than the filter spans: no echo can
+   * be predicted, so the reference's history is kept (for when the agent speaks again) and the
+   * microphone passes to `out` unfiltered, without the estimates or an adaptation step.
+   */
+  pass(ref: Float32Array, mic: Float32Array, out: Float32Array, energy: MdfBlockEnergy): void {
+    this.#pushReference(ref);
+    let pd = 0;
+    for (let i = 0; i < this.block; i++) {
+      out[i] = mic[i];
+      pd += mic[i] * mic[i];
+    }
+    energy.mic = energy.error = pd;
+    energy.echo = 0;
+  }
+
+  /** Slide the overlap-save window and add the block's spectrum to the ring; returns its energy. */
+  #pushReference(ref: Float32Array): number {
+    const b = this.block, bins = this.#bins, k = this.partitions, fft = this.#fft;
+    const win = this.#win, xr = this.#xr, xi = this.#xi, pw = this.#power;
+    // Overlap-save window of the reference: the previous block, then this one.
+    let px = 0;
+    for (let i = 0; i < b; i++) {
+      win[i] = win[b + i];
+      win[b + i] = ref[i];
+      px += ref[i] * ref[i];
+    }
+    const oldest = (this.#head + 1) % k; // the slot about to be overwritten
+    const ob = oldest * this.stride;
+    for (let j = 0; j < bins; j++) pw[j] -= (xr[ob + j] * xr[ob + j] + xi[ob + j] * xi[ob + j]) / k;
+    this.#head = oldest;
+    fft.forward(win, this.#xrView[oldest], this.#xiView[oldest]);
+    for (let j = 0; j < bins; j++) {
+      pw[j] += (xr[ob + j] * xr[ob + j] + xi[ob + j] * xi[ob + j]) / k;
+      if (pw[j] < 0) pw[j] = 0;
+    }
+    return px;
   }
 
   /**
