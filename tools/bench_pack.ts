@@ -39,6 +39,9 @@ cd "$(dirname "$0")"
 if [ ! -x deno ]; then xz -dc deno.xz > deno.part && chmod +x deno.part && mv deno.part deno; fi
 mkdir -p bench/results .tmp
 export PATH="$PWD:$PATH" DENO_NO_UPDATE_CHECK=1 NO_COLOR=1
+# Deno refuses to spawn the server child with LD_* set unless --allow-run is unscoped; a host
+# that sets them (some GPU machines set LD_LIBRARY_PATH) would stop at the first point.
+unset LD_LIBRARY_PATH LD_PRELOAD
 exec ./deno run --no-config --no-lock --no-remote --no-npm --v8-flags=--expose-gc \\
   --allow-run=deno --allow-net=127.0.0.1 --allow-read=. \\
   --allow-write=./bench/results,./.tmp --allow-sys=hostname,systemMemoryInfo,loadavg \\
