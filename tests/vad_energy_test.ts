@@ -101,6 +101,10 @@ Deno.test("vad state machine: windows are reached at the nearest whole frame", (
   const f = Array.from({ length: 10 }, () => frames.update(true, 0.02));
   assert.equal(f[8], "starting");
   assert.equal(f[9], "speaking");
+  // A tie goes to the later frame: 250 ms in 20 ms frames is thirteen (260 ms), not twelve.
+  const tie = new VadStateMachine({ ...params, startSecs: 0.25 });
+  const t = Array.from({ length: 13 }, () => tie.update(true, 0.02));
+  assert.deepEqual(t.slice(11), ["starting", "speaking"]);
 });
 
 Deno.test("vad state machine: zero startSecs speaks at once", () => {

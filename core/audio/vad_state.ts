@@ -78,6 +78,15 @@ export const DEFAULT_START_GAP_SECS: number = 0;
  */
 export const SILERO_START_GAP_SECS: number = 0.064;
 
+/**
+ * Whether `count` µs reach a `target` µs window, to the nearest whole frame of `frame` µs (a tie
+ * goes to the later frame): with Silero's 32 ms windows 0.2 s is six windows (192 ms), not seven
+ * (224 ms); 20 ms frames land on multiples of 10 ms as before.
+ */
+function reached(count: number, target: number, frame: number): boolean {
+  return count >= target || count + frame / 2 > target;
+}
+
 /** Start/stop hysteresis over speech / no-speech decisions. */
 export class VadStateMachine {
   #params: VadParams;
@@ -148,11 +157,8 @@ export class VadStateMachine {
         else this.#stopUs += us;
         break;
     }
-    // A window is reached to the nearest whole frame: with Silero's 32 ms windows 0.2 s is six
-    // windows (192 ms), not seven (224 ms); 20 ms frames land on it exactly.
-    const half = us / 2;
-    if (this.#state === "starting" && this.#startUs + half >= startUs) this.#state = "speaking";
-    if (this.#state === "stopping" && this.#stopUs + half >= stopUs) this.#state = "quiet";
+    if (this.#state === "starting" && reached(this.#startUs, startUs, us)) this.#state = "speaking";
+    if (this.#state === "stopping" && reached(this.#stopUs, stopUs, us)) this.#state = "quiet";
     return this.#state;
   }
 
