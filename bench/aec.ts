@@ -6,8 +6,7 @@
  * condition: ERLE after 2 s (with the suppressor, and the linear filter alone), convergence time
  * to 25 dB, false barge-ins (VAD starts on echo alone) without and with cancelling, the true
  * barge-in's detection delay, the drift followed, and CPU per frame. `failing` lists the
- * conditions that miss a figure. `vads` has the barge-in figures again through the server's
- * energy VAD and Silero (bench/aec_vad.ts).
+ * conditions that miss a figure.
  * @module
  */
 
@@ -78,7 +77,7 @@ export async function runAecBench(quick: boolean): Promise<Record<string, unknow
   const delays: number[] = [];
   const delaysMs = quick ? [40, 300] : [40, 120, 200, 300];
   let soxSkipped = false;
-  // The same cases through the other VADs a call may run (bench/aec_vad.ts).
+  // The barge-in figures again through the other VADs a call may run: `vads` (bench/aec_vad.ts).
   const vadColumns = await AecVadColumns.create();
   for (const rate of quick ? [8000] : [8000, 16000]) {
     const base = await aecCases(rate);
