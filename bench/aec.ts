@@ -14,6 +14,7 @@ import { EchoCanceller } from "../core/audio/aec.ts";
 import { percentile } from "./core.ts";
 import { type AecCase, aecCases, convergenceSecs, erleDb, vadStarts } from "./aec_set.ts";
 import { ECHO_PATHS } from "./aec_paths.ts";
+import { AecVadColumns } from "./aec_vad.ts";
 
 const r = (x: number, digits = 4) => Number(x.toPrecision(digits));
 
@@ -55,7 +56,7 @@ function measure(c: AecCase) {
   if (row.converged_25db_s > 2) misses.push("convergence");
   if (row.false_barge_ins_with > 0) misses.push("false barge-in");
   if (row.barge_in_delay_s === null) misses.push("barge-in missed");
-  return { row, misses };
+  return { row, misses, outputs: { cancelled: single.out, talk: talk.out } };
 }
 
 /** Cases of one condition (rate, clock, path) and how they fared. */
@@ -76,9 +77,14 @@ export async function runAecBench(quick: boolean): Promise<Record<string, unknow
   const delays: number[] = [];
   const delaysMs = quick ? [40, 300] : [40, 120, 200, 300];
   let soxSkipped = false;
+  // The barge-in figures again through the other VADs a call may run: `vads` (bench/aec_vad.ts).
+  const vadColumns = await AecVadColumns.create();
   for (const rate of quick ? [8000] : [8000, 16000]) {
     const base = await aecCases(rate);
-    if (base === undefined) return undefined;
+    if (base === undefined) {
+      await vadColumns.close();
+      return undefined;
+    }
     // CPU: double talk (adaptation, detector and suppressor all busy), repeated, warm.
     const heavy = base[base.length - 1];
     const ms: number[] = [];
@@ -101,8 +107,10 @@ export async function runAecBench(quick: boolean): Promise<Record<string, unknow
         const g: Group = { n: 0, met: 0, erle: [], delays: [] };
         groups[key] = g;
         for (const c of set) {
-          const { row, misses } = measure(c);
-          cases.push(row);
+          const { row, misses, outputs } = measure(c);
+          const signals = { raw: c.micEcho, ...outputs };
+          const vads = await vadColumns.measure(c.name, rate, signals, c.talkStart / rate);
+          cases.push({ ...row, vads });
           g.n++;
           g.erle.push(row.erle_db);
           total++;
@@ -127,6 +135,8 @@ export async function runAecBench(quick: boolean): Promise<Record<string, unknow
       barge_ins_detected: `${g.delays.length}/${g.n}`,
     };
   }
+  const vads = vadColumns.summary();
+  await vadColumns.close();
   return {
     cpu,
     summary: {
@@ -140,6 +150,7 @@ export async function runAecBench(quick: boolean): Promise<Record<string, unknow
       barge_in_delay_s: { p50: r(percentile(delays, 50), 3), max: r(Math.max(...delays), 3) },
       sox_paths: soxSkipped ? "skipped (sox cannot run)" : "included",
     },
+    vads,
     conditions,
     failing,
     cases,

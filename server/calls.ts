@@ -45,7 +45,8 @@ import type { ServerMetrics } from "./server_metrics.ts";
 import type { CallTracing, TracedCall } from "./tracing.ts";
 import type { ErrorReporter } from "./error_reporting.ts";
 import type { CallFailureReport } from "./call_failures.ts";
-import type { MemorySessionSource, RunOrigin, RunRecord } from "./session_store.ts";
+import type { MemorySessionSource, RunRecord } from "./session_store.ts";
+import { echoCancelFor } from "./echo_cancel_policy.ts";
 
 export type { EnvGet } from "./call_shapes.ts";
 
@@ -454,11 +455,6 @@ export function providerNames(config: AgentServerConfig): ProviderNames {
   if (p.llm !== undefined) out.llm = p.llm.name;
   if (p.tts !== undefined) out.tts = p.tts.name;
   return out;
-}
-
-/** Whether a call from `origin` gets echo cancellation: `auto` means telephone legs only. */
-export function echoCancelFor(setting: "auto" | "on" | "off", origin: RunOrigin): boolean {
-  return setting === "on" || (setting === "auto" && origin !== "browser");
 }
 
 /** The call's echo canceller, when its builder added one (the parts ride on the task). */

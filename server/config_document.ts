@@ -315,8 +315,8 @@ export interface ObservabilityDocument {
 
 /** `audio`: processing of the caller's audio. */
 export interface AudioDocument {
-  /** Echo cancellation: `auto` (telephone legs only), `on` (every leg) or `off` (default). */
-  echo_cancel: "auto" | "on" | "off";
+  /** Echo cancellation: `auto` (telephone legs only), `on` (every leg), `off`; unset: default. */
+  echo_cancel?: "auto" | "on" | "off";
 }
 
 /** The whole config document after schema validation. */

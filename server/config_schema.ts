@@ -299,9 +299,12 @@ const turnsSchema = z.strictObject({
   barge_in_hold_ms: windowMs.default(DEFAULT_BARGE_IN.holdMs),
 });
 
-/** `audio`: processing of the caller's audio (core/processors/echo_cancel.ts). */
+/**
+ * `audio`: processing of the caller's audio (core/processors/echo_cancel.ts). `echo_cancel` has
+ * no schema default: unset means the default by transport (server/echo_cancel_policy.ts).
+ */
 const audioSchema = z.strictObject({
-  echo_cancel: z.enum(["auto", "on", "off"]).default("off"),
+  echo_cancel: z.enum(["auto", "on", "off"]).optional(),
 });
 
 /** `server.guard`: the connection guard in front of Deno.serve (server/conn_guard.ts). */

@@ -194,8 +194,11 @@ export interface TurnsConfig extends TurnWindows {
 
 /** `audio`: processing of the caller's audio. */
 export interface AudioConfig {
-  /** Echo cancellation: `auto` (telephone legs, not the browser), `on` (every leg), `off`. */
-  echoCancel: "auto" | "on" | "off";
+  /**
+   * Echo cancellation: `auto` (telephone legs, not the browser), `on` (every leg), `off`;
+   * absent: the default by transport (server/echo_cancel_policy.ts).
+   */
+  echoCancel?: "auto" | "on" | "off";
 }
 
 /** Server-wide bounds. */
@@ -475,7 +478,7 @@ export function toServerConfig(
       speculate: doc.turns.speculate,
       bargeIn: { startMs: doc.turns.barge_in_ms, holdMs: doc.turns.barge_in_hold_ms },
     },
-    audio: { echoCancel: doc.audio.echo_cancel },
+    audio: doc.audio.echo_cancel !== undefined ? { echoCancel: doc.audio.echo_cancel } : {},
     server: {
       host: doc.server.host,
       port: doc.server.port,

@@ -14,7 +14,7 @@ import {
 import { EchoReference } from "../core/audio/aec_reference.ts";
 import { noise } from "../core/audio/pcm.ts";
 import { silentLogger } from "../core/log.ts";
-import { echoCancelFor } from "../server/calls.ts";
+import { ECHO_CANCEL_DEFAULT, echoCancelFor } from "../server/echo_cancel_policy.ts";
 import { buildS2sTask } from "../core/builders.ts";
 import type { MediaTransport } from "../core/seams.ts";
 import { EchoRealtime } from "../providers/echo/realtime.ts";
@@ -155,20 +155,29 @@ Deno.test("transport output: onSent hears each chunk with its place on the playo
   for (let i = 1; i < 5; i++) assert.ok(Math.abs(heard[i] - heard[i - 1] - 20) < 1e-6);
 });
 
-Deno.test("config: audio.echo_cancel is off by default, auto means every leg but the browser", async () => {
+Deno.test("config: audio.echo_cancel unset is told apart from an explicit on, off or auto", async () => {
   const plain = await parse(yaml(""));
   assert.ok(plain.ok);
-  assert.equal(plain.config.audio.echoCancel, "off");
-  const auto = await parse(yaml("audio: { echo_cancel: auto }"));
-  assert.ok(auto.ok);
-  assert.equal(auto.config.audio.echoCancel, "auto");
+  assert.equal(plain.config.audio.echoCancel, undefined);
+  for (const value of ["auto", "on", "off"] as const) {
+    const set = await parse(yaml(`audio: { echo_cancel: ${value} }`));
+    assert.ok(set.ok);
+    assert.equal(set.config.audio.echoCancel, value);
+  }
   const bad = await parse(yaml("audio: { echo_cancel: yes }"));
   assert.equal(bad.ok, false);
-  assert.equal(echoCancelFor("auto", "carrier"), true);
-  assert.equal(echoCancelFor("auto", "sip"), true);
-  assert.equal(echoCancelFor("auto", "browser"), false);
-  assert.equal(echoCancelFor("on", "browser"), true);
-  assert.equal(echoCancelFor("off", "sip"), false);
+});
+
+Deno.test("echo cancel per transport: on, off and auto as set; unset is off on every leg today", () => {
+  const legs = ["carrier", "sip", "outbound", "browser"] as const;
+  for (const leg of legs) {
+    assert.equal(echoCancelFor("on", leg), true, `on, ${leg}`);
+    assert.equal(echoCancelFor("off", leg), false, `off, ${leg}`);
+    assert.equal(echoCancelFor("auto", leg), leg !== "browser", `auto, ${leg}`);
+  }
+  // The default until the canceller meets every figure (docs/audio.md#echo-cancellation).
+  assert.equal(ECHO_CANCEL_DEFAULT, "off");
+  for (const leg of legs) assert.equal(echoCancelFor(undefined, leg), false, `unset, ${leg}`);
 });
 
 Deno.test("call builders: echoCancel puts the canceller right after the input, fed by the output", async () => {

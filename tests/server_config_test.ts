@@ -71,7 +71,7 @@ Deno.test("config: a minimal JSON config gets every default", async () => {
       speculate: true,
       bargeIn: { startMs: 200, holdMs: 300 },
     },
-    audio: { echoCancel: "off" },
+    audio: {},
     server: {
       host: "127.0.0.1",
       port: 6210,

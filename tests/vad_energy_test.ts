@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { EnergyVad } from "../core/audio/vad_energy.ts";
-import { VadStateMachine, volumeOf } from "../core/audio/vad_state.ts";
+import { DEFAULT_START_GAP_SECS, VadStateMachine, volumeOf } from "../core/audio/vad_state.ts";
 import { concatInt16, noise, sine } from "../core/audio/pcm.ts";
 import { DEFAULT_VAD_PARAMS, type VadParams, type VadState } from "../core/frames.ts";
 import { FlowcatError } from "../core/errors.ts";
@@ -60,6 +60,53 @@ Deno.test("vad state machine: start and stop hysteresis in audio time", () => {
   assert.throws(() => sm.setParams({ ...DEFAULT_VAD_PARAMS, minVolume: 2 }), FlowcatError);
 });
 
+Deno.test("vad state machine: pauses up to startGapSecs are skipped while starting, not counted", () => {
+  const params = { confidence: 0.5, startSecs: 0.2, stopSecs: 0.3, minVolume: 0.5 };
+  assert.equal(new VadStateMachine(params).startGapSecs, DEFAULT_START_GAP_SECS);
+  const feed = (sm: VadStateMachine, pattern: string) =>
+    [...pattern].map((c) => sm.update(c === "x", 0.02));
+  // 100 ms, a 60 ms dip, 100 ms: speaking on the 10th speech frame (200 ms of speech, not 260).
+  const gap60 = feed(new VadStateMachine(params, { startGapSecs: 0.064 }), "xxxxx...xxxxx");
+  assert.deepEqual(gap60.slice(0, 12), Array(12).fill("starting"));
+  assert.equal(gap60.at(-1), "speaking");
+  // An 80 ms pause is longer than the tolerance: back to quiet, the count starts again.
+  const gap80 = feed(new VadStateMachine(params, { startGapSecs: 0.064 }), "xxxxx....xxxxx");
+  assert.equal(gap80[8], "quiet");
+  assert.equal(gap80.at(-1), "starting");
+  // 0: any pause restarts the count (contiguous speech, as pipecat counts it).
+  const strict = feed(new VadStateMachine(params, { startGapSecs: 0 }), "xxxxx.xxxxx");
+  assert.equal(strict[5], "quiet");
+  assert.equal(strict.at(-1), "starting");
+  // The tolerance never keeps a start alive on silence alone, and reset forgets a pending gap.
+  const sm = new VadStateMachine(params, { startGapSecs: 0.064 });
+  assert.deepEqual(feed(sm, "x...."), ["starting", "starting", "starting", "starting", "quiet"]);
+  feed(sm, "xxx..");
+  sm.reset();
+  assert.equal(sm.state, "quiet");
+  assert.deepEqual(feed(sm, "x..."), ["starting", "starting", "starting", "starting"]);
+  assert.throws(() => new VadStateMachine(params, { startGapSecs: -0.1 }), FlowcatError);
+  assert.throws(() => new VadStateMachine(params, { startGapSecs: NaN }), FlowcatError);
+});
+
+Deno.test("vad state machine: windows are reached at the nearest whole frame", () => {
+  const params = { confidence: 0.5, startSecs: 0.2, stopSecs: 0.2, minVolume: 0.5 };
+  // Silero's 32 ms windows: 0.2 s is six windows (192 ms), not seven (224 ms).
+  const sm = new VadStateMachine(params);
+  const starts = Array.from({ length: 6 }, () => sm.update(true, 0.032));
+  assert.deepEqual(starts.slice(4), ["starting", "speaking"]);
+  const stops = Array.from({ length: 6 }, () => sm.update(false, 0.032));
+  assert.deepEqual(stops.slice(4), ["stopping", "quiet"]);
+  // 20 ms frames land on 200 ms exactly: ten frames, not nine.
+  const frames = new VadStateMachine(params);
+  const f = Array.from({ length: 10 }, () => frames.update(true, 0.02));
+  assert.equal(f[8], "starting");
+  assert.equal(f[9], "speaking");
+  // A tie goes to the later frame: 250 ms in 20 ms frames is thirteen (260 ms), not twelve.
+  const tie = new VadStateMachine({ ...params, startSecs: 0.25 });
+  const t = Array.from({ length: 13 }, () => tie.update(true, 0.02));
+  assert.deepEqual(t.slice(11), ["starting", "speaking"]);
+});
+
 Deno.test("vad state machine: zero startSecs speaks at once", () => {
   const sm = new VadStateMachine({ confidence: 0.5, startSecs: 0, stopSecs: 0, minVolume: 0 });
   assert.equal(sm.update(true, 0.02), "speaking");
@@ -112,6 +159,19 @@ Deno.test("energy vad: pauses shorter than stopSecs do not end speech", () => {
   assert.ok(firstSpeaking > 0);
   assert.ok(s.slice(firstSpeaking).includes("stopping"));
   assert.ok(!s.slice(firstSpeaking).includes("quiet"));
+});
+
+Deno.test("energy vad: startGapSecs skips a dropped stretch inside the start window", () => {
+  // 140 ms of a talker, 32 ms dropped (an echo suppressor holding two blocks down), 140 ms more.
+  const chopped = concatInt16([seg(300, null), seg(140, -26), seg(32, null), seg(140, -26)]);
+  const tail = seg(600, null);
+  const heard = (opts: { startGapSecs?: number }) =>
+    states(new EnergyVad(opts), concatInt16([chopped, tail])).includes("speaking");
+  assert.equal(heard({}), false, "by default the start window counts contiguous speech");
+  assert.equal(heard({ startGapSecs: 0.064 }), true);
+  // Bursts with pauses longer than the tolerance never add up to a start.
+  const bursts = concatInt16([seg(300, null), seg(100, -20), seg(120, null), seg(100, -20)]);
+  assert.equal(states(new EnergyVad({ startGapSecs: 0.064 }), bursts).includes("speaking"), false);
 });
 
 Deno.test("energy vad: quiet background stays quiet; minVolume via setParams", () => {

@@ -1,5 +1,11 @@
 import assert from "node:assert/strict";
-import { loadSileroModel, SileroVad } from "../core/audio/vad_silero.ts";
+import {
+  loadSileroModel,
+  type OrtLike,
+  type OrtTensorLike,
+  SileroVad,
+} from "../core/audio/vad_silero.ts";
+import { SILERO_START_GAP_SECS } from "../core/audio/vad_state.ts";
 import { concatInt16, noise, sine } from "../core/audio/pcm.ts";
 import { Resampler } from "../core/audio/resample.ts";
 import { decodeWav } from "../core/audio/wav.ts";
@@ -185,6 +191,60 @@ Deno.test({
       assert.ok(states.includes("stopping"));
     }
   },
+});
+
+/** An onnxruntime stand-in whose model answers the scripted probabilities, one per window. */
+function scriptedOrt(probs: number[]): OrtLike {
+  class Tensor implements OrtTensorLike {
+    constructor(readonly type: string, readonly data: unknown, readonly dims?: readonly number[]) {}
+  }
+  let i = 0;
+  return {
+    env: {},
+    InferenceSession: {
+      create: () =>
+        Promise.resolve({
+          run: () =>
+            Promise.resolve({
+              output: new Tensor("float32", Float32Array.of(probs[i++] ?? 0)),
+              stateN: new Tensor("float32", new Float32Array(256)),
+            }),
+          release: () => Promise.resolve(),
+        }),
+    },
+    Tensor,
+  };
+}
+
+Deno.test("silero vad: a dip of up to two windows inside the start window is skipped", async () => {
+  assert.equal(SILERO_START_GAP_SECS, 0.064);
+  const loud = noise(512 * 12, 8000, 7); // every window passes the volume gate
+  const statesFor = async (probs: number[], startGapSecs?: number) => {
+    const v = await SileroVad.create({
+      modelBytes: new Uint8Array(1),
+      ort: scriptedOrt(probs),
+      ...(startGapSecs !== undefined ? { startGapSecs } : {}),
+    });
+    const out: VadState[] = [];
+    for (let w = 0; w < loud.length; w += 512) {
+      out.push(
+        await v.analyze({ pcm: loud.subarray(w, w + 512), sampleRate: 16000, numChannels: 1 }),
+      );
+    }
+    await v.close();
+    return out;
+  };
+  // Six speech windows (0.2 s to the nearest window) around a two-window dip: speaking.
+  const dip2 = [0.9, 0.9, 0.4, 0.5, 0.9, 0.9, 0.9, 0.9];
+  assert.equal((await statesFor(dip2))[7], "speaking");
+  assert.equal((await statesFor(dip2))[6], "starting");
+  // The same with contiguous counting, or a three-window dip: back to quiet, counted afresh.
+  assert.equal((await statesFor(dip2, 0))[2], "quiet");
+  assert.equal((await statesFor(dip2, 0))[7], "starting");
+  const dip3 = [0.9, 0.9, 0.4, 0.5, 0.3, 0.9, 0.9, 0.9, 0.9];
+  const s3 = await statesFor(dip3);
+  assert.equal(s3[4], "quiet");
+  assert.equal(s3[8], "starting");
 });
 
 Deno.test("silero vad: params, model lookup errors and close", async () => {

@@ -84,7 +84,10 @@ export {
 export { judgeGreetingText, MONOLOGUE_WORDS } from "./amd_transcript.ts";
 export { type DtmfToneOptions, dtmfTones } from "./dtmf_tone.ts";
 export {
+  DEFAULT_START_GAP_SECS,
+  SILERO_START_GAP_SECS,
   VadStateMachine,
+  type VadStateOptions,
   validateVadParams,
   VOLUME_CEIL_DBFS,
   VOLUME_FLOOR_DBFS,

@@ -34,6 +34,11 @@ export interface EnergyVadOptions {
   smoothingSecs?: number;
   /** Volume hysteresis: once speaking, speech continues down to minVolume minus this (0.1). */
   releaseMargin?: number;
+  /**
+   * Longest pause tolerated inside the start window (default 0: contiguous; see
+   * `VadStateOptions`). The 50 ms level smoothing already bridges most short dips.
+   */
+  startGapSecs?: number;
 }
 
 /** Energy-based {@link VadAnalyzer}; synchronous, allocation-free per frame. */
@@ -53,7 +58,9 @@ export class EnergyVad implements VadAnalyzer {
     if (!(this.#rate > 0) || !(this.#tau >= 0) || !(this.#margin >= 0)) {
       throw new FlowcatError("config", "energy vad: sampleRate, smoothingSecs, releaseMargin");
     }
-    this.#sm = new VadStateMachine(opts.params ?? DEFAULT_VAD_PARAMS);
+    this.#sm = new VadStateMachine(opts.params ?? DEFAULT_VAD_PARAMS, {
+      ...(opts.startGapSecs !== undefined ? { startGapSecs: opts.startGapSecs } : {}),
+    });
     this.#minVolume = (opts.params ?? DEFAULT_VAD_PARAMS).minVolume;
   }
 

@@ -6,7 +6,9 @@
  * (32 ms). Each window goes to the model prefixed with the last 64 samples of the previous
  * one (the context Silero's own wrapper adds), with the recurrent state carried forward. A
  * window counts as speech when the model's probability reaches `confidence` and its volume
- * ({@link volumeOf}) reaches `minVolume`; {@link VadStateMachine} applies startSecs/stopSecs.
+ * ({@link volumeOf}) reaches `minVolume`; {@link VadStateMachine} applies startSecs/stopSecs,
+ * counted in whole windows (0.2 s is six), skipping pauses of up to two windows inside the start
+ * window (`startGapSecs`).
  *
  * The model file comes from, in order: `modelBytes`, `modelPath`, then the npm package
  * `@ricky0123/vad-web` (`dist/silero_vad_v5.onnx`) found through the import map or in
@@ -34,7 +36,7 @@ import { type AudioFrame, DEFAULT_VAD_PARAMS, type VadParams, type VadState } fr
 import type { VadAnalyzer } from "../seams.ts";
 import { FlowcatError } from "../errors.ts";
 import { Resampler } from "./resample.ts";
-import { VadStateMachine, volumeOfMeanSquare } from "./vad_state.ts";
+import { SILERO_START_GAP_SECS, VadStateMachine, volumeOfMeanSquare } from "./vad_state.ts";
 
 /** The part of an onnxruntime tensor this module uses. */
 export interface OrtTensorLike {
@@ -74,6 +76,11 @@ export interface SileroVadOptions {
   sampleRate?: number;
   /** Start/stop parameters (default {@link DEFAULT_VAD_PARAMS}). */
   params?: VadParams;
+  /**
+   * Longest pause tolerated inside the start window (default {@link SILERO_START_GAP_SECS}; see
+   * `VadStateOptions`).
+   */
+  startGapSecs?: number;
   /** An onnxruntime module to use instead of importing `onnxruntime-web`. */
   ort?: OrtLike;
 }
@@ -147,7 +154,9 @@ export class SileroVad implements VadAnalyzer {
     this.#session = session;
     this.#rate = opts.sampleRate ?? MODEL_RATE;
     const params = opts.params ?? DEFAULT_VAD_PARAMS;
-    this.#sm = new VadStateMachine(params);
+    this.#sm = new VadStateMachine(params, {
+      startGapSecs: opts.startGapSecs ?? SILERO_START_GAP_SECS,
+    });
     this.#confidence = params.confidence;
     this.#minVolume = params.minVolume;
     this.#sr = new ort.Tensor("int64", BigInt64Array.from([BigInt(MODEL_RATE)]), []);

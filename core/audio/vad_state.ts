@@ -4,9 +4,11 @@
  *
  * States: `quiet` -> (speech) -> `starting` -> (speech for `startSecs`) -> `speaking` ->
  * (no speech) -> `stopping` -> (no speech for `stopSecs`) -> `quiet`. Speech while `stopping`
- * goes straight back to `speaking`; silence while `starting` goes straight back to `quiet`.
- * Time is counted from the audio itself (whole microseconds, so sums of frame lengths do not
- * drift), not from calls, so any frame size works.
+ * goes straight back to `speaking`. While `starting`, a pause longer than `startGapSecs` goes
+ * back to `quiet`; a shorter one (a syllable's dip, a block the echo suppressor held down) is
+ * skipped: `startSecs` counts speech, not the pauses in it. Time is counted from the audio
+ * itself (whole microseconds, so sums of frame lengths do not drift), not from calls, so any
+ * frame size works; `startSecs` and `stopSecs` are reached at the nearest whole frame.
  *
  * @example
  * ```ts
@@ -53,16 +55,61 @@ export function validateVadParams(p: VadParams): VadParams {
   return { ...p };
 }
 
+/** Options of a {@link VadStateMachine} beyond its {@link VadParams}. */
+export interface VadStateOptions {
+  /**
+   * While `starting`, a pause up to this long (seconds of no-speech decisions in a row) does not
+   * send the machine back to `quiet`; the pause does not count toward `startSecs` (default
+   * {@link DEFAULT_START_GAP_SECS}; 0: any pause restarts the count).
+   */
+  startGapSecs?: number;
+}
+
+/**
+ * Default {@link VadStateOptions.startGapSecs}: 0, contiguous speech (as pipecat counts its start
+ * window). Silero's analyzer tolerates more ({@link SILERO_START_GAP_SECS}).
+ */
+export const DEFAULT_START_GAP_SECS: number = 0;
+
+/**
+ * {@link VadStateOptions.startGapSecs} of the Silero analyzer: 64 ms, two of its 32 ms windows,
+ * shorter than the 100 ms of silence Silero's own segmenter needs to end speech. The model's
+ * probability dips for a window inside a word, more so on a caller an echo suppressor has cut.
+ */
+export const SILERO_START_GAP_SECS: number = 0.064;
+
+/**
+ * Whether `count` µs reach a `target` µs window, to the nearest whole frame of `frame` µs (a tie
+ * goes to the later frame): with Silero's 32 ms windows 0.2 s is six windows (192 ms), not seven
+ * (224 ms); 20 ms frames land on multiples of 10 ms as before.
+ */
+function reached(count: number, target: number, frame: number): boolean {
+  return count >= target || count + frame / 2 > target;
+}
+
 /** Start/stop hysteresis over speech / no-speech decisions. */
 export class VadStateMachine {
   #params: VadParams;
   #state: VadState = "quiet";
   #startUs = 0;
   #stopUs = 0;
+  /** No-speech time in a row while `starting`. */
+  #gapUs = 0;
+  readonly #startGapUs: number;
 
   /** Make a machine in state `quiet`. */
-  constructor(params: VadParams = DEFAULT_VAD_PARAMS) {
+  constructor(params: VadParams = DEFAULT_VAD_PARAMS, opts: VadStateOptions = {}) {
     this.#params = validateVadParams(params);
+    const gap = opts.startGapSecs ?? DEFAULT_START_GAP_SECS;
+    if (!(gap >= 0 && gap <= 10)) {
+      throw new FlowcatError("config", `vad: startGapSecs must be 0-10 s (got ${gap})`);
+    }
+    this.#startGapUs = Math.round(gap * 1e6);
+  }
+
+  /** The longest pause tolerated while starting, seconds. */
+  get startGapSecs(): number {
+    return this.#startGapUs / 1e6;
   }
 
   /** Current parameters (a copy). */
@@ -90,11 +137,14 @@ export class VadStateMachine {
         if (speech) {
           this.#state = "starting";
           this.#startUs = us;
+          this.#gapUs = 0;
         }
         break;
       case "starting":
-        if (speech) this.#startUs += us;
-        else this.#state = "quiet";
+        if (speech) {
+          this.#startUs += us;
+          this.#gapUs = 0;
+        } else if ((this.#gapUs += us) > this.#startGapUs) this.#state = "quiet";
         break;
       case "speaking":
         if (!speech) {
@@ -107,8 +157,8 @@ export class VadStateMachine {
         else this.#stopUs += us;
         break;
     }
-    if (this.#state === "starting" && this.#startUs >= startUs) this.#state = "speaking";
-    if (this.#state === "stopping" && this.#stopUs >= stopUs) this.#state = "quiet";
+    if (this.#state === "starting" && reached(this.#startUs, startUs, us)) this.#state = "speaking";
+    if (this.#state === "stopping" && reached(this.#stopUs, stopUs, us)) this.#state = "quiet";
     return this.#state;
   }
 
@@ -117,5 +167,6 @@ export class VadStateMachine {
     this.#state = "quiet";
     this.#startUs = 0;
     this.#stopUs = 0;
+    this.#gapUs = 0;
   }
 }
