@@ -5,8 +5,8 @@
  * of 40-300 ms, with the far end's clock on time and 100 ppm fast and slow, at both rates. Per
  * condition: ERLE after 2 s (with the suppressor, and the linear filter alone), convergence time
  * to 25 dB, false barge-ins (VAD starts on echo alone) without and with cancelling, the true
- * barge-in's detection delay, the drift followed, and CPU per frame. `failing` lists the
- * conditions that miss a figure.
+ * barge-in's detection delay, the caller's level kept over its first second of double talk, the
+ * drift followed, and CPU per frame. `failing` lists the conditions that miss a figure.
  * @module
  */
 
@@ -40,6 +40,14 @@ function measure(c: AecCase) {
   const onset = c.talkStart / rate, starts = vadStarts(talk.out, rate);
   const early = starts.filter((t) => t < onset).length;
   const hit = starts.find((t) => t >= onset && t - onset <= 1);
+  // How much of the caller's level the canceller keeps over the first second of double talk:
+  // the caller is the double-talk output less the single-talk one (the same echo, cancelled).
+  let callerIn = 0, callerOut = 0;
+  for (let i = c.talkStart; i < Math.min(end, c.talkStart + rate); i++) {
+    const a = c.micTalk[i] - c.micEcho[i], b = talk.out[i] - single.out[i];
+    callerIn += a * a;
+    callerOut += b * b;
+  }
   const row = {
     name: c.name,
     erle_db: r(erleDb(mic, single.out, 2 * rate, end), 3),
@@ -48,6 +56,7 @@ function measure(c: AecCase) {
     false_barge_ins_without: vadStarts(c.micEcho, rate).length,
     false_barge_ins_with: vadStarts(single.out, rate).length + early,
     barge_in_delay_s: hit === undefined ? null : r(hit - onset, 3),
+    caller_kept_db: r(10 * Math.log10(callerOut / Math.max(callerIn, 1)), 3),
     drift_followed_ppm: r(single.driftPpm, 3),
     ms_per_frame_p50: r(percentile(talk.ms, 50), 3),
   };
@@ -148,6 +157,10 @@ export async function runAecBench(quick: boolean): Promise<Record<string, unknow
       false_barge_ins_with: falseAec,
       true_barge_ins_detected: `${detected}/${total}`,
       barge_in_delay_s: { p50: r(percentile(delays, 50), 3), max: r(Math.max(...delays), 3) },
+      caller_kept_db: {
+        p50: r(percentile(cases.map((c) => c.caller_kept_db as number), 50), 3),
+        min: Math.min(...cases.map((c) => c.caller_kept_db as number)),
+      },
       sox_paths: soxSkipped ? "skipped (sox cannot run)" : "included",
     },
     vads,

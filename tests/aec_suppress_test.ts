@@ -15,6 +15,13 @@ function powerAt(x: Float32Array, freq: number): number {
   return (s1 * s1 + s2 * s2 - c * s1 * s2) / x.length;
 }
 
+/** Mean square of a signal. */
+function meanSquare(x: Float32Array): number {
+  let s = 0;
+  for (let i = 0; i < x.length; i++) s += x[i] * x[i];
+  return s / x.length;
+}
+
 /**
  * A reference of three tones around 600 Hz whose level comes and goes like speech, its residual
  * echo (a tenth of it, 30 ms late), and the caller: a 2.5 kHz tone from `talkAt` s on.
@@ -100,4 +107,35 @@ Deno.test("residual suppressor: with no reference the residual passes bit-exact,
       assert.equal(out[k], err[i - B + k], `sample ${i - B + k}`);
     }
   }
+});
+
+Deno.test("residual suppressor: an echo predicted but absent takes the caller down gradually", () => {
+  // The model learns a 620 Hz echo 30 ms late (the tone in blocks on and off, so the model can
+  // tell the lag); then the agent stops and the caller talks at 640 Hz, and at 4 s one 8 ms block
+  // of the agent's tone, 20 dB louder, makes the model predict an echo well above the caller that
+  // never comes (the residual is the caller's alone). The gain falls at most 10.5 dB a block, so a
+  // block or two of it does not cut a hole in the caller.
+  const n = 5 * RATE, lag = 240, burst = 4 * RATE;
+  const ref = new Float32Array(n), err = new Float32Array(n);
+  for (let i = 0; i < n; i++) {
+    const k = Math.floor(i / B), training = i < 3 * RATE && (k * 7) % 5 < 2;
+    const level = training ? 3000 : i >= burst && i < burst + B ? 30000 : 0;
+    ref[i] = level * Math.sin((2 * Math.PI * 620 * i) / RATE);
+    err[i] = i < 3 * RATE
+      ? (i >= lag ? 0.1 * ref[i - lag] : 0)
+      : 1200 * Math.sin((2 * Math.PI * 640 * i) / RATE);
+  }
+  const s = new ResidualSuppressor(B, RATE, { partitions: 12 });
+  const out = run(s, ref, err, 3 * RATE);
+  const before = meanSquare(out.subarray(burst - RATE / 4, burst));
+  const levels: number[] = [];
+  for (let i = burst; i < burst + RATE / 5; i += B) {
+    levels.push(10 * Math.log10(meanSquare(out.subarray(i, i + B)) / before));
+  }
+  let prev = 0;
+  for (const [i, db] of levels.entries()) {
+    assert.ok(db > prev - 12, `block ${i}: ${db.toFixed(1)} dB after ${prev.toFixed(1)} dB`);
+    prev = db;
+  }
+  assert.ok(Math.min(...levels) < -30, "the predicted echo is suppressed in the end");
 });

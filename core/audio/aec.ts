@@ -216,11 +216,16 @@ export class EchoCanceller {
     // caller talking while the agent listens).
     if (farRecent) this.#mdf.process(ref, this.#mic, this.#err, adapt, e);
     else this.#mdf.pass(ref, this.#mic, this.#err, e);
-    const mispredicted = e.error > e.mic;
-    if (mispredicted) {
-      // The estimate adds more than it removes (a stray tap predicting echo that is not there
-      // yet, or coefficients just swapped in that do not fit): never make the caller's audio
-      // louder, pass the microphone instead.
+    const louderOut = e.error > e.mic;
+    // The estimate is wrong, not just small: it adds more than it removes and is a sizeable part
+    // of the microphone (a stray tap predicting echo that is not there yet, or coefficients just
+    // swapped in that do not fit). A small estimate under a louder microphone (the caller talking
+    // in the agent's pause) also leaves the error a little above the microphone, as any two
+    // unrelated signals add: that is no misprediction, and must not hold the suppressor's gains
+    // down, or it chops the caller's onset.
+    const mispredicted = louderOut && e.echo > 0.25 * e.mic;
+    if (louderOut) {
+      // Never make the caller's audio louder: pass the microphone instead.
       this.#err.set(this.#mic);
       e.error = e.mic;
     }

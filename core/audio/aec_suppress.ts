@@ -11,8 +11,8 @@
  *   band, learnt in single talk against the residual's actual power), plus a decaying tail for
  *   a room that rings on past the span. It needs no phase coherence, so it predicts what the
  *   linear filter cannot cancel: diffuse reverb, and residual left by drift;
- * - the gain is `1 - over * predicted / residual`, floored, falling at once and rising at a rate
- *   that is fast while the caller talks over the agent.
+ * - the gain is `1 - over * predicted / residual`, floored, falling by at most 10.5 dB a block
+ *   and rising at a rate that is fast while the caller talks over the agent.
  * Blocks whose gains were all 1 two in a row pass the residual through unchanged, so with no
  * echo the audio is bit-exact, B samples late.
  * @module
@@ -48,6 +48,12 @@ export interface SuppressorState {
 }
 
 const BAND = 4;
+/**
+ * The most a gain falls in one block (10.5 dB): fast enough to meet an echo's onset, but one block
+ * the model over-predicts (its weights just stepped up on the caller's words) does not cut a hole
+ * in a word the caller is saying; a hole of one block is enough to break the VAD's start window.
+ */
+const FALL = 0.3;
 
 /** Per-band residual echo suppressor over blocks of B samples (output B samples late). */
 export class ResidualSuppressor {
@@ -187,7 +193,7 @@ export class ResidualSuppressor {
       const keep = 1 - (over * r) / (pe[j] + 1e-3);
       const target = keep > floor * floor ? Math.sqrt(keep) : floor;
       const g0 = gain[j];
-      const g = target < g0 ? target : g0 + rise * (target - g0);
+      const g = target < g0 ? Math.max(target, FALL * g0) : g0 + rise * (target - g0);
       gain[j] = g > 0.999 ? 1 : g;
       if (gain[j] !== 1) idle = false;
     }
