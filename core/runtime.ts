@@ -379,17 +379,16 @@ export class ProcessorRuntime implements Link, FrameTarget {
       // Read each time: a frame pushed back to this processor meanwhile may have made a queue.
       const sys = this.#sys;
       const normal = this.#normal;
-      let frame: Frame;
+      // `shift` says "empty" itself (undefined): no separate size read per frame.
+      let frame: Frame | undefined;
       let dir: Direction;
       if (first !== undefined) {
         frame = first;
         dir = firstDir;
         first = undefined;
-      } else if (sys.size > 0) {
-        frame = sys.shift()!;
+      } else if ((frame = sys.shift()) !== undefined) {
         dir = sys.lastDirection;
-      } else if (normal.size > 0) {
-        frame = normal.shift()!;
+      } else if ((frame = normal.shift()) !== undefined) {
         dir = normal.lastDirection;
         if (this.#writers !== undefined && normal.size < this.#capacity) this.#releaseWriters();
       } else {

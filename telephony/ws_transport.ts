@@ -497,7 +497,12 @@ export class WsMediaTransport implements MediaTransport {
       if (pcm.length === 0) return RESOLVED;
     }
     if (this.#whole(pcm.length, chunk)) {
-      const msg = this.#ser.encodeAudio({ pcm, sampleRate: rate, numChannels: 1 });
+      // Already the carrier's rate, mono: the frame itself is what is encoded (no copy of it).
+      const msg = this.#ser.encodeAudio(
+        pcm === audio.pcm && audio.numChannels === 1
+          ? audio
+          : { pcm, sampleRate: rate, numChannels: 1 },
+      );
       this.#textOut ??= typeof msg === "string";
       return this.#send(msg);
     }

@@ -77,6 +77,11 @@ Deno.test("messages a full parse reads otherwise get the full parse's answer", (
   // A payload after the media object has closed is not the media's.
   const outside = `{"event":"media","media":{"track":"inbound"},"payload":"${B64}"}`;
   assert.equal(ser.onMessage(text(outside)).type, "ignore");
+  // Repeated before the payload: the last one counts, as JSON.parse has it.
+  const secondTrack = media(`"track":"inbound","track":"outbound","payload":"${B64}"`);
+  assert.equal(ser.onMessage(text(secondTrack)).type, "ignore");
+  const secondEvent = `{"event":"media","event":"stop","media":{"payload":"${B64}"}}`;
+  assert.equal(ser.onMessage(text(secondEvent)).type, "stop");
   // A track after the payload still counts (JSON.parse sees it): not the caller's.
   const lateTrack = media(`"payload":"${B64}","track":"outbound"`);
   assert.equal(ser.onMessage(text(lateTrack)).type, "ignore");

@@ -131,6 +131,7 @@ const MEDIA_HEAD = '{"event":"media",';
 const MEDIA_OBJECT = '"media":{';
 const PAYLOAD_KEY = '"payload":"';
 const TRACK_KEY = '"track":"';
+const EVENT = '"event"';
 
 /**
  * The base64 payload of `{"event":"media", ..., "media":{ ..., "payload":"..."}, ...}` sliced
@@ -147,21 +148,59 @@ function plainPayload(data: string): string | undefined {
   const start = key + PAYLOAD_KEY.length;
   const end = data.indexOf('"', start);
   if (end < 0) return undefined;
-  const head = data.slice(MEDIA_HEAD.length - 1, key); // from the comma after the event
-  const tail = data.slice(end + 1);
-  if (head.includes('"event"') || tail.includes('"event"')) return undefined;
-  if (tail.includes(PAYLOAD_KEY) || tail.includes(MEDIA_OBJECT) || tail.includes(TRACK_KEY)) {
-    return undefined;
+  // One pass over the text before the payload key (from the comma after the event) and one
+  // after the payload, a character at a time: each string search costs more than the short
+  // texts they search, and this runs for every inbound message.
+  for (let i = end + 1; i < data.length; i++) {
+    if (data.charCodeAt(i) === 0x22 && keyAt(data, i, data.length) !== NO_KEY) return undefined;
   }
-  const media = head.indexOf(MEDIA_OBJECT);
-  if (media < 0 || head.indexOf(MEDIA_OBJECT, media + 1) >= 0) return undefined;
-  // The payload directly inside the media object: no object opens or closes in between.
-  const inside = media + MEDIA_OBJECT.length;
-  if (head.indexOf("{", inside) >= 0 || head.indexOf("}", inside) >= 0) return undefined;
-  const track = head.indexOf(TRACK_KEY);
-  if (track >= 0) {
-    if (head.indexOf(TRACK_KEY, track + 1) >= 0) return undefined;
-    if (!head.startsWith("inbound", track + TRACK_KEY.length)) return undefined;
+  let media = -1;
+  let track = -1;
+  for (let i = MEDIA_HEAD.length - 1; i < key; i++) {
+    const c = data.charCodeAt(i);
+    if (c === 0x22) {
+      const k = keyAt(data, i, key);
+      if (k === EVENT_KEY) return undefined;
+      if (k === MEDIA_KEY) {
+        if (media >= 0) return undefined;
+        media = i;
+        i += MEDIA_OBJECT.length - 1; // its own brace opens the object
+      } else if (k === TRACK) {
+        if (track >= 0) return undefined;
+        track = i;
+      }
+    } else if ((c === 0x7b || c === 0x7d) && media >= 0) {
+      // The payload directly inside the media object: no object opens or closes in between.
+      return undefined;
+    }
   }
+  if (media < 0) return undefined;
+  if (track >= 0 && !data.startsWith("inbound", track + TRACK_KEY.length)) return undefined;
   return data.slice(start, end);
+}
+
+const NO_KEY = 0;
+const EVENT_KEY = 1;
+const MEDIA_KEY = 2;
+const TRACK = 3;
+const PAYLOAD = 4;
+
+/** Which key of a media message starts at the quote `data[i]` and ends by `to`, if any. */
+function keyAt(data: string, i: number, to: number): number {
+  switch (data.charCodeAt(i + 1)) {
+    case 0x65: // e
+      return found(data, i, to, EVENT) ? EVENT_KEY : NO_KEY;
+    case 0x6d: // m
+      return found(data, i, to, MEDIA_OBJECT) ? MEDIA_KEY : NO_KEY;
+    case 0x74: // t
+      return found(data, i, to, TRACK_KEY) ? TRACK : NO_KEY;
+    case 0x70: // p
+      return found(data, i, to, PAYLOAD_KEY) ? PAYLOAD : NO_KEY;
+  }
+  return NO_KEY;
+}
+
+/** Whether `text` starts at `data[i]` and ends by `to`. */
+function found(data: string, i: number, to: number, text: string): boolean {
+  return i + text.length <= to && data.startsWith(text, i);
 }
