@@ -107,9 +107,15 @@ export function buildS2sTask(opts: S2sTaskOptions): PipelineTask & { parts: S2sP
   };
   const model = opts.model ?? "realtime";
   const rates = s2sRates(opts.realtime, opts.transport.carrierRate());
-  const realtime = new RealtimeProcessor(opts.realtime, setup, { model, inputRate: rates.input });
   // The recording is made at the call's input rate: at the leg's own rate it resamples nothing.
+  // (The usage callback runs at the call's end, long after `realtime` below exists.)
   const call = callParts(opts, () => ({ ...realtime.usage, model }), false, rates.input);
+  // The caller's audio ends at the model unless the recorder, after it, takes it too.
+  const realtime = new RealtimeProcessor(opts.realtime, setup, {
+    model,
+    inputRate: rates.input,
+    forwardInputAudio: call.recorder !== undefined,
+  });
   const task = assemble(
     `s2s-${opts.runId}`,
     [input, ...echoStage(call), realtime, call.brain],

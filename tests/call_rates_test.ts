@@ -130,3 +130,40 @@ providers:
     (e) => e instanceof FlowcatError && e.kind === "config" && /options\.rates/.test(e.message),
   );
 });
+
+Deno.test("call rates: the caller's audio stops at the model unless the recorder takes it", async () => {
+  for (const record of [false, true]) {
+    const reached = new Map<string, number>();
+    const observer = {
+      onPush(e: { frame: { kind: string }; destination: string }) {
+        if (e.frame.kind === "InputAudio") {
+          reached.set(e.destination, (reached.get(e.destination) ?? 0) + 1);
+        }
+      },
+    };
+    const sent = ulawDecode(ulawEncode(voice(160 * 10)));
+    const { call, finished, sessions, runId } = await s2sTwilioCall(
+      new EchoRealtime({ mode: "frame" }),
+      { record, taskParams: { idleTimeoutMs: null, observers: [observer] } },
+    );
+    await call.speak(sent, 5);
+    await until(() => call.media().length >= 10, 5000, "echoed audio");
+    await call.hangup();
+    await finished;
+    await call.close();
+    // Every frame reached the model either way; past it only to the recorder's side of the call.
+    assert.equal(reached.get("RealtimeProcessor"), 10, `record ${record}`);
+    const past = [...reached.keys()].filter((k) =>
+      k !== "RealtimeProcessor" && k !== "TransportInput"
+    );
+    if (!record) assert.deepEqual(past, [], "no hop after the model");
+    else {
+      assert.ok(past.includes("RecorderProcessor"), [...reached.keys()].join());
+      const wav = sessions.memoryArtifact(`run-${runId}-recording.wav`)!;
+      const pcm = new Int16Array(
+        wav.buffer.slice(wav.byteOffset + 44, wav.byteOffset + wav.length),
+      );
+      assert.ok(rms(pcm) > 100, "the recording holds the caller's audio");
+    }
+  }
+});

@@ -175,3 +175,34 @@ Deno.test("realtime processor: a model turn is one utterance; words after its cu
     "TtsAudio",
   ]);
 });
+
+Deno.test("realtime processor: the caller's audio ends at the model unless forwarded", async () => {
+  for (const forward of [true, false]) {
+    const model = new PushModel();
+    const rt = new RealtimeProcessor(model, { systemPrompt: "p", tools: [] }, {
+      forwardInputAudio: forward,
+    });
+    const rec = new Recorder("after");
+    const task = new PipelineTask(new Pipeline([rt, rec]), {
+      idleTimeoutMs: null,
+      logger: silentLogger,
+    });
+    const done = task.run();
+    await until(() => rt.connected, 2000, "connected");
+    const { pcm, sampleRate } = chunk(0);
+    for (let i = 0; i < 3; i++) {
+      await task.queueFrame({
+        kind: "InputAudio",
+        id: 1e9 + i,
+        audio: { pcm, sampleRate, numChannels: 1 },
+      });
+      await task.queueFrame({ kind: "InputDtmf", id: 2e9 + i, key: "5" });
+    }
+    await until(() => rec.frames.filter((f) => f.kind === "InputDtmf").length === 3, 2000, "keys");
+    await until(() => model.heard === 3, 2000, "the model heard every frame");
+    const passed = rec.frames.filter((f) => f.kind === "InputAudio").length;
+    assert.equal(passed, forward ? 3 : 0, `forwardInputAudio ${forward}`);
+    await task.stopWhenDone();
+    await done;
+  }
+});

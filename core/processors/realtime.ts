@@ -64,6 +64,12 @@ export interface RealtimeProcessorOptions {
    * 16000, {@link DEFAULT_REALTIME_RATES}). Caller audio at another rate is resampled to it.
    */
   inputRate?: number;
+  /**
+   * Pass the caller's InputAudio on downstream after feeding it to the model (default true).
+   * False when nothing after the model uses it (no recorder): the frames end here instead of
+   * taking a hop through every later processor to the sink.
+   */
+  forwardInputAudio?: boolean;
 }
 
 /** Accumulated token usage of a call. */
@@ -78,6 +84,7 @@ export interface RealtimeUsage extends LlmTokenUsage {
 export class RealtimeProcessor extends FrameProcessor {
   readonly #llm: RealtimeLlm;
   readonly #setup: RealtimeSetup;
+  readonly #forwardInputAudio: boolean;
   readonly #model: string | undefined;
   readonly #connectTimeoutMs: number;
   readonly #inputRate: number;
@@ -118,6 +125,7 @@ export class RealtimeProcessor extends FrameProcessor {
     this.#model = options.model;
     this.#connectTimeoutMs = options.connectTimeoutMs ?? 15_000;
     this.#inputRate = options.inputRate ?? DEFAULT_REALTIME_RATES.input;
+    this.#forwardInputAudio = options.forwardInputAudio ?? true;
     if (options.model !== undefined) this.usage.model = options.model;
   }
 
@@ -172,6 +180,7 @@ export class RealtimeProcessor extends FrameProcessor {
     if (dir === "downstream") {
       if (frame.kind === "InputAudio") {
         this.#sendAudio(frame.audio, link);
+        if (!this.#forwardInputAudio) return;
       } else if (frame.kind === "InputDtmf") {
         const send = this.#llm.sendDtmf;
         if (send !== undefined) this.#then(link, "dtmf", () => send.call(this.#llm, frame.key));
