@@ -7,12 +7,10 @@
  *   -> RecorderProcessor -> TransportOutput -> FinalizeProcessor
  * ```
  *
- * The call runs at the rates the model takes and speaks on this leg (core/call_rates.ts): caller
- * audio is resampled to the model's input rate by the input (16 kHz unless the model takes the
- * leg's own rate), the model's voice to the leg's rate by the transport, each only where the two
- * differ. The brain's moves travel upstream to the model; its End drains the pipeline, the output
- * plays out, and the finalize processor uploads the recording and transcript and completes the
- * call once (also on hang-up, model failure or cancel).
+ * The call runs at the rates the model takes on this leg (core/call_rates.ts): resampled in and out
+ * only where the model's and the leg's rates differ. The brain's moves travel upstream to the
+ * model; its End drains the pipeline, the output plays out, and the finalize processor uploads the
+ * recording and transcript and completes the call once (also on hang-up, failure or cancel).
  * @module
  */
 
@@ -107,14 +105,14 @@ export function buildS2sTask(opts: S2sTaskOptions): PipelineTask & { parts: S2sP
   };
   const model = opts.model ?? "realtime";
   const rates = s2sRates(opts.realtime, opts.transport.carrierRate());
-  // The recording is made at the call's input rate: at the leg's own rate it resamples nothing.
-  // (The usage callback runs at the call's end, long after `realtime` below exists.)
+  // Recorded at the call's input rate; the usage callback runs at the end, after `realtime` exists.
   const call = callParts(opts, () => ({ ...realtime.usage, model }), false, rates.input);
-  // The caller's audio ends at the model unless the recorder, after it, takes it too.
+  // The caller's audio ends at the model unless the recorder after it takes it too.
+  const forwardInputAudio = call.recorder !== undefined, inputRate = rates.input;
   const realtime = new RealtimeProcessor(opts.realtime, setup, {
     model,
-    inputRate: rates.input,
-    forwardInputAudio: call.recorder !== undefined,
+    inputRate,
+    forwardInputAudio,
   });
   const task = assemble(
     `s2s-${opts.runId}`,

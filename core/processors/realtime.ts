@@ -2,15 +2,14 @@
  * RealtimeProcessor: drives one speech-to-speech model through the {@link RealtimeLlm} seam.
  *
  * Downstream in: InputAudio (resampled to the model's input rate when needed: 16 kHz unless the
- * `inputRate` option says otherwise) and InputDtmf go to the model;
- * both are also forwarded, so a recorder or transcript tap further down sees the caller. Upstream in, from the
- * brain processor: UpdateSettings (target `llm`) becomes `updateSystem` (then `say`), and
+ * `inputRate` option says otherwise) and InputDtmf go to the model, and on (InputAudio only when
+ * `forwardInputAudio`: a recorder further down). Upstream in, from the brain processor: UpdateSettings (target `llm`) becomes `updateSystem` (then `say`), and
  * FunctionCallResult becomes `sendToolResult`, in arrival order, so the model has its new
  * prompt and tools before it reads the result.
  *
- * Model events out: audio -> TtsAudio (at the model's output rate); caller text ->
- * InterimTranscription / Transcription (`userId` "user"); model text -> TtsText / Transcription (`userId` "bot");
- * tool call -> FunctionCallsStarted; interrupted -> Interruption broadcast (the output
+ * Model events out: audio -> TtsAudio (at the model's output rate); caller text -> Interim
+ * Transcription / Transcription (`userId` "user"); model text -> TtsText / Transcription (`userId`
+ * "bot"); tool call -> FunctionCallsStarted; interrupted -> Interruption broadcast (the output
  * transport clears the far end's playback); usage -> Metrics and {@link RealtimeProcessor.usage};
  * turn complete -> TtsStopped (the turn has all its audio); closed -> End upstream (the call
  * drains and is finalized).
@@ -59,16 +58,9 @@ export interface RealtimeProcessorOptions {
   connectTimeoutMs?: number;
   /** Processor name in logs and metrics (default `RealtimeProcessor`). */
   name?: string;
-  /**
-   * Rate the model takes the caller's audio at, Hz: what its `audioRates()` answered (default
-   * 16000, {@link DEFAULT_REALTIME_RATES}). Caller audio at another rate is resampled to it.
-   */
+  /** Rate the model takes the caller's audio at, Hz (its `audioRates()`; default 16000). */
   inputRate?: number;
-  /**
-   * Pass the caller's InputAudio on downstream after feeding it to the model (default true).
-   * False when nothing after the model uses it (no recorder): the frames end here instead of
-   * taking a hop through every later processor to the sink.
-   */
+  /** Pass InputAudio on after the model (default true; false when nothing after it records). */
   forwardInputAudio?: boolean;
 }
 
