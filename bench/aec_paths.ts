@@ -122,7 +122,7 @@ async function soxEcho(
   let child;
   try {
     child = new Deno.Command("sox", {
-      args: [...raw, "-", ...raw, "-", "pad", `${delayMs / 1000}`, ...effect, ...band],
+      args: ["-D", ...raw, "-", ...raw, "-", "pad", `${delayMs / 1000}`, ...effect, ...band],
       stdin: "piped",
       stdout: "piped",
       stderr: "null",

@@ -24,6 +24,14 @@
 import { RealFft } from "./fft.ts";
 import { type AecArena, aecArena, type AecKernelExports } from "./aec_kernel.ts";
 
+/**
+ * Share of a partition's energy the taps the drift shift moved past either end must hold to be
+ * carried into the neighbouring partition rather than dropped.
+ */
+const CARRY = 0.01;
+/** Share of the strongest partition's energy a partition must hold for its taps to be carried. */
+const SHARE = 0.01;
+
 /** Energies of one block, for the double-talk detector and the suppressor. */
 export interface MdfBlockEnergy {
   /** Microphone (near end) energy. */
@@ -74,6 +82,8 @@ export class MdfFilter {
   readonly #er: Float32Array;
   readonly #ei: Float32Array;
   readonly #eb: Float32Array;
+  /** Taps carried over a partition boundary by the constraint. */
+  readonly #spill: Float32Array;
   /** Per-partition views of the reference and background spectra (made once, not per block). */
   readonly #xrView: Float32Array[] = [];
   readonly #xiView: Float32Array[] = [];
@@ -82,6 +92,11 @@ export class MdfFilter {
   #sf = 0;
   #sb = 0;
   #constrainAt = 0;
+  /** Energy of the background's strongest partition, as of the last adaptation step. */
+  #peak = 0;
+  /** Drift shift applied so far, in samples, and as of each partition's last constraint. */
+  #shifted = 0;
+  readonly #shiftedAt: Float64Array;
   readonly #rotRe: Float32Array;
   readonly #rotIm: Float32Array;
   /** Adaptation step (0..1). */
@@ -118,6 +133,8 @@ export class MdfFilter {
     this.#win = new Float32Array(2 * block);
     this.#tmp = new Float32Array(2 * block);
     this.#eb = new Float32Array(block);
+    this.#spill = new Float32Array(2 * block);
+    this.#shiftedAt = new Float64Array(partitions);
     for (let p = 0; p < partitions; p++) {
       const o = p * stride;
       this.#xrView.push(this.#xr.subarray(o, o + bins));
@@ -133,7 +150,8 @@ export class MdfFilter {
       const a of [this.#xr, this.#xi, this.#fr, this.#fi, this.#br, this.#bi, this.#win]
     ) a.fill(0);
     this.#power.fill(0);
-    this.#sf = this.#sb = 0;
+    this.#sf = this.#sb = this.#shifted = 0;
+    this.#shiftedAt.fill(0);
   }
 
   /**
@@ -246,6 +264,7 @@ export class MdfFilter {
    * advances), as a phase rotation of every partition: what clock drift does to the path.
    */
   shift(samples: number): void {
+    this.#shifted += samples;
     const bins = this.#bins, stride = this.stride, rr = this.#rotRe, ri = this.#rotIm;
     const w = (-Math.PI * samples) / this.block; // -2 pi k s / 2B per bin k
     for (let j = 0; j < bins; j++) {
@@ -320,6 +339,7 @@ export class MdfFilter {
       prop[p] = Math.sqrt(s);
       if (prop[p] > max) max = prop[p];
     }
+    this.#peak = max * max;
     let sum = 0;
     for (let p = 0; p < k; p++) sum += prop[p] += 0.1 * max + 1e-9;
     // Normalise by the mean power over the bins too, so quiet bins do not get huge steps.
@@ -369,11 +389,55 @@ export class MdfFilter {
     }
   }
 
-  /** Zero the second half of one background partition's impulse response. */
+  /**
+   * Zero the second half of one background partition's impulse response. When the drift shift
+   * (a rotation within each partition) has moved taps past either end since this partition's last
+   * constraint, those taps belong to the neighbouring partition: zeroing them would make it learn
+   * them again from nothing (a handset's strong taps crossing a border as the far end's clock
+   * drifts cost 10 dB for a second or two), so they move there instead. Only the few taps the
+   * shift moved, in its direction: the rest of the second half is the gradient's wrapped-around
+   * part, and carrying that too double-counts the neighbour's own steps.
+   */
   #constrain(p: number): void {
-    const tmp = this.#tmp, wr = this.#brView[p], wi = this.#biView[p];
+    const b = this.block, tmp = this.#tmp, wr = this.#brView[p], wi = this.#biView[p];
+    const moved = this.#shifted - this.#shiftedAt[p];
+    this.#shiftedAt[p] = this.#shifted;
+    // Past the end (a growing delay) into the next partition's first taps, or before the start
+    // (wrapped round to the end) into the previous partition's last taps; with the interpolated
+    // shift's spread, a tap or two more than it moved.
+    const n = Math.min(b >> 1, Math.ceil(Math.abs(moved)) + 2);
+    const to = moved > 0 ? p + 1 : p - 1;
+    let carries = Math.abs(moved) >= 0.05 && to >= 0 && to < this.partitions;
+    if (carries) {
+      // Only a partition holding a sizeable part of the echo path has taps worth carrying.
+      let own = 0;
+      for (let j = 0; j < wr.length; j++) own += wr[j] * wr[j] + wi[j] * wi[j];
+      carries = own > SHARE * this.#peak;
+    }
     this.#fft.inverse(wr, wi, tmp);
-    tmp.fill(0, this.block);
+    if (carries) {
+      const from = moved > 0 ? b : 2 * b - n;
+      let kept = 0, over = 0;
+      for (let i = 0; i < b; i++) kept += tmp[i] * tmp[i];
+      for (let i = from; i < from + n; i++) over += tmp[i] * tmp[i];
+      if (over > CARRY * kept) this.#carry(to, from, moved > 0 ? 0 : b - n, n);
+    }
+    tmp.fill(0, b);
     this.#fft.forward(tmp, wr, wi);
+  }
+
+  /**
+   * Carry `tmp[from, from + n)` to background partition `q`'s impulse response at `at`: a tap the
+   * neighbour has already learnt as large keeps its value (adding would count it twice).
+   */
+  #carry(q: number, from: number, at: number, n: number): void {
+    const spill = this.#spill, tmp = this.#tmp;
+    const wr = this.#brView[q], wi = this.#biView[q];
+    this.#fft.inverse(wr, wi, spill);
+    for (let i = 0; i < n; i++) {
+      const v = tmp[from + i];
+      if (Math.abs(v) > Math.abs(spill[at + i])) spill[at + i] = v;
+    }
+    this.#fft.forward(spill, wr, wi);
   }
 }
