@@ -22,7 +22,8 @@
  */
 
 import { RealFft } from "./fft.ts";
-import { type AecArena, aecArena, type AecKernelExports } from "./aec_kernel.ts";
+import { aecArena } from "./aec_kernel.ts";
+import { type AecLoops, aecLoops } from "./aec_loops.ts";
 
 /**
  * Share of a partition's energy the taps the drift shift moved past either end must hold to be
@@ -60,8 +61,7 @@ export class MdfFilter {
   readonly simd: boolean;
   readonly #fft: RealFft;
   readonly #bins: number;
-  readonly #kernel: AecKernelExports | undefined;
-  readonly #arena: AecArena;
+  readonly #loops: AecLoops;
   /** Per-partition NLMS steps handed to the kernel. */
   readonly #gains: Float32Array;
   /** Reference spectra, partition-major ring of K x bins. */
@@ -112,8 +112,8 @@ export class MdfFilter {
     const bins = (this.#bins = block + 1);
     const stride = (this.stride = (bins + 3) & ~3);
     const n = partitions * stride;
-    const arena = (this.#arena = aecArena(6 * n + 6 * stride + partitions + 3, options.simd));
-    this.#kernel = arena.kernel;
+    const arena = aecArena(6 * n + 6 * stride + partitions + 3, options.simd);
+    this.#loops = aecLoops(arena);
     this.simd = arena.kernel !== undefined;
     this.#xr = arena.take(n);
     this.#xi = arena.take(n);
@@ -271,45 +271,24 @@ export class MdfFilter {
       rr[j] = Math.cos(w * j);
       ri[j] = Math.sin(w * j);
     }
-    const kernel = this.#kernel;
-    if (kernel !== undefined) {
-      const at = this.#arena.addressOf, k = this.partitions;
-      kernel.rotate(at(this.#fr), at(this.#fi), k, stride, at(rr), at(ri));
-      kernel.rotate(at(this.#br), at(this.#bi), k, stride, at(rr), at(ri));
-      return;
-    }
-    for (const [re, im] of [[this.#fr, this.#fi], [this.#br, this.#bi]]) {
-      for (let o = 0; o < re.length; o += stride) {
-        for (let j = 0; j < bins; j++) {
-          const a = re[o + j], b = im[o + j];
-          re[o + j] = a * rr[j] - b * ri[j];
-          im[o + j] = a * ri[j] + b * rr[j];
-        }
-      }
-    }
+    this.#loops.rotate(this.#fr, this.#fi, this.partitions, stride, rr, ri);
+    this.#loops.rotate(this.#br, this.#bi, this.partitions, stride, rr, ri);
   }
 
   /** Echo estimate of `wr`/`wi` over the reference history, in the second half of #tmp. */
   #estimate(wr: Float32Array, wi: Float32Array): void {
-    const bins = this.#bins, stride = this.stride, k = this.partitions;
-    const xr = this.#xr, xi = this.#xi, yr = this.#yr, yi = this.#yi;
-    const kernel = this.#kernel;
-    if (kernel !== undefined) {
-      const at = this.#arena.addressOf;
-      kernel.estimate(at(wr), at(wi), at(xr), at(xi), this.#head, k, stride, at(yr), at(yi));
-      this.#fft.inverse(yr, yi, this.#tmp);
-      return;
-    }
-    yr.fill(0);
-    yi.fill(0);
-    for (let p = 0; p < k; p++) {
-      const xo = ((this.#head - p + k) % k) * stride, wo = p * stride;
-      for (let j = 0; j < bins; j++) {
-        const ar = wr[wo + j], ai = wi[wo + j], br = xr[xo + j], bi = xi[xo + j];
-        yr[j] += ar * br - ai * bi;
-        yi[j] += ar * bi + ai * br;
-      }
-    }
+    const yr = this.#yr, yi = this.#yi;
+    this.#loops.estimate(
+      wr,
+      wi,
+      this.#xr,
+      this.#xi,
+      this.#head,
+      this.partitions,
+      this.stride,
+      yr,
+      yi,
+    );
     this.#fft.inverse(yr, yi, this.#tmp);
   }
 
@@ -325,18 +304,11 @@ export class MdfFilter {
     fft.forward(tmp, er, ei);
     // Step per partition in proportion to the energy it already holds, plus a floor so empty
     // partitions still learn.
-    const prop = this.#prop, kernel = this.#kernel, gains = this.#gains;
-    const at = this.#arena.addressOf;
-    if (kernel !== undefined) kernel.energies(at(wr), at(wi), k, stride, at(gains));
+    const prop = this.#prop, gains = this.#gains;
+    this.#loops.energies(wr, wi, k, stride, gains);
     let max = 0;
     for (let p = 0; p < k; p++) {
-      let s = 0;
-      if (kernel !== undefined) s = gains[p];
-      else {
-        const wo = p * stride;
-        for (let j = 0; j < bins; j++) s += wr[wo + j] * wr[wo + j] + wi[wo + j] * wi[wo + j];
-      }
-      prop[p] = Math.sqrt(s);
+      prop[p] = Math.sqrt(gains[p]);
       if (prop[p] > max) max = prop[p];
     }
     this.#peak = max * max;
@@ -351,41 +323,11 @@ export class MdfFilter {
       er[j] *= g;
       ei[j] *= g;
     }
-    if (kernel !== undefined) {
-      for (let p = 0; p < k; p++) gains[p] = (mu * prop[p]) / sum;
-      kernel.adapt(
-        at(wr),
-        at(wi),
-        at(xr),
-        at(xi),
-        this.#head,
-        k,
-        stride,
-        at(er),
-        at(ei),
-        at(gains),
-      );
-    } else {
-      this.#adaptJs(mu, prop, sum);
-    }
+    for (let p = 0; p < k; p++) gains[p] = (mu * prop[p]) / sum;
+    this.#loops.adapt(wr, wi, xr, xi, this.#head, k, stride, er, ei, gains);
     for (let c = 0; c < 2; c++) {
       this.#constrain(this.#constrainAt);
       this.#constrainAt = (this.#constrainAt + 1) % k;
-    }
-  }
-
-  /** The NLMS step in JavaScript, where the kernel is not loaded. */
-  #adaptJs(mu: number, prop: Float64Array, sum: number): void {
-    const bins = this.#bins, stride = this.stride, k = this.partitions;
-    const er = this.#er, ei = this.#ei, wr = this.#br, wi = this.#bi, xr = this.#xr, xi = this.#xi;
-    for (let p = 0; p < k; p++) {
-      const g = (mu * prop[p]) / sum;
-      const xo = ((this.#head - p + k) % k) * stride, wo = p * stride;
-      for (let j = 0; j < bins; j++) {
-        const ar = xr[xo + j], ai = -xi[xo + j]; // conj(X)
-        wr[wo + j] += g * (ar * er[j] - ai * ei[j]);
-        wi[wo + j] += g * (ar * ei[j] + ai * er[j]);
-      }
     }
   }
 
