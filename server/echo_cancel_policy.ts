@@ -18,12 +18,12 @@ import type { RunOrigin } from "./session_store.ts";
 export type EchoCancelSetting = "auto" | "on" | "off";
 
 /**
- * What an unset `audio.echo_cancel` means: `auto`, on for carrier WebSocket, SIP and outbound legs
- * (a speakerphone returns the agent's voice there and nothing else cancels it) and off for the
- * browser, which cancels its own echo. The canceller meets its figures on the generated set
- * (docs/audio.md#echo-cancellation); its CPU per call is in docs/performance.md.
+ * What an unset `audio.echo_cancel` means. `off` until the canceller meets every figure of
+ * docs/audio.md#echo-cancellation on the generated set (true barge-ins during the agent's speech
+ * are still missed on long reverbs); then `auto`, which turns it on for carrier WebSocket, SIP and
+ * outbound legs and leaves the browser alone.
  */
-export const ECHO_CANCEL_DEFAULT: "auto" | "off" = "auto";
+export const ECHO_CANCEL_DEFAULT: "auto" | "off" = "off";
 
 /** Whether a call from `origin` gets echo cancellation (`setting` undefined: the default). */
 export function echoCancelFor(setting: EchoCancelSetting | undefined, origin: RunOrigin): boolean {
