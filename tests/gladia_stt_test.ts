@@ -44,8 +44,12 @@ Deno.test("gladia: session setup, base64 audio, a new session per connection, st
     assert.equal(chunk.type, "audio_chunk");
     assert.equal(Uint8Array.fromBase64(chunk.data.chunk).length, 320);
     await fake.drop();
-    await fake.waitForSession(2);
+    const second = await fake.waitForSession(2);
     assert.equal(fake.setups.length, 2, "a reconnect sets a new session up");
+    // Audio on the new session: the client has taken it up (a stop while the redial is still in
+    // flight closes that socket without a farewell).
+    for (const f of toneFrames(0.02, 16000)) await stt.runStt(f);
+    await fake.waitForAudio(second);
     await stt.stop?.();
     assert.deepEqual(fake.sessions[1].messages.at(-1), { type: "stop_recording" });
   } finally {
