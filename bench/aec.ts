@@ -7,6 +7,7 @@
  * to 25 dB, false barge-ins (VAD starts on echo alone) without and with cancelling, the true
  * barge-in's detection delay, the caller's level kept over its first second of double talk, the
  * drift followed, and CPU per frame. `failing` lists the conditions that miss a figure.
+ * `greeting`: barge-ins in the first two seconds of the agent's speech, before convergence.
  * @module
  */
 
@@ -66,6 +67,50 @@ function measure(c: AecCase) {
   if (row.false_barge_ins_with > 0) misses.push("false barge-in");
   if (row.barge_in_delay_s === null) misses.push("barge-in missed");
   return { row, misses, outputs: { cancelled: single.out, talk: talk.out } };
+}
+
+/**
+ * Barge-ins over the greeting: the caller starts talking 0.5, 1 or 2 s into the agent's speech,
+ * before the filter has converged, on a leg with no echo at all and on every echo path. Per
+ * group: barge-ins detected within 1 s, their delay, and VAD starts before the caller spoke.
+ */
+async function greetingBargeIns(quick: boolean): Promise<Record<string, unknown>> {
+  const groups: Record<string, unknown> = {};
+  for (const noEcho of [true, false]) {
+    for (const talkAtSecs of [0.5, 1, 2]) {
+      let found = 0, n = 0, early = 0;
+      const delays: number[] = [];
+      for (const rate of quick ? [8000] : [8000, 16000]) {
+        // With no echo the path does not matter; the sox paths need sox.
+        for (const path of noEcho ? ["room" as const] : ECHO_PATHS) {
+          const set = await aecCases(rate, [40, 120, 200, 300], {
+            paths: [path],
+            talkAtSecs,
+            noEcho,
+          });
+          for (const c of set ?? []) {
+            const starts = vadStarts(run(c.micTalk, c.ref, rate).out, rate);
+            const onset = c.talkStart / rate;
+            early += starts.filter((t) => t < onset).length;
+            const hit = starts.find((t) => t >= onset && t - onset <= 1);
+            n++;
+            if (hit !== undefined) {
+              found++;
+              delays.push(hit - onset);
+            }
+          }
+        }
+      }
+      groups[`${noEcho ? "no echo" : "echo"}, caller at ${talkAtSecs} s`] = {
+        barge_ins_detected: `${found}/${n}`,
+        delay_s: delays.length === 0
+          ? null
+          : { p50: r(percentile(delays, 50), 3), max: r(Math.max(...delays), 3) },
+        false_barge_ins: early,
+      };
+    }
+  }
+  return groups;
 }
 
 /** Cases of one condition (rate, clock, path) and how they fared. */
@@ -146,6 +191,7 @@ export async function runAecBench(quick: boolean): Promise<Record<string, unknow
   }
   const vads = vadColumns.summary();
   await vadColumns.close();
+  const greeting = await greetingBargeIns(quick);
   return {
     cpu,
     summary: {
@@ -164,6 +210,7 @@ export async function runAecBench(quick: boolean): Promise<Record<string, unknow
       sox_paths: soxSkipped ? "skipped (sox cannot run)" : "included",
     },
     vads,
+    greeting,
     conditions,
     failing,
     cases,

@@ -90,6 +90,10 @@ export interface AecSetOptions {
   driftPpm?: number;
   /** The echo paths (default room and handset; sox paths make the set undefined without sox). */
   paths?: readonly EchoPathKind[];
+  /** When the caller starts talking over the agent, in seconds (default 4: after convergence). */
+  talkAtSecs?: number;
+  /** No echo comes back at all (a handset that does not leak): only line noise and the caller. */
+  noEcho?: boolean;
 }
 
 const spoken = new Map<number, { ref: Int16Array; caller: Int16Array } | undefined>();
@@ -120,7 +124,7 @@ function playedAt(ref: Int16Array, ppm: number): Float64Array {
   return out;
 }
 
-/** One case from its echo: levelled, line noise, G.711 back, and the caller from 4 s on. */
+/** One case from its echo: levelled, line noise, G.711 back, and the caller from `talkAt` s on. */
 function caseOf(
   name: string,
   rate: number,
@@ -130,11 +134,12 @@ function caseOf(
   echo: Float64Array,
   erlDb: number,
   seed: number,
+  talkAt: number,
 ): AecCase {
-  const echoLevel = withRms(echo, rmsOf(ref) * 10 ** (-erlDb / 20));
+  const echoLevel = withRms(echo, erlDb === Infinity ? 0 : rmsOf(ref) * 10 ** (-erlDb / 20));
   const rnd = noiseSource(1000 + seed);
   const noiseRms = 32768 * 10 ** (-70 / 20) * Math.sqrt(3);
-  const talkStart = Math.round(4 * rate);
+  const talkStart = Math.round(talkAt * rate);
   const talk = withRms(Float64Array.from(caller), rmsOf(ref) * 10 ** (-4 / 20));
   const single = new Float64Array(echo.length), double = new Float64Array(echo.length);
   for (let i = 0; i < echo.length; i++) {
@@ -167,17 +172,19 @@ export async function aecCases(
   if (v === undefined) return undefined;
   const ppm = opts.driftPpm ?? 0;
   const played = playedAt(v.ref, ppm);
-  const tag = `${rate / 1000}k${ppm !== 0 ? ` ${ppm > 0 ? "+" : ""}${ppm}ppm` : ""}`;
+  const talkAt = opts.talkAtSecs ?? 4;
+  const tag = `${rate / 1000}k${ppm !== 0 ? ` ${ppm > 0 ? "+" : ""}${ppm}ppm` : ""}${
+    talkAt !== 4 ? ` talk@${talkAt}s` : ""
+  }${opts.noEcho ? " no-echo" : ""}`;
   const cases: AecCase[] = [];
   let seed = 1;
   for (const kind of opts.paths ?? ["room", "handset"] as const) {
     for (const delayMs of delaysMs) {
       const echo = await echoThrough(played, kind, rate, delayMs, seed);
       if (echo === undefined) return undefined;
-      const erl = echoReturnLossDb(kind);
-      cases.push(
-        caseOf(`${tag} ${kind} ${delayMs}ms`, rate, delayMs, v.ref, v.caller, echo, erl, seed++),
-      );
+      const erl = opts.noEcho ? Infinity : echoReturnLossDb(kind);
+      const name = `${tag} ${kind} ${delayMs}ms`;
+      cases.push(caseOf(name, rate, delayMs, v.ref, v.caller, echo, erl, seed++, talkAt));
     }
   }
   return cases;

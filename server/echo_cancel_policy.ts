@@ -18,12 +18,11 @@ import type { RunOrigin } from "./session_store.ts";
 export type EchoCancelSetting = "auto" | "on" | "off";
 
 /**
- * What an unset `audio.echo_cancel` means. `off` until the canceller meets every figure of
- * docs/audio.md#echo-cancellation on the generated set (true barge-ins during the agent's speech
- * are still missed on long reverbs); then `auto`, which turns it on for carrier WebSocket, SIP and
- * outbound legs and leaves the browser alone.
+ * What an unset `audio.echo_cancel` means: `auto`, the canceller on carrier WebSocket, SIP and
+ * outbound legs, the browser left alone. It meets the figures of docs/audio.md#echo-cancellation
+ * on the generated set, and hears a caller who talks over the greeting on a leg with no echo.
  */
-export const ECHO_CANCEL_DEFAULT: "auto" | "off" = "off";
+export const ECHO_CANCEL_DEFAULT: "auto" | "off" = "auto";
 
 /** Whether a call from `origin` gets echo cancellation (`setting` undefined: the default). */
 export function echoCancelFor(setting: EchoCancelSetting | undefined, origin: RunOrigin): boolean {

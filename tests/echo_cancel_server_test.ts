@@ -82,7 +82,7 @@ providers: { realtime: { name: echo } }${audio}`);
   }
 }
 
-Deno.test("server: audio.echo_cancel per transport — on, off, auto, and unset (off today)", async () => {
+Deno.test("server: audio.echo_cancel per transport — on, off, auto, and unset (telephone legs on)", async () => {
   const plain = await delayHeard("off", "carrier");
   assert.ok(plain < 5, `without the canceller the tone is heard at once (${plain} ms)`);
   const cases: [string | undefined, RunOrigin, boolean][] = [
@@ -92,8 +92,9 @@ Deno.test("server: audio.echo_cancel per transport — on, off, auto, and unset 
     ["auto", "sip", true],
     ["auto", "outbound", true],
     ["auto", "browser", false],
-    [undefined, "carrier", false],
-    [undefined, "sip", false],
+    [undefined, "carrier", true],
+    [undefined, "sip", true],
+    [undefined, "outbound", true],
     [undefined, "browser", false],
   ];
   for (const [setting, origin, cancelled] of cases) {

@@ -168,16 +168,18 @@ Deno.test("config: audio.echo_cancel unset is told apart from an explicit on, of
   assert.equal(bad.ok, false);
 });
 
-Deno.test("echo cancel per transport: on, off and auto as set; unset is off on every leg today", () => {
+Deno.test("echo cancel per transport: on, off and auto as set; unset is on for telephone legs", () => {
   const legs = ["carrier", "sip", "outbound", "browser"] as const;
   for (const leg of legs) {
     assert.equal(echoCancelFor("on", leg), true, `on, ${leg}`);
     assert.equal(echoCancelFor("off", leg), false, `off, ${leg}`);
     assert.equal(echoCancelFor("auto", leg), leg !== "browser", `auto, ${leg}`);
   }
-  // The default until the canceller meets every figure (docs/audio.md#echo-cancellation).
-  assert.equal(ECHO_CANCEL_DEFAULT, "off");
-  for (const leg of legs) assert.equal(echoCancelFor(undefined, leg), false, `unset, ${leg}`);
+  // Browsers cancel their own echo; every telephone leg gets the canceller (docs/audio.md).
+  assert.equal(ECHO_CANCEL_DEFAULT, "auto");
+  for (const leg of legs) {
+    assert.equal(echoCancelFor(undefined, leg), leg !== "browser", `unset, ${leg}`);
+  }
 });
 
 Deno.test("call builders: echoCancel puts the canceller right after the input, fed by the output", async () => {

@@ -33,6 +33,7 @@ import { FlowcatError } from "../errors.ts";
 import { type MdfBlockEnergy, MdfFilter } from "./aec_mdf.ts";
 import { DriftTracker } from "./aec_drift.ts";
 import { ResidualSuppressor } from "./aec_suppress.ts";
+import { EchoEvidence } from "./aec_evidence.ts";
 
 /** Options of an {@link EchoCanceller}. */
 export interface EchoCancellerOptions {
@@ -49,6 +50,13 @@ export interface EchoCancellerOptions {
   /** Follow clock drift between the reference and the microphone (default true). */
   trackDrift?: boolean;
 }
+
+/**
+ * Energy ratio of microphone to the loudest recent reference block above which, before the filter
+ * has converged, the block is the caller's voice rather than echo (3 dB: an echo path louder than
+ * that is a speaker pressed to the microphone).
+ */
+const GEIGEL = 0.5;
 
 /** Per-call echo canceller over the caller's audio and the reference (what was played). */
 export class EchoCanceller {
@@ -89,6 +97,8 @@ export class EchoCanceller {
   #converged = false;
   /** Single-talk blocks with echo seen so far, and how many end the pre-convergence gate. */
   #learnt = 0;
+  /** Before convergence: whether the microphone holds an echo or the caller. */
+  readonly #evidence: EchoEvidence;
   readonly #gateBlocks: number;
   #dt = 0;
   #dtLoud = 0;
@@ -115,6 +125,7 @@ export class EchoCanceller {
     this.#hangBlocks = partitions + 2;
     this.#peakDecay = Math.exp(-b / (0.1 * rate)); // 100 ms
     this.#gateBlocks = Math.round((2 * rate) / b);
+    this.#evidence = new EchoEvidence(b, rate, maxDelay);
     this.#suppress = opts.suppress ?? true;
     this.latency = this.#suppress ? 2 * b : b;
     const floorDb = opts.suppressDb ?? 40;
@@ -188,6 +199,7 @@ export class EchoCanceller {
     this.#res?.reset();
     this.#converged = false;
     this.#learnt = 0;
+    this.#evidence.reset();
     this.#eta = 1;
     this.#echoPeak = 0;
     this.#sy = this.#sr = 0;
@@ -239,7 +251,16 @@ export class EchoCanceller {
     // The caller's voice also makes the microphone louder than the echo has lately been; a
     // block the filter mispredicted (a coefficient swap gone wrong) does not.
     const louder = e.mic > this.#echoPeak;
-    const dtNow = this.#converged && farRecent && e.error > 4 * expected + floor;
+    // Before convergence the residual cannot tell the caller from the echo yet; two other things
+    // can. Level: an echo is quieter than what was played (a loss of at least 3 dB), so a louder
+    // microphone is the caller (a Geigel detector). And what the filter has heard so far: a
+    // microphone it explains none of, after a while, is the caller ({@link EchoEvidence}).
+    const heard = this.#converged
+      ? undefined
+      : this.#evidence.update(e.mic, e.error, px / b, farRecent, floor);
+    const dtNow = heard === undefined
+      ? farRecent && e.error > 4 * expected + floor
+      : farRecent && (e.mic > GEIGEL * this.#farPeak + floor || heard.unexplained);
     this.#dt = dtNow ? 6 : Math.max(0, this.#dt - 1);
     this.#dtLoud = dtNow && louder ? 6 : Math.max(0, this.#dtLoud - 1);
     // Adaptation slows only on clear evidence: the two-path filter already rides out most double
@@ -259,9 +280,9 @@ export class EchoCanceller {
       this.#se = 0.97 * this.#se + 0.03 * e.error;
       // Latched: a path change is the filter's and the suppressor's to follow (both keep
       // adapting); dropping back to the pre-convergence gate would mute a caller talking.
-      if (this.#sd > 10 * (this.#se + 1)) this.#converged = true;
+      if (this.#sd > 4 * (this.#se + 1)) this.#converged = true;
       // A path the filter cannot model well (a long reverb, drifting clocks) may never reach
-      // 10 dB: after two seconds of echo the suppressor takes over from the gate regardless, or
+      // 6 dB: after two seconds of echo the suppressor takes over from the gate regardless, or
       // the gate would mute a caller who talks over the agent for the whole call.
       if (++this.#learnt >= this.#gateBlocks) this.#converged = true;
     }
@@ -273,14 +294,16 @@ export class EchoCanceller {
     if (this.#res !== undefined) {
       this.#res.process(this.#err, ref, {
         far: farRecent,
-        learn: single,
+        // Before convergence only a block the filter partly explains is known to be echo: the
+        // model must not learn a caller's words, said over the greeting, as the echo's level.
+        learn: single && (heard === undefined || heard.explained),
         doubleTalk: this.#dtLoud > 0,
         hold: mispredicted,
       }, this.#out);
       out = this.#out;
-      // Before the filter has converged the suppressor has learnt nothing: the microphone is
-      // held at the floor while the agent speaks and it is quieter than the agent's voice.
-      const target = farRecent && !this.#converged && e.mic < this.#farPeak ? this.#gMin : 1;
+      // Before the filter has converged the suppressor has learnt little: the microphone is held
+      // at the floor while the agent speaks, unless the detector above hears the caller.
+      const target = farRecent && !this.#converged && this.#dt === 0 ? this.#gMin : 1;
       const prev = this.#gain;
       // Down at once; back up fast when the caller talks, slowly when it may be an echo burst.
       this.#gain = target < prev

@@ -1,0 +1,82 @@
+import assert from "node:assert/strict";
+import { EchoEvidence } from "../core/audio/aec_evidence.ts";
+import { EchoCanceller } from "../core/audio/aec.ts";
+import { aecCases, vadStarts } from "../bench/aec_set.ts";
+
+/** Run `mic` and `ref` through a canceller in 20 ms frames; the output aligned to the input. */
+function cancel(mic: Int16Array, ref: Int16Array, rate: number): Int16Array {
+  const aec = new EchoCanceller({ sampleRate: rate });
+  const n = rate / 50, out = new Int16Array(mic.length);
+  for (let i = 0; i + n <= mic.length; i += n) {
+    aec.process(mic.subarray(i, i + n), ref.subarray(i, i + n), out.subarray(i, i + n));
+  }
+  return out.slice(aec.latency);
+}
+
+const SILENT = 64_000, LOUD = 1e6, TALK = 64 * 1e6;
+
+Deno.test("echo evidence: a silent microphone over the echo span after loud reference means no echo", () => {
+  const ev = new EchoEvidence(64, 8000, 300); // an echo begins within 300 ms: 41 blocks
+  for (let i = 0; i < 42; i++) ev.update(0, 0, LOUD, true, SILENT);
+  const v = ev.update(TALK, TALK, LOUD, true, SILENT);
+  assert.equal(v.unexplained, true, "the first word after the silent span is the caller's");
+  assert.equal(v.explained, false);
+});
+
+Deno.test("echo evidence: before the echo span has passed, an unexplained microphone is not yet the caller", () => {
+  const ev = new EchoEvidence(64, 8000, 300);
+  for (let i = 0; i < 20; i++) ev.update(0, 0, LOUD, true, SILENT);
+  // The echo may just be arriving: 0.4 s of microphone the filter explains none of are needed.
+  for (let i = 0; i < 49; i++) {
+    assert.equal(ev.update(TALK, TALK, LOUD, true, SILENT).unexplained, false);
+  }
+  assert.equal(ev.update(TALK, TALK, LOUD, true, SILENT).unexplained, true);
+});
+
+Deno.test("echo evidence: a filter removing part of the microphone says echo, and clears 'no echo'", () => {
+  const ev = new EchoEvidence(64, 8000, 300);
+  for (let i = 0; i < 42; i++) ev.update(0, 0, LOUD, true, SILENT);
+  let v = ev.update(TALK, TALK / 4, LOUD, true, SILENT);
+  for (let i = 0; i < 10; i++) v = ev.update(TALK, TALK / 4, LOUD, true, SILENT);
+  assert.equal(v.explained, true);
+  assert.equal(v.unexplained, false);
+  ev.reset();
+  assert.equal(ev.update(TALK, TALK, LOUD, true, SILENT).unexplained, false, "reset forgets");
+});
+
+// The caller talks 0.5 s into the agent's speech, before the canceller has converged.
+const noEcho = await aecCases(8000, [40, 300], { paths: ["room"], talkAtSecs: 0.5, noEcho: true });
+const withEcho = await aecCases(8000, [40, 300], { paths: ["room", "handset"], talkAtSecs: 0.5 });
+
+Deno.test({
+  name: "echo canceller: a caller over the greeting on a leg with no echo is heard at once",
+  ignore: noEcho === undefined,
+  fn() {
+    for (const c of noEcho!) {
+      const out = cancel(c.micTalk, c.ref, c.rate), onset = c.talkStart / c.rate;
+      const raw = vadStarts(c.micTalk, c.rate)[0], heard = vadStarts(out, c.rate)[0];
+      assert.ok(heard !== undefined && heard >= onset, `${c.name}: barge-in not heard`);
+      assert.ok(
+        heard - raw <= 0.05,
+        `${c.name}: heard ${(heard - raw).toFixed(2)} s later than raw`,
+      );
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "echo canceller: over the greeting, a caller louder than the agent is heard through the echo",
+  ignore: withEcho === undefined,
+  fn() {
+    for (const c of withEcho!) {
+      // The caller 8 dB up from the set's level: 4 dB above the agent's voice.
+      const mic = c.micTalk.map((v, i) => c.micEcho[i] + 2.5 * (v - c.micEcho[i]));
+      const onset = c.talkStart / c.rate;
+      const starts = vadStarts(cancel(mic, c.ref, c.rate), c.rate);
+      assert.ok(starts.every((t) => t >= onset), `${c.name}: VAD start on the echo`);
+      assert.ok(starts.length > 0 && starts[0] - onset <= 0.5, `${c.name}: barge-in missed`);
+      assert.equal(vadStarts(cancel(c.micEcho, c.ref, c.rate), c.rate).length, 0, c.name);
+    }
+  },
+});
