@@ -57,6 +57,11 @@ export interface EchoCancellerOptions {
  * that is a speaker pressed to the microphone).
  */
 const GEIGEL = 0.5;
+/**
+ * Blocks the double-talk hangover lasts before convergence (about 96 ms): once heard, a caller's
+ * word must pass whole, or the VAD's 200 ms start window never fills.
+ */
+const EARLY_HANG = 12;
 
 /** Per-call echo canceller over the caller's audio and the reference (what was played). */
 export class EchoCanceller {
@@ -254,14 +259,16 @@ export class EchoCanceller {
     // Before convergence the residual cannot tell the caller from the echo yet; two other things
     // can. Level: an echo is quieter than what was played (a loss of at least 3 dB), so a louder
     // microphone is the caller (a Geigel detector). And what the filter has heard so far: a
-    // microphone it explains none of, after a while, is the caller ({@link EchoEvidence}).
+    // microphone it explains none of, after a while, is the caller ({@link EchoEvidence}), as is a
+    // residual four times what the filter, however young, has been leaving on the echo alone.
     const heard = this.#converged
       ? undefined
       : this.#evidence.update(e.mic, e.error, px / b, farRecent, floor);
     const dtNow = heard === undefined
       ? farRecent && e.error > 4 * expected + floor
-      : farRecent && (e.mic > GEIGEL * this.#farPeak + floor || heard.unexplained);
-    this.#dt = dtNow ? 6 : Math.max(0, this.#dt - 1);
+      : farRecent && (e.mic > GEIGEL * this.#farPeak + floor || heard.unexplained ||
+        (this.#sy > 0 && e.error > 4 * (this.#sr / this.#sy) * this.#echoPeak + floor));
+    this.#dt = dtNow ? (heard === undefined ? 6 : EARLY_HANG) : Math.max(0, this.#dt - 1);
     this.#dtLoud = dtNow && louder ? 6 : Math.max(0, this.#dtLoud - 1);
     // Adaptation slows only on clear evidence: the two-path filter already rides out most double
     // talk, and a false alarm in single talk would slow convergence.
