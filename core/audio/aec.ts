@@ -8,12 +8,14 @@
  *    {@link DriftTracker} shifts it along as the far end's clock drifts against ours.
  * 2. Double-talk detection: once the filter has converged, a block whose residual is well
  *    above what the filter leaves in single talk holds the caller's speech; the residual
- *    models stop learning and adaptation slows.
+ *    models stop learning and adaptation slows. Before that, the caller is told from the echo
+ *    by level and by what the filter has heard so far ({@link EchoEvidence}: on a leg with no
+ *    echo, the caller talking over the greeting passes as if there were no canceller).
  * 3. A residual echo suppressor per band ({@link ResidualSuppressor}): a power model of what
  *    the linear filter leaves, learnt from the reference in single talk, sets each band's gain,
  *    so a reverb tail or drift residue is attenuated while the caller passes where they
- *    dominate. Before the filter has converged, the microphone is attenuated while the agent
- *    speaks and it is quieter than the agent's voice.
+ *    dominate. Before the filter has converged, the microphone is held at the floor while the
+ *    agent speaks, unless the detector hears the caller.
  *
  * The output lags the input by two blocks ({@link EchoCanceller.latency} samples; one without
  * the suppressor). Frames may be any length; nothing is allocated per frame.
