@@ -20,6 +20,7 @@ import {
   ulaw,
 } from "./aec_paths.ts";
 import { EnergyVad } from "../core/audio/vad_energy.ts";
+import { EchoCanceller, type EchoCancellerOptions } from "../core/audio/aec.ts";
 import { DEFAULT_VAD_PARAMS } from "../core/frames.ts";
 
 /** The agent's lines: about ten seconds of speech. */
@@ -235,4 +236,22 @@ export function vadStarts(pcm: Int16Array, rate: number): number[] {
     prev = s;
   }
   return starts;
+}
+
+/**
+ * `mic` through a fresh canceller against `ref`, in 20 ms frames: the output aligned to the input
+ * (its latency dropped), and the canceller, for its state.
+ */
+export function cancelInFrames(
+  mic: Int16Array,
+  ref: Int16Array,
+  rate: number,
+  opts: Omit<EchoCancellerOptions, "sampleRate"> = {},
+): { out: Int16Array; aec: EchoCanceller } {
+  const aec = new EchoCanceller({ ...opts, sampleRate: rate });
+  const n = rate / 50, out = new Int16Array(mic.length);
+  for (let i = 0; i + n <= mic.length; i += n) {
+    aec.process(mic.subarray(i, i + n), ref.subarray(i, i + n), out.subarray(i, i + n));
+  }
+  return { out: out.slice(aec.latency), aec };
 }

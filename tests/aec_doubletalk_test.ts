@@ -1,16 +1,9 @@
 import assert from "node:assert/strict";
-import { EchoCanceller } from "../core/audio/aec.ts";
-import { aecCases, vadStarts } from "../bench/aec_set.ts";
+import { aecCases, cancelInFrames, vadStarts } from "../bench/aec_set.ts";
 
 /** Run `mic` and `ref` through a canceller in 20 ms frames; the output aligned to the input. */
-function cancel(mic: Int16Array, ref: Int16Array, rate: number): Int16Array {
-  const aec = new EchoCanceller({ sampleRate: rate });
-  const n = rate / 50, out = new Int16Array(mic.length);
-  for (let i = 0; i + n <= mic.length; i += n) {
-    aec.process(mic.subarray(i, i + n), ref.subarray(i, i + n), out.subarray(i, i + n));
-  }
-  return out.slice(aec.latency);
-}
+const cancel = (mic: Int16Array, ref: Int16Array, rate: number) =>
+  cancelInFrames(mic, ref, rate).out;
 
 // Paths 6 dB down (a handset's ring and the telephone band-limit, on a clock 100 ppm fast): the
 // caller, 4 dB below the agent, is only 2 dB above the echo.

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { EchoCanceller } from "../core/audio/aec.ts";
 import { noise } from "../core/audio/pcm.ts";
-import { aecCases, convergenceSecs, erleDb } from "../bench/aec_set.ts";
+import { aecCases, cancelInFrames, convergenceSecs, erleDb } from "../bench/aec_set.ts";
 
 /**
  * White noise as the reference, and its echo as a phone whose clock runs `ppm` fast plays and
@@ -36,12 +36,8 @@ function driftingEcho(rate: number, secs: number, ppm: number, delay = 0.1 * rat
 
 /** The linear filter alone over 20 ms frames: the output aligned to the input, and the drift. */
 function cancel(mic: Int16Array, ref: Int16Array, rate: number, trackDrift: boolean) {
-  const aec = new EchoCanceller({ sampleRate: rate, suppress: false, trackDrift });
-  const n = rate / 50, out = new Int16Array(mic.length);
-  for (let i = 0; i + n <= mic.length; i += n) {
-    aec.process(mic.subarray(i, i + n), ref.subarray(i, i + n), out.subarray(i, i + n));
-  }
-  return { out: out.slice(aec.latency), ppm: aec.driftPpm };
+  const { out, aec } = cancelInFrames(mic, ref, rate, { suppress: false, trackDrift });
+  return { out, ppm: aec.driftPpm };
 }
 
 for (const ppm of [100, -100]) {

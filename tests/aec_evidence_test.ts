@@ -1,17 +1,10 @@
 import assert from "node:assert/strict";
 import { EchoEvidence } from "../core/audio/aec_evidence.ts";
-import { EchoCanceller } from "../core/audio/aec.ts";
-import { aecCases, vadStarts } from "../bench/aec_set.ts";
+import { aecCases, cancelInFrames, vadStarts } from "../bench/aec_set.ts";
 
 /** Run `mic` and `ref` through a canceller in 20 ms frames; the output aligned to the input. */
-function cancel(mic: Int16Array, ref: Int16Array, rate: number): Int16Array {
-  const aec = new EchoCanceller({ sampleRate: rate });
-  const n = rate / 50, out = new Int16Array(mic.length);
-  for (let i = 0; i + n <= mic.length; i += n) {
-    aec.process(mic.subarray(i, i + n), ref.subarray(i, i + n), out.subarray(i, i + n));
-  }
-  return out.slice(aec.latency);
-}
+const cancel = (mic: Int16Array, ref: Int16Array, rate: number) =>
+  cancelInFrames(mic, ref, rate).out;
 
 const SILENT = 64_000, LOUD = 1e6, TALK = 64 * 1e6;
 

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { EchoCanceller } from "../core/audio/aec.ts";
 import { noise } from "../core/audio/pcm.ts";
 import { ulawDecode, ulawEncode } from "../core/audio/g711.ts";
-import { aecCases, convergenceSecs, erleDb, vadStarts } from "../bench/aec_set.ts";
+import { aecCases, cancelInFrames, convergenceSecs, erleDb, vadStarts } from "../bench/aec_set.ts";
 
 /** Run `mic` and `ref` through a canceller in 20 ms frames; the output aligned to the input. */
 function cancel(
@@ -12,12 +12,8 @@ function cancel(
   suppress = true,
   tailMs?: number,
 ): Int16Array {
-  const aec = new EchoCanceller({ sampleRate: rate, suppress, tailMs });
-  const n = rate / 50, out = new Int16Array(mic.length);
-  for (let i = 0; i + n <= mic.length; i += n) {
-    aec.process(mic.subarray(i, i + n), ref.subarray(i, i + n), out.subarray(i, i + n));
-  }
-  return out.slice(aec.latency);
+  return cancelInFrames(mic, ref, rate, { suppress, ...(tailMs !== undefined ? { tailMs } : {}) })
+    .out;
 }
 
 /** A white-noise reference and its echo through `delay` samples and a short decaying path. */
@@ -51,12 +47,8 @@ Deno.test("echo canceller: an echo beyond the filter's span is not cancelled", (
   // 500 ms of bulk delay with a 100 ms span: what the filter cannot reach stays.
   const rate = 8000;
   const { ref, mic } = noiseEcho(rate, 3, Math.round(0.5 * rate));
-  const aec = new EchoCanceller({ sampleRate: rate, maxDelayMs: 36, suppress: false });
-  const n = 160, out = new Int16Array(mic.length);
-  for (let i = 0; i + n <= mic.length; i += n) {
-    aec.process(mic.subarray(i, i + n), ref.subarray(i, i + n), out.subarray(i, i + n));
-  }
-  assert.ok(erleDb(mic, out.slice(aec.latency), 2 * rate, mic.length - aec.latency) < 3);
+  const { out, aec } = cancelInFrames(mic, ref, rate, { maxDelayMs: 36, suppress: false });
+  assert.ok(erleDb(mic, out, 2 * rate, mic.length - aec.latency) < 3);
 });
 
 Deno.test("echo canceller: no reference, the caller's audio passes intact, its latency late", () => {
