@@ -19,7 +19,8 @@
  * text` (what else ran on the machine, recorded with its load average), `--echo-rates
  * leg|16000/24000` (the echo model's rates: `leg`, the default, runs the calls at 8 kHz with no
  * resampler; `16000/24000` is a hosted model's 8 -> 16 -> 24 -> 8 kHz chain), `--echo-cancel
- * on|off` (the echo canceller on every call; default off).
+ * on|off` (the echo canceller on every call; default off: the echo model speaks every frame, so
+ * `on` measures the canceller's worst case, while the product turns it on for telephone legs).
  * @module
  */
 
