@@ -27,6 +27,12 @@ const TWILIO_SECRET = "twilio-auth-token-for-scale-out";
 const CLUSTER_SECRET = crypto.randomUUID() + crypto.randomUUID();
 /** Caller turn: 1 s of the test tone (50 frames of 20 ms), then silence so the VAD ends it. */
 const TONE_FRAMES = 50;
+/**
+ * Tone windows a call must hear back: all but three. The echo canceller, on by default on this
+ * carrier leg, hands the model the caller's audio 16 ms late, which splits one 20 ms window of
+ * the echoed turn; its onset and the VAD's edges may cost one each.
+ */
+const ECHOED_ENOUGH = TONE_FRAMES - 3;
 
 function missing(tool: string): string | undefined {
   try {
@@ -142,7 +148,7 @@ async function echoTurn(call: TwilioCall): Promise<number> {
   await call.speak(tone8k(TONE_FRAMES * 160));
   await call.speak(new Int16Array(6400));
   const echoed = () => toneWindows(call.decode(call.media().slice(before)));
-  await until(() => echoed() >= TONE_FRAMES - 2, 15_000, "the echoed turn").catch(() => {});
+  await until(() => echoed() >= ECHOED_ENOUGH, 15_000, "the echoed turn").catch(() => {});
   await sleep(200);
   const n = echoed();
   await call.hangup();
@@ -206,7 +212,7 @@ async function health(agent: ServerChild): Promise<number> {
 }
 
 function assertAllEchoed(results: CallResult[], what: string, log = ""): void {
-  const failed = results.filter((r) => r.error !== undefined || r.echoed < TONE_FRAMES - 2);
+  const failed = results.filter((r) => r.error !== undefined || r.echoed < ECHOED_ENOUGH);
   assert.deepEqual(failed, [], `${what}: every call hears its turn echoed\n${log}`);
 }
 
@@ -270,7 +276,7 @@ Deno.test({
       const token = url.searchParams.get("token")!;
       const ws = `${agents[2].base.replace("http", "ws")}${url.pathname}?token=${token}`;
       const call = await twilioClient(ws, token);
-      assert.ok((await echoTurn(call)) >= TONE_FRAMES - 2, "the cross-agent call echoes");
+      assert.ok((await echoTurn(call)) >= ECHOED_ENOUGH, "the cross-agent call echoes");
       await until(() => ended(agents[2]).some((l) => l.runId === runId), 5000, "ended on 2");
       assert.ok(!started(agents[1]).some((l) => l.runId === runId), "not run by agent 1");
       // The token opened its one socket: a second one, on any agent, is refused.
@@ -327,7 +333,7 @@ Deno.test({
         assertAllEchoed(fresh, "calls after the new instance came up", proxy.log());
         assert.ok(started(replacement).length > 0, "the new instance takes new calls");
         assert.equal(draining.stdout().includes("stopped"), false, "the old one still runs");
-        assert.ok((await echoTurn(held.call)) >= TONE_FRAMES - 2, "the held call went on");
+        assert.ok((await echoTurn(held.call)) >= ECHOED_ENOUGH, "the held call went on");
         assert.equal(await draining.exited, 0, "the drained agent exits by itself, cleanly");
         const reasons = ended(draining).map((l) => l.reason);
         assert.ok(

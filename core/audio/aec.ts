@@ -272,6 +272,12 @@ export class EchoCanceller {
         (this.#sy > 0 && e.error > 4 * (this.#sr / this.#sy) * this.#echoPeak + floor));
     this.#dt = dtNow ? (heard === undefined ? 6 : EARLY_HANG) : Math.max(0, this.#dt - 1);
     this.#dtLoud = dtNow && louder ? 6 : Math.max(0, this.#dtLoud - 1);
+    if (heard !== undefined && this.#dt > 0 && heard.noEcho) {
+      // On a leg where no echo was found, the young filter has none to take out: while the caller
+      // talks, its estimate is only the agent's voice misapplied, so the caller passes as it came.
+      this.#err.set(this.#mic);
+      e.error = e.mic;
+    }
     // Adaptation slows only on clear evidence: the two-path filter already rides out most double
     // talk, and a false alarm in single talk would slow convergence.
     const strong = this.#converged && farRecent && e.error > 16 * expected + floor;
@@ -314,8 +320,9 @@ export class EchoCanceller {
       // at the floor while the agent speaks, unless the detector above hears the caller.
       const target = farRecent && !this.#converged && this.#dt === 0 ? this.#gMin : 1;
       const prev = this.#gain;
-      // Down at once; back up fast when the caller talks, slowly when it may be an echo burst.
-      this.#gain = target < prev
+      // Down at once; up at once when the caller was just heard (the block's gain still glides
+      // there), fast while they talk, slowly when it may be an echo burst.
+      this.#gain = target < prev || dtNow
         ? target
         : prev + (this.#dt > 0 || !farRecent ? 0.5 : 0.1) * (target - prev);
       g0 = this.#lateG0;

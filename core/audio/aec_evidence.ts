@@ -26,13 +26,16 @@ export interface EchoEvidenceVerdict {
   explained: boolean;
   /** The microphone is the caller: the filter has found no echo in it. */
   unexplained: boolean;
+  /** No echo has been found on this leg: its microphone was silent after loud reference, or
+   * the filter has heard it long enough and explains none of it. */
+  noEcho: boolean;
 }
 
 /** Per-call evidence, block by block, of whether the microphone holds an echo. */
 export class EchoEvidence {
   readonly #heardBlocks: number;
   readonly #delayBlocks: number;
-  readonly #verdict: EchoEvidenceVerdict = { explained: false, unexplained: false };
+  readonly #verdict: EchoEvidenceVerdict = { explained: false, unexplained: false, noEcho: false };
   #xm = 0;
   #xe = 0;
   #heard = 0;
@@ -77,6 +80,7 @@ export class EchoEvidence {
       this.#noEcho = true;
     }
     this.#blocks++;
+    v.noEcho = this.#noEcho || v.unexplained;
     return v;
   }
 
