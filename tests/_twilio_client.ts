@@ -8,6 +8,7 @@ import { twilioSignature } from "../telephony/security.ts";
 import { createTwilioSerializer } from "../telephony/serializers/twilio.ts";
 import { socketFromWebSocket, WsMediaTransport } from "../telephony/ws_transport.ts";
 import { sleep } from "./_core_helpers.ts";
+import type { AgentServer } from "../server/app.ts";
 
 /** The caller's side of a Twilio-framed call. */
 export interface TwilioCall {
@@ -141,4 +142,22 @@ export async function dialTwilio(
 export async function speakTurn(call: TwilioCall): Promise<void> {
   await call.speak(sine({ freq: 440, sampleRate: 8000, samples: 3200, amplitude: 9000 }));
   await call.speak(new Int16Array(6400));
+}
+
+/** A Twilio-framed call into an agent server's call manager: its run, the caller, the report. */
+export interface AgentServerCall {
+  run: { runId: number; token: string };
+  call: TwilioCall;
+  /** Settles with the call's report once the server has finished the call. */
+  report: Promise<unknown>;
+}
+
+/** A carrier run on `app` and a Twilio-framed call into it, run by the app's call manager. */
+export async function agentServerCall(app: AgentServer): Promise<AgentServerCall> {
+  const run = await app.sessions.createRun("carrier", { carrier: "twilio" });
+  let report: Promise<unknown> | undefined;
+  const call = await twilioCall((t) => (report = app.calls.run(t, run)), run.token);
+  // The server side is built when it accepts the socket, which the client's open waited for.
+  if (report === undefined) throw new Error("the call was not accepted");
+  return { run, call, report };
 }

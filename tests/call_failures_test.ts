@@ -11,7 +11,7 @@ import { createAgentServer } from "../server/app.ts";
 import { sine } from "../core/audio/pcm.ts";
 import { sleep, until } from "./_core_helpers.ts";
 import { parse } from "./_server_config_helpers.ts";
-import { twilioCall } from "./_twilio_client.ts";
+import { agentServerCall } from "./_twilio_client.ts";
 import { WhisperHttpFake } from "./fakes/whisper_http_fake.ts";
 
 Deno.test("call failures: messages of every provider family are classified", () => {
@@ -130,9 +130,7 @@ providers:
     if (!res.ok) throw new Error(JSON.stringify(res.problems));
     const log = memoryLogger();
     const app = await createAgentServer({ config: res.config, env: () => undefined, logger: log });
-    const run = await app.sessions.createRun("carrier", { carrier: "twilio" });
-    let report: Promise<unknown> | undefined;
-    const call = await twilioCall((t) => (report = app.calls.run(t, run)), run.token);
+    const { run, call, report } = await agentServerCall(app);
     const turn = async () => {
       await call.speak(sine({ freq: 300, sampleRate: 8000, samples: 8000, amplitude: 9000 }));
       await call.speak(new Int16Array(8000));

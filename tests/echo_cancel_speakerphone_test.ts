@@ -12,7 +12,7 @@ import { ulawEncode } from "../core/audio/g711.ts";
 import { createAgentServer } from "../server/app.ts";
 import { sleep, until } from "./_core_helpers.ts";
 import { parse } from "./_server_config_helpers.ts";
-import { type TwilioCall, twilioCall } from "./_twilio_client.ts";
+import { agentServerCall, type TwilioCall } from "./_twilio_client.ts";
 import { OpenAIChatFake } from "./fakes/openai_chat_fake.ts";
 import { WhisperHttpFake } from "./fakes/whisper_http_fake.ts";
 import { CALLER_TEXT, espeakAt } from "../bench/aec_set.ts";
@@ -68,9 +68,7 @@ providers:
     env: () => undefined,
     logger: silentLogger,
   });
-  const run = await app.sessions.createRun("carrier", { carrier: "twilio" });
-  let report: Promise<unknown> | undefined;
-  const call = await twilioCall((t) => (report = app.calls.run(t, run)), run.token);
+  const { call, report } = await agentServerCall(app);
   try {
     await until(() => call.media().length > 0, 5000, "the greeting");
     await speakerphone(call, 7, words);

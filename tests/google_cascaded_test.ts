@@ -14,7 +14,7 @@ import { GoogleTtsFake } from "./fakes/google_tts_fake.ts";
 import { GOOGLE_SPEECH_PROTO, GrpcRecognizeFake } from "./fakes/grpc_recognize_fake.ts";
 import { withOAuth } from "./_google_helpers.ts";
 import { parse } from "./_server_config_helpers.ts";
-import { twilioCall } from "./_twilio_client.ts";
+import { agentServerCall } from "./_twilio_client.ts";
 import { until } from "./_core_helpers.ts";
 
 Deno.test("google cascaded: a call runs Cloud Speech, Vertex AI and Cloud TTS", async () => {
@@ -46,9 +46,7 @@ providers:
       env: (n) => n === "GOOGLE_APPLICATION_CREDENTIALS" ? keyFile : undefined,
       logger: silentLogger,
     });
-    const run = await app.sessions.createRun("carrier", { carrier: "twilio" });
-    let report: Promise<unknown> | undefined;
-    const call = await twilioCall((t) => (report = app.calls.run(t, run)), run.token);
+    const { call, report } = await agentServerCall(app);
     try {
       await until(() => call.media().length > 10, 8000, "greeting audio");
       assert.deepEqual(tts.bodies[0].input, { text: "Hi there." });

@@ -12,7 +12,7 @@ import { sine } from "../core/audio/pcm.ts";
 import { createAgentServer } from "../server/app.ts";
 import { until } from "./_core_helpers.ts";
 import { parse } from "./_server_config_helpers.ts";
-import { twilioCall } from "./_twilio_client.ts";
+import { agentServerCall } from "./_twilio_client.ts";
 import {
   finishChunk,
   OpenAIChatFake,
@@ -54,9 +54,7 @@ tools:
 ${toolsYaml}`);
   if (!res.ok) throw new Error(JSON.stringify(res.problems));
   const app = await createAgentServer({ config: res.config, env, logger: silentLogger });
-  const run = await app.sessions.createRun("carrier", { carrier: "twilio" });
-  let report: Promise<unknown> | undefined;
-  const call = await twilioCall((t) => (report = app.calls.run(t, run)), run.token);
+  const { call, report } = await agentServerCall(app);
   try {
     await until(() => call.media().length > 20, 8000, "greeting audio");
     await call.speak(sine({ freq: 300, sampleRate: 8000, samples: 8000, amplitude: 9000 }));
@@ -169,9 +167,7 @@ tools:
     realtimeFactory: () => model,
     warm: false,
   });
-  const run = await app.sessions.createRun("carrier", { carrier: "twilio" });
-  let report: Promise<unknown> | undefined;
-  const call = await twilioCall((t) => (report = app.calls.run(t, run)), run.token);
+  const { call, report } = await agentServerCall(app);
   try {
     await until(() => model.results.length === 1, 10_000, "the tool result sent to the model");
     assert.deepEqual(model.offered, ["go", "end_call", "lookup_order", "slow", "fail"]);

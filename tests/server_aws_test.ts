@@ -17,7 +17,7 @@ import { probe, probeTargets } from "../server/probes.ts";
 import { until } from "./_core_helpers.ts";
 import { startTaskArgs } from "./_server_child.ts";
 import { parse } from "./_server_config_helpers.ts";
-import { twilioCall } from "./_twilio_client.ts";
+import { agentServerCall } from "./_twilio_client.ts";
 import { AwsHttpFake, converseStream } from "./fakes/aws_http_fake.ts";
 import { TranscribeFake } from "./fakes/transcribe_fake.ts";
 
@@ -50,9 +50,7 @@ Deno.test("server aws: a call runs Transcribe, Bedrock and Polly, every request 
   );
   const env = (n: string) => llm.env[n];
   const app = await createAgentServer({ config, env, logger: silentLogger });
-  const run = await app.sessions.createRun("carrier", { carrier: "twilio" });
-  let report: Promise<unknown> | undefined;
-  const call = await twilioCall((t) => (report = app.calls.run(t, run)), run.token);
+  const { run, call, report } = await agentServerCall(app);
   try {
     await until(() => call.media().length > 20, 5000, "greeting audio");
     assert.equal(tts.requests[0].body.Text, "Hi there.");
@@ -109,9 +107,7 @@ Deno.test("server aws: Bedrock throttled past its retries: the caller hears the 
   );
   const logger = memoryLogger();
   const app = await createAgentServer({ config, env: (n) => llm.env[n], logger });
-  const run = await app.sessions.createRun("carrier", { carrier: "twilio" });
-  let report: Promise<unknown> | undefined;
-  const call = await twilioCall((t) => (report = app.calls.run(t, run)), run.token);
+  const { call, report } = await agentServerCall(app);
   try {
     await until(() => call.media().length > 20, 5000, "greeting audio");
     await until(() => stt.connections.length === 1, 5000, "the Transcribe stream");

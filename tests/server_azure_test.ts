@@ -15,7 +15,7 @@ import { grantProblems } from "../server/grant_check.ts";
 import { probeTargets } from "../server/probes.ts";
 import { until } from "./_core_helpers.ts";
 import { parse } from "./_server_config_helpers.ts";
-import { twilioCall } from "./_twilio_client.ts";
+import { agentServerCall } from "./_twilio_client.ts";
 import { AzureSpeechFake } from "./fakes/azure_speech_fake.ts";
 import { finishChunk, OpenAIChatFake, streamReply, textChunk } from "./fakes/openai_chat_fake.ts";
 
@@ -33,9 +33,7 @@ async function config(body: string) {
 /** The agent server on `c` with one Twilio-framed call in; `close` ends it and the fakes. */
 async function azureCall(c: Awaited<ReturnType<typeof config>>, fakes: { close(): unknown }[]) {
   const app = await createAgentServer({ config: c, env, logger: silentLogger });
-  const run = await app.sessions.createRun("carrier", { carrier: "twilio" });
-  let report: Promise<unknown> | undefined;
-  const call = await twilioCall((t) => (report = app.calls.run(t, run)), run.token);
+  const { call, report } = await agentServerCall(app);
   return {
     call,
     async hangup() {

@@ -12,7 +12,7 @@ import { createAgentServer } from "../server/app.ts";
 import { LLM_PROVIDERS, STT_PROVIDERS, TTS_PROVIDERS } from "../providers/service_registry.ts";
 import { until } from "./_core_helpers.ts";
 import { parse } from "./_server_config_helpers.ts";
-import { twilioCall } from "./_twilio_client.ts";
+import { agentServerCall } from "./_twilio_client.ts";
 import { finishChunk, OpenAIChatFake, streamReply, textChunk } from "./fakes/openai_chat_fake.ts";
 import { WhisperHttpFake } from "./fakes/whisper_http_fake.ts";
 import { rms, sine } from "../core/audio/pcm.ts";
@@ -36,9 +36,7 @@ Deno.test("server cascaded: a call runs whisper-style STT, an OpenAI-style LLM a
   llm: { name: ollama, url: "${llm.baseUrl}", model: tiny }
   tts: { name: espeak }`);
   const app = await createAgentServer({ config, env: () => undefined, logger: silentLogger });
-  const run = await app.sessions.createRun("carrier", { carrier: "twilio" });
-  let report: Promise<unknown> | undefined;
-  const call = await twilioCall((t) => (report = app.calls.run(t, run)), run.token);
+  const { run, call, report } = await agentServerCall(app);
   try {
     await until(() => call.media().length > 20, 5000, "greeting audio");
     await until(() => app.calls.active === 1);
@@ -74,9 +72,7 @@ Deno.test("server cascaded: STT failing after its retries: the caller hears the 
   tts: { name: espeak }`);
   const logger = memoryLogger();
   const app = await createAgentServer({ config, env: () => undefined, logger });
-  const run = await app.sessions.createRun("carrier", { carrier: "twilio" });
-  let report: Promise<unknown> | undefined;
-  const call = await twilioCall((t) => (report = app.calls.run(t, run)), run.token);
+  const { run, call, report } = await agentServerCall(app);
   try {
     await until(() => call.media().length > 20, 5000, "greeting audio");
     await call.speak(sine({ freq: 300, sampleRate: 8000, samples: 8000, amplitude: 9000 }));

@@ -13,7 +13,7 @@ import { silentLogger } from "../core/log.ts";
 import { createAgentServer } from "../server/app.ts";
 import { until } from "./_core_helpers.ts";
 import { parse } from "./_server_config_helpers.ts";
-import { twilioCall } from "./_twilio_client.ts";
+import { agentServerCall } from "./_twilio_client.ts";
 import { awsEnv, FAKE_AWS_CREDENTIALS } from "./fakes/aws_http_fake.ts";
 import { novaOut, startNovaSonicFake } from "./fakes/nova_sonic_fake.ts";
 
@@ -31,9 +31,7 @@ Deno.test("server nova-sonic: a call runs on a signed session with the AWS varia
   const config = await s2sConfig(`{ name: nova-sonic, url: "${fake.url}", voice: amy }`);
   const env = awsEnv(FAKE_AWS_CREDENTIALS, "eu-north-1");
   const app = await createAgentServer({ config, env: (n) => env[n], logger: silentLogger });
-  const run = await app.sessions.createRun("carrier", { carrier: "twilio" });
-  let report: Promise<unknown> | undefined;
-  const call = await twilioCall((t) => (report = app.calls.run(t, run)), run.token);
+  const { call, report } = await agentServerCall(app);
   try {
     const s = await fake.session(0);
     await s.waitFor("textInput", 2);
