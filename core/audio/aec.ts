@@ -258,18 +258,21 @@ export class EchoCanceller {
     // The caller's voice also makes the microphone louder than the echo has lately been; a
     // block the filter mispredicted (a coefficient swap gone wrong) does not.
     const louder = e.mic > this.#echoPeak;
-    // Before convergence the residual cannot tell the caller from the echo yet; two other things
-    // can. Level: an echo is quieter than what was played (a loss of at least 3 dB), so a louder
+    // Before convergence the residual alone cannot tell the caller from the echo yet (the young
+    // filter's ratio is not capped: it leaves more than the estimate); two other things can.
+    // Level: an echo is quieter than what was played (a loss of at least 3 dB), so a louder
     // microphone is the caller (a Geigel detector). And what the filter has heard so far: a
-    // microphone it explains none of, after a while, is the caller ({@link EchoEvidence}), as is a
-    // residual four times what the filter, however young, has been leaving on the echo alone.
+    // microphone it explains none of, after a while, is the caller ({@link EchoEvidence}).
     const heard = this.#converged
       ? undefined
       : this.#evidence.update(e.mic, e.error, px / b, farRecent, floor);
-    const dtNow = heard === undefined
-      ? farRecent && e.error > 4 * expected + floor
-      : farRecent && (e.mic > GEIGEL * this.#farPeak + floor || heard.unexplained ||
-        (this.#sy > 0 && e.error > 4 * (this.#sr / this.#sy) * this.#echoPeak + floor));
+    const leaves = heard === undefined
+      ? expected
+      : this.#sy > 0
+      ? (this.#sr / this.#sy) * this.#echoPeak
+      : Infinity;
+    const dtNow = farRecent && (e.error > 4 * leaves + floor ||
+      (heard !== undefined && (e.mic > GEIGEL * this.#farPeak + floor || heard.unexplained)));
     this.#dt = dtNow ? (heard === undefined ? 6 : EARLY_HANG) : Math.max(0, this.#dt - 1);
     this.#dtLoud = dtNow && louder ? 6 : Math.max(0, this.#dtLoud - 1);
     if (heard !== undefined && this.#dt > 0 && heard.noEcho) {
